@@ -1,0 +1,164 @@
+// Package root builds the `kop-offsets` command tree and binds the global flags.
+package root
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/completion"
+	configcmd "github.com/kop-offsets/kop-offsets/internal/commands/configcmd"
+	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+)
+
+// Command groups shown in --help.
+const (
+	GroupOffsets = "offsets"
+	GroupRepair  = "repair"
+	GroupSetup   = "setup"
+)
+
+// NewCmdRoot returns the root command with every subcommand. Add a command here with
+// cmd.AddCommand(x.NewCmdX(f, nil)) and set its GroupID.
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
+	// Run the root's persistent hooks even when a subcommand has its own.
+	cobra.EnableTraverseRunHooks = true
+
+	cmd := &cobra.Command{
+		Use:   "kop-offsets <command> [flags]",
+		Short: "Inspect, compare and repair KoP consumer offsets across geo-replicated Pulsar clusters",
+		Long: strings.TrimSpace(`
+kop-offsets reads Kafka-on-Pulsar (KoP) consumer-group offsets on one or more geo-replicated
+Pulsar clusters: what is persisted in the offsets topic
+(persistent://<tenant>/__kafka/__consumer_offsets), what each KoP broker has cached, and
+whether the clusters agree.
+
+Clusters come from a YAML config file (--config, $KOP_OFFSETS_CONFIG, or
+$XDG_CONFIG_HOME/kop-offsets/config.yaml; see 'kop-offsets config view'), or for one ad-hoc
+cluster named "default" from --admin-url, --service-url and --bootstrap. Every command
+works on all configured clusters unless --cluster selects some.
+
+Read commands only use non-durable readers and never commit offsets. Results go to
+stdout (-o table|json|yaml), logs and progress to stderr.
+
+Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contacted);
+3 a cluster or endpoint could not be reached; 4 a write did not achieve its goal.`),
+		Example: cmdutil.Examples(`
+  # check every endpoint of every configured cluster
+  kop-offsets config check
+
+  # the same for two clusters, as JSON
+  kop-offsets --cluster scus,wus config check -o json
+
+  # one ad-hoc cluster, no config file
+  kop-offsets --admin-url http://127.0.0.1:8080 --service-url pulsar://127.0.0.1:6650 \
+      --bootstrap 127.0.0.1:9092 config check`),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Annotations:   map[string]string{},
+		Version:       f.AppVersion,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if f.Flags.Timeout <= 0 {
+				return cmdutil.FlagErrorf("--timeout must be positive, got %s", f.Flags.Timeout)
+			}
+			return nil
+		},
+	}
+	cmd.SetVersionTemplate("kop-offsets {{.Version}}\n")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &cmdutil.FlagError{Err: err}
+	})
+	cmd.SetOut(f.IOStreams.Out)
+	cmd.SetErr(f.IOStreams.ErrOut)
+	cmd.SetIn(f.IOStreams.In)
+
+	cmdutil.BindGlobalFlags(cmd, f.Flags)
+
+	_ = cmd.RegisterFlagCompletionFunc("output", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		formats := output.Names(output.Standard)
+		for p := c; p != nil; p = p.Parent() {
+			if s := p.Annotations[cmdutil.AnnotationOutputFormats]; s != "" {
+				formats = strings.Split(s, ",")
+				break
+			}
+		}
+		return formats, cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("cluster", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return config.Names(cfg.Clusters), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("timeout", cobra.NoFileCompletions)
+
+	cmd.Flags().Bool("version", false, "print the version (as 'kop-offsets version')")
+	cmd.SetHelpCommandGroupID(GroupSetup)
+	cmd.CompletionOptions.DisableDefaultCmd = true // ours has help and examples
+
+	// Setup commands.
+	add(cmd, GroupSetup, versioncmd.NewCmdVersion(f, nil))
+	add(cmd, GroupSetup, completion.NewCmdCompletion(f))
+	add(cmd, GroupSetup, configcmd.NewCmdConfig(f))
+
+	// Offsets commands (decode, dump, locate, groups, check, doctor) and repair commands
+	// (reload, repair) are added here by their packages' NewCmdX(f, nil).
+
+	markOnRun(cmd)
+	return cmd
+}
+
+// markOnRun wraps the Run/RunE of every command in the tree so that the root records that
+// a command body started; see Started.
+func markOnRun(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			markStarted(cmd)
+			return run(cmd, args)
+		}
+	} else if run := c.Run; run != nil {
+		c.Run = func(cmd *cobra.Command, args []string) {
+			markStarted(cmd)
+			run(cmd, args)
+		}
+	}
+	for _, sub := range c.Commands() {
+		markOnRun(sub)
+	}
+}
+
+var groupTitles = map[string]string{
+	GroupOffsets: "Offsets commands:",
+	GroupRepair:  "Repair commands:",
+	GroupSetup:   "Setup commands:",
+}
+
+// add adds c to parent under group, creating the group on first use so that --help shows
+// no empty group.
+func add(parent *cobra.Command, group string, c *cobra.Command) {
+	if !parent.ContainsGroup(group) {
+		parent.AddGroup(&cobra.Group{ID: group, Title: groupTitles[group]})
+	}
+	c.GroupID = group
+	parent.AddCommand(c)
+}
+
+// annotationStarted marks, on the root, that a command's Run/RunE started: an error
+// without it came from cobra's own parsing and validation (exit 2).
+const annotationStarted = "kop-offsets/started"
+
+func markStarted(cmd *cobra.Command) {
+	r := cmd.Root()
+	if r.Annotations == nil {
+		r.Annotations = map[string]string{}
+	}
+	r.Annotations[annotationStarted] = "true"
+}
+
+// Started reports whether a command got past cobra's parsing and validation of flags and
+// arguments (its Run/RunE was called).
+func Started(root *cobra.Command) bool { return root.Annotations[annotationStarted] == "true" }

@@ -1,0 +1,145 @@
+package connect
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/apache/pulsar-client-go/oauth2"
+	"github.com/apache/pulsar-client-go/oauth2/cache"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/auth"
+	adminconfig "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+)
+
+// AdminHTTPClient returns an *http.Client that authenticates to cl's admin API (token,
+// token file or OAuth2 client credentials; TLS trust and client certificate), with the
+// dial and response-header timeouts of o, and the admin base URL without trailing slash.
+// Use it for admin endpoints pulsaradmin lacks; prefer NewAdminClient otherwise.
+func AdminHTTPClient(cl config.Cluster, o Options) (*http.Client, string, error) {
+	rt, err := adminTransport(cl, o)
+	if err != nil {
+		return nil, "", err
+	}
+	return &http.Client{Transport: rt}, strings.TrimRight(cl.AdminURL, "/"), nil
+}
+
+// NewAdminClient returns a pulsaradmin.Client for cl's adminURL (API v2). Pass a context
+// with a deadline to its *WithContext methods: the library's own HTTP timeout is long.
+func NewAdminClient(cl config.Cluster, o Options) (pulsaradmin.Client, error) {
+	rt, err := adminTransport(cl, o)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &adminconfig.Config{WebServiceURL: strings.TrimRight(cl.AdminURL, "/"), PulsarAPIVersion: adminconfig.V2}
+	c, err := admin.NewPulsarClientWithAuthProvider(cfg, auth.NewDefaultProvider(rt))
+	if err != nil {
+		return nil, &config.Error{Cluster: cl.Name, Field: "adminURL", Err: err}
+	}
+	return c, nil
+}
+
+func adminTransport(cl config.Cluster, o Options) (http.RoundTripper, error) {
+	o = o.Normalize()
+	if cl.AdminURL == "" {
+		return nil, notConfigured(cl, "adminURL")
+	}
+	tlsCfg, err := TLSConfig(cl, "pulsarAuth.tls", cl.PulsarTLS())
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyFromEnvironment
+	tr.DialContext = (&net.Dialer{Timeout: o.DialTimeout}).DialContext
+	tr.TLSHandshakeTimeout = o.DialTimeout
+	tr.ResponseHeaderTimeout = o.RequestTimeout
+	tr.TLSClientConfig = tlsCfg
+	tr.MaxIdleConnsPerHost = 10
+
+	pa := cl.PulsarAuth
+	if pa == nil {
+		return tr, nil
+	}
+	switch {
+	case pa.Token != "":
+		tok, err := cl.ResolveSecret("pulsarAuth.token", pa.Token)
+		if err != nil {
+			return nil, err
+		}
+		return &bearer{base: tr, token: func(context.Context) (string, error) { return tok, nil }}, nil
+	case pa.TokenFile != "":
+		path := pa.TokenFile
+		return &bearer{base: tr, token: func(context.Context) (string, error) {
+			// Read on every request, like the Pulsar clients, so a rotated token is used.
+			v, err := config.Secret("file:" + path).Resolve()
+			if err != nil {
+				return "", fmt.Errorf("cluster %q: pulsarAuth.tokenFile: %w", cl.Name, err)
+			}
+			return v, nil
+		}}, nil
+	case pa.OAuth2 != nil:
+		var scopes []string
+		if pa.OAuth2.Scope != "" {
+			scopes = strings.Fields(pa.OAuth2.Scope)
+		}
+		flow, err := oauth2.NewDefaultClientCredentialsFlow(oauth2.ClientCredentialsFlowOptions{
+			KeyFile: pa.OAuth2.PrivateKey, IssuerURL: pa.OAuth2.IssuerURL, AdditionalScopes: scopes,
+		})
+		if err != nil {
+			return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth.oauth2", Err: err}
+		}
+		src, err := cache.NewDefaultTokenCache(pa.OAuth2.Audience, flow)
+		if err != nil {
+			return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth.oauth2", Err: err}
+		}
+		return &bearer{base: tr, token: func(ctx context.Context) (string, error) {
+			type res struct {
+				tok string
+				err error
+			}
+			ch := make(chan res, 1)
+			go func() {
+				t, err := src.Token()
+				if err != nil {
+					ch <- res{err: err}
+					return
+				}
+				ch <- res{tok: t.AccessToken}
+			}()
+			select {
+			case r := <-ch:
+				if r.err != nil {
+					return "", fmt.Errorf("cluster %q: oauth2 token from %s: %w", cl.Name, pa.OAuth2.IssuerURL, r.err)
+				}
+				return r.tok, nil
+			case <-ctx.Done():
+				return "", fmt.Errorf("cluster %q: oauth2 token from %s: %w", cl.Name, pa.OAuth2.IssuerURL, ctx.Err())
+			}
+		}}, nil
+	}
+	return tr, nil
+}
+
+// bearer adds "Authorization: Bearer <token>" to requests that have no Authorization yet.
+type bearer struct {
+	base  http.RoundTripper
+	token func(context.Context) (string, error)
+}
+
+func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") != "" {
+		return b.base.RoundTrip(req)
+	}
+	tok, err := b.token(req.Context())
+	if err != nil {
+		return nil, err
+	}
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return b.base.RoundTrip(r)
+}
