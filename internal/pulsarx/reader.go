@@ -1,0 +1,398 @@
+package pulsarx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// ReaderClient is the part of pulsar.Client the Reader uses; pulsar.Client satisfies it.
+type ReaderClient interface {
+	CreateReader(pulsar.ReaderOptions) (pulsar.Reader, error)
+}
+
+// PartitionCounter answers the partition count of a partitioned topic; *Admin satisfies it.
+type PartitionCounter interface {
+	PartitionedTopicPartitions(ctx context.Context, topic string) (int32, error)
+}
+
+// CursorProber is optionally implemented by the PartitionCounter given to NewReader (*Admin
+// does). pulsar-client-go v0.19.0 drops non-batched messages with an empty payload and no
+// properties (it takes them for corrupt, logs "Discarding corrupted message" and acks them):
+// KoP's placeholders are such messages. When one is the last message of a partition, the
+// reader never receives the last message id; the prober lets a bounded read see on the
+// broker that its subscription has acknowledged everything up to it, and end.
+type CursorProber interface {
+	// CursorMarkDelete returns the mark-delete position (ledger, entry) of subscription on
+	// topic; ok is false when the broker does not list the subscription.
+	CursorMarkDelete(ctx context.Context, topic, subscription string) (ledger, entry int64, ok bool, err error)
+}
+
+// probeInterval is how long a bounded read waits for a message before it asks the broker
+// (CursorProber) whether nothing is left.
+const probeInterval = time.Second
+
+// KeyMode says how the Pulsar key of a message becomes offsets.Message.Key.
+type KeyMode int
+
+const (
+	// KeyBase64 decodes the key from standard base64 when it is valid base64, else keeps it
+	// as is. KoP writes keys with the Java client's keyBytes(), which sends base64 text and
+	// sets partition_key_b64_encoded; pulsar-client-go v0.19.0 parses that flag but does not
+	// expose it on pulsar.Message, so validity is the best test available.
+	KeyBase64 KeyMode = iota
+	// KeyRaw keeps the key string's bytes.
+	KeyRaw
+)
+
+// Defaults of ReaderOptions.
+const (
+	DefaultSubscriptionRolePrefix = "kop-offsets-reader"
+	// Offsets messages are small (one record batch of ~100-300 bytes): a deep queue keeps the
+	// broker streaming while fn decodes.
+	DefaultReceiverQueueSize = 5000
+	DefaultIdleTimeout       = 60 * time.Second
+)
+
+// ReaderOptions tune a Reader. The zero value is usable.
+type ReaderOptions struct {
+	// SubscriptionRolePrefix starts the name of each non-durable subscription
+	// ("<prefix>-<random>"), so an operator can see the tool in topic stats. Default
+	// DefaultSubscriptionRolePrefix.
+	SubscriptionRolePrefix string
+	ReceiverQueueSize      int
+	// From, when set, starts each partition at the first message published at or after it
+	// (broker seek by publish time) instead of the earliest message.
+	From time.Time
+	// Compacted reads the compacted view of the topic (latest value per key).
+	Compacted bool
+	// IdleTimeout bounds the wait for the next message in a bounded read: if the broker
+	// sends nothing for this long before the last message id is reached (data removed by
+	// retention, a server-only marker as last entry), ReadPartition fails instead of hanging.
+	// Default DefaultIdleTimeout; it does not apply to Follow.
+	IdleTimeout time.Duration
+	KeyMode     KeyMode
+}
+
+// Reader reads KoP's offsets topic of one cluster with non-durable readers. It implements
+// offsets.OffsetTopicReader.
+type Reader struct {
+	cluster string
+	topic   string
+	client  ReaderClient
+	admin   PartitionCounter
+	opts    ReaderOptions
+}
+
+var _ offsets.OffsetTopicReader = (*Reader)(nil)
+
+// NewReader reads <tenant>/<namespace>/__consumer_offsets of the cluster named cluster (the
+// name only labels errors).
+func NewReader(cluster string, client ReaderClient, admin PartitionCounter, tenant, namespace string, opts ReaderOptions) *Reader {
+	if opts.SubscriptionRolePrefix == "" {
+		opts.SubscriptionRolePrefix = DefaultSubscriptionRolePrefix
+	}
+	if opts.ReceiverQueueSize <= 0 {
+		opts.ReceiverQueueSize = DefaultReceiverQueueSize
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	return &Reader{cluster: cluster, topic: OffsetsTopic(tenant, namespace), client: client, admin: admin, opts: opts}
+}
+
+// Topic is the full name of the offsets topic read.
+func (r *Reader) Topic() string { return r.topic }
+
+// Partitions returns the partition count of the offsets topic; an error when it is not a
+// partitioned topic on this cluster.
+func (r *Reader) Partitions(ctx context.Context) (int32, error) {
+	n, err := r.admin.PartitionedTopicPartitions(ctx, r.topic)
+	if err != nil {
+		return 0, err
+	}
+	if n <= 0 {
+		return 0, fmt.Errorf("cluster %s: %s is not a partitioned topic", r.cluster, r.topic)
+	}
+	return n, nil
+}
+
+// ReadPartition calls fn for every message of partition, from the earliest one (or the first
+// at ReaderOptions.From) to the last one that existed when the call started, in order. An
+// empty partition returns at once. It returns fn's first error unchanged.
+func (r *Reader) ReadPartition(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
+	return r.read(ctx, partition, false, fn)
+}
+
+// Follow calls fn for every message of partition from the earliest one (or From), then for
+// every new one, until ctx is cancelled; cancellation is the normal end and returns nil.
+func (r *Reader) Follow(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
+	return r.read(ctx, partition, true, fn)
+}
+
+// ReadAll reads partitions (all of them when nil) with at most concurrency readers at once
+// (0 or less: 4), each to its last message as ReadPartition does. fn is called from several
+// goroutines but never concurrently: calls are serialized, messages of one partition arrive in
+// order, and partitions interleave. The first error cancels the other reads and is returned.
+func (r *Reader) ReadAll(ctx context.Context, partitions []int32, concurrency int, fn func(offsets.Message) error) error {
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	return r.all(ctx, partitions, concurrency, false, fn)
+}
+
+// FollowAll follows partitions (all of them when nil) at once, as Follow does, with fn
+// serialized as in ReadAll. It returns nil when ctx is cancelled.
+func (r *Reader) FollowAll(ctx context.Context, partitions []int32, fn func(offsets.Message) error) error {
+	return r.all(ctx, partitions, 0, true, fn)
+}
+
+func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, follow bool, fn func(offsets.Message) error) error {
+	if partitions == nil {
+		n, err := r.Partitions(ctx)
+		if err != nil {
+			return err
+		}
+		partitions = make([]int32, n)
+		for i := range partitions {
+			partitions[i] = int32(i)
+		}
+	}
+	if concurrency <= 0 || concurrency > len(partitions) {
+		concurrency = len(partitions)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		mu       sync.Mutex // serializes fn
+		errOnce  sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, concurrency)
+	)
+	serial := func(m offsets.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			// Another partition failed: stop feeding fn.
+			return ctx.Err()
+		}
+		return fn(m)
+	}
+	for _, p := range partitions {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func(p int32) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := r.read(ctx, p, follow, serial)
+			if err != nil && (ctx.Err() == nil || !errors.Is(err, ctx.Err())) {
+				// Errors caused by our own cancellation after a first failure are noise.
+				errOnce.Do(func() { firstErr = err; cancel() })
+			}
+		}(p)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if follow {
+		return nil
+	}
+	return ctx.Err()
+}
+
+func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func(offsets.Message) error) error {
+	topic := PartitionTopic(r.topic, partition)
+	fail := func(what string, err error) error {
+		return fmt.Errorf("cluster %s: topic %s partition %d: %s: %w", r.cluster, r.topic, partition, what, err)
+	}
+	if err := ctx.Err(); err != nil {
+		if follow {
+			return nil
+		}
+		return err
+	}
+	sub := r.opts.SubscriptionRolePrefix + "-" + randomSuffix()
+	rd, err := r.client.CreateReader(pulsar.ReaderOptions{
+		Topic:                   topic,
+		SubscriptionName:        sub,
+		StartMessageID:          pulsar.EarliestMessageID(),
+		StartMessageIDInclusive: true,
+		ReceiverQueueSize:       r.opts.ReceiverQueueSize,
+		SubscriptionRolePrefix:  r.opts.SubscriptionRolePrefix,
+		ReadCompacted:           r.opts.Compacted,
+	})
+	if err != nil {
+		return fail("create reader", err)
+	}
+	defer rd.Close()
+
+	var last pulsar.MessageID
+	if !follow {
+		// The bound is taken before seeking, so messages published while we read are left
+		// for the next run: each call reads a snapshot.
+		if last, err = rd.GetLastMessageID(); err != nil {
+			return fail("get last message id", err)
+		}
+		if last == nil || last.EntryID() < 0 || last.LedgerID() < 0 {
+			return nil // empty partition
+		}
+	}
+	if !r.opts.From.IsZero() {
+		if err := rd.SeekByTime(r.opts.From); err != nil {
+			return fail("seek to "+r.opts.From.UTC().Format(time.RFC3339Nano), err)
+		}
+		// After a seek by time, HasNext compares the broker's last message with the seek
+		// position: false means nothing was published since From.
+		if !follow && !rd.HasNext() {
+			return nil
+		}
+	}
+
+	prober, _ := r.admin.(CursorProber)
+	var lastRead pulsar.MessageID
+	idleSince := time.Now()
+	for {
+		nctx, ncancel := ctx, context.CancelFunc(func() {})
+		if !follow {
+			wait := r.opts.IdleTimeout
+			if prober != nil && wait > probeInterval {
+				wait = probeInterval
+			}
+			nctx, ncancel = context.WithTimeout(ctx, wait)
+		}
+		msg, err := rd.Next(nctx)
+		ncancel()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil && follow:
+				return nil
+			case ctx.Err() != nil:
+				return ctx.Err()
+			case !errors.Is(err, context.DeadlineExceeded):
+				return fail("read", err)
+			}
+			if prober != nil {
+				l, e, ok, perr := prober.CursorMarkDelete(ctx, topic, sub)
+				if perr == nil && ok && compareEntry(entryPos{l, e}, last) >= 0 {
+					return nil // the rest was dropped by the client, see CursorProber
+				}
+			}
+			if time.Since(idleSince) >= r.opts.IdleTimeout {
+				return fail("read", fmt.Errorf("no message for %s before the last message id %s (last read %s)",
+					r.opts.IdleTimeout, formatID(last, partition), formatID(lastRead, partition)))
+			}
+			continue
+		}
+		idleSince = time.Now()
+		id := msg.ID()
+		if !follow && compareEntry(id, last) > 0 {
+			return nil // published after the call started
+		}
+		lastRead = id
+		if err := fn(r.toMessage(partition, msg)); err != nil {
+			return err
+		}
+		if !follow && isLastOf(id, last) {
+			return nil
+		}
+	}
+}
+
+// entryPos is a (ledger, entry) position as a pulsar.MessageID, for compareEntry.
+type entryPos struct{ ledger, entry int64 }
+
+func (p entryPos) Serialize() []byte   { return nil }
+func (p entryPos) LedgerID() int64     { return p.ledger }
+func (p entryPos) EntryID() int64      { return p.entry }
+func (p entryPos) BatchIdx() int32     { return -1 }
+func (p entryPos) PartitionIdx() int32 { return -1 }
+func (p entryPos) BatchSize() int32    { return 0 }
+func (p entryPos) String() string      { return fmt.Sprintf("%d:%d", p.ledger, p.entry) }
+
+func randomSuffix() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (r *Reader) toMessage(partition int32, msg pulsar.Message) offsets.Message {
+	return offsets.Message{
+		Partition:   partition,
+		MessageID:   formatID(msg.ID(), partition),
+		PublishTime: msg.PublishTime(),
+		Key:         decodeKey(msg.Key(), r.opts.KeyMode),
+		Value:       msg.Payload(),
+	}
+}
+
+func decodeKey(k string, mode KeyMode) []byte {
+	if k == "" {
+		return nil
+	}
+	if mode == KeyBase64 {
+		if b, err := base64.StdEncoding.DecodeString(k); err == nil {
+			return b
+		}
+	}
+	return []byte(k)
+}
+
+// formatID renders "ledger:entry:partition:batch". The partition is the offsets-topic
+// partition read (a reader on a partition topic reports its own index, not this one).
+func formatID(id pulsar.MessageID, partition int32) string {
+	if id == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d:%d:%d:%d", id.LedgerID(), id.EntryID(), partition, id.BatchIdx())
+}
+
+// compareEntry orders ids by (ledger, entry): batch indexes of one entry compare equal.
+func compareEntry(a, b pulsar.MessageID) int {
+	switch {
+	case a.LedgerID() != b.LedgerID():
+		return cmpInt64(a.LedgerID(), b.LedgerID())
+	default:
+		return cmpInt64(a.EntryID(), b.EntryID())
+	}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// isLastOf reports whether id is the last message to read when last is the broker's last
+// message id: the final message of last's entry. Brokers report the batch index of the
+// last message of a batch, or -1, depending on version; both are handled.
+func isLastOf(id, last pulsar.MessageID) bool {
+	if compareEntry(id, last) != 0 {
+		return compareEntry(id, last) > 0
+	}
+	if id.BatchIdx() < 0 || id.BatchIdx()+1 >= id.BatchSize() {
+		return true
+	}
+	return last.BatchIdx() >= 0 && id.BatchIdx() >= last.BatchIdx()
+}
