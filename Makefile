@@ -36,5 +36,26 @@ e2e: build ## end-to-end tests on the real two-cluster lab (starts it, stops it)
 
 test: unit race e2e ## everything CI runs
 
+# ---- the lab (internal/lab, cmd/kop-lab; docs/lab.md) ----
+.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab
+
+kop-lab-bin:
+	$(GO) build -o bin/kop-lab ./cmd/kop-lab
+
+lab-up: kop-lab-bin ## start (or reuse) the two-cluster lab and leave it running (KOP=off|auto|required)
+	KOP_LAB_KEEP=1 bin/kop-lab up
+
+lab-down: kop-lab-bin ## stop the lab's JVMs by pid (data stays in lab/run)
+	bin/kop-lab down
+
+lab-status: kop-lab-bin ## pid, RSS, ports, health, KoP on/off and why, per cluster
+	bin/kop-lab status
+
+lab-clean: kop-lab-bin ## stop the lab, delete cluster data/logs/config.yaml (keeps the unpacked Pulsar)
+	bin/kop-lab clean
+
+e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and stop it after the run
+	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
+
 clean: ## remove build output (not the lab's data: see lab-down / lab-clean)
 	rm -rf bin dist

@@ -1,0 +1,134 @@
+// Command kop-lab starts, inspects and stops the project's lab: two geo-replicated Apache
+// Pulsar standalone clusters (scus, wus) on 127.0.0.1, with KoP when it can be resolved.
+//
+//	kop-lab up [--fresh]   start (or reuse) the lab and leave it running
+//	kop-lab down           stop the lab's JVMs by pid
+//	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
+//	kop-lab status         pid, RSS, ports, health and KoP of each cluster
+//	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
+//
+// Environment: KOP=off|auto|required (default auto), KOP_VERSION, KOP_PROBE=1 (ask Maven for
+// KoP again), KOP_LAB_START_TIMEOUT (per cluster, default 4m), KOP_LAB_ROOT (repository root).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kop-lab:", err)
+		if errors.Is(err, lab.ErrKoPRequired) {
+			os.Exit(3)
+		}
+		os.Exit(1)
+	}
+}
+
+func usage() error {
+	return errors.New("usage: kop-lab up [--fresh] | down | clean | status | config-path")
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return usage()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch args[0] {
+	case "up":
+		fs := flag.NewFlagSet("up", flag.ContinueOnError)
+		fresh := fs.Bool("fresh", false, "wipe the clusters' data directories before starting")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		t := time.Now()
+		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh})
+		if err != nil {
+			return err
+		}
+		verb := "reused running lab"
+		if l.Started {
+			verb = "started lab"
+		}
+		fmt.Printf("%s in %s (KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), onOff(l.KoP.Enabled), l.KoP.Reason)
+		if l.Timings.MavenRan {
+			fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
+		}
+		for _, c := range l.Clusters {
+			cs, _ := l.State.Cluster(c.Name)
+			fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, c.AdminURL, c.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
+		}
+		fmt.Printf("  config: %s\n", l.ConfigPath)
+		return nil
+	case "down":
+		return lab.Down(ctx, lab.Options{})
+	case "clean":
+		return lab.Clean(ctx, lab.Options{})
+	case "status":
+		r, err := lab.Status(ctx, lab.Options{})
+		if err != nil {
+			return err
+		}
+		printStatus(r)
+		for _, c := range r.Clusters {
+			if c.Health != nil {
+				return errors.New("not healthy")
+			}
+		}
+		return nil
+	case "config-path":
+		root, err := lab.FindRoot()
+		if err != nil {
+			return err
+		}
+		fmt.Println(lab.Paths{Root: root}.ConfigYAML())
+		return nil
+	}
+	return usage()
+}
+
+func printStatus(r *lab.StatusReport) {
+	if !r.Running {
+		fmt.Printf("lab not running (no %s)\n", r.StateFile)
+	} else {
+		keep := "kept (tests leave it running)"
+		if !r.Keep {
+			keep = "started by tests (the last test process stops it)"
+		}
+		fmt.Printf("lab running, %s; config %s\n", keep, r.ConfigPath)
+	}
+	fmt.Printf("KoP %s (mode %s, version %s): %s\n", onOff(r.KoP.Enabled), r.KoP.Mode, r.KoP.Version, r.KoP.Reason)
+	if r.KoP.Command != "" && !r.KoP.Enabled {
+		fmt.Printf("  tried: %s\n", r.KoP.Command)
+	}
+	for _, c := range r.Clusters {
+		health := "healthy"
+		if c.Health != nil {
+			health = "NOT healthy: " + strings.ReplaceAll(c.Health.Error(), "\n", " ")
+		}
+		pid := "-"
+		if c.PID != 0 {
+			pid = fmt.Sprint(c.PID)
+		}
+		fmt.Printf("%-5s pid %-7s rss %6.0f MB  web %d  broker %d  bookie %d  kafka %d  KoP %s  %s\n",
+			c.Name, pid, c.RSSMB, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), health)
+	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

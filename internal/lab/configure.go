@@ -1,0 +1,173 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// Configure sets up geo-replication between all clusters, idempotently:
+//   - each cluster knows every other one (serviceUrl, brokerServiceUrl);
+//   - tenant public allows all clusters;
+//   - public/default and public/__kafka exist (public/__kafka with 4 bundles, as KoP would
+//     create it with defaultNumberOfNamespaceBundles=4) and replicate to all clusters;
+//   - persistent://public/__kafka/__consumer_offsets exists with 8 partitions (KoP with
+//     offsetsTopicNumPartitions=8 would create it so) and persistent://public/default/topic-1
+//     with 1 partition, on every cluster (auto-created partitioned topics are local only).
+func Configure(ctx context.Context, cs []Cluster, log io.Writer) error {
+	names := ClusterNames(cs)
+	admins := make([]pulsaradmin.Client, len(cs))
+	for i, c := range cs {
+		a, err := NewAdmin(c)
+		if err != nil {
+			return err
+		}
+		admins[i] = a
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for i, c := range cs {
+		a := admins[i]
+		for _, o := range cs {
+			if o.Name == c.Name {
+				continue
+			}
+			if err := ensureClusterRegistered(ctx, a, o); err != nil {
+				return fmt.Errorf("lab: %s: register cluster %s: %w", c.Name, o.Name, err)
+			}
+		}
+		td, err := a.Tenants().GetWithContext(ctx, Tenant)
+		if err != nil {
+			return fmt.Errorf("lab: %s: tenant %s: %w", c.Name, Tenant, err)
+		}
+		if !sameSet(td.AllowedClusters, names) {
+			td.Name = Tenant
+			td.AllowedClusters = names
+			if td.AdminRoles == nil {
+				td.AdminRoles = []string{}
+			}
+			if err := a.Tenants().UpdateWithContext(ctx, td); err != nil {
+				return fmt.Errorf("lab: %s: tenant %s allowed clusters %v: %w", c.Name, Tenant, names, err)
+			}
+		}
+		nss, err := a.Namespaces().GetNamespacesWithContext(ctx, Tenant)
+		if err != nil {
+			return fmt.Errorf("lab: %s: namespaces: %w", c.Name, err)
+		}
+		if !slices.Contains(nss, DefaultNamespace) {
+			if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !isStatus(err, http.StatusConflict) {
+				return fmt.Errorf("lab: %s: create %s: %w", c.Name, DefaultNamespace, err)
+			}
+		}
+		if !slices.Contains(nss, MetadataNamespace) {
+			fmt.Fprintf(log, "lab: %s: creating %s with %d bundles\n", c.Name, MetadataNamespace, MetadataBundles)
+			// Not CreateNsWithNumBundles: pulsaradmin v0.19.0 sends "replication_clusters": null
+			// with it, and Pulsar 4.0.8 answers 500 (NullPointerException in
+			// BrokerService.setCurrentClusterAllowedIfNoClusterIsAllowed).
+			pol := utils.NewDefaultPolicies()
+			pol.Bundles = utils.NewBundlesDataWithNumBundles(MetadataBundles)
+			pol.ReplicationClusters = names
+			if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !isStatus(err, http.StatusConflict) {
+				return fmt.Errorf("lab: %s: create %s: %w", c.Name, MetadataNamespace, err)
+			}
+		}
+		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
+		if err != nil {
+			return fmt.Errorf("lab: %s: policies of %s: %w", c.Name, MetadataNamespace, err)
+		}
+		if pol.Bundles == nil || pol.Bundles.NumBundles != MetadataBundles {
+			return fmt.Errorf("lab: %s: %s has %v bundles, want %d", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
+		}
+		for _, ns := range []string{DefaultNamespace, MetadataNamespace} {
+			cur, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, ns)
+			if err != nil {
+				return fmt.Errorf("lab: %s: replication clusters of %s: %w", c.Name, ns, err)
+			}
+			if sameSet(cur, names) {
+				continue
+			}
+			if err := a.Namespaces().SetNamespaceReplicationClustersWithContext(ctx, ns, names); err != nil {
+				return fmt.Errorf("lab: %s: set replication clusters of %s to %v: %w", c.Name, ns, names, err)
+			}
+		}
+	}
+	for i, c := range cs {
+		for _, t := range []struct {
+			name string
+			n    int
+		}{{OffsetsTopic, OffsetsTopicPartitions}, {Topic1, Topic1Partitions}} {
+			if err := ensurePartitioned(ctx, admins[i], t.name, t.n); err != nil {
+				return fmt.Errorf("lab: %s: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluster) error {
+	want := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURL, BrokerServiceURL: o.ServiceURL}
+	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
+	if err != nil {
+		if !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
+			return err
+		}
+		if err := a.Clusters().CreateWithContext(ctx, want); err != nil && !isStatus(err, http.StatusConflict) {
+			return err
+		}
+		return nil
+	}
+	if cur.ServiceURL == want.ServiceURL && cur.BrokerServiceURL == want.BrokerServiceURL {
+		return nil
+	}
+	return a.Clusters().UpdateWithContext(ctx, want)
+}
+
+// ensurePartitioned creates topic with n partitions unless it exists; an existing topic with
+// another partition count is an error.
+func ensurePartitioned(ctx context.Context, a pulsaradmin.Client, topic string, n int) error {
+	tn, err := utils.GetTopicName(topic)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; attempt < 2; attempt++ {
+		md, err := a.Topics().GetMetadataWithContext(ctx, *tn)
+		if err != nil && !isStatus(err, http.StatusNotFound) {
+			return fmt.Errorf("partitions of %s: %w", topic, err)
+		}
+		switch {
+		case err == nil && md.Partitions == n:
+			return nil
+		case err == nil && md.Partitions != 0:
+			return fmt.Errorf("%s has %d partitions, want %d", topic, md.Partitions, n)
+		}
+		// Creating it may race with the replicator creating it from the other side: 409 is fine,
+		// the next round checks the count.
+		if err := a.Topics().CreateWithContext(ctx, *tn, n); err != nil && !isStatus(err, http.StatusConflict) {
+			return fmt.Errorf("create %s with %d partitions: %w", topic, n, err)
+		}
+	}
+	md, err := a.Topics().GetMetadataWithContext(ctx, *tn)
+	if err != nil {
+		return fmt.Errorf("partitions of %s: %w", topic, err)
+	}
+	if md.Partitions != n {
+		return fmt.Errorf("%s has %d partitions after create, want %d", topic, md.Partitions, n)
+	}
+	return nil
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
+}

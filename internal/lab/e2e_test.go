@@ -1,0 +1,261 @@
+//go:build e2e
+
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// One lab per go test run: Ensure starts it (or reuses a running one); Main releases it and
+// the last test process out stops it unless it is kept (kop-lab up, KOP_LAB_KEEP=1).
+func TestMain(m *testing.M) { Main(m) }
+
+func ensureLab(t *testing.T) *Lab {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	l, err := Ensure(ctx)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	return l
+}
+
+// TestOffsetsTopicGeoReplicated proves the lab is two real, geo-replicated Pulsar clusters: a
+// message written to an offsets-topic partition on scus arrives on wus (the replicator's backlog
+// drains to 0) with the same key and payload, and the partition lives in one of the 4 bundles
+// of public/__kafka on both sides.
+func TestOffsetsTopicGeoReplicated(t *testing.T) {
+	l := ensureLab(t)
+	scus, wus := l.Cluster("scus"), l.Cluster("wus")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const partition = 5
+	topic := fmt.Sprintf("%s-partition-%d", OffsetsTopic, partition)
+	payload := []byte(fmt.Sprintf("kop-lab e2e %d", time.Now().UnixNano()))
+	key := "e2e-key-" + fmt.Sprint(time.Now().UnixNano())
+
+	for _, c := range []Cluster{scus, wus} {
+		a, err := NewAdmin(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := a.Topics().GetMetadataWithContext(ctx, mustTopic(t, OffsetsTopic))
+		if err != nil || md.Partitions != OffsetsTopicPartitions {
+			t.Fatalf("%s: %s partitions %d (%v), want %d", c.Name, OffsetsTopic, md.Partitions, err, OffsetsTopicPartitions)
+		}
+		repl, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, MetadataNamespace)
+		if err != nil || !sameSet(repl, []string{"scus", "wus"}) {
+			t.Fatalf("%s: %s replicates to %v (%v)", c.Name, MetadataNamespace, repl, err)
+		}
+	}
+
+	// Produce on scus.
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: scus.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatalf("producer on scus: %v", err)
+	}
+	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: key, Payload: payload})
+	prod.Close()
+	if err != nil {
+		t.Fatalf("send on scus: %v", err)
+	}
+	t.Logf("sent %q to %s on scus at %v", payload, topic, id)
+
+	// Wait for the scus -> wus replicator of that partition to drain.
+	sa, _ := NewAdmin(scus)
+	tn := mustTopic(t, topic)
+	var last utils.ReplicatorStats
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := sa.Topics().GetStatsWithContext(ctx, tn)
+		if err == nil {
+			r, ok := st.Replication["wus"]
+			last = r
+			if ok && r.Connected && r.ReplicationBacklog == 0 && st.MsgCounterIn > 0 {
+				t.Logf("scus %s: replication to wus connected, backlog 0, msgInCounter %d", topic, st.MsgCounterIn)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replication backlog of %s to wus did not drain: %+v (last error %v)", topic, last, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// Read it on wus with a non-durable reader from the earliest message.
+	wc, err := pulsar.NewClient(pulsar.ClientOptions{URL: wus.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wc.Close()
+	rd, err := wc.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatalf("reader on wus: %v", err)
+	}
+	defer rd.Close()
+	rctx, rcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer rcancel()
+	read := 0
+	for {
+		msg, err := rd.Next(rctx)
+		if err != nil {
+			t.Fatalf("wus: message %q not found after reading %d messages: %v", payload, read, err)
+		}
+		read++
+		if msg.Key() != key {
+			continue
+		}
+		if string(msg.Payload()) != string(payload) {
+			t.Fatalf("wus: key %s has payload %q, want %q", key, msg.Payload(), payload)
+		}
+		if !msg.IsReplicated() || msg.GetReplicatedFrom() != "scus" {
+			t.Fatalf("wus: message not marked as replicated from scus (replicated=%v from=%q)", msg.IsReplicated(), msg.GetReplicatedFrom())
+		}
+		t.Logf("wus: read %q (key %s) replicated from %s at %v after %d messages", msg.Payload(), msg.Key(), msg.GetReplicatedFrom(), msg.ID(), read)
+		break
+	}
+
+	// The partition lives in one of the 4 bundles of public/__kafka, the same on both sides,
+	// and each cluster's own broker owns it.
+	var ranges []string
+	for _, c := range []Cluster{scus, wus} {
+		a, _ := NewAdmin(c)
+		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pol.Bundles == nil || pol.Bundles.NumBundles != MetadataBundles || len(pol.Bundles.Boundaries) != MetadataBundles+1 {
+			t.Fatalf("%s: %s bundles %+v, want %d", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
+		}
+		var bundles []string
+		for i := 0; i+1 < len(pol.Bundles.Boundaries); i++ {
+			bundles = append(bundles, pol.Bundles.Boundaries[i]+"_"+pol.Bundles.Boundaries[i+1])
+		}
+		rng, err := a.Topics().GetBundleRangeWithContext(ctx, tn)
+		if err != nil {
+			t.Fatalf("%s: bundle of %s: %v", c.Name, topic, err)
+		}
+		if !slices.Contains(bundles, rng) {
+			t.Fatalf("%s: %s in bundle %s, not one of %v", c.Name, topic, rng, bundles)
+		}
+		look, err := a.Topics().LookupWithContext(ctx, tn)
+		if err != nil {
+			t.Fatalf("%s: lookup %s: %v", c.Name, topic, err)
+		}
+		if look.BrokerURL != c.ServiceURL {
+			t.Fatalf("%s: %s owned by %s, want %s", c.Name, topic, look.BrokerURL, c.ServiceURL)
+		}
+		t.Logf("%s: %s in bundle %s of %s, owner %s", c.Name, topic, rng, MetadataNamespace, look.BrokerURL)
+		ranges = append(ranges, rng)
+	}
+	if ranges[0] != ranges[1] {
+		t.Errorf("bundle of %s differs: scus %s, wus %s", topic, ranges[0], ranges[1])
+	}
+}
+
+// TestKoPAbsenceReported: without a KoP NAR the lab runs Pulsar only and says why, with the
+// mvn error, in the state, the status and config.yaml.
+func TestKoPAbsenceReported(t *testing.T) {
+	l := ensureLab(t)
+	if l.KoP.Enabled {
+		t.Skipf("KoP is on (%s)", l.KoP.Reason)
+	}
+	if l.KoP.Mode == KoPOff {
+		t.Skip("KOP=off")
+	}
+	if !strings.HasPrefix(l.KoP.MavenError, "[ERROR]") || !strings.Contains(l.KoP.MavenError, "pulsar-protocol-handler-kafka") {
+		t.Errorf("mvn error not recorded: %q", l.KoP.MavenError)
+	}
+	if !strings.Contains(l.KoP.Reason, l.KoP.MavenError) || !strings.Contains(l.KoP.Command, "-Pkop") {
+		t.Errorf("reason %q / command %q", l.KoP.Reason, l.KoP.Command)
+	}
+	for _, c := range l.Clusters {
+		if c.KoP {
+			t.Errorf("%s: KoP on without a NAR", c.Name)
+		}
+		if err := KafkaMetadata(context.Background(), c); err == nil {
+			t.Errorf("%s: something answers Kafka on %s although KoP is off", c.Name, c.KafkaBootstrap)
+		}
+	}
+	r, err := Status(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.KoP.Enabled || r.KoP.MavenError != l.KoP.MavenError {
+		t.Errorf("status KoP %+v", r.KoP)
+	}
+	y, err := os.ReadFile(l.ConfigPath)
+	if err != nil || !strings.Contains(string(y), "# KoP: off (") || !strings.Contains(string(y), "pulsar-protocol-handler-kafka") {
+		t.Errorf("config.yaml does not say KoP is off and why: %v\n%s", err, y)
+	}
+}
+
+// TestKoPRequiredFailsLoudly: KOP=required asks Maven again (KOP_PROBE=1), fails with the mvn
+// error, and leaves the running lab alone.
+func TestKoPRequiredFailsLoudly(t *testing.T) {
+	l := ensureLab(t)
+	if l.KoP.Enabled {
+		t.Skipf("KoP is on (%s)", l.KoP.Reason)
+	}
+	if _, err := os.Stat(l.Paths.KoPNar(l.KoP.Version)); err == nil {
+		t.Skipf("a KoP NAR is present (%s): KOP=required would restart the lab with it", l.Paths.KoPNar(l.KoP.Version))
+	}
+	t.Setenv("KOP_PROBE", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, err := Up(ctx, Options{KoP: KoPRequired, Log: testWriter{t}})
+	if !errors.Is(err, ErrKoPRequired) {
+		t.Fatalf("KOP=required: got %v, want ErrKoPRequired", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "[ERROR]") || !strings.Contains(msg, "pulsar-protocol-handler-kafka") || !strings.Contains(msg, "mvn ") {
+		t.Errorf("error does not carry the mvn command and error:\n%s", msg)
+	}
+	t.Logf("KOP=required: %v", err)
+	st, err := ReadState(l.Paths.StateFile())
+	if err != nil || st == nil {
+		t.Fatalf("state after KOP=required: %v %v", st, err)
+	}
+	for _, c := range st.Clusters {
+		if !IsLabJVM(c.PID, c.Name) {
+			t.Errorf("%s (pid %d) stopped by a failed KOP=required start", c.Name, c.PID)
+		}
+		if err := CheckHealth(ctx, c.Cluster); err != nil {
+			t.Errorf("%s unhealthy after a failed KOP=required start: %v", c.Name, err)
+		}
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func mustTopic(t *testing.T, s string) utils.TopicName {
+	t.Helper()
+	tn, err := utils.GetTopicName(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *tn
+}

@@ -1,0 +1,114 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// NewAdmin returns a pulsaradmin client for cluster c (no authentication: the lab has none).
+func NewAdmin(c Cluster) (pulsaradmin.Client, error) {
+	return pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: c.AdminURL})
+}
+
+// CheckHealth returns nil when cluster c is ready: the broker health check passes, the tenant
+// public exists and, when KoP is on, public/__kafka exists and the Kafka listener answers a
+// Metadata request.
+func CheckHealth(ctx context.Context, c Cluster) error {
+	admin, err := NewAdmin(c)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := admin.Brokers().HealthCheckWithContext(cctx); err != nil {
+		return fmt.Errorf("%s: GET /admin/v2/brokers/health: %w", c.Name, err)
+	}
+	if _, err := admin.Tenants().GetWithContext(cctx, Tenant); err != nil {
+		return fmt.Errorf("%s: tenant %s: %w", c.Name, Tenant, err)
+	}
+	if !c.KoP {
+		return nil
+	}
+	nss, err := admin.Namespaces().GetNamespacesWithContext(cctx, Tenant)
+	if err != nil {
+		return fmt.Errorf("%s: namespaces of %s: %w", c.Name, Tenant, err)
+	}
+	if !slices.Contains(nss, MetadataNamespace) {
+		return fmt.Errorf("%s: KoP has not created %s yet", c.Name, MetadataNamespace)
+	}
+	return KafkaMetadata(cctx, c)
+}
+
+// KafkaMetadata sends one Kafka Metadata request to c's KoP listener.
+func KafkaMetadata(ctx context.Context, c Cluster) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaBootstrap), kgo.DialTimeout(3*time.Second),
+		kgo.RequestRetries(0))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("%s: Kafka Metadata on %s: %w", c.Name, c.KafkaBootstrap, err)
+	}
+	if len(resp.Brokers) == 0 {
+		return fmt.Errorf("%s: Kafka Metadata on %s: no brokers in the answer", c.Name, c.KafkaBootstrap)
+	}
+	return nil
+}
+
+// waitHealthy polls CheckHealth until it passes, the JVM exits, or timeout elapses. Failures
+// carry the last 40 lines of the broker log.
+func waitHealthy(ctx context.Context, p Paths, c Cluster, pid int, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if !IsLabJVM(pid, c.Name) {
+			return time.Since(start), fmt.Errorf("lab: %s (pid %d) exited during start-up; last 40 lines of %s:\n%s",
+				c.Name, pid, p.LogFile(c.Name), LogTail(p.LogFile(c.Name), 40))
+		}
+		if last = CheckHealth(ctx, c); last == nil {
+			return time.Since(start), nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), fmt.Errorf("lab: %s (pid %d) not healthy after %s: %v\nlast 40 lines of %s:\n%s",
+				c.Name, pid, timeout, last, p.LogFile(c.Name), LogTail(p.LogFile(c.Name), 40))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// portInUse reports whether something accepts connections on 127.0.0.1:port.
+func portInUse(port int) bool {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(Host, strconv.Itoa(port)), 300*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// isStatus reports whether err is a pulsaradmin REST error with the given HTTP status.
+func isStatus(err error, code int) bool {
+	var re rest.Error
+	if errors.As(err, &re) {
+		return re.Code == code
+	}
+	var rp *rest.Error
+	return errors.As(err, &rp) && rp.Code == code
+}

@@ -1,0 +1,450 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultStartTimeout is how long one cluster may take to become healthy.
+const DefaultStartTimeout = 4 * time.Minute
+
+// Options configure Up, Down, Status and Ensure. The zero value means: repository root found
+// from the working directory, KoP mode from $KOP (default auto), KoP version from
+// $KOP_VERSION (default DefaultKoPVersion), DefaultClusters, DefaultStartTimeout, logs to stderr.
+type Options struct {
+	Root         string
+	KoP          KoPMode
+	KoPVersion   string
+	Clusters     []Cluster
+	StartTimeout time.Duration
+	// Keep marks the lab as kept: tests that reuse it never stop it (kop-lab up, KOP_LAB_KEEP=1).
+	Keep bool
+	// Fresh wipes the clusters' data directories before starting them.
+	Fresh bool
+	Log   io.Writer
+}
+
+func (o Options) resolve() (Options, error) {
+	if o.Root == "" {
+		r, err := FindRoot()
+		if err != nil {
+			return o, err
+		}
+		o.Root = r
+	}
+	if o.KoP == "" {
+		m, err := ParseKoPMode(os.Getenv("KOP"))
+		if err != nil {
+			return o, err
+		}
+		o.KoP = m
+	}
+	if o.KoPVersion == "" {
+		o.KoPVersion = os.Getenv("KOP_VERSION")
+	}
+	if o.KoPVersion == "" {
+		o.KoPVersion = DefaultKoPVersion
+	}
+	if len(o.Clusters) == 0 {
+		o.Clusters = DefaultClusters()
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = DefaultStartTimeout
+		if s := os.Getenv("KOP_LAB_START_TIMEOUT"); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				return o, fmt.Errorf("lab: KOP_LAB_START_TIMEOUT=%q: %w", s, err)
+			}
+			o.StartTimeout = d
+		}
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	return o, nil
+}
+
+// Lab is a running lab.
+type Lab struct {
+	Paths      Paths
+	Clusters   []Cluster
+	KoP        KoPStatus
+	ConfigPath string // lab/run/config.yaml, for kop-offsets --config
+	State      *State
+	// Started is true when this call started the JVMs, false when it reused running ones.
+	Started bool
+	Timings Timings
+}
+
+// Timings measured by Up.
+type Timings struct {
+	Maven     time.Duration            // EnsureDist (zero when mvn was skipped)
+	MavenRan  bool                     // whether mvn ran for the distribution
+	Ready     map[string]time.Duration // per cluster: JVM start to healthy
+	Configure time.Duration
+	Total     time.Duration
+}
+
+// Cluster returns the named cluster.
+func (l *Lab) Cluster(name string) Cluster {
+	for _, c := range l.Clusters {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("lab: no cluster " + name)
+}
+
+// Up starts the lab, or reuses it when the state file names running, healthy JVMs. It holds
+// lab/run/lab.lock while doing so, so concurrent callers start it once.
+func Up(ctx context.Context, opts Options) (*Lab, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	p := Paths{Root: o.Root}
+	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
+	if err != nil {
+		return nil, err
+	}
+	defer lk.unlock()
+	return up(ctx, o, p)
+}
+
+func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
+	t0 := time.Now()
+	st, err := ReadState(p.StateFile())
+	if err != nil {
+		fmt.Fprintf(o.Log, "lab: ignoring state file: %v\n", err)
+		st = nil
+	}
+	if st != nil && !o.Fresh && reusable(st, o) {
+		if err := allHealthy(ctx, st, 30*time.Second); err == nil {
+			l, err := finish(ctx, o, p, st, false)
+			if err != nil {
+				return nil, err
+			}
+			l.Timings.Total = time.Since(t0)
+			return l, nil
+		} else {
+			fmt.Fprintf(o.Log, "lab: running lab is not healthy, restarting it: %v\n", err)
+		}
+	}
+	// Artifacts first: a failure here (no distribution, KOP=required without KoP) leaves a
+	// running lab untouched.
+	var tm Timings
+	ms := time.Now()
+	ran, err := EnsureDist(ctx, p, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	if ran {
+		tm.Maven, tm.MavenRan = time.Since(ms), true
+	}
+	kop, err := ResolveKoP(ctx, p, o.KoP, o.KoPVersion, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil {
+		if err := stopAll(ctx, st, o.Log); err != nil {
+			return nil, err
+		}
+		_ = os.Remove(p.StateFile())
+	}
+
+	cs := make([]Cluster, len(o.Clusters))
+	copy(cs, o.Clusters)
+	for i := range cs {
+		cs[i].KoP = kop.Enabled
+		for _, port := range []int{cs[i].Ports.Web, cs[i].Ports.Broker, cs[i].Ports.Bookie, cs[i].Ports.Kafka} {
+			if portInUse(port) {
+				return nil, fmt.Errorf("lab: %s: port %d on %s is already in use by a process the lab did not start (lab/run/state.json has no running lab)", cs[i].Name, port, Host)
+			}
+		}
+		if o.Fresh {
+			if err := os.RemoveAll(p.DataDir(cs[i].Name)); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := writeBrokerConf(p, cs[i], o.KoPVersion); err != nil {
+			return nil, err
+		}
+	}
+
+	st = &State{PulsarVersion: PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC()}
+	for _, c := range cs {
+		pid, err := startJVM(p, c)
+		if err != nil {
+			_ = stopAll(ctx, st, o.Log)
+			return nil, err
+		}
+		fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s); log %s\n",
+			c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), p.LogFile(c.Name))
+		st.Clusters = append(st.Clusters, ClusterState{Cluster: c, PID: pid, StartedAt: time.Now().UTC(),
+			ConfPath: p.BrokerConf(c.Name), LogPath: p.LogFile(c.Name)})
+	}
+	// Pids go to disk at once: a failed start can still be stopped by kop-lab down.
+	if err := WriteState(p.StateFile(), st); err != nil {
+		_ = stopAll(ctx, st, o.Log)
+		return nil, err
+	}
+
+	tm.Ready = map[string]time.Duration{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(st.Clusters))
+	for i := range st.Clusters {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			cs := &st.Clusters[i]
+			d, err := waitHealthy(ctx, p, cs.Cluster, cs.PID, o.StartTimeout)
+			errs[i] = err
+			if err == nil {
+				mu.Lock()
+				tm.Ready[cs.Name] = d
+				cs.ReadySeconds = d.Seconds()
+				mu.Unlock()
+				fmt.Fprintf(o.Log, "lab: %s healthy after %s\n", cs.Name, d.Round(100*time.Millisecond))
+			}
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		_ = stopAll(context.WithoutCancel(ctx), st, o.Log)
+		_ = os.Remove(p.StateFile())
+		return nil, err
+	}
+	if err := WriteState(p.StateFile(), st); err != nil {
+		return nil, err
+	}
+	cs0 := time.Now()
+	l, err := finish(ctx, o, p, st, true)
+	if err != nil {
+		return nil, err
+	}
+	tm.Configure = time.Since(cs0)
+	tm.Total = time.Since(t0)
+	l.Timings = tm
+	return l, nil
+}
+
+// finish configures geo-replication, writes config.yaml and the state, and builds the Lab.
+func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*Lab, error) {
+	cs := make([]Cluster, len(st.Clusters))
+	for i, c := range st.Clusters {
+		cs[i] = c.Cluster
+	}
+	if err := Configure(ctx, cs, o.Log); err != nil {
+		return nil, err
+	}
+	y, err := RenderCLIConfig(cs, st.KoP)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(p.ConfigYAML(), y, 0o644); err != nil {
+		return nil, err
+	}
+	if o.Keep && !st.Keep {
+		st.Keep = true
+	}
+	if err := WriteState(p.StateFile(), st); err != nil {
+		return nil, err
+	}
+	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
+}
+
+// reusable: the state describes the wanted clusters, all JVMs are alive, and KoP matches the
+// wanted mode (off wants it off; required wants it on).
+func reusable(st *State, o Options) bool {
+	if st.PulsarVersion != PulsarVersion || len(st.Clusters) != len(o.Clusters) {
+		return false
+	}
+	for i, c := range o.Clusters {
+		s := st.Clusters[i]
+		if s.Name != c.Name || s.Ports != c.Ports || !IsLabJVM(s.PID, s.Name) {
+			return false
+		}
+	}
+	switch o.KoP {
+	case KoPOff:
+		return !st.KoP.Enabled
+	case KoPRequired:
+		return st.KoP.Enabled
+	}
+	return true
+}
+
+func allHealthy(ctx context.Context, st *State, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		var errs []error
+		for _, c := range st.Clusters {
+			if err := CheckHealth(ctx, c.Cluster); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		err := errors.Join(errs...)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// stopAll stops the JVMs named in st, concurrently, by pid.
+func stopAll(ctx context.Context, st *State, log io.Writer) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(st.Clusters))
+	for i, c := range st.Clusters {
+		if !IsLabJVM(c.PID, c.Name) {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, c ClusterState) {
+			defer wg.Done()
+			t := time.Now()
+			errs[i] = stopJVM(ctx, c.PID, c.Name, 30*time.Second)
+			if errs[i] == nil {
+				fmt.Fprintf(log, "lab: stopped %s (pid %d) in %s\n", c.Name, c.PID, time.Since(t).Round(100*time.Millisecond))
+			}
+		}(i, c)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Down stops the JVMs named in lab/run/state.json (by pid only) and removes the state file.
+// Data directories stay; the next Up reuses them (Options.Fresh wipes them).
+func Down(ctx context.Context, opts Options) error {
+	o, err := opts.resolve()
+	if err != nil {
+		return err
+	}
+	p := Paths{Root: o.Root}
+	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	return down(ctx, p, o.Log)
+}
+
+func down(ctx context.Context, p Paths, log io.Writer) error {
+	st, err := ReadState(p.StateFile())
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		fmt.Fprintln(log, "lab: not running (no lab/run/state.json)")
+		return nil
+	}
+	if err := stopAll(ctx, st, log); err != nil {
+		return err
+	}
+	return os.Remove(p.StateFile())
+}
+
+// Clean stops the lab and deletes what the clusters wrote (data, logs, rendered conf, tmp) and
+// config.yaml. The unpacked distribution and the KoP probe stay, so the next Up starts without
+// Maven.
+func Clean(ctx context.Context, opts Options) error {
+	o, err := opts.resolve()
+	if err != nil {
+		return err
+	}
+	p := Paths{Root: o.Root}
+	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	if err := down(ctx, p, o.Log); err != nil {
+		return err
+	}
+	for _, c := range o.Clusters {
+		if err := os.RemoveAll(p.ClusterDir(c.Name)); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(p.ConfigYAML()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// ClusterStatus is what Status reports for one cluster.
+type ClusterStatus struct {
+	Cluster
+	PID          int
+	Running      bool
+	RSSMB        float64
+	Health       error // nil when healthy
+	ReadySeconds float64
+	LogPath      string
+}
+
+// StatusReport is the lab's state as Status sees it.
+type StatusReport struct {
+	Root       string
+	StateFile  string
+	ConfigPath string
+	Running    bool // a state file exists
+	Keep       bool
+	KoP        KoPStatus
+	Clusters   []ClusterStatus
+}
+
+// Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.
+func Status(ctx context.Context, opts Options) (*StatusReport, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	p := Paths{Root: o.Root}
+	st, err := ReadState(p.StateFile())
+	if err != nil {
+		return nil, err
+	}
+	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML()}
+	if st == nil {
+		for _, c := range o.Clusters {
+			r.Clusters = append(r.Clusters, ClusterStatus{Cluster: c, Health: errors.New("not started")})
+		}
+		r.KoP = KoPStatus{Mode: o.KoP, Version: o.KoPVersion, Reason: "lab not started"}
+		if cached, ok := readProbe(p, o.KoPVersion); ok {
+			r.KoP.Reason = "KoP " + o.KoPVersion + " not resolvable from Maven: " + cached.MavenError
+		}
+		return r, nil
+	}
+	r.Running, r.Keep, r.KoP = true, st.Keep, st.KoP
+	for _, c := range st.Clusters {
+		cs := ClusterStatus{Cluster: c.Cluster, PID: c.PID, ReadySeconds: c.ReadySeconds, LogPath: c.LogPath}
+		cs.Running = IsLabJVM(c.PID, c.Name)
+		if cs.Running {
+			cs.RSSMB, _ = RSSMB(c.PID)
+			cs.Health = CheckHealth(ctx, c.Cluster)
+		} else {
+			cs.Health = fmt.Errorf("pid %d is not running", c.PID)
+		}
+		r.Clusters = append(r.Clusters, cs)
+	}
+	return r, nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}

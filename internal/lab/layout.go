@@ -1,0 +1,177 @@
+// Package lab starts, checks and stops the project's lab: two real Apache Pulsar standalone
+// clusters (scus and wus) on 127.0.0.1, geo-replicated both ways, with the KoP protocol
+// handler wired in and switched on only when a KoP NAR can be resolved from Maven.
+//
+// The artifacts come from lab/pom.xml (Maven, into ~/.m2), the broker configuration from
+// lab/conf/broker.conf.tmpl, and everything a run creates lives under lab/run/ (git-ignored):
+//
+//	lab/run/dist/apache-pulsar-<v>/   the unpacked distribution (+ .version marker)
+//	lab/run/protocols/                the KoP NAR when resolvable, and the probe result
+//	lab/run/<cluster>/conf/           rendered broker.conf
+//	lab/run/<cluster>/data/           RocksDB metadata store and bookie data
+//	lab/run/<cluster>/logs/broker.log the JVM's stdout and stderr
+//	lab/run/<cluster>/tmp/            java.io.tmpdir (RocksDB JNI, NAR extraction)
+//	lab/run/state.json                pids and what was started
+//	lab/run/config.yaml               a kop-offsets config for both clusters
+//	lab/run/lab.lock, users.lock      flock files (one start per go test run)
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Versions pinned by the lab. PulsarVersion must match lab/pom.xml's pulsar.version.
+const (
+	PulsarVersion     = "4.0.8"
+	DefaultKoPVersion = "4.0.6.5"
+	ModulePath        = "github.com/kop-offsets/kop-offsets"
+)
+
+// Names of the things the lab creates on both clusters.
+const (
+	Tenant                 = "public"
+	MetadataNamespace      = "public/__kafka"
+	DefaultNamespace       = "public/default"
+	OffsetsTopic           = "persistent://public/__kafka/__consumer_offsets"
+	OffsetsTopicPartitions = 8
+	MetadataBundles        = 4
+	Topic1                 = "persistent://public/default/topic-1"
+	Topic1Partitions       = 1
+)
+
+// Ports of one cluster; all listen on 127.0.0.1 (the bookie binds the wildcard address, as
+// BookKeeper does, but advertises 127.0.0.1).
+type Ports struct {
+	Web    int `json:"web"`    // HTTP: admin REST API (webServicePort)
+	Broker int `json:"broker"` // Pulsar binary protocol (brokerServicePort)
+	Bookie int `json:"bookie"` // in-process bookie (--bookkeeper-port)
+	Kafka  int `json:"kafka"`  // KoP listener; only bound when KoP is on
+}
+
+// Cluster is one standalone cluster of the lab.
+type Cluster struct {
+	Name           string `json:"name"`
+	Ports          Ports  `json:"ports"`
+	AdminURL       string `json:"adminURL"`       // http://127.0.0.1:<web>
+	ServiceURL     string `json:"serviceURL"`     // pulsar://127.0.0.1:<broker>
+	KafkaBootstrap string `json:"kafkaBootstrap"` // 127.0.0.1:<kafka>
+	KoP            bool   `json:"kop"`            // KoP handler loaded in this cluster
+}
+
+// Host is the only address the lab uses.
+const Host = "127.0.0.1"
+
+// NewCluster builds a Cluster with URLs derived from its ports.
+func NewCluster(name string, p Ports) Cluster {
+	return Cluster{
+		Name:           name,
+		Ports:          p,
+		AdminURL:       fmt.Sprintf("http://%s:%d", Host, p.Web),
+		ServiceURL:     fmt.Sprintf("pulsar://%s:%d", Host, p.Broker),
+		KafkaBootstrap: fmt.Sprintf("%s:%d", Host, p.Kafka),
+	}
+}
+
+// DefaultClusters is the lab's fixed port layout: scus in 1xxxx, wus in 2xxxx.
+func DefaultClusters() []Cluster {
+	return []Cluster{
+		NewCluster("scus", Ports{Web: 18080, Broker: 16650, Bookie: 13181, Kafka: 19092}),
+		NewCluster("wus", Ports{Web: 28080, Broker: 26650, Bookie: 23181, Kafka: 29092}),
+	}
+}
+
+// ClusterNames returns the names of cs in order.
+func ClusterNames(cs []Cluster) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Paths locates the lab's files from the repository root.
+type Paths struct {
+	Root string // repository root (holds go.mod and lab/)
+}
+
+func (p Paths) LabDir() string       { return filepath.Join(p.Root, "lab") }
+func (p Paths) Pom() string          { return filepath.Join(p.LabDir(), "pom.xml") }
+func (p Paths) ConfTemplate() string { return filepath.Join(p.LabDir(), "conf", "broker.conf.tmpl") }
+func (p Paths) Log4j2() string       { return filepath.Join(p.LabDir(), "conf", "log4j2.xml") }
+func (p Paths) RunDir() string       { return filepath.Join(p.LabDir(), "run") }
+func (p Paths) DistRoot() string     { return filepath.Join(p.RunDir(), "dist") }
+func (p Paths) DistMarker() string   { return filepath.Join(p.DistRoot(), ".version") }
+func (p Paths) ProtocolsDir() string { return filepath.Join(p.RunDir(), "protocols") }
+func (p Paths) StateFile() string    { return filepath.Join(p.RunDir(), "state.json") }
+func (p Paths) ConfigYAML() string   { return filepath.Join(p.RunDir(), "config.yaml") }
+func (p Paths) LabLock() string      { return filepath.Join(p.RunDir(), "lab.lock") }
+func (p Paths) UsersLock() string    { return filepath.Join(p.RunDir(), "users.lock") }
+
+// Dist is the unpacked distribution of version v.
+func (p Paths) Dist(v string) string { return filepath.Join(p.DistRoot(), "apache-pulsar-"+v) }
+
+// KoPNar is where the kop profile of lab/pom.xml copies the handler of version v.
+func (p Paths) KoPNar(v string) string {
+	return filepath.Join(p.ProtocolsDir(), "pulsar-protocol-handler-kafka-"+v+".nar")
+}
+
+// KoPProbe caches the result of the last attempt to resolve KoP version v.
+func (p Paths) KoPProbe(v string) string {
+	return filepath.Join(p.ProtocolsDir(), "kop-"+v+".probe.json")
+}
+
+func (p Paths) ClusterDir(name string) string { return filepath.Join(p.RunDir(), name) }
+func (p Paths) BrokerConf(name string) string {
+	return filepath.Join(p.ClusterDir(name), "conf", "broker.conf")
+}
+func (p Paths) DataDir(name string) string { return filepath.Join(p.ClusterDir(name), "data") }
+func (p Paths) TmpDir(name string) string  { return filepath.Join(p.ClusterDir(name), "tmp") }
+func (p Paths) LogFile(name string) string {
+	return filepath.Join(p.ClusterDir(name), "logs", "broker.log")
+}
+
+// NarExtractionDir is where the broker unpacks protocol handler NARs.
+func (p Paths) NarExtractionDir(name string) string { return filepath.Join(p.TmpDir(name), "nar") }
+
+// FindRoot returns the repository root: $KOP_LAB_ROOT if set, else the nearest directory
+// at or above the working directory whose go.mod declares this module and which has lab/pom.xml.
+func FindRoot() (string, error) {
+	if r := os.Getenv("KOP_LAB_ROOT"); r != "" {
+		return filepath.Abs(r)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if isRoot(dir) {
+			return dir, nil
+		}
+		if filepath.Dir(dir) == dir {
+			break
+		}
+	}
+	return "", errors.New("lab: repository root not found (no go.mod of " + ModulePath +
+		" with lab/pom.xml above " + wd + "); set KOP_LAB_ROOT")
+}
+
+func isRoot(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(dir, "lab", "pom.xml")); err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == "module" && f[1] == ModulePath {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,189 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// reaped tracks JVMs started by this process: their Wait runs in a goroutine so that an exited
+// JVM does not linger as a zombie that kill(pid, 0) would still find.
+var reaped sync.Map // pid -> chan struct{} closed on exit
+
+func javaBinary() string {
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		if _, err := os.Stat(filepath.Join(h, "bin", "java")); err == nil {
+			return filepath.Join(h, "bin", "java")
+		}
+	}
+	return "java"
+}
+
+// startJVM starts cluster c's standalone JVM in its own process group (so that it outlives
+// the caller and ^C in a terminal does not reach it) with stdout and stderr appended to its
+// broker.log. It returns the pid.
+func startJVM(p Paths, c Cluster) (int, error) {
+	for _, d := range []string{p.ClusterDir(c.Name), p.DataDir(c.Name), p.TmpDir(c.Name),
+		p.NarExtractionDir(c.Name), filepath.Dir(p.LogFile(c.Name))} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return 0, err
+		}
+	}
+	logf, err := os.OpenFile(p.LogFile(c.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer logf.Close()
+	args := JavaArgs(p, c)
+	fmt.Fprintf(logf, "\n=== kop-lab: starting %s at %s\n=== %s %s\n", c.Name,
+		time.Now().UTC().Format(time.RFC3339), javaBinary(), strings.Join(args, " "))
+	cmd := exec.Command(javaBinary(), args...)
+	cmd.Dir = p.ClusterDir(c.Name)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdin = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("lab: start %s: %w", c.Name, err)
+	}
+	done := make(chan struct{})
+	reaped.Store(cmd.Process.Pid, done)
+	go func() { _ = cmd.Wait(); close(done) }()
+	return cmd.Process.Pid, nil
+}
+
+// procState returns the state letter of /proc/<pid>/stat ("" when there is no such process).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) S ...: comm may hold spaces, the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return ""
+	}
+	return string(b[i+2])
+}
+
+// IsLabJVM reports whether pid is a live (not zombie) JVM of the lab's cluster name: its
+// command line must carry ProcessMarker(name). A recycled pid never matches.
+func IsLabJVM(pid int, name string) bool {
+	if pid <= 0 {
+		return false
+	}
+	if s := procState(pid); s == "" || s == "Z" || s == "X" {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	for _, a := range bytes.Split(b, []byte{0}) {
+		if string(a) == ProcessMarker(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopJVM stops one lab JVM by pid: SIGTERM (the standalone's shutdown hook closes broker and
+// bookie), wait up to grace, then SIGKILL that pid. Other processes are never signalled.
+func stopJVM(ctx context.Context, pid int, name string, grace time.Duration) error {
+	if !IsLabJVM(pid, name) {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("lab: SIGTERM %s (pid %d): %w", name, pid, err)
+	}
+	if waitGone(ctx, pid, name, grace) {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && IsLabJVM(pid, name) {
+		return fmt.Errorf("lab: SIGKILL %s (pid %d): %w", name, pid, err)
+	}
+	if !waitGone(ctx, pid, name, 10*time.Second) {
+		return fmt.Errorf("lab: %s (pid %d) still running after SIGKILL", name, pid)
+	}
+	return nil
+}
+
+func waitGone(ctx context.Context, pid int, name string, d time.Duration) bool {
+	var done chan struct{}
+	if v, ok := reaped.Load(pid); ok {
+		done = v.(chan struct{})
+	}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if done != nil {
+			select {
+			case <-done:
+				reaped.Delete(pid)
+				return true
+			default:
+			}
+		} else if !IsLabJVM(pid, name) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return !IsLabJVM(pid, name)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return !IsLabJVM(pid, name)
+}
+
+// RSSMB returns the resident set size of pid in MiB, from /proc/<pid>/status.
+func RSSMB(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			f := strings.Fields(rest) // "123456 kB"
+			if len(f) >= 1 {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				if err != nil {
+					return 0, err
+				}
+				return kb / 1024, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("lab: no VmRSS for pid %d", pid)
+}
+
+// LogTail returns the last n lines of a file (for errors).
+func LogTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const max = 256 << 10
+	fi, err := f.Stat()
+	if err != nil {
+		return err.Error()
+	}
+	off := fi.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, fi.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return err.Error()
+	}
+	return tail(string(buf), n)
+}

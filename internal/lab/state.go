@@ -1,0 +1,86 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StateVersion is the format version of lab/run/state.json.
+const StateVersion = 1
+
+// State is lab/run/state.json: what the lab started, so that another process (a second test
+// package, kop-lab status/down) can reuse or stop it by pid.
+type State struct {
+	Version       int       `json:"version"`
+	PulsarVersion string    `json:"pulsarVersion"`
+	KoP           KoPStatus `json:"kop"`
+	Keep          bool      `json:"keep"` // false: started by tests, stopped after the run
+	// Owner is the `go test` process whose run started (or adopted) a lab that is not kept;
+	// a reaper stops the lab once that process has exited. OwnerStart is its start time in
+	// clock ticks (/proc/<pid>/stat field 22), so that a recycled pid is not mistaken for it.
+	Owner      int            `json:"owner,omitempty"`
+	OwnerStart string         `json:"ownerStart,omitempty"`
+	StartedAt  time.Time      `json:"startedAt"`
+	Clusters   []ClusterState `json:"clusters"`
+}
+
+// ClusterState is one started JVM.
+type ClusterState struct {
+	Cluster
+	PID          int       `json:"pid"`
+	StartedAt    time.Time `json:"startedAt"`
+	ReadySeconds float64   `json:"readySeconds"` // JVM start to healthy
+	ConfPath     string    `json:"confPath"`
+	LogPath      string    `json:"logPath"`
+}
+
+// ReadState reads the state file; a missing file gives (nil, nil).
+func ReadState(path string) (*State, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("lab: %s: %w", path, err)
+	}
+	if s.Version != StateVersion {
+		return nil, fmt.Errorf("lab: %s: state version %d, want %d", path, s.Version, StateVersion)
+	}
+	return &s, nil
+}
+
+// WriteState writes the state file atomically.
+func WriteState(path string, s *State) error {
+	s.Version = StateVersion
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Cluster returns the state of the named cluster.
+func (s *State) Cluster(name string) (ClusterState, bool) {
+	for _, c := range s.Clusters {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return ClusterState{}, false
+}
