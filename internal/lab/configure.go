@@ -84,6 +84,24 @@ func Configure(ctx context.Context, cs []Cluster, log io.Writer) error {
 		if pol.Bundles == nil || pol.Bundles.NumBundles != MetadataBundles {
 			return fmt.Errorf("lab: %s: %s has %v bundles, want %d", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
 		}
+		// KoP (MetadataUtils.createNamespaceIfMissing) gives the metadata namespace a retention
+		// of offsetsRetentionMinutes (3 days), unlimited size and a 100 MB compaction threshold,
+		// but only when it creates the namespace itself. The lab creates it first, so it sets
+		// the same policies; without them a replicated-and-read ledger is deleted on rollover.
+		if pol.RetentionPolicies == nil || pol.RetentionPolicies.RetentionTimeInMinutes != MetadataRetentionMinutes {
+			if err := a.Namespaces().SetRetentionWithContext(ctx, MetadataNamespace, utils.NewRetentionPolicies(MetadataRetentionMinutes, -1)); err != nil {
+				return fmt.Errorf("lab: %s: set retention of %s: %w", c.Name, MetadataNamespace, err)
+			}
+		}
+		if pol.CompactionThreshold == nil || *pol.CompactionThreshold != MetadataCompactionThreshold {
+			nsName, err := utils.GetNamespaceName(MetadataNamespace)
+			if err != nil {
+				return fmt.Errorf("lab: %s: %w", c.Name, err)
+			}
+			if err := a.Namespaces().SetCompactionThresholdWithContext(ctx, *nsName, MetadataCompactionThreshold); err != nil {
+				return fmt.Errorf("lab: %s: set compaction threshold of %s: %w", c.Name, MetadataNamespace, err)
+			}
+		}
 		for _, ns := range []string{DefaultNamespace, MetadataNamespace} {
 			cur, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, ns)
 			if err != nil {

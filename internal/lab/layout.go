@@ -39,8 +39,12 @@ const (
 	OffsetsTopic           = "persistent://public/__kafka/__consumer_offsets"
 	OffsetsTopicPartitions = 8
 	MetadataBundles        = 4
-	Topic1                 = "persistent://public/default/topic-1"
-	Topic1Partitions       = 1
+	// KoP's defaults for the metadata namespace it creates: offsetsRetentionMinutes (3 days)
+	// with no size limit, and a 100 MB compaction threshold.
+	MetadataRetentionMinutes    = 3 * 24 * 60
+	MetadataCompactionThreshold = int64(100 * 1024 * 1024)
+	Topic1                      = "persistent://public/default/topic-1"
+	Topic1Partitions            = 1
 )
 
 // Ports of one cluster; all listen on 127.0.0.1 (the bookie binds the wildcard address, as

@@ -9,6 +9,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/completion"
 	configcmd "github.com/kop-offsets/kop-offsets/internal/commands/configcmd"
+	doctorcmd "github.com/kop-offsets/kop-offsets/internal/commands/doctor"
 	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -104,9 +105,12 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 	add(cmd, GroupSetup, versioncmd.NewCmdVersion(f, nil))
 	add(cmd, GroupSetup, completion.NewCmdCompletion(f))
 	add(cmd, GroupSetup, configcmd.NewCmdConfig(f))
+	add(cmd, GroupOffsets, doctorcmd.NewCmdDoctor(f, nil))
+
 
 	// Offsets commands (decode, dump, locate, groups, check, doctor) and repair commands
 	// (reload, repair) are added here by their packages' NewCmdX(f, nil).
+
 
 	markOnRun(cmd)
 	return cmd

@@ -1,0 +1,362 @@
+// Package doctor implements `kop-offsets doctor`: the wiring of internal/doctor's audit to
+// the command line (flags, clients from the Factory, output, exit code).
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/doctor"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Options of `doctor`.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Format   output.Format
+	Clusters func() ([]config.Cluster, error)
+
+	Topics           []string      // --topic
+	Groups           []string      // --group
+	OffsetsRetention time.Duration // --offsets-retention
+	KafkaTimeout     time.Duration // --kafka-timeout
+	Timeout          time.Duration // global --timeout, per admin request
+
+	// Build turns a configured cluster into what the audit needs (its admin client).
+	Build func(cl config.Cluster) (*doctor.Cluster, error)
+	// Kafka probes the KoP listeners.
+	Kafka doctor.KafkaProber
+	// GroupTopics finds the topics of a group from the persisted offsets of a cluster.
+	GroupTopics func(ctx context.Context, cl *doctor.Cluster, group string) ([]string, error)
+	// ReplicatorSettle: see doctor.Options (0: its default).
+	ReplicatorSettle time.Duration
+}
+
+// Result is the document `doctor -o json|yaml` prints.
+type Result struct {
+	SchemaVersion int                     `json:"schemaVersion"`
+	Clusters      []doctor.ClusterReport  `json:"clusters"`
+	Topics        []string                `json:"topics,omitempty"`
+	Groups        []string                `json:"groups,omitempty"`
+	Findings      []doctor.Finding        `json:"findings"`
+	Summary       map[doctor.Severity]int `json:"summary"`
+	Unreachable   []string                `json:"unreachable,omitempty"`
+	ExitCode      int                     `json:"exitCode"`
+}
+
+// NewCmdDoctor returns `doctor`. runF replaces the run function in tests.
+func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	cmd := &cobra.Command{
+		Use:   "doctor [--topic TOPIC]... [--group GROUP]...",
+		Short: "Audit what geo-replicated KoP offsets depend on, with the fix for each problem",
+		Long: strings.TrimSpace(`
+Audit, read-only, every selected cluster (--cluster; default all) and every pair of them for
+what consumer offsets need to be the same on every cluster, and print each problem with its
+evidence and the exact command that fixes it (pulsar-admin; pulsarctl in JSON/YAML too).
+
+Checks (the check ids are stable, for scripts):
+  admin-reachable                 the admin API answers (else the cluster is skipped: exit 3)
+  broker-version                  Pulsar version and cluster name of each cluster (info)
+  kop-listener                    KoP answers ApiVersions and Metadata on kafkaBootstrap
+  peer-cluster-registered         every cluster knows every other one
+  offsets-topic-exists            <tenant>/<metadataNamespace>/__consumer_offsets exists
+  offsets-topic-partitions        ...with the same partition count everywhere (else a group
+                                  lives in a different partition on each side)
+  metadata-namespace-replication  <tenant>/<metadataNamespace> replicates to every cluster,
+                                  on every cluster (both directions)
+  tenant-allowed-clusters         the tenant allows every cluster, on every cluster
+  offsets-replicator              per offsets partition: the replicator to each peer exists,
+                                  is connected, and its backlog and delay
+  offsets-retention, offsets-compaction, offsets-message-ttl
+                                  the metadata namespace keeps commits at least as long as
+                                  KoP's offsets retention (--offsets-retention), is
+                                  compacted, and its TTL does not expire unreplicated commits
+  topic-exists, topic-partitions, topic-namespace-replication, topic-offsets-alignment
+                                  for --topic and the topics of --group: present everywhere
+                                  with the same partition count, in a namespace replicated
+                                  everywhere, and a warning that Kafka offsets are per-cluster
+                                  numbers
+  group-topics                    what --group found in the persisted offsets
+
+Nothing is written; reading a topic's stats loads it on its broker, as any stats call does.
+--group reads the group's offsets partition with a non-durable reader.
+
+Output: -o table (findings, errors first, each fix on its own line, then a summary line),
+-o json or -o yaml ({schemaVersion: 1, clusters, findings[], summary, exitCode}).
+
+Exit codes: 0 no error finding (warnings and info may be present); 1 an error finding;
+2 usage or configuration error; 3 a cluster's admin API could not be reached or answered
+with errors (what could be checked is still printed; the findings name the cluster).`),
+		Example: cmdutil.Examples(`
+  # audit every configured cluster and every pair of them
+  kop-offsets doctor
+
+  # also the topics a group consumes (found in its persisted offsets) and one more topic
+  kop-offsets doctor --group orders-consumer --topic topic-1
+
+  # two clusters of the config, as JSON; list the fixes of the errors
+  kop-offsets --cluster scus,wus doctor -o json | jq -r '.findings[] | select(.severity == "error") | .fix'
+
+  # KoP keeps offsets 7 days on these brokers (offsetsRetentionMinutes=10080)
+  kop-offsets doctor --offsets-retention 168h`),
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+				return err
+			}
+			if opts.OffsetsRetention <= 0 {
+				return cmdutil.FlagErrorf("--offsets-retention must be positive, got %s", opts.OffsetsRetention)
+			}
+			if opts.KafkaTimeout <= 0 {
+				return cmdutil.FlagErrorf("--kafka-timeout must be positive, got %s", opts.KafkaTimeout)
+			}
+			for _, t := range opts.Topics {
+				if strings.TrimSpace(t) == "" {
+					return cmdutil.FlagErrorf("--topic must not be empty")
+				}
+			}
+			for _, g := range opts.Groups {
+				if g == "" {
+					return cmdutil.FlagErrorf("--group must not be empty")
+				}
+			}
+			opts.Timeout = f.Flags.Timeout
+			opts.Build = func(cl config.Cluster) (*doctor.Cluster, error) { return BuildCluster(cl, opts.Timeout) }
+			opts.Kafka = &doctor.KgoProber{NewClient: func(dc doctor.Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
+				cfg, err := f.Clusters()
+				if err != nil {
+					return nil, err
+				}
+				for _, c := range cfg {
+					if c.Name == dc.Name {
+						return f.KafkaClient(c, extra...)
+					}
+				}
+				return nil, fmt.Errorf("cluster %s: not in the configuration", dc.Name)
+			}}
+			opts.GroupTopics = PersistedGroupTopics(f)
+			if runF != nil {
+				return runF(opts)
+			}
+			return doctorRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringArrayVar(&opts.Topics, "topic", nil, "topic to audit on every cluster (repeatable): topic-1, tenant/ns/topic or persistent://tenant/ns/topic")
+	cmd.Flags().StringArrayVar(&opts.Groups, "group", nil, "consumer group whose topics (from its persisted offsets) are audited (repeatable)")
+	cmd.Flags().DurationVar(&opts.OffsetsRetention, "offsets-retention", doctor.DefaultOffsetsRetention, "KoP's offsetsRetentionMinutes on the brokers, as a duration (KoP default 3 days)")
+	cmd.Flags().DurationVar(&opts.KafkaTimeout, "kafka-timeout", 5*time.Second, "how long to wait for KoP's answer on each Kafka listener")
+	return cmd
+}
+
+// BuildCluster makes the audit's view of a configured cluster: a pulsarx.Admin with the
+// cluster's auth and TLS, each call bounded by timeout.
+func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, error) {
+	cfg, err := adminConfig(cl)
+	if err != nil {
+		return nil, err
+	}
+	a, err := pulsarx.NewAdmin(cl.Name, cfg)
+	if err != nil {
+		return nil, &config.Error{Cluster: cl.Name, Field: "adminURL", Err: err}
+	}
+	if timeout > 0 {
+		a.SetTimeout(timeout)
+	}
+	return &doctor.Cluster{
+		Name: cl.Name, AdminURL: strings.TrimRight(cl.AdminURL, "/"), ServiceURL: cl.ServiceURL,
+		Tenant: cl.Tenant, MetadataNamespace: cl.MetadataNamespace, KafkaNamespace: cl.KafkaNamespace,
+		KafkaBootstrap: cl.KafkaBootstrap, Admin: doctor.PulsarAdmin{Admin: a},
+	}, nil
+}
+
+// adminConfig maps the cluster's Pulsar auth onto pulsaradmin's config (secrets resolved).
+func adminConfig(cl config.Cluster) (pulsaradmin.Config, error) {
+	if cl.AdminURL == "" {
+		return pulsaradmin.Config{}, &config.Error{Cluster: cl.Name, Field: "adminURL", Msg: "not configured"}
+	}
+	cfg := pulsaradmin.Config{WebServiceURL: strings.TrimRight(cl.AdminURL, "/")}
+	if t := cl.PulsarTLS(); t != nil {
+		cfg.TLSTrustCertsFilePath = t.CAFile
+		cfg.TLSCertFile, cfg.TLSKeyFile = t.CertFile, t.KeyFile
+		cfg.TLSAllowInsecureConnection = t.InsecureSkipVerify
+	}
+	if pa := cl.PulsarAuth; pa != nil {
+		switch {
+		case pa.Token != "":
+			tok, err := cl.ResolveSecret("pulsarAuth.token", pa.Token)
+			if err != nil {
+				return cfg, err
+			}
+			cfg.Token = tok
+		case pa.TokenFile != "":
+			cfg.TokenFile = pa.TokenFile
+		case pa.OAuth2 != nil:
+			cfg.AuthPlugin = "oauth2"
+			cfg.IssuerEndpoint, cfg.Audience = pa.OAuth2.IssuerURL, pa.OAuth2.Audience
+			cfg.KeyFile, cfg.Scope = pa.OAuth2.PrivateKey, pa.OAuth2.Scope
+		}
+	}
+	return cfg, nil
+}
+
+// PersistedGroupTopics finds a group's topics by replaying its offsets partition on a
+// cluster with a non-durable reader, as KoP's loader would.
+func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doctor.Cluster, group string) ([]string, error) {
+	return func(ctx context.Context, dc *doctor.Cluster, group string) ([]string, error) {
+		cs, err := f.Clusters()
+		if err != nil {
+			return nil, err
+		}
+		var cl config.Cluster
+		for _, c := range cs {
+			if c.Name == dc.Name {
+				cl = c
+			}
+		}
+		pa, ok := dc.Admin.(doctor.PulsarAdmin)
+		if !ok {
+			return nil, fmt.Errorf("cluster %s: no Pulsar admin client", dc.Name)
+		}
+		n, err := pa.OffsetsTopicPartitions(ctx, dc.Tenant, dc.MetadataNamespace)
+		if err != nil {
+			return nil, err
+		}
+		client, err := f.PulsarClient(cl)
+		if err != nil {
+			return nil, err
+		}
+		defer client.Close()
+		rd := pulsarx.NewReader(dc.Name, client, pa.Admin, dc.Tenant, dc.MetadataNamespace, pulsarx.ReaderOptions{})
+		po, err := offsets.ReplayPartition(ctx, rd, offsets.PartitionFor(group, n), offsets.OrderingKoP)
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		var topics []string
+		for _, c := range po.GroupOffsets(group) {
+			if !seen[c.Topic] {
+				seen[c.Topic] = true
+				topics = append(topics, c.Topic)
+			}
+		}
+		return topics, nil
+	}
+}
+
+func doctorRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cs, err := opts.Clusters()
+	if err != nil {
+		return err
+	}
+	var dcs []*doctor.Cluster
+	for _, cl := range cs {
+		dc, err := opts.Build(cl)
+		if err != nil {
+			return cmdutil.ConfigError(err)
+		}
+		dcs = append(dcs, dc)
+	}
+	progress := opts.IO.StartProgress("auditing " + strings.Join(config.Names(cs), ", "))
+	rep := doctor.Run(ctx, doctor.Options{
+		Clusters: dcs, Topics: opts.Topics, Groups: opts.Groups, GroupTopics: opts.GroupTopics,
+		Kafka: opts.Kafka, KafkaTimeout: opts.KafkaTimeout, OffsetsRetention: opts.OffsetsRetention,
+		ReplicatorSettle: opts.ReplicatorSettle,
+	})
+	progress.Stop()
+	res := Result{SchemaVersion: 1, Clusters: rep.Clusters, Topics: rep.Topics, Groups: rep.Groups,
+		Findings: rep.Findings, Summary: rep.Summary, Unreachable: rep.Unreachable}
+	switch {
+	case len(rep.Unreachable) > 0 || rep.APIErrors:
+		res.ExitCode = cmdutil.ExitUnreachable
+	case rep.Errors() > 0:
+		res.ExitCode = cmdutil.ExitDrift
+	}
+	if opts.Format == output.Table || opts.Format == "" {
+		if err := writeTable(opts.IO.Out, opts.IO.ColorScheme(), &res); err != nil {
+			return err
+		}
+	} else if err := output.Print(opts.IO, opts.Format, res, nil); err != nil {
+		return err
+	}
+	return cmdutil.SilentError(res.ExitCode)
+}
+
+// writeTable prints the findings for a person: severity, cluster(s), check and message on
+// one aligned line, the fix on the next, then a summary line.
+func writeTable(w io.Writer, cs *iostreams.ColorScheme, res *Result) error {
+	where := func(f doctor.Finding) string {
+		switch {
+		case f.Cluster != "" && f.Peer != "":
+			return f.Cluster + "->" + f.Peer
+		case f.Cluster != "":
+			return f.Cluster
+		}
+		return "all"
+	}
+	sevW, whereW, checkW := len("SEVERITY"), len("CLUSTER"), len("CHECK")
+	for _, f := range res.Findings {
+		sevW = max(sevW, len(f.Severity))
+		whereW = max(whereW, len(where(f)))
+		checkW = max(checkW, len(f.Check))
+	}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-len(s)+2) }
+	var b strings.Builder
+	if len(res.Findings) > 0 {
+		fmt.Fprintf(&b, "%s%s%s%s\n", pad("SEVERITY", sevW), pad("CLUSTER", whereW), pad("CHECK", checkW), "MESSAGE")
+	}
+	for _, f := range res.Findings {
+		sev := strings.ToUpper(string(f.Severity))
+		colored := sev
+		switch f.Severity {
+		case doctor.SeverityError:
+			colored = cs.Red(sev)
+		case doctor.SeverityWarning:
+			colored = cs.Yellow(sev)
+		case doctor.SeverityInfo:
+			colored = cs.Gray(sev)
+		}
+		fmt.Fprintf(&b, "%s%s%s%s%s\n", colored, strings.Repeat(" ", sevW-len(sev)+2), pad(where(f), whereW), pad(f.Check, checkW), f.Message)
+		if f.Fix != "" {
+			fmt.Fprintf(&b, "%s  fix: %s\n", strings.Repeat(" ", sevW), f.Fix)
+		}
+	}
+	if len(res.Findings) > 0 {
+		b.WriteString("\n")
+	}
+	names := make([]string, 0, len(res.Clusters))
+	for _, c := range res.Clusters {
+		names = append(names, c.Name)
+	}
+	fmt.Fprintf(&b, "%s, %s, %d info on %s", plural(res.Summary[doctor.SeverityError], "error"),
+		plural(res.Summary[doctor.SeverityWarning], "warning"), res.Summary[doctor.SeverityInfo], strings.Join(names, ", "))
+	if len(res.Unreachable) > 0 {
+		fmt.Fprintf(&b, "; unreachable: %s", strings.Join(res.Unreachable, ", "))
+	}
+	fmt.Fprintf(&b, " (exit %d)\n", res.ExitCode)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

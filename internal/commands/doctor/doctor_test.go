@@ -1,0 +1,208 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/doctor"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestNewCmdDoctorFlags(t *testing.T) {
+	tests := []struct {
+		args   []string
+		format output.Format
+		topics []string
+		groups []string
+		ret    time.Duration
+		kafka  time.Duration
+		err    string
+	}{
+		{args: nil, format: output.Table, ret: 72 * time.Hour, kafka: 5 * time.Second},
+		{args: []string{"--topic", "topic-1", "--topic", "public/x/y,z", "--group", "g1", "-o", "json"},
+			format: output.JSON, topics: []string{"topic-1", "public/x/y,z"}, groups: []string{"g1"}, ret: 72 * time.Hour, kafka: 5 * time.Second},
+		{args: []string{"-o", "yaml", "--offsets-retention", "168h", "--kafka-timeout", "2s"}, format: output.YAML, ret: 168 * time.Hour, kafka: 2 * time.Second},
+		{args: []string{"-o", "ndjson"}, err: `invalid output format "ndjson"`},
+		{args: []string{"extra"}, err: `unexpected argument "extra"`},
+		{args: []string{"--offsets-retention", "0s"}, err: "--offsets-retention must be positive"},
+		{args: []string{"--topic", ""}, err: "--topic must not be empty"},
+	}
+	for _, tt := range tests {
+		ios, _, _, _ := iostreams.Test()
+		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
+		var got *Options
+		cmd := NewCmdDoctor(f, func(o *Options) error { got = o; return nil })
+		root := cmdutil.NewTestRoot(f, cmd)
+		root.SetArgs(append([]string{"doctor"}, tt.args...))
+		err := root.Execute()
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
+				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
+			}
+			continue
+		}
+		if err != nil || got == nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if got.Format != tt.format || strings.Join(got.Topics, "|") != strings.Join(tt.topics, "|") ||
+			strings.Join(got.Groups, "|") != strings.Join(tt.groups, "|") || got.OffsetsRetention != tt.ret ||
+			got.KafkaTimeout != tt.kafka || got.Build == nil || got.Kafka == nil || got.GroupTopics == nil || got.Timeout != 15*time.Second {
+			t.Errorf("%v: %+v", tt.args, got)
+		}
+	}
+}
+
+// labAdmin answers like one cluster of the lab: Pulsar 4.0.8, KoP not loaded, public/__kafka
+// replicated both ways with no retention or compaction policies.
+type labAdmin struct {
+	name string
+	down bool
+}
+
+func (a *labAdmin) fail() error {
+	if a.down {
+		return &pulsarx.AdminError{Cluster: a.name, Op: "get broker version", Err: errors.New("dial tcp 127.0.0.1:28080: connect: connection refused")}
+	}
+	return nil
+}
+func (a *labAdmin) BrokerVersion(context.Context) (string, error) { return "4.0.8", a.fail() }
+func (a *labAdmin) RuntimeConfig(context.Context) (map[string]string, error) {
+	return map[string]string{"clusterName": a.name, "messagingProtocols": "[]", "defaultRetentionTimeInMinutes": "0",
+		"defaultRetentionSizeInMB": "0", "brokerServiceCompactionThresholdInBytes": "0", "ttlDurationDefaultInSeconds": "0"}, a.fail()
+}
+func (a *labAdmin) Clusters(context.Context) ([]string, error) {
+	return []string{"scus", "wus"}, a.fail()
+}
+func (a *labAdmin) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
+	return 8, a.fail()
+}
+func (a *labAdmin) PartitionedTopicPartitions(context.Context, string) (int32, error) {
+	return 1, a.fail()
+}
+func (a *labAdmin) TopicExists(context.Context, string) (bool, error) { return true, a.fail() }
+func (a *labAdmin) ReplicationStats(context.Context, string) (map[string]pulsarx.Replication, error) {
+	peer := map[string]string{"scus": "wus", "wus": "scus"}[a.name]
+	return map[string]pulsarx.Replication{peer: {Connected: peer != "wus" || !a.downPeer()}}, a.fail()
+}
+func (a *labAdmin) downPeer() bool { return a.name == "scus" && wusDown }
+func (a *labAdmin) TopicActivity(context.Context, string) (doctor.TopicActivity, error) {
+	return doctor.TopicActivity{}, a.fail()
+}
+func (a *labAdmin) NamespaceReplicationClusters(context.Context, string) ([]string, error) {
+	return []string{"scus", "wus"}, a.fail()
+}
+func (a *labAdmin) NamespacePolicies(context.Context, string) (pulsarx.NamespacePolicy, error) {
+	return pulsarx.NamespacePolicy{ReplicationClusters: []string{"scus", "wus"}}, a.fail()
+}
+func (a *labAdmin) TenantAllowedClusters(context.Context, string) ([]string, error) {
+	return []string{"scus", "wus"}, a.fail()
+}
+
+var wusDown bool
+
+type refusedKafka struct{}
+
+func (refusedKafka) Probe(_ context.Context, cl doctor.Cluster) (doctor.KafkaProbe, error) {
+	a := cl.KafkaBootstrap[0]
+	msg := "dial tcp " + a + ": connect: connection refused"
+	return doctor.KafkaProbe{}, &doctor.KafkaProbeError{Stage: "dial", Dial: map[string]string{a: msg}, Err: errors.New(msg)}
+}
+
+func labOpts(ios *iostreams.IOStreams, format output.Format) *Options {
+	cs := []config.Cluster{
+		{Name: "scus", AdminURL: "http://127.0.0.1:18080", ServiceURL: "pulsar://127.0.0.1:16650", KafkaBootstrap: []string{"127.0.0.1:19092"}, Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"},
+		{Name: "wus", AdminURL: "http://127.0.0.1:28080", ServiceURL: "pulsar://127.0.0.1:26650", KafkaBootstrap: []string{"127.0.0.1:29092"}, Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"},
+	}
+	return &Options{IO: ios, Format: format, Clusters: func() ([]config.Cluster, error) { return cs, nil },
+		OffsetsRetention: doctor.DefaultOffsetsRetention, KafkaTimeout: time.Second, ReplicatorSettle: -1,
+		Kafka: refusedKafka{},
+		Build: func(cl config.Cluster) (*doctor.Cluster, error) {
+			dc, err := BuildCluster(cl, time.Second)
+			if err != nil {
+				return nil, err
+			}
+			dc.Admin = &labAdmin{name: cl.Name, down: cl.Name == "wus" && wusDown}
+			return dc, nil
+		}}
+}
+
+func TestDoctorRunLabGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		format output.Format
+		down   bool
+		exit   int
+	}{
+		{"lab.table", output.Table, false, 1},
+		{"lab.json", output.JSON, false, 1},
+		{"lab-wus-down.table", output.Table, true, 3},
+		{"lab-wus-down.yaml", output.YAML, true, 3},
+	} {
+		wusDown = tc.down
+		ios, _, out, _ := iostreams.Test()
+		err := doctorRun(context.Background(), labOpts(ios, tc.format))
+		if cmdutil.ExitCode(err) != tc.exit || (err != nil && !cmdutil.IsSilent(err)) {
+			t.Errorf("%s: err %v, want silent exit %d", tc.name, err, tc.exit)
+		}
+		golden(t, tc.name, out.String())
+	}
+	wusDown = false
+}
+
+func TestDoctorRunConfigError(t *testing.T) {
+	ios, _, out, _ := iostreams.Test()
+	o := labOpts(ios, output.JSON)
+	o.Build = func(cl config.Cluster) (*doctor.Cluster, error) {
+		return BuildCluster(config.Cluster{Name: cl.Name}, time.Second)
+	}
+	err := doctorRun(context.Background(), o)
+	if cmdutil.ExitCode(err) != 2 || out.Len() != 0 {
+		t.Errorf("err %v, out %q", err, out)
+	}
+}
+
+func TestAdminConfig(t *testing.T) {
+	t.Setenv("KOP_DOCTOR_T", "s3cret")
+	cfg, err := adminConfig(config.Cluster{Name: "a", AdminURL: "https://x:8443/", PulsarAuth: &config.PulsarAuth{Token: "env:KOP_DOCTOR_T",
+		TLS: &config.TLS{CAFile: "/ca.pem"}}})
+	if err != nil || cfg.Token != "s3cret" || cfg.WebServiceURL != "https://x:8443" || cfg.TLSTrustCertsFilePath != "/ca.pem" {
+		t.Errorf("%+v %v", cfg, err)
+	}
+	_, err = BuildCluster(config.Cluster{Name: "a", AdminURL: "http://x", PulsarAuth: &config.PulsarAuth{Token: "env:KOP_DOCTOR_UNSET_X"}}, time.Second)
+	if err == nil {
+		t.Error("unresolvable secret accepted")
+	}
+	_ = http.StatusOK
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}

@@ -1,0 +1,98 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Admin is the part of a cluster's admin REST API doctor reads. *PulsarAdmin implements it
+// over pulsarx.Admin; tests use fakes. Errors should match pulsarx.ErrNotFound and
+// pulsarx.ErrUnreachable with errors.Is where they apply.
+type Admin interface {
+	// BrokerVersion is the Pulsar version of the broker behind the admin URL.
+	BrokerVersion(ctx context.Context) (string, error)
+	// RuntimeConfig is the broker's runtime configuration (GET
+	// /admin/v2/brokers/configuration/runtime): clusterName, messagingProtocols and the
+	// broker defaults of retention, TTL and compaction.
+	RuntimeConfig(ctx context.Context) (map[string]string, error)
+	// Clusters lists the clusters this cluster knows (its own and the remote ones).
+	Clusters(ctx context.Context) ([]string, error)
+	// OffsetsTopicPartitions is the partition count of <tenant>/<namespace>/__consumer_offsets;
+	// ErrNotFound when it is not a partitioned topic.
+	OffsetsTopicPartitions(ctx context.Context, tenant, namespace string) (int32, error)
+	// PartitionedTopicPartitions is the partition count of a topic, 0 for a
+	// non-partitioned one.
+	PartitionedTopicPartitions(ctx context.Context, topic string) (int32, error)
+	// TopicExists reports whether topic exists (partitioned or not).
+	TopicExists(ctx context.Context, topic string) (bool, error)
+	// ReplicationStats returns the replicators of one (partition) topic by remote cluster.
+	ReplicationStats(ctx context.Context, topic string) (map[string]pulsarx.Replication, error)
+	// TopicActivity returns who writes one (partition) topic locally.
+	TopicActivity(ctx context.Context, topic string) (TopicActivity, error)
+	// NamespaceReplicationClusters lists the replication clusters of a namespace.
+	NamespaceReplicationClusters(ctx context.Context, namespace string) ([]string, error)
+	// NamespacePolicies reads a namespace's retention, compaction and TTL policies.
+	NamespacePolicies(ctx context.Context, namespace string) (pulsarx.NamespacePolicy, error)
+	// TenantAllowedClusters lists the clusters a tenant may use.
+	TenantAllowedClusters(ctx context.Context, tenant string) ([]string, error)
+}
+
+// TopicActivity is what the topic stats of one partition say about its writers.
+type TopicActivity struct {
+	// LocalProducers are the producers that are not geo-replicators (whose names do not
+	// start with "pulsar.repl.").
+	LocalProducers []string
+	// MsgInCounter counts the messages written to the topic since it was loaded, replicated
+	// ones included.
+	MsgInCounter int64
+	// ReplicatedIn is the rate of messages received from each remote cluster.
+	ReplicatedIn map[string]float64
+}
+
+// ReplicatorProducerPrefix starts the producer name of Pulsar's geo-replicators
+// ("pulsar.repl.<local cluster>" on the remote topic).
+const ReplicatorProducerPrefix = "pulsar.repl."
+
+// PulsarAdmin implements Admin over pulsarx.Admin, adding the calls pulsarx lacks
+// (RuntimeConfig, TopicActivity) through its pulsaradmin client.
+type PulsarAdmin struct{ *pulsarx.Admin }
+
+var _ Admin = PulsarAdmin{}
+
+// RuntimeConfig is GET /admin/v2/brokers/configuration/runtime.
+func (a PulsarAdmin) RuntimeConfig(ctx context.Context) (map[string]string, error) {
+	m, err := a.Client().Brokers().GetRuntimeConfigurationsWithContext(ctx)
+	if err != nil {
+		return nil, classify(a.Cluster(), "get runtime configuration", "", err)
+	}
+	return m, nil
+}
+
+// TopicActivity reads the stats of topic (GET .../stats).
+func (a PulsarAdmin) TopicActivity(ctx context.Context, topic string) (TopicActivity, error) {
+	tn, err := parseTopic(topic)
+	if err != nil {
+		return TopicActivity{}, err
+	}
+	st, err := a.Client().Topics().GetStatsWithContext(ctx, *tn)
+	if err != nil {
+		return TopicActivity{}, classify(a.Cluster(), "get stats of", topic, err)
+	}
+	act := TopicActivity{MsgInCounter: st.MsgCounterIn, ReplicatedIn: map[string]float64{}}
+	for _, p := range st.Publishers {
+		if !strings.HasPrefix(p.ProducerName, ReplicatorProducerPrefix) {
+			act.LocalProducers = append(act.LocalProducers, p.ProducerName)
+		}
+	}
+	for remote, r := range st.Replication {
+		act.ReplicatedIn[remote] = r.MsgRateIn
+	}
+	return act, nil
+}
+
+// isNotFound and isUnreachable classify admin errors.
+func isNotFound(err error) bool    { return errors.Is(err, pulsarx.ErrNotFound) }
+func isUnreachable(err error) bool { return errors.Is(err, pulsarx.ErrUnreachable) }

@@ -1,0 +1,121 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KafkaProbe is what a KoP listener answered.
+type KafkaProbe struct {
+	Brokers   int    // brokers in the Metadata answer
+	ClusterID string // cluster id in the Metadata answer
+	// MaxVersions are the highest versions of the requests offsets tools use (OffsetFetch,
+	// OffsetCommit, FindCoordinator, Metadata) from the ApiVersions answer.
+	MaxVersions map[string]int16
+}
+
+// KafkaProber asks a cluster's KoP listener for ApiVersions and Metadata. It must return
+// when ctx is done.
+type KafkaProber interface {
+	Probe(ctx context.Context, cl Cluster) (KafkaProbe, error)
+}
+
+// KafkaProbeError says where a probe failed; Dial holds the TCP dial error of each
+// bootstrap address that refused (evidence for "nothing listens there").
+type KafkaProbeError struct {
+	Stage string            // "dial", "ApiVersions" or "Metadata"
+	Dial  map[string]string // bootstrap address -> dial error, for those that failed
+	Err   error
+}
+
+func (e *KafkaProbeError) Error() string { return e.Stage + ": " + e.Err.Error() }
+func (e *KafkaProbeError) Unwrap() error { return e.Err }
+
+// KgoProber probes with franz-go: a TCP dial of each bootstrap address first (so a closed
+// port is reported as such, not as a timeout), then kadm's ApiVersions and BrokerMetadata.
+type KgoProber struct {
+	// NewClient builds a client for the cluster's KoP listeners (the Factory's
+	// KafkaClient); the prober closes it.
+	NewClient func(cl Cluster, extra ...kgo.Opt) (*kgo.Client, error)
+	// DialTimeout bounds each TCP dial (default 3s).
+	DialTimeout time.Duration
+}
+
+// Probe implements KafkaProber.
+func (p *KgoProber) Probe(ctx context.Context, cl Cluster) (KafkaProbe, error) {
+	dt := p.DialTimeout
+	if dt <= 0 {
+		dt = 3 * time.Second
+	}
+	dialErrs := map[string]string{}
+	var d net.Dialer
+	for _, addr := range cl.KafkaBootstrap {
+		dctx, cancel := context.WithTimeout(ctx, dt)
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err != nil {
+			dialErrs[addr] = err.Error()
+			continue
+		}
+		_ = c.Close()
+	}
+	if len(dialErrs) == len(cl.KafkaBootstrap) {
+		msgs := make([]string, 0, len(dialErrs))
+		for _, a := range cl.KafkaBootstrap {
+			msgs = append(msgs, dialErrs[a])
+		}
+		return KafkaProbe{}, &KafkaProbeError{Stage: "dial", Dial: dialErrs, Err: errors.New(strings.Join(msgs, "; "))}
+	}
+	c, err := p.NewClient(cl, kgo.RequestRetries(0))
+	if err != nil {
+		return KafkaProbe{}, &KafkaProbeError{Stage: "client", Dial: dialErrs, Err: err}
+	}
+	defer c.Close()
+	adm := kadm.NewClient(c)
+	out := KafkaProbe{MaxVersions: map[string]int16{}}
+	vs, err := adm.ApiVersions(ctx)
+	if err != nil {
+		return out, &KafkaProbeError{Stage: "ApiVersions", Dial: dialErrs, Err: err}
+	}
+	var answered bool
+	var lastErr error
+	for _, bv := range vs.Sorted() {
+		if bv.Err != nil {
+			lastErr = bv.Err
+			continue
+		}
+		answered = true
+		for _, name := range []string{"OffsetFetch", "OffsetCommit", "FindCoordinator", "Metadata"} {
+			if k, ok := keyByName[name]; ok {
+				if _, max, ok := bv.KeyVersions(k); ok {
+					out.MaxVersions[name] = max
+				}
+			}
+		}
+		break
+	}
+	if !answered {
+		if lastErr == nil {
+			lastErr = errors.New("no broker answered")
+		}
+		return out, &KafkaProbeError{Stage: "ApiVersions", Dial: dialErrs, Err: lastErr}
+	}
+	md, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return out, &KafkaProbeError{Stage: "Metadata", Dial: dialErrs, Err: err}
+	}
+	out.Brokers, out.ClusterID = len(md.Brokers), md.Cluster
+	if out.Brokers == 0 {
+		return out, &KafkaProbeError{Stage: "Metadata", Dial: dialErrs, Err: fmt.Errorf("no brokers in the answer")}
+	}
+	return out, nil
+}
+
+var keyByName = map[string]int16{"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "Metadata": 3}

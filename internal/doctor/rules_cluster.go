@@ -1,0 +1,322 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// pulsarAdmin formats a pulsar-admin command against cl.
+func pulsarAdmin(cl *Cluster, args ...string) string {
+	return "pulsar-admin --admin-url " + cl.AdminURL + " " + strings.Join(args, " ")
+}
+
+// pulsarctl formats a pulsarctl command against cl.
+func pulsarctl(cl *Cluster, args ...string) string {
+	return "pulsarctl --admin-service-url " + cl.AdminURL + " " + strings.Join(args, " ")
+}
+
+// runtimeConfig returns the broker's runtime configuration, nil when it cannot be read
+// (it needs super-user rights; doctor then falls back to the config names and Pulsar's
+// defaults).
+func runtimeConfig(ctx context.Context, cl *Cluster) map[string]string {
+	rc, err := cl.Admin.RuntimeConfig(ctx)
+	if err != nil {
+		return nil
+	}
+	return rc
+}
+
+// checkBroker: the admin API answers (else the cluster is down for every other rule), the
+// broker version, and the cluster's own Pulsar name.
+func checkBroker(ctx context.Context, r *run, cl *Cluster) []Finding {
+	v, err := cl.Admin.BrokerVersion(ctx)
+	if err != nil {
+		return r.failed(cl, CheckBrokerVersion, "", "get broker version", err)
+	}
+	r.mu.Lock()
+	r.reports[cl.Name].BrokerVersion = v
+	r.mu.Unlock()
+	ev := map[string]any{"version": v}
+	if rc := runtimeConfig(ctx, cl); rc != nil {
+		if n := rc["clusterName"]; n != "" {
+			cl.PulsarName = n
+		}
+		ev["clusterName"] = rc["clusterName"]
+		ev["messagingProtocols"] = rc["messagingProtocols"]
+	}
+	f := Finding{Severity: SeverityInfo, Check: CheckBrokerVersion, Cluster: cl.Name,
+		Message: fmt.Sprintf("Apache Pulsar %s (cluster name %q)", v, cl.PulsarName), Evidence: ev}
+	if major(v) > 0 && major(v) < 3 {
+		f.Severity = SeverityWarning
+		f.Message = fmt.Sprintf("Apache Pulsar %s: before 3.0 a topic unload does not reach KoP; only a bundle unload reloads its group cache", v)
+	}
+	return []Finding{f}
+}
+
+func major(v string) int {
+	var m int
+	if _, err := fmt.Sscanf(v, "%d.", &m); err != nil {
+		return 0
+	}
+	return m
+}
+
+// checkBrokerVersions notes clusters that run different Pulsar versions.
+func checkBrokerVersions(r *run) []Finding {
+	versions := map[string]string{}
+	distinct := map[string]bool{}
+	for _, c := range r.upClusters() {
+		if v := r.reports[c.Name].BrokerVersion; v != "" {
+			versions[c.Name] = v
+			distinct[v] = true
+		}
+	}
+	if len(distinct) < 2 {
+		return nil
+	}
+	return []Finding{{Severity: SeverityInfo, Check: CheckBrokerVersion,
+		Message:  "the clusters run different Pulsar versions",
+		Evidence: map[string]any{"versions": versions}}}
+}
+
+// checkKoPListener: KoP answers ApiVersions and Metadata on kafkaBootstrap.
+func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
+	if len(cl.KafkaBootstrap) == 0 {
+		return []Finding{{Severity: SeverityWarning, Check: CheckKoPListener, Cluster: cl.Name,
+			Message: "kafkaBootstrap is not configured: whether KoP answers was not checked",
+			Fix:     fmt.Sprintf("add kafkaBootstrap (the KoP listeners, host:port) to cluster %s in the kop-offsets config", cl.Name)}}
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.opts.KafkaTimeout)
+	defer cancel()
+	type res struct {
+		p   KafkaProbe
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		p, err := r.opts.Kafka.Probe(pctx, *cl)
+		ch <- res{p, err}
+	}()
+	var got res
+	select {
+	case got = <-ch:
+	case <-pctx.Done():
+		got.err = fmt.Errorf("no answer within %s: %w", r.opts.KafkaTimeout, pctx.Err())
+	}
+	answers := got.err == nil
+	r.mu.Lock()
+	r.reports[cl.Name].KoPAnswers = &answers
+	r.mu.Unlock()
+	if answers {
+		return nil
+	}
+	boot := strings.Join(cl.KafkaBootstrap, ",")
+	ev := map[string]any{"bootstrap": cl.KafkaBootstrap, "error": got.err.Error(), "timeout": r.opts.KafkaTimeout.String()}
+	var pe *KafkaProbeError
+	if e, ok := got.err.(*KafkaProbeError); ok {
+		pe = e
+		ev["stage"] = pe.Stage
+		if len(pe.Dial) > 0 {
+			ev["dial"] = pe.Dial
+		}
+	}
+	fix := fmt.Sprintf("check kafkaListeners and kafkaAdvertisedListeners (must include %s) in the broker.conf of %s and the broker log; KoP needs messagingProtocols=kafka and protocolHandlerDirectory pointing at its .nar", boot, cl.Name)
+	if r.up(cl) {
+		if rc := runtimeConfig(ctx, cl); rc != nil {
+			mp := rc["messagingProtocols"]
+			ev["messagingProtocols"] = mp
+			ev["protocolHandlerDirectory"] = rc["protocolHandlerDirectory"]
+			if !strings.Contains(mp, "kafka") {
+				fix = fmt.Sprintf("KoP is not loaded on %s (messagingProtocols=%q): put the KoP .nar in protocolHandlerDirectory, set messagingProtocols=kafka and kafkaListeners=PLAINTEXT://%s in broker.conf, restart the brokers; verify: %s",
+					cl.Name, mp, cl.KafkaBootstrap[0], pulsarAdmin(cl, "brokers get-runtime-config"))
+			}
+		}
+	}
+	return []Finding{{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: boot,
+		Message: fmt.Sprintf("KoP does not answer on its Kafka listener %s", boot), Evidence: ev, Fix: fix}}
+}
+
+// checkPeersRegistered: every cluster knows every other one (clusters list), which
+// replication needs.
+func checkPeersRegistered(ctx context.Context, r *run) []Finding {
+	var out []Finding
+	for _, cl := range r.upClusters() {
+		known, err := cl.Admin.Clusters(ctx)
+		if err != nil {
+			out = append(out, r.failed(cl, CheckPeerRegistered, "", "list clusters", err)...)
+			continue
+		}
+		for _, p := range r.clusters {
+			if p == cl || slices.Contains(known, p.PulsarName) {
+				continue
+			}
+			out = append(out, Finding{Severity: SeverityError, Check: CheckPeerRegistered, Cluster: cl.Name, Peer: p.Name,
+				Subject:      p.PulsarName,
+				Message:      fmt.Sprintf("%s does not know cluster %s: nothing can replicate to it", cl.Name, p.PulsarName),
+				Evidence:     map[string]any{"clusters": known},
+				Fix:          pulsarAdmin(cl, "clusters create", p.PulsarName, "--url", p.AdminURL, "--broker-url", p.ServiceURL),
+				FixPulsarctl: pulsarctl(cl, "clusters add", p.PulsarName, "--url", p.AdminURL, "--broker-url", p.ServiceURL),
+			})
+		}
+	}
+	return out
+}
+
+// checkOffsetsTopic: the offsets topic exists everywhere, with the same partition count.
+func checkOffsetsTopic(ctx context.Context, r *run) []Finding {
+	var out []Finding
+	counts := map[string]int32{}
+	var maxN int32
+	var missing []*Cluster
+	for _, cl := range r.upClusters() {
+		n, err := cl.Admin.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
+		switch {
+		case isNotFound(err):
+			missing = append(missing, cl)
+			continue
+		case err != nil:
+			out = append(out, r.failed(cl, CheckOffsetsTopicExists, cl.OffsetsTopic(), "read the offsets topic", err)...)
+			continue
+		}
+		counts[cl.Name] = n
+		maxN = max(maxN, n)
+		r.mu.Lock()
+		r.reports[cl.Name].OffsetsPartitions = &n
+		r.mu.Unlock()
+	}
+	for _, cl := range missing {
+		n := maxN
+		if n == 0 {
+			n = 50 // KoP's offsetsTopicNumPartitions default
+		}
+		out = append(out, Finding{Severity: SeverityError, Check: CheckOffsetsTopicExists, Cluster: cl.Name, Subject: cl.OffsetsTopic(),
+			Message:      fmt.Sprintf("the offsets topic %s does not exist (or is not partitioned) on %s: KoP creates it at start-up when it manages its system namespaces; is KoP loaded, with tenant %q and metadataNamespace %q?", cl.OffsetsTopic(), cl.Name, cl.Tenant, cl.MetadataNamespace),
+			Evidence:     map[string]any{"partitionsElsewhere": counts},
+			Fix:          pulsarAdmin(cl, "topics create-partitioned-topic", cl.OffsetsTopic(), "--partitions", fmt.Sprint(n)),
+			FixPulsarctl: pulsarctl(cl, "topics create", cl.OffsetsTopic(), fmt.Sprint(n)),
+		})
+	}
+	if len(counts) < 2 {
+		return out
+	}
+	for _, cl := range r.upClusters() {
+		n, ok := counts[cl.Name]
+		if !ok || n == maxN {
+			continue
+		}
+		out = append(out, Finding{Severity: SeverityError, Check: CheckOffsetsPartitions, Cluster: cl.Name, Subject: cl.OffsetsTopic(),
+			Message:      fmt.Sprintf("the offsets topic has %d partitions on %s but %d elsewhere: a group is stored in a different partition on each cluster, so replicated commits are never loaded for it (growing the topic moves groups whose partition changes: do it before they commit, and set offsetsTopicNumPartitions=%d in broker.conf everywhere)", n, cl.Name, maxN, maxN),
+			Evidence:     map[string]any{"partitions": counts},
+			Fix:          pulsarAdmin(cl, "topics update-partitioned-topic", cl.OffsetsTopic(), "--partitions", fmt.Sprint(maxN)),
+			FixPulsarctl: pulsarctl(cl, "topics update", cl.OffsetsTopic(), fmt.Sprint(maxN)),
+		})
+	}
+	return out
+}
+
+// union returns the sorted union of a and b.
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// missingFrom returns the elements of want not in have.
+func missingFrom(want, have []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// checkMetadataReplication: <tenant>/<metadataNamespace> replicates to every cluster, on
+// every cluster (both directions).
+func checkMetadataReplication(ctx context.Context, r *run) []Finding {
+	var out []Finding
+	all := pulsarNames(r.clusters)
+	if len(all) < 2 {
+		return nil
+	}
+	for _, cl := range r.upClusters() {
+		out = append(out, namespaceReplication(ctx, r, cl, cl.MetadataNamespacePath(), all, CheckMetadataNamespace,
+			"offsets committed on %s never reach %s, and KoP there serves its own stale offsets")...)
+	}
+	return out
+}
+
+// namespaceReplication checks that ns on cl replicates to all (Pulsar names); consequence
+// is a format with the cluster and the missing clusters.
+func namespaceReplication(ctx context.Context, r *run, cl *Cluster, ns string, all []string, check, consequence string) []Finding {
+	rc, err := cl.Admin.NamespaceReplicationClusters(ctx, ns)
+	if isNotFound(err) {
+		return []Finding{{Severity: SeverityError, Check: check, Cluster: cl.Name, Subject: ns,
+			Message:      fmt.Sprintf("namespace %s does not exist on %s", ns, cl.Name),
+			Fix:          pulsarAdmin(cl, "namespaces create", ns, "--clusters", strings.Join(all, ",")),
+			FixPulsarctl: pulsarctl(cl, "namespaces create", ns, "--clusters", strings.Join(all, ",")),
+		}}
+	}
+	if err != nil {
+		return r.failed(cl, check, ns, "get the replication clusters of "+ns, err)
+	}
+	miss := missingFrom(all, rc)
+	if len(miss) == 0 {
+		return nil
+	}
+	want := union(rc, all)
+	f := Finding{Severity: SeverityError, Check: check, Cluster: cl.Name, Subject: ns,
+		Message: fmt.Sprintf("%s on %s does not replicate to %s: "+consequence, ns, cl.Name, strings.Join(miss, ","),
+			cl.Name, strings.Join(miss, ",")),
+		Evidence:     map[string]any{"replicationClusters": rc, "expected": all, "missing": miss},
+		Fix:          pulsarAdmin(cl, "namespaces set-clusters", ns, "--clusters", strings.Join(want, ",")),
+		FixPulsarctl: pulsarctl(cl, "namespaces set-clusters", ns, "--clusters", strings.Join(want, ",")),
+	}
+	if len(miss) == 1 {
+		for _, p := range r.clusters {
+			if p.PulsarName == miss[0] && p != cl {
+				f.Peer = p.Name
+			}
+		}
+	}
+	return []Finding{f}
+}
+
+// checkTenantAllowed: the metadata tenant allows every cluster, on every cluster.
+func checkTenantAllowed(ctx context.Context, r *run) []Finding {
+	var out []Finding
+	all := pulsarNames(r.clusters)
+	if len(all) < 2 {
+		return nil
+	}
+	for _, cl := range r.upClusters() {
+		allowed, err := cl.Admin.TenantAllowedClusters(ctx, cl.Tenant)
+		if err != nil {
+			if isNotFound(err) {
+				out = append(out, Finding{Severity: SeverityError, Check: CheckTenantAllowed, Cluster: cl.Name, Subject: cl.Tenant,
+					Message:      fmt.Sprintf("tenant %s does not exist on %s", cl.Tenant, cl.Name),
+					Fix:          pulsarAdmin(cl, "tenants create", cl.Tenant, "--allowed-clusters", strings.Join(all, ",")),
+					FixPulsarctl: pulsarctl(cl, "tenants create", cl.Tenant, "--allowed-clusters", strings.Join(all, ",")),
+				})
+				continue
+			}
+			out = append(out, r.failed(cl, CheckTenantAllowed, cl.Tenant, "get tenant "+cl.Tenant, err)...)
+			continue
+		}
+		miss := missingFrom(all, allowed)
+		if len(miss) == 0 {
+			continue
+		}
+		want := union(allowed, all)
+		out = append(out, Finding{Severity: SeverityError, Check: CheckTenantAllowed, Cluster: cl.Name, Subject: cl.Tenant,
+			Message:      fmt.Sprintf("tenant %s on %s does not allow %s: its namespaces cannot replicate there", cl.Tenant, cl.Name, strings.Join(miss, ",")),
+			Evidence:     map[string]any{"allowedClusters": allowed, "expected": all, "missing": miss},
+			Fix:          pulsarAdmin(cl, "tenants update", cl.Tenant, "--allowed-clusters", strings.Join(want, ",")),
+			FixPulsarctl: pulsarctl(cl, "tenants update", cl.Tenant, "--allowed-clusters", strings.Join(want, ",")),
+		})
+	}
+	return out
+}

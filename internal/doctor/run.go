@@ -1,0 +1,269 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Cluster is one cluster doctor audits.
+type Cluster struct {
+	Name              string // config name
+	AdminURL          string // for the fix commands
+	ServiceURL        string // for the fix commands (clusters create/update)
+	Tenant            string
+	MetadataNamespace string
+	KafkaNamespace    string // for short topic names
+	KafkaBootstrap    []string
+	Admin             Admin
+
+	// PulsarName is the cluster's own name in Pulsar (runtime config clusterName; the config
+	// name when the broker does not say). Replication clusters and replicators use it.
+	PulsarName string
+}
+
+// MetadataNamespacePath is "<tenant>/<metadataNamespace>".
+func (c *Cluster) MetadataNamespacePath() string { return c.Tenant + "/" + c.MetadataNamespace }
+
+// OffsetsTopic is the full name of the cluster's offsets topic.
+func (c *Cluster) OffsetsTopic() string { return pulsarx.OffsetsTopic(c.Tenant, c.MetadataNamespace) }
+
+// DefaultOffsetsRetention is KoP's offsetsRetentionMinutes default, 3 days
+// (KafkaServiceConfiguration.OffsetsRetentionMinutes = 3 * 24 * 60 in the last open-source
+// KoP; very old releases used 7 days). KoP's offsetsMessageTTL default is the same 3 days.
+const DefaultOffsetsRetention = 3 * 24 * time.Hour
+
+// DefaultReplicationDelayWarn is the replication delay of an offsets partition from which
+// a backlog is a warning rather than information.
+const DefaultReplicationDelayWarn = time.Minute
+
+// Options of Run.
+type Options struct {
+	Clusters []*Cluster
+	// Topics to audit (Kafka short names, tenant/ns/topic or full names).
+	Topics []string
+	// Groups whose topics are audited; GroupTopics finds them.
+	Groups []string
+	// GroupTopics returns the topics (full names) a group has persisted offsets for on a
+	// cluster. Nil: --group is not supported.
+	GroupTopics func(ctx context.Context, cl *Cluster, group string) ([]string, error)
+	// Kafka probes the KoP listeners; nil skips the kop-listener check.
+	Kafka KafkaProber
+	// KafkaTimeout bounds one listener probe (default 5s).
+	KafkaTimeout time.Duration
+	// OffsetsRetention is KoP's offsetsRetentionMinutes (default DefaultOffsetsRetention).
+	OffsetsRetention time.Duration
+	// ReplicationDelayWarn: see DefaultReplicationDelayWarn.
+	ReplicationDelayWarn time.Duration
+	// ReplicatorSettle is how long to wait before reading the replicators again when one is
+	// missing or disconnected: loading a topic (which reading its stats does) starts its
+	// replicators, which need a moment to connect. Default 2s; negative: no second look.
+	ReplicatorSettle time.Duration
+}
+
+// ClusterReport is what the report says about one cluster.
+type ClusterReport struct {
+	Name              string   `json:"name"`
+	PulsarName        string   `json:"pulsarName,omitempty"`
+	AdminURL          string   `json:"adminURL,omitempty"`
+	Reachable         bool     `json:"reachable"`
+	BrokerVersion     string   `json:"brokerVersion,omitempty"`
+	OffsetsTopic      string   `json:"offsetsTopic"`
+	OffsetsPartitions *int32   `json:"offsetsPartitions"`
+	KoPAnswers        *bool    `json:"kopAnswers"`
+	KafkaBootstrap    []string `json:"kafkaBootstrap,omitempty"`
+}
+
+// Report is the result of Run.
+type Report struct {
+	Clusters []ClusterReport `json:"clusters"`
+	Topics   []string        `json:"topics,omitempty"`
+	Groups   []string        `json:"groups,omitempty"`
+	Findings []Finding       `json:"findings"`
+	// Summary counts the findings per severity (every severity present, 0 included).
+	Summary map[Severity]int `json:"summary"`
+	// Unreachable names the clusters whose admin API did not answer.
+	Unreachable []string `json:"unreachable,omitempty"`
+	// APIErrors is true when an admin call answered with an unexpected error.
+	APIErrors bool `json:"apiErrors,omitempty"`
+}
+
+// Errors is the number of error findings.
+func (r *Report) Errors() int { return r.Summary[SeverityError] }
+
+// run is the state of one Run: the clusters, their availability and the findings.
+type run struct {
+	opts     Options
+	clusters []*Cluster
+	down     map[string]bool
+	reports  map[string]*ClusterReport
+	orig     map[string]*Cluster // the clusters as given, without the memoizing Admin
+	findings []Finding
+	apiErr   bool
+	mu       sync.Mutex
+}
+
+func (r *run) add(fs ...Finding) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.findings = append(r.findings, fs...)
+}
+
+func (r *run) up(cl *Cluster) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.down[cl.Name]
+}
+
+// failed records an admin error of cluster cl: an unreachable cluster is marked down (and
+// reported once, by CheckAdminReachable); any other error is an admin-api finding. It
+// returns the finding to add, if any.
+func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Finding {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if isUnreachable(err) {
+		if r.down[cl.Name] {
+			return nil
+		}
+		r.down[cl.Name] = true
+		return []Finding{{
+			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
+			Message:  fmt.Sprintf("the admin API of %s does not answer: nothing else can be checked on it", cl.Name),
+			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
+			Fix:      fmt.Sprintf("start the brokers of %s or correct its adminURL; then: kop-offsets --cluster %s config check", cl.Name, cl.Name),
+		}}
+	}
+	r.apiErr = true
+	return []Finding{{
+		Severity: SeverityError, Check: CheckAdminAPI, Cluster: cl.Name, Subject: subject,
+		Message:  fmt.Sprintf("%s: the admin API answered with an error, so %s was not checked", what, check),
+		Evidence: map[string]any{"error": err.Error(), "check": check},
+	}}
+}
+
+// peers returns the reachable clusters other than cl.
+func (r *run) peers(cl *Cluster) []*Cluster {
+	var out []*Cluster
+	for _, p := range r.clusters {
+		if p != cl && r.up(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// upClusters returns the reachable clusters.
+func (r *run) upClusters() []*Cluster {
+	var out []*Cluster
+	for _, c := range r.clusters {
+		if r.up(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Run audits the clusters and returns the report. It only reads.
+func Run(ctx context.Context, opts Options) *Report {
+	if opts.OffsetsRetention <= 0 {
+		opts.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if opts.ReplicationDelayWarn <= 0 {
+		opts.ReplicationDelayWarn = DefaultReplicationDelayWarn
+	}
+	if opts.ReplicatorSettle == 0 {
+		opts.ReplicatorSettle = 2 * time.Second
+	}
+	if opts.KafkaTimeout <= 0 {
+		opts.KafkaTimeout = 5 * time.Second
+	}
+	r := &run{opts: opts, down: map[string]bool{}, reports: map[string]*ClusterReport{}, orig: map[string]*Cluster{}}
+	for _, c := range opts.Clusters {
+		// Memoize: several rules read the same policies and partition counts.
+		r.orig[c.Name] = c
+		cc := *c
+		cc.Admin = newMemoAdmin(c.Admin)
+		if cc.PulsarName == "" {
+			cc.PulsarName = cc.Name
+		}
+		r.clusters = append(r.clusters, &cc)
+		r.reports[c.Name] = &ClusterReport{Name: c.Name, AdminURL: c.AdminURL, OffsetsTopic: cc.OffsetsTopic(), KafkaBootstrap: c.KafkaBootstrap}
+	}
+
+	// Per cluster, in parallel: reachability, version, identity, the Kafka listener.
+	var wg sync.WaitGroup
+	first := make([][]Finding, len(r.clusters))
+	for i, cl := range r.clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first[i] = checkBroker(ctx, r, cl)
+			if r.opts.Kafka != nil {
+				first[i] = append(first[i], checkKoPListener(ctx, r, cl)...)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, fs := range first {
+		r.add(fs...)
+	}
+	r.add(checkBrokerVersions(r)...)
+
+	for _, rule := range []func(context.Context, *run) []Finding{
+		checkPeersRegistered,
+		checkOffsetsTopic,
+		checkMetadataReplication,
+		checkTenantAllowed,
+		checkOffsetsReplicators,
+		checkMetadataRetention,
+		checkTopics,
+	} {
+		if ctx.Err() != nil {
+			break
+		}
+		r.add(rule(ctx, r)...)
+	}
+	return r.report()
+}
+
+func (r *run) report() *Report {
+	rep := &Report{Topics: r.opts.Topics, Groups: r.opts.Groups, Summary: map[Severity]int{}, APIErrors: r.apiErr}
+	for _, c := range r.clusters {
+		cr := r.reports[c.Name]
+		cr.Reachable = !r.down[c.Name]
+		if cr.Reachable {
+			cr.PulsarName = c.PulsarName
+		}
+		rep.Clusters = append(rep.Clusters, *cr)
+		if r.down[c.Name] {
+			rep.Unreachable = append(rep.Unreachable, c.Name)
+		}
+	}
+	rep.Findings = slices.Clone(r.findings)
+	if rep.Findings == nil {
+		rep.Findings = []Finding{}
+	}
+	SortFindings(rep.Findings)
+	for _, s := range Severities {
+		rep.Summary[s] = 0
+	}
+	for _, f := range rep.Findings {
+		rep.Summary[f.Severity]++
+	}
+	return rep
+}
+
+// names returns the Pulsar names of cs, sorted.
+func pulsarNames(cs []*Cluster) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.PulsarName)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
