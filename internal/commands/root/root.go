@@ -9,7 +9,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/completion"
 	configcmd "github.com/kop-offsets/kop-offsets/internal/commands/configcmd"
+	decodecmd "github.com/kop-offsets/kop-offsets/internal/commands/decode"
 	doctorcmd "github.com/kop-offsets/kop-offsets/internal/commands/doctor"
+	dumpcmd "github.com/kop-offsets/kop-offsets/internal/commands/dump"
+	locatecmd "github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -107,10 +110,12 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 	add(cmd, GroupSetup, configcmd.NewCmdConfig(f))
 	add(cmd, GroupOffsets, doctorcmd.NewCmdDoctor(f, nil))
 
+	add(cmd, GroupOffsets, decodecmd.NewCmdDecode(f, nil))
+	add(cmd, GroupOffsets, dumpcmd.NewCmdDump(f, nil))
+	add(cmd, GroupOffsets, locatecmd.NewCmdLocate(f, nil))
 
 	// Offsets commands (decode, dump, locate, groups, check, doctor) and repair commands
 	// (reload, repair) are added here by their packages' NewCmdX(f, nil).
-
 
 	markOnRun(cmd)
 	return cmd

@@ -1,0 +1,236 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+var ts = time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
+
+// messages are the inputs of the golden tests, built with kmsg encoders (via testkit).
+func messages() [][2][]byte {
+	commit := testkit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 3, Offset: 10900, Metadata: "m", CommitTime: ts}
+	k1, v1 := testkit.Encode(commit)
+	tomb := commit
+	tomb.Tombstone = true
+	k2, v2 := testkit.Encode(tomb)
+
+	gk := (&kmsg.GroupMetadataKey{Version: 2, Group: "G"}).AppendTo(nil)
+	gv := kmsg.GroupMetadataValue{Version: 1, ProtocolType: "consumer", Generation: 4, Protocol: kmsg.StringPtr("range"),
+		Leader: kmsg.StringPtr("m-1"), Members: []kmsg.GroupMetadataValueMember{{
+			MemberID: "m-1", ClientID: "c-1", ClientHost: "/10.0.0.1", RebalanceTimeoutMillis: 60000, SessionTimeoutMillis: 45000,
+		}}}
+	v3 := testkit.EncodeBatch(gk, gv.AppendTo(nil), ts)
+
+	v4 := bytes.Clone(v1)
+	v4[16] = 1 // magic 1: not what KoP writes
+	return [][2][]byte{{k1, v1}, {k2, v2}, {gk, v3}, {nil, nil}, {k1, v4}, {k1, v1[:30]}}
+}
+
+// inputFile renders messages as `dump --raw` lines, with a blank line and extra fields.
+func inputFile() string {
+	var b strings.Builder
+	for i, m := range messages() {
+		if i == 2 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, `{"cluster":"scus","messageId":"1:%d:7:-1","key":%q,"value":%q}`+"\n", i,
+			base64.StdEncoding.EncodeToString(m[0]), base64.StdEncoding.EncodeToString(m[1]))
+	}
+	return b.String()
+}
+
+func TestNewCmdDecodeFlags(t *testing.T) {
+	tests := []struct {
+		args   []string
+		tty    bool
+		want   Options
+		format output.Format
+		err    string
+	}{
+		{args: []string{"--input", "-"}, want: Options{Input: "-"}, format: output.NDJSON},
+		{args: []string{"--input", "f.ndjson", "--strict", "-o", "json"}, tty: true, want: Options{Input: "f.ndjson", Strict: true}, format: output.JSON},
+		{args: []string{"--key", "AA==", "--value", "AQ=="}, tty: true, want: Options{Key: "AA==", Value: "AQ==", KeySet: true, ValueSet: true}, format: output.Table},
+		{args: []string{"--hex", "--value", "00ff"}, want: Options{Value: "00ff", Hex: true, ValueSet: true}, format: output.NDJSON},
+		{args: nil, err: "give a message with --key and --value, or --input"},
+		{args: []string{"--input", "-", "--key", "AA=="}, err: "--input cannot be combined"},
+		{args: []string{"--input", "-", "--hex"}, err: "--hex applies to --key and --value"},
+		{args: []string{"--input", "-", "-o", "xml"}, err: `invalid output format "xml"`},
+		{args: []string{"x"}, err: `unexpected argument "x"`},
+	}
+	for _, tt := range tests {
+		ios, _, _, _ := iostreams.Test()
+		ios.SetStdoutTTY(tt.tty)
+		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
+		var got *Options
+		root := cmdutil.NewTestRoot(f, NewCmdDecode(f, func(o *Options) error { got = o; return nil }))
+		root.SetArgs(append([]string{"decode"}, tt.args...))
+		err := root.Execute()
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
+				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
+			}
+			continue
+		}
+		if err != nil || got == nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if got.Format != tt.format || got.Input != tt.want.Input || got.Key != tt.want.Key || got.Value != tt.want.Value ||
+			got.Hex != tt.want.Hex || got.Strict != tt.want.Strict || got.KeySet != tt.want.KeySet || got.ValueSet != tt.want.ValueSet {
+			t.Errorf("%v: got %+v format %s", tt.args, got, got.Format)
+		}
+	}
+}
+
+func run(t *testing.T, o *Options, stdin string) (out, errOut string, err error) {
+	t.Helper()
+	ios, in, stdout, stderr := iostreams.Test()
+	in.WriteString(stdin)
+	o.IO = ios
+	err = decodeRun(o)
+	return stdout.String(), stderr.String(), err
+}
+
+func TestDecodeInputGolden(t *testing.T) {
+	for _, f := range []output.Format{output.NDJSON, output.JSON, output.YAML, output.Table} {
+		out, errOut, err := run(t, &Options{Format: f, Input: "-"}, inputFile())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		golden(t, "input."+string(f), []byte(out))
+		if want := "decoded 6 messages, 6 records: 1 offset_commit, 1 offset_tombstone, 1 group_metadata, 1 placeholder, 2 undecodable\n"; errOut != want {
+			t.Errorf("%s: stderr %q, want %q", f, errOut, want)
+		}
+	}
+}
+
+func TestDecodeInputFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(path, []byte(inputFile()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, &Options{Format: output.NDJSON, Input: path}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "input.ndjson", []byte(out))
+
+	_, _, err = run(t, &Options{Format: output.NDJSON, Input: filepath.Join(t.TempDir(), "absent")}, "")
+	if cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--input") {
+		t.Errorf("absent file: %v", err)
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	out, errOut, err := run(t, &Options{Format: output.NDJSON, Input: "-", Strict: true}, inputFile())
+	if cmdutil.ExitCode(err) != 1 || !strings.Contains(err.Error(), "2 undecodable") {
+		t.Errorf("strict: %v", err)
+	}
+	if strings.Count(out, "\n") != 6 || !strings.Contains(errOut, "2 undecodable") {
+		t.Errorf("strict must still print everything: %q %q", out, errOut)
+	}
+	// Nothing undecodable: exit 0 and no summary when stderr is not a terminal.
+	k, v := testkit.Encode(testkit.OffsetCommit{Group: "G", Topic: "t", Offset: 1, CommitTime: ts})
+	line := fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString(k), base64.StdEncoding.EncodeToString(v))
+	_, errOut, err = run(t, &Options{Format: output.NDJSON, Input: "-", Strict: true}, line)
+	if err != nil || errOut != "" {
+		t.Errorf("clean input: %v %q", err, errOut)
+	}
+}
+
+func TestDecodeMalformedInput(t *testing.T) {
+	good := strings.SplitN(inputFile(), "\n", 2)[0]
+	tests := []struct {
+		in, err string
+	}{
+		{good + "\nnot json\n", "stdin: line 2: not a JSON object"},
+		{good + "\n" + good + "\n{\"key\": 1}\n", "stdin: line 3: not a JSON object with string fields"},
+		{"{\"value\":\"%%%\"}", "stdin: line 1: field \"value\": not valid base64"},
+		{"\n\n{\"key\":\"A\"}", "stdin: line 3: field \"key\": not valid base64"},
+		{"[1,2]", "stdin: line 1: not a JSON object"},
+	}
+	for _, tt := range tests {
+		_, _, err := run(t, &Options{Format: output.NDJSON, Input: "-"}, tt.in)
+		if cmdutil.ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%q: %v (exit %d), want %q", tt.in, err, cmdutil.ExitCode(err), tt.err)
+		}
+	}
+}
+
+func TestDecodeFlagsInput(t *testing.T) {
+	m := messages()[0]
+	b64 := base64.StdEncoding.EncodeToString
+	out, _, err := run(t, &Options{Format: output.NDJSON, Key: b64(m[0]), Value: b64(m[1]), KeySet: true, ValueSet: true}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	outHex, _, err := run(t, &Options{Format: output.NDJSON, Key: hex.EncodeToString(m[0]), Value: hex.EncodeToString(m[1]), Hex: true}, "")
+	if err != nil || out != outHex {
+		t.Errorf("hex differs from base64: %v\n%s\n%s", err, out, outHex)
+	}
+	golden(t, "flags.ndjson", []byte(out))
+
+	// URL-safe base64 without padding is accepted too.
+	outURL, _, err := run(t, &Options{Format: output.NDJSON, Value: base64.RawURLEncoding.EncodeToString(m[1])}, "")
+	if err != nil || outURL != out {
+		t.Errorf("url base64: %v %s", err, outURL)
+	}
+	// Only a key: an empty value is a placeholder.
+	out, _, err = run(t, &Options{Format: output.NDJSON, Key: b64(m[0])}, "")
+	if err != nil || out != `{"line":1,"kind":"placeholder"}`+"\n" {
+		t.Errorf("placeholder: %v %s", err, out)
+	}
+	for _, o := range []*Options{{Value: "!!"}, {Value: "zz", Hex: true}} {
+		o.Format = output.NDJSON
+		if _, _, err := run(t, o, ""); cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--value") {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+}
+
+func TestDecodeOpenHook(t *testing.T) {
+	o := &Options{Format: output.NDJSON, Input: "x", Open: func(string) (io.ReadCloser, error) {
+		return io.NopCloser(strings.NewReader(inputFile())), nil
+	}}
+	out, _, err := run(t, o, "")
+	if err != nil || strings.Count(out, "\n") != 6 {
+		t.Errorf("%v %q", err, out)
+	}
+}

@@ -1,0 +1,170 @@
+//go:build e2e
+
+package dump_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
+	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+func TestMain(m *testing.M) { lab.Main(m) }
+
+// run executes kop-offsets with args against the lab and returns stdout, stderr and the exit code.
+func run(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString(stdin)
+	f := factory.NewWithEnv("e2e", ios, func(string) string { return "" })
+	cmd := root.NewCmdRoot(f)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), cmdutil.ExitCode(err)
+}
+
+type record struct {
+	Cluster          string          `json:"cluster"`
+	OffsetsPartition int32           `json:"offsetsPartition"`
+	MessageID        string          `json:"messageId"`
+	PublishTime      *string         `json:"publishTime"`
+	Kind             offsets.Kind    `json:"kind"`
+	Group            string          `json:"group"`
+	Topic            string          `json:"topic"`
+	Partition        int32           `json:"partition"`
+	Offset           int64           `json:"offset"`
+	CommitTimestamp  string          `json:"commitTimestamp"`
+	Key, Value       json.RawMessage `json:"-"`
+}
+
+func parse(t *testing.T, ndjson string) []record {
+	t.Helper()
+	var out []record
+	for _, line := range strings.Split(strings.TrimSpace(ndjson), "\n") {
+		if line == "" {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestE2EDumpReplicatedCommits writes commits of group G on scus as KoP would (testkit, KoP
+// being unavailable in the lab), and dumps them on both clusters once replicated.
+func TestE2EDumpReplicatedCommits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	l, err := lab.Ensure(ctx)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	cfg := "--config=" + l.ConfigPath
+	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: l.Cluster("scus").ServiceURL, OperationTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	w := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	defer w.Close()
+
+	const group = "G"
+	wantPart := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-dump-%d", time.Now().UnixNano())
+	commitTime := time.Now().UTC().Truncate(time.Millisecond)
+	for i := int32(0); i < 3; i++ {
+		p, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: topic, Partition: i, Offset: 10900 + int64(i), CommitTime: commitTime})
+		if err != nil || p != wantPart {
+			t.Fatalf("commit: partition %d, %v", p, err)
+		}
+	}
+
+	// Both clusters, only G's partition; wait for the replicator to bring them to wus.
+	var recs []record
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		start := time.Now()
+		out, errOut, code := run(t, "", cfg, "dump", "--group", group, "--topic", topic, "-o", "ndjson")
+		if code != 0 {
+			t.Fatalf("dump: exit %d: %s", code, errOut)
+		}
+		recs = parse(t, out)
+		t.Logf("dump --group G: %d records in %v", len(recs), time.Since(start))
+		if len(recs) == 6 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	byCluster := map[string][]record{}
+	for _, r := range recs {
+		byCluster[r.Cluster] = append(byCluster[r.Cluster], r)
+	}
+	for _, c := range []string{"scus", "wus"} {
+		rs := byCluster[c]
+		if len(rs) != 3 {
+			t.Errorf("%s: %d records, want 3: %+v", c, len(rs), rs)
+			continue
+		}
+		for i, r := range rs {
+			if r.Kind != offsets.KindOffsetCommit || r.Group != group || r.Topic != topic || r.Partition != int32(i) ||
+				r.Offset != 10900+int64(i) || r.OffsetsPartition != wantPart || r.MessageID == "" || r.PublishTime == nil ||
+				r.CommitTimestamp != commitTime.Format("2006-01-02T15:04:05.000Z") {
+				t.Errorf("%s record %d: %+v", c, i, r)
+			}
+		}
+	}
+
+	// dump --raw | decode --input -: the same records again, offline.
+	raw, errOut, code := run(t, "", cfg, "dump", "--cluster", "wus", "--group", group, "--topic", topic, "--raw", "-o", "ndjson")
+	if code != 0 {
+		t.Fatalf("dump --raw: exit %d: %s", code, errOut)
+	}
+	dec, errOut, code := run(t, raw, "decode", "--input", "-", "--strict", "-o", "ndjson")
+	if code != 0 {
+		t.Fatalf("decode: exit %d: %s", code, errOut)
+	}
+	a, b := parse(t, raw), parse(t, dec)
+	if len(a) != 3 || len(b) != 3 {
+		t.Fatalf("round trip: %d raw, %d decoded", len(a), len(b))
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Kind != y.Kind || x.Group != y.Group || x.Topic != y.Topic || x.Partition != y.Partition ||
+			x.Offset != y.Offset || x.CommitTimestamp != y.CommitTimestamp {
+			t.Errorf("round trip %d: %+v != %+v", i, x, y)
+		}
+	}
+	if !bytes.Contains([]byte(dec), []byte(`"line":3`)) {
+		t.Errorf("decode lines: %s", dec)
+	}
+
+	// --compacted: the live state (one offset per topic partition) on both clusters.
+	out, errOut, code := run(t, "", cfg, "dump", "--compacted", "--group", group, "--topic", topic, "-o", "ndjson")
+	if code != 0 {
+		t.Fatalf("dump --compacted: exit %d: %s", code, errOut)
+	}
+	if live := parse(t, out); len(live) != 6 {
+		t.Errorf("compacted: %d records, want 6: %s", len(live), out)
+	}
+	// An unreachable cluster: its error, the other cluster's records, exit 3.
+	out, errOut, code = run(t, "", "--admin-url", "http://127.0.0.1:1", "--service-url", "pulsar://127.0.0.1:1", "--timeout", "3s", "dump", "--partition", "0")
+	if code != 3 || !strings.Contains(errOut, "cluster default") {
+		t.Errorf("unreachable: exit %d, stderr %q", code, errOut)
+	}
+}

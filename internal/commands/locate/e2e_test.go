@@ -1,0 +1,87 @@
+//go:build e2e
+
+package locate_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
+	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
+	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+func TestMain(m *testing.M) { lab.Main(m) }
+
+// TestE2ELocate: after a commit of G on scus (replicated to wus, so both clusters serve the
+// partition), locate names G's partition, the bundle the broker reports and its owner.
+func TestE2ELocate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	l, err := lab.Ensure(ctx)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: l.Cluster("scus").ServiceURL, OperationTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	w := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	defer w.Close()
+	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-locate-%d", time.Now().UnixNano())
+	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // let the replicator write to wus, which loads the bundle there
+
+	ios, _, out, errOut := iostreams.Test()
+	f := factory.NewWithEnv("e2e", ios, func(string) string { return "" })
+	cmd := root.NewCmdRoot(f)
+	cmd.SetArgs([]string{"--config", l.ConfigPath, "locate", "G", "-o", "json"})
+	start := time.Now()
+	err = cmd.ExecuteContext(ctx)
+	t.Logf("locate G took %v:\n%s%s", time.Since(start), out, errOut)
+	if cmdutil.ExitCode(err) != 0 {
+		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
+	}
+	var rows []locate.Location
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	want := offsets.PartitionFor("G", lab.OffsetsTopicPartitions)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		c := l.Cluster(r.Cluster)
+		a, err := pulsarx.NewAdmin(c.Name, pulsaradmin.Config{WebServiceURL: c.AdminURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pt := pulsarx.PartitionTopic(lab.OffsetsTopic, want)
+		broker, err := a.BrokerBundleForTopic(ctx, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OffsetsPartition == nil || *r.OffsetsPartition != want || r.PartitionTopic != pt || r.Bundle != broker.Range ||
+			r.ComputedBundle != broker.Range || r.Error != "" {
+			t.Errorf("%s: %+v, want partition %d, bundle %s", c.Name, r, want, broker.Range)
+		}
+		if r.Owner == nil || *r.Owner != fmt.Sprintf("%s:%d", lab.Host, c.Ports.Web) {
+			t.Errorf("%s: owner %v, want the cluster's broker %s:%d", c.Name, r.Owner, lab.Host, c.Ports.Web)
+		}
+	}
+}

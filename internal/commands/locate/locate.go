@@ -1,0 +1,337 @@
+// Package locate implements `kop-offsets locate`: group -> offsets partition -> partition
+// topic -> namespace bundle -> owner broker.
+package locate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Admin is what locate asks a cluster; *Cluster (over pulsarx.Admin) implements it.
+type Admin interface {
+	// OffsetsTopicPartitions is the partition count of the offsets topic.
+	OffsetsTopicPartitions(ctx context.Context, tenant, namespace string) (int32, error)
+	// BundleForTopic computes the bundle from the namespace's bundles (no broker involved).
+	BundleForTopic(ctx context.Context, topic string) (pulsarx.Bundle, error)
+	// BrokerBundleForTopic is the broker's answer for the bundle (no ownership change).
+	BrokerBundleForTopic(ctx context.Context, topic string) (pulsarx.Bundle, error)
+	// BundleOwner is the broker owning the bundle now; ok is false when none does. It must
+	// not make a broker take the bundle.
+	BundleOwner(ctx context.Context, namespace, bundleRange string) (owner adminutil.BundleOwner, ok bool, err error)
+}
+
+// Cluster adapts pulsarx.Admin and adminutil.Owners to Admin.
+type Cluster struct {
+	*pulsarx.Admin
+	Owners *adminutil.Owners
+}
+
+// BundleOwner implements Admin.
+func (c *Cluster) BundleOwner(ctx context.Context, namespace, bundleRange string) (adminutil.BundleOwner, bool, error) {
+	return c.Owners.Owner(ctx, namespace, bundleRange)
+}
+
+// Options of `locate`.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Format   output.Format
+	Groups   []string
+	Offline  int32 // --partitions N: offline, no config
+	Clusters func() ([]config.Cluster, error)
+	Admin    func(config.Cluster) (Admin, error)
+}
+
+// Location is one row: a group on one cluster (or offline).
+type Location struct {
+	Group            string  `json:"group"`
+	JavaHashCode     int32   `json:"javaHashCode"`
+	Cluster          string  `json:"cluster,omitempty"`
+	Partitions       *int32  `json:"partitions,omitempty"` // offsets-topic partition count
+	OffsetsPartition *int32  `json:"offsetsPartition,omitempty"`
+	PartitionTopic   string  `json:"partitionTopic,omitempty"`
+	Bundle           string  `json:"bundle,omitempty"`         // the broker's answer when it gave one
+	ComputedBundle   string  `json:"computedBundle,omitempty"` // from the namespace's bundles and CRC-32
+	Owner            *string `json:"owner,omitempty"`          // broker id; absent: no broker owns the bundle now (or offline)
+	OwnerActive      *bool   `json:"ownerActive,omitempty"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// NewCmdLocate returns `locate`. runF replaces the run function in tests.
+func NewCmdLocate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	var partitions int
+	cmd := &cobra.Command{
+		Use:   "locate GROUP...",
+		Short: "Show where KoP keeps a group: offsets partition, topic, bundle, owner broker",
+		Long: strings.TrimSpace(`
+Show where KoP keeps each group's offsets: the offsets-topic partition (Java String.hashCode
+of the group id, signSafeMod the partition count, exactly as KoP's GroupMetadataManager
+does; NOT Kafka's abs(hash) % n, which differs for negative hash codes), its partition topic
+(persistent://<tenant>/<metadataNamespace>/__consumer_offsets-partition-<n>), the namespace
+bundle that holds it, and the broker that owns that bundle, whose KoP serves the group.
+
+Offline (--partitions N): no config and no cluster; the topic uses the default tenant
+"public" and namespace "__kafka".
+
+Online (per selected cluster, --cluster; default all): reads the partition count of the
+offsets topic from the admin API (clusters that differ are reported: the group then lives in
+different partitions), computes the bundle from the namespace's bundle boundaries (CRC-32 of
+the partition topic's name, as the broker does) and cross-checks it with the broker's answer
+(GET /lookup/v2/topic/.../bundle, which does not assign anything). The owner comes from the
+brokers' own ownership lists (GET /admin/v2/brokers/{cluster} and
+.../{broker}/ownedNamespaces), NOT from a topic lookup or topic stats: those make a broker take
+an unowned bundle, and for KoP that loads every offsets partition of the bundle. An owner of
+null means no broker owns the bundle now; the next client or lookup of a topic in it will
+assign it. Listing ownership needs super-user permission. Nothing is written.
+
+Exit codes: 0 done; 2 bad arguments or config (nothing contacted); 3 a cluster could not be
+asked or its bundles disagree with the broker (the row says why).`),
+		Example: cmdutil.Examples(`
+  # offline: where KoP with 50 offsets partitions keeps two groups
+  kop-offsets locate orders-consumer payments --partitions 50
+
+  # online, on every configured cluster
+  kop-offsets locate G
+
+  # as JSON, for a script that unloads the bundle
+  kop-offsets locate G --cluster scus -o json | jq -r '.[0].bundle'`),
+		Args: cmdutil.MinimumArgs(1, "give at least one group"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Groups = args
+			if cmd.Flags().Changed("partitions") {
+				if partitions < 1 || partitions > 1<<31-1 {
+					return cmdutil.FlagErrorf("--partitions must be at least 1, got %d", partitions)
+				}
+				if len(f.Flags.Clusters) > 0 {
+					return cmdutil.FlagErrorf("--partitions (offline) cannot be combined with --cluster")
+				}
+				opts.Offline = int32(partitions)
+			}
+			var err error
+			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+				return err
+			}
+			if opts.Admin == nil {
+				opts.Admin = defaultAdmin(f.Flags.Timeout)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return locateRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().IntVar(&partitions, "partitions", 0, "offline: the offsets topic's partition count (no config, no cluster)")
+	return cmd
+}
+
+// defaultAdmin asks the cluster's admin API through pulsarx.Admin.
+func defaultAdmin(timeout time.Duration) func(config.Cluster) (Admin, error) {
+	return func(cl config.Cluster) (Admin, error) {
+		a, err := adminutil.NewAdmin(cl, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &Cluster{Admin: a, Owners: adminutil.NewOwners(a, cl.Name)}, nil
+	}
+}
+
+// Offline locates group in an offsets topic of n partitions in the default namespace.
+func Offline(group string, n int32) Location {
+	p := offsets.PartitionFor(group, n)
+	topic := pulsarx.PartitionTopic(pulsarx.OffsetsTopic(config.DefaultTenant, config.DefaultMetadataNamespace), p)
+	return Location{Group: group, JavaHashCode: offsets.JavaStringHashCode(group), Partitions: &n, OffsetsPartition: &p, PartitionTopic: topic}
+}
+
+func locateRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var rows []Location
+	failed := false
+	if opts.Offline > 0 {
+		for _, g := range opts.Groups {
+			rows = append(rows, Offline(g, opts.Offline))
+		}
+	} else {
+		clusters, err := opts.Clusters()
+		if err != nil {
+			return err
+		}
+		admins := make([]Admin, len(clusters))
+		for i, cl := range clusters {
+			if admins[i], err = opts.Admin(cl); err != nil {
+				return err
+			}
+		}
+		perCluster := make([][]Location, len(clusters))
+		var wg sync.WaitGroup
+		for i, cl := range clusters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				perCluster[i] = locateCluster(ctx, cl, admins[i], opts.Groups)
+			}()
+		}
+		wg.Wait()
+		counts := map[int32][]string{}
+		for i, locs := range perCluster {
+			for _, l := range locs {
+				if l.Error != "" {
+					failed = true
+				}
+			}
+			if len(locs) > 0 && locs[0].Partitions != nil {
+				counts[*locs[0].Partitions] = append(counts[*locs[0].Partitions], clusters[i].Name)
+			}
+		}
+		// Group-major order: each group on every cluster, side by side.
+		for gi := range opts.Groups {
+			for _, locs := range perCluster {
+				rows = append(rows, locs[gi])
+			}
+		}
+		if len(counts) > 1 {
+			var parts []string
+			for n, names := range counts {
+				parts = append(parts, fmt.Sprintf("%s: %d", strings.Join(names, ","), n))
+			}
+			slices.Sort(parts)
+			fmt.Fprintf(opts.IO.ErrOut, "warning: the clusters' offsets topics have different partition counts (%s): a group lives in different partitions on each\n",
+				strings.Join(parts, "; "))
+		}
+	}
+
+	cs := opts.IO.ColorScheme()
+	err := output.Print(opts.IO, opts.Format, rows, func(tp *output.TablePrinter) {
+		if opts.Offline > 0 {
+			tp.AddHeader("GROUP", "JAVA-HASH", "PARTITION", "PARTITION-TOPIC")
+		} else {
+			tp.AddHeader("GROUP", "CLUSTER", "PARTITION", "PARTITION-TOPIC", "BUNDLE", "OWNER", "ERROR")
+		}
+		for _, l := range rows {
+			if opts.Offline > 0 {
+				tp.AddRow(l.Group, strconv.Itoa(int(l.JavaHashCode)), i32(l.OffsetsPartition), l.PartitionTopic)
+				continue
+			}
+			owner := "-"
+			if l.Owner != nil {
+				owner = *l.Owner
+				if l.OwnerActive != nil && !*l.OwnerActive {
+					owner += " (inactive)"
+				}
+			} else if l.Error == "" {
+				owner = "none (bundle not loaded)"
+			}
+			errCell := "-"
+			if l.Error != "" {
+				errCell = l.Error
+				if tp.IsTTY() {
+					errCell = cs.Red(errCell)
+				}
+			}
+			tp.AddRow(l.Group, l.Cluster, i32(l.OffsetsPartition), dash(l.PartitionTopic), dash(l.Bundle), owner, errCell)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if failed {
+		return cmdutil.SilentError(cmdutil.ExitUnreachable)
+	}
+	return nil
+}
+
+// locateCluster returns one row per group (in order) for cluster cl.
+func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []string) []Location {
+	rows := make([]Location, len(groups))
+	for i, g := range groups {
+		rows[i] = Location{Group: g, JavaHashCode: offsets.JavaStringHashCode(g), Cluster: cl.Name}
+	}
+	fail := func(err error) []Location {
+		for i := range rows {
+			if rows[i].Error == "" {
+				rows[i].Error = trimCluster(err, cl.Name)
+			}
+		}
+		return rows
+	}
+	n, err := a.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
+	if err != nil {
+		return fail(fmt.Errorf("offsets topic: %s", trimCluster(err, cl.Name)))
+	}
+	for i := range rows {
+		l := &rows[i]
+		p := offsets.PartitionFor(l.Group, n)
+		l.Partitions, l.OffsetsPartition = &n, &p
+		l.PartitionTopic = cl.OffsetsPartitionTopic(p)
+		computed, err := a.BundleForTopic(ctx, l.PartitionTopic)
+		if err != nil {
+			l.Error = trimCluster(err, cl.Name)
+			continue
+		}
+		l.ComputedBundle, l.Bundle = computed.Range, computed.Range
+		broker, err := a.BrokerBundleForTopic(ctx, l.PartitionTopic)
+		switch {
+		case err != nil:
+			l.Error = "broker's bundle: " + trimCluster(err, cl.Name)
+		case broker.Range != computed.Range:
+			l.Bundle = broker.Range
+			l.Error = fmt.Sprintf("the broker places the topic in bundle %s, the computed bundle is %s", broker.Range, computed.Range)
+		}
+		owner, ok, err := a.BundleOwner(ctx, cl.MetadataNamespacePath(), l.Bundle)
+		switch {
+		case err != nil:
+			l.Error = joinErr(l.Error, "owner: "+trimCluster(err, cl.Name))
+		case ok:
+			l.Owner, l.OwnerActive = &owner.Broker, &owner.Active
+		}
+	}
+	return rows
+}
+
+func joinErr(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func trimCluster(err error, name string) string {
+	s := err.Error()
+	for {
+		t := strings.TrimPrefix(s, "cluster "+name+": ")
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}
+
+func i32(p *int32) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(int(*p))
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,313 @@
+package locate
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, name string, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+func TestNewCmdLocateFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		groups  int
+		offline int32
+		format  output.Format
+		err     string
+	}{
+		{args: []string{"G"}, groups: 1, format: output.Table},
+		{args: []string{"G", "H", "--partitions", "50", "-o", "json"}, groups: 2, offline: 50, format: output.JSON},
+		{args: nil, err: "give at least one group"},
+		{args: []string{"G", "--partitions", "0"}, err: "--partitions must be at least 1"},
+		{args: []string{"G", "--partitions", "8", "--cluster", "scus"}, err: "cannot be combined with --cluster"},
+		{args: []string{"G", "-o", "ndjson"}, err: `invalid output format "ndjson"`},
+	}
+	for _, tt := range tests {
+		ios, _, _, _ := iostreams.Test()
+		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
+		var got *Options
+		root := cmdutil.NewTestRoot(f, NewCmdLocate(f, func(o *Options) error { got = o; return nil }))
+		root.SetArgs(append([]string{"locate"}, tt.args...))
+		err := root.Execute()
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
+				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
+			}
+			continue
+		}
+		if err != nil || got == nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if len(got.Groups) != tt.groups || got.Offline != tt.offline || got.Format != tt.format || got.Admin == nil {
+			t.Errorf("%v: %+v", tt.args, got)
+		}
+	}
+}
+
+// TestOfflineVectors checks Offline against the vectors computed with Java's String.hashCode
+// (internal/offsets/testdata/partition_vectors.tsv), negative hash codes included.
+func TestOfflineVectors(t *testing.T) {
+	f, err := os.Open("../../offsets/testdata/partition_vectors.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	unescape := strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\0`, "\x00") // as the file's own test
+	sc := bufio.NewScanner(f)
+	n, negative := 0, 0
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		cols := strings.Split(line, "\t")
+		group := unescape.Replace(cols[0])
+		hash, _ := strconv.ParseInt(cols[1], 10, 32)
+		p8, _ := strconv.Atoi(cols[2])
+		p50, _ := strconv.Atoi(cols[3])
+		for _, c := range []struct{ n, want int }{{8, p8}, {50, p50}} {
+			l := Offline(group, int32(c.n))
+			if l.JavaHashCode != int32(hash) || *l.OffsetsPartition != int32(c.want) || *l.Partitions != int32(c.n) ||
+				l.PartitionTopic != "persistent://public/__kafka/__consumer_offsets-partition-"+strconv.Itoa(c.want) {
+				t.Errorf("%q n=%d: %+v, want hash %d partition %d", group, c.n, l, hash, c.want)
+			}
+		}
+		if hash < 0 {
+			negative++
+		}
+		n++
+	}
+	if n < 5 || negative == 0 {
+		t.Fatalf("%d vectors, %d negative", n, negative)
+	}
+}
+
+func TestLocateOffline(t *testing.T) {
+	for _, f := range []output.Format{output.Table, output.JSON} {
+		ios, _, out, _ := iostreams.Test()
+		ios.SetStdoutTTY(true)
+		// kop-offsets: hash -341220097, signSafeMod 8 = 7 (Kafka's abs%8 would say 1).
+		err := locateRun(context.Background(), &Options{IO: ios, Format: f, Offline: 8, Groups: []string{"G", "kop-offsets", "zzzzzzzzzz"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "offline."+string(f), out.String())
+	}
+}
+
+// adminServer serves the captured answers of the lab's scus (Pulsar 4.0.8).
+type adminServer struct {
+	t        *testing.T
+	owned    map[string]any
+	bundles  map[string]string // partition -> broker's bundle
+	mu       sync.Mutex
+	requests []string
+}
+
+func newAdminServer(t *testing.T) *adminServer {
+	s := &adminServer{t: t, bundles: map[string]string{}}
+	if err := json.Unmarshal(read(t, "owned.json"), &s.owned); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(read(t, "bundles.txt"))), "\n") {
+		p, b, _ := strings.Cut(line, " ")
+		s.bundles[p] = b
+	}
+	return s
+}
+
+func read(t *testing.T, name string) []byte {
+	b, err := os.ReadFile(filepath.Join("testdata", "admin", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (s *adminServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	if r.Method != http.MethodGet {
+		s.t.Errorf("locate must only read: %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	const lookup = "/lookup/v2/topic/persistent/public/__kafka/__consumer_offsets-partition-"
+	switch p := r.URL.Path; {
+	case p == "/admin/v2/persistent/public/__kafka/__consumer_offsets/partitions":
+		w.Write(read(s.t, "partitions.json"))
+	case p == "/admin/v2/namespaces/public/__kafka":
+		w.Write(read(s.t, "policies.json"))
+	case p == "/admin/v2/clusters":
+		w.Write(read(s.t, "clusters.json"))
+	case p == "/admin/v2/brokers/scus" || p == "/admin/v2/brokers/wus":
+		w.Write(read(s.t, "brokers.json"))
+	case p == "/admin/v2/brokers/scus/127.0.0.1:18080/ownedNamespaces" || p == "/admin/v2/brokers/wus/127.0.0.1:18080/ownedNamespaces":
+		json.NewEncoder(w).Encode(s.owned)
+	case strings.HasPrefix(p, lookup) && strings.HasSuffix(p, "/bundle"):
+		part := strings.TrimSuffix(strings.TrimPrefix(p, lookup), "/bundle")
+		b, ok := s.bundles[part]
+		if !ok { // as the broker computes it
+			bs, _ := pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
+			bb, _ := pulsarx.FindBundle(bs, "persistent://public/__kafka/__consumer_offsets-partition-"+part)
+			b = bb.Range
+		}
+		w.Write([]byte(b))
+	case strings.HasPrefix(p, "/lookup/"):
+		s.t.Errorf("locate must not look a topic up: %s", p)
+		w.WriteHeader(http.StatusInternalServerError)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"reason":"not found"}`))
+	}
+}
+
+func onlineOpts(ios *iostreams.IOStreams, f output.Format, groups []string, clusters ...config.Cluster) *Options {
+	o := &Options{IO: ios, Format: f, Groups: groups,
+		Clusters: func() ([]config.Cluster, error) { return clusters, nil }}
+	o.Admin = defaultAdmin(5 * time.Second)
+	return o
+}
+
+func cluster(name, url string) config.Cluster {
+	return config.Cluster{Name: name, AdminURL: url, Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
+}
+
+func TestLocateOnline(t *testing.T) {
+	srv := newAdminServer(t)
+	// Bundle 0x40000000_0x80000000 (partitions 1, 5) is not owned by anyone.
+	delete(srv.owned, "public/__kafka/0x40000000_0x80000000")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	ios, _, out, errOut := iostreams.Test()
+	ios.SetStdoutTTY(true)
+	// G: 7; kop-offsets: 7 (negative hash); a: 1 (unowned bundle)
+	err := locateRun(context.Background(), onlineOpts(ios, output.JSON, []string{"G", "kop-offsets", "a"}, cluster("scus", ts.URL)))
+	if err != nil {
+		t.Fatalf("%v %s", err, errOut)
+	}
+	golden(t, "online.json", out.String())
+	var rows []Location
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Bundle != "0x80000000_0xc0000000" || rows[0].Owner == nil || *rows[0].Owner != "127.0.0.1:18080" || rows[2].Owner != nil {
+		t.Errorf("rows %+v", rows)
+	}
+	// Ownership is listed once per cluster, not per group.
+	n := 0
+	for _, r := range srv.requests {
+		if strings.HasSuffix(r, "/ownedNamespaces") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d ownership listings: %v", n, srv.requests)
+	}
+
+	out.Reset()
+	if err := locateRun(context.Background(), onlineOpts(ios, output.Table, []string{"G", "a"}, cluster("scus", ts.URL))); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "online.table", strings.ReplaceAll(out.String(), ts.URL, "URL"))
+}
+
+func TestLocateBundleMismatchAndUnreachable(t *testing.T) {
+	srv := newAdminServer(t)
+	srv.bundles["7"] = "0x00000000_0x40000000"
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+
+	ios, _, out, _ := iostreams.Test()
+	err := locateRun(context.Background(), onlineOpts(ios, output.JSON, []string{"G"}, cluster("scus", ts.URL), cluster("wus", dead.URL)))
+	if cmdutil.ExitCode(err) != 3 {
+		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
+	}
+	var rows []Location
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].Cluster != "scus" || rows[1].Cluster != "wus" {
+		t.Fatalf("rows %+v", rows)
+	}
+	if rows[0].Bundle != "0x00000000_0x40000000" || rows[0].ComputedBundle != "0x80000000_0xc0000000" ||
+		!strings.Contains(rows[0].Error, "the broker places the topic in bundle 0x00000000_0x40000000, the computed bundle is 0x80000000_0xc0000000") {
+		t.Errorf("mismatch row %+v", rows[0])
+	}
+	if !strings.Contains(rows[1].Error, "offsets topic: ") || !strings.Contains(rows[1].Error, "unreachable") || rows[1].OffsetsPartition != nil {
+		t.Errorf("unreachable row %+v", rows[1])
+	}
+}
+
+func TestLocatePartitionCountsDiffer(t *testing.T) {
+	srv := newAdminServer(t)
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	ios, _, out, errOut := iostreams.Test()
+	o := onlineOpts(ios, output.JSON, []string{"G"}, cluster("scus", ts.URL), cluster("wus", ts.URL))
+	base := o.Admin
+	o.Admin = func(cl config.Cluster) (Admin, error) {
+		a, err := base(cl)
+		if cl.Name == "wus" {
+			return fiftyPartitions{a}, err
+		}
+		return a, err
+	}
+	if err := locateRun(context.Background(), o); err != nil {
+		t.Fatal(err, out.String())
+	}
+	if !strings.Contains(errOut.String(), "different partition counts (scus: 8; wus: 50)") {
+		t.Errorf("stderr %q", errOut)
+	}
+	var rows []Location
+	_ = json.Unmarshal(out.Bytes(), &rows)
+	if *rows[0].OffsetsPartition != 7 || *rows[1].OffsetsPartition != 21 {
+		t.Errorf("rows %+v", rows)
+	}
+}
+
+type fiftyPartitions struct{ Admin }
+
+func (fiftyPartitions) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
+	return 50, nil
+}

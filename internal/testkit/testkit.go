@@ -1,0 +1,226 @@
+// Package testkit is test support: it writes what KoP's offset-commit writer would write,
+// and holds in-memory fakes of the interfaces the domain reads through.
+//
+// It is NOT KoP. Nothing here serves the Kafka protocol or keeps a cache. It encodes offset
+// commits exactly as KoP's GroupMetadataManager stores them in its offsets topic (one Kafka
+// record batch, magic 2, uncompressed, CRC-32C, base offset 0, holding one record whose key is
+// an OffsetCommitKey v1 and whose value is an OffsetCommitValue v1, both built with kmsg) and,
+// with Writer, publishes them with a pulsar-client-go producer to
+// persistent://<tenant>/<ns>/__consumer_offsets-partition-N, the partition KoP would pick for
+// the group (offsets.PartitionFor). The Pulsar key carries the record key in base64, as the
+// Java client's keyBytes() sends it.
+//
+// Use it only from tests and lab scenarios.
+package testkit
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// OffsetCommit is one committed offset, as KoP stores it.
+type OffsetCommit struct {
+	Group     string
+	Topic     string // KoP full name: persistent://public/default/topic-1
+	Partition int32
+	Offset    int64
+	Metadata  string
+	// CommitTime defaults to now.
+	CommitTime time.Time
+	// Tombstone writes a null value (the offset is deleted).
+	Tombstone bool
+}
+
+// Record-batch layout (magic 2).
+const (
+	batchHeaderSize    = 61
+	batchLogOverhead   = 12 // baseOffset + length
+	batchOffCRC        = 17
+	batchOffAttributes = 21
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// EncodeKey returns the record key of c: an OffsetCommitKey v1.
+func EncodeKey(c OffsetCommit) []byte {
+	k := kmsg.OffsetCommitKey{Version: 1, Group: c.Group, Topic: c.Topic, Partition: c.Partition}
+	return k.AppendTo(nil)
+}
+
+// EncodeValue returns the record value of c: an OffsetCommitValue v1 (nil for a tombstone).
+func EncodeValue(c OffsetCommit) []byte {
+	if c.Tombstone {
+		return nil
+	}
+	ts := c.CommitTime
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	v := kmsg.OffsetCommitValue{Version: 1, Offset: c.Offset, LeaderEpoch: -1, Metadata: c.Metadata,
+		CommitTimestamp: ts.UnixMilli(), ExpireTimestamp: -1}
+	return v.AppendTo(nil)
+}
+
+// EncodeBatch wraps one keyed record in a magic-2 record batch with base offset 0 and a
+// CRC-32C, as KoP's MemoryRecords.withRecords does.
+func EncodeBatch(key, value []byte, ts time.Time) []byte {
+	rec := kmsg.Record{Key: key, Value: value}
+	body := rec.AppendTo(nil)[1:] // a zero Length is one varint byte
+	rec.Length = int32(len(body))
+	records := rec.AppendTo(nil)
+	b := kmsg.RecordBatch{
+		FirstOffset: 0, PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0,
+		LastOffsetDelta: 0, FirstTimestamp: ts.UnixMilli(), MaxTimestamp: ts.UnixMilli(),
+		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: 1,
+		Records: records,
+	}
+	b.Length = int32(batchHeaderSize - batchLogOverhead + len(records))
+	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[batchOffCRC:], crc32.Checksum(out[batchOffAttributes:], castagnoli))
+	return out
+}
+
+// Encode returns the key and the Pulsar message value (a record batch) of c.
+func Encode(c OffsetCommit) (key, value []byte) {
+	ts := c.CommitTime
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	c.CommitTime = ts
+	key = EncodeKey(c)
+	return key, EncodeBatch(key, EncodeValue(c), ts)
+}
+
+// Message returns c as the offsets.Message a reader of partition would return.
+func Message(partition int32, seq int, c OffsetCommit) offsets.Message {
+	k, v := Encode(c)
+	return offsets.Message{Partition: partition, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, partition), Key: k, Value: v}
+}
+
+// Producer is the part of pulsar.Client the Writer uses.
+type Producer interface {
+	CreateProducer(pulsar.ProducerOptions) (pulsar.Producer, error)
+}
+
+// Writer publishes offset commits to an offsets topic the way KoP's writer does. It is not
+// safe to share a Writer between clusters; it is safe for concurrent use.
+type Writer struct {
+	client     Producer
+	topic      string // persistent://<tenant>/<ns>/__consumer_offsets
+	partitions int32
+
+	mu        sync.Mutex
+	producers map[int32]pulsar.Producer
+}
+
+// NewWriter writes to offsetsTopic, a partitioned topic with partitions partitions.
+func NewWriter(client Producer, offsetsTopic string, partitions int32) *Writer {
+	return &Writer{client: client, topic: offsetsTopic, partitions: partitions, producers: map[int32]pulsar.Producer{}}
+}
+
+// Commit publishes c to the partition of its group and returns that partition.
+func (w *Writer) Commit(ctx context.Context, c OffsetCommit) (int32, pulsar.MessageID, error) {
+	p := offsets.PartitionFor(c.Group, w.partitions)
+	prod, err := w.producer(p)
+	if err != nil {
+		return p, nil, err
+	}
+	k, v := Encode(c)
+	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(k), Payload: v})
+	if err != nil {
+		return p, nil, fmt.Errorf("testkit: send to %s-partition-%d: %w", w.topic, p, err)
+	}
+	return p, id, nil
+}
+
+func (w *Writer) producer(p int32) (pulsar.Producer, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if prod, ok := w.producers[p]; ok {
+		return prod, nil
+	}
+	prod, err := w.client.CreateProducer(pulsar.ProducerOptions{
+		Topic:           fmt.Sprintf("%s-partition-%d", w.topic, p),
+		DisableBatching: true, // KoP sends one message per batch
+	})
+	if err != nil {
+		return nil, fmt.Errorf("testkit: producer for %s-partition-%d: %w", w.topic, p, err)
+	}
+	w.producers[p] = prod
+	return prod, nil
+}
+
+// Close closes the producers.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.producers {
+		p.Close()
+	}
+	w.producers = map[int32]pulsar.Producer{}
+}
+
+// MemReader is an in-memory offsets.OffsetTopicReader.
+type MemReader struct {
+	NumPartitions int32
+	mu            sync.Mutex
+	msgs          map[int32][]offsets.Message
+	// Err, when set, is returned by every call (an unreachable cluster).
+	Err error
+	// Reads counts ReadPartition calls per partition.
+	Reads map[int32]int
+}
+
+// NewMemReader returns an empty reader of n partitions.
+func NewMemReader(n int32) *MemReader {
+	return &MemReader{NumPartitions: n, msgs: map[int32][]offsets.Message{}, Reads: map[int32]int{}}
+}
+
+// Commit appends c to the partition of its group, as KoP would.
+func (r *MemReader) Commit(cs ...OffsetCommit) *MemReader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cs {
+		p := offsets.PartitionFor(c.Group, r.NumPartitions)
+		r.msgs[p] = append(r.msgs[p], Message(p, len(r.msgs[p]), c))
+	}
+	return r
+}
+
+// Partitions implements offsets.OffsetTopicReader.
+func (r *MemReader) Partitions(context.Context) (int32, error) {
+	if r.Err != nil {
+		return 0, r.Err
+	}
+	return r.NumPartitions, nil
+}
+
+// ReadPartition implements offsets.OffsetTopicReader.
+func (r *MemReader) ReadPartition(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
+	if r.Err != nil {
+		return r.Err
+	}
+	r.mu.Lock()
+	r.Reads[partition]++
+	msgs := append([]offsets.Message(nil), r.msgs[partition]...)
+	r.mu.Unlock()
+	for _, m := range msgs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+func TestEncodeDecodes(t *testing.T) {
+	ts := time.UnixMilli(1700000000123)
+	c := OffsetCommit{Group: "g", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900, CommitTime: ts}
+	k, v := Encode(c)
+	recs, err := offsets.Decode(k, v)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	r := recs[0]
+	if r.Kind != offsets.KindOffsetCommit || r.Group != "g" || *r.Offset != 10900 || *r.KeyVersion != 1 || *r.ValueVersion != 1 ||
+		r.CommitTimestamp.Time() != ts.UTC() {
+		t.Errorf("%+v", r)
+	}
+	mr := NewMemReader(8).Commit(c, OffsetCommit{Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true})
+	p := offsets.PartitionFor("g", 8)
+	po, err := offsets.ReplayPartition(context.Background(), mr, p, offsets.OrderingKoP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := po.Lookup("g", c.Topic, 0); !ok || got.Offset != 10900 {
+		t.Errorf("lookup %+v %v", got, ok)
+	}
+	if po.Counts.OffsetTombstones != 1 || po.Counts.Undecodable != 0 {
+		t.Errorf("%+v", po.Counts)
+	}
+}
