@@ -6,6 +6,9 @@
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         pid, RSS, ports, health and KoP of each cluster
 //	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
+//	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
+//	                       write one offset commit in KoP's format into a lab cluster's
+//	                       offsets topic (stands in for KoP's writer while KoP is unavailable)
 //
 // Environment: KOP=off|auto|required (default auto), KOP_VERSION, KOP_PROBE=1 (ask Maven for
 // KoP again), KOP_LAB_START_TIMEOUT (per cluster, default 4m), KOP_LAB_ROOT (repository root).
@@ -36,7 +39,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] | down | clean | status | config-path")
+	return errors.New("usage: kop-lab up [--fresh] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N")
 }
 
 func run(args []string) error {
@@ -87,6 +90,8 @@ func run(args []string) error {
 			}
 		}
 		return nil
+	case "commit":
+		return commit(ctx, args[1:])
 	case "config-path":
 		root, err := lab.FindRoot()
 		if err != nil {
