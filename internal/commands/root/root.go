@@ -6,13 +6,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/completion"
 	configcmd "github.com/kop-offsets/kop-offsets/internal/commands/configcmd"
 	decodecmd "github.com/kop-offsets/kop-offsets/internal/commands/decode"
 	doctorcmd "github.com/kop-offsets/kop-offsets/internal/commands/doctor"
 	dumpcmd "github.com/kop-offsets/kop-offsets/internal/commands/dump"
+	groupscmd "github.com/kop-offsets/kop-offsets/internal/commands/groups"
 	locatecmd "github.com/kop-offsets/kop-offsets/internal/commands/locate"
+	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	repaircmd "github.com/kop-offsets/kop-offsets/internal/commands/repair"
 	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -116,6 +120,11 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 
 	// Offsets commands (decode, dump, locate, groups, check, doctor) and repair commands
 	// (reload, repair) are added here by their packages' NewCmdX(f, nil).
+	add(cmd, GroupOffsets, checkcmd.NewCmdCheck(f, nil))
+	add(cmd, GroupOffsets, groupscmd.NewCmdGroups(f, nil))
+
+	add(cmd, GroupRepair, reloadcmd.NewCmdReload(f, nil))
+	add(cmd, GroupRepair, repaircmd.NewCmdRepair(f, nil))
 
 	markOnRun(cmd)
 	return cmd

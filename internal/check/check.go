@@ -1,0 +1,538 @@
+package check
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+)
+
+// Exit codes of a Report (cli.md).
+const (
+	ExitOK          = 0
+	ExitDrift       = 1
+	ExitUnreachable = 3
+)
+
+// Options select and tune a check.
+type Options struct {
+	Groups []string // globs (path.Match); none: every group
+	Topics []string // globs matched against the short and the full name; none: every topic
+	// Source is the authoritative cluster; "" compares all clusters with each other.
+	Source          string
+	VerifyAlignment bool
+	// FailOn lists the statuses that make the exit code 1 (nil: every status but ok).
+	FailOn []offsets.Status
+	// Concurrency bounds the offsets partitions replayed at once per cluster (default 4).
+	Concurrency int
+}
+
+// Report is the document `check -o json` prints (cli.md: "A check row").
+type Report struct {
+	SchemaVersion int            `json:"schemaVersion"`
+	Clusters      []string       `json:"clusters"`
+	Source        *string        `json:"source"`
+	Rows          []Row          `json:"rows"`
+	Errors        []ClusterError `json:"errors,omitempty"`
+	Warnings      []string       `json:"warnings,omitempty"`
+	Summary       map[string]int `json:"summary"`
+	ExitCode      int            `json:"exitCode"`
+}
+
+// Row is one group/topic/partition.
+type Row struct {
+	Group            string          `json:"group"`
+	Topic            string          `json:"topic"`
+	Partition        int32           `json:"partition"`
+	OffsetsPartition int32           `json:"offsetsPartition"`
+	Status           offsets.Status  `json:"status"`
+	Clusters         map[string]Cell `json:"clusters"`
+
+	fullTopic string
+}
+
+// Cell is one row on one cluster.
+type Cell struct {
+	Cached          *int64         `json:"cached"`
+	Persisted       *int64         `json:"persisted"`
+	CommitTimestamp *output.Time   `json:"commitTimestamp"`
+	LogEndOffset    *int64         `json:"logEndOffset"`
+	Lag             *int64         `json:"lag"`
+	Status          offsets.Status `json:"status"`
+	Error           string         `json:"error,omitempty"`
+}
+
+// IsGlob reports whether a --group/--topic value is a pattern rather than a name.
+func IsGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+func matchAny(globs []string, names ...string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		for _, n := range names {
+			if ok, _ := path.Match(g, n); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// literalGroups returns the group filter when it names groups only (no glob), else nil.
+func literalGroups(globs []string) []string {
+	if len(globs) == 0 {
+		return nil
+	}
+	for _, g := range globs {
+		if IsGlob(g) {
+			return nil
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(globs)))
+}
+
+// clusterState is what was read from one cluster.
+type clusterState struct {
+	c          Cluster
+	partitions int32
+	persisted  *offsets.PersistedOffsets
+	pErr       error // persisted side failed: the cluster is unreachable for this check
+	listed     []ListedGroup
+	cached     map[string]GroupFetch
+	cacheErr   error // the whole cached side failed
+	leo        map[string]map[int32]int64
+	repl       map[int32]map[string]offsets.Inbound
+}
+
+type rowKey struct {
+	group, topic string // topic: full name
+	partition    int32
+}
+
+// Run checks clusters. Errors of single clusters are in the report (Errors, cells marked
+// error, ExitCode 3); Run itself fails only on bad options.
+func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	names := make([]string, len(clusters))
+	for i, c := range clusters {
+		names[i] = c.Name
+	}
+	if o.Source != "" && !slices.Contains(names, o.Source) {
+		return nil, fmt.Errorf("source cluster %q is not among the checked clusters (%s)", o.Source, strings.Join(names, ", "))
+	}
+	rep := &Report{SchemaVersion: 1, Clusters: names, Rows: []Row{}, Summary: map[string]int{}}
+	if o.Source != "" {
+		rep.Source = &o.Source
+	}
+	states := make([]*clusterState, len(clusters))
+	for i, c := range clusters {
+		states[i] = &clusterState{c: c}
+	}
+
+	// 1. Persisted side, every cluster in parallel.
+	parallel(states, func(s *clusterState) { s.readPersisted(ctx, o) })
+
+	// 2. The groups to look at: persisted (filtered), named literally, and listed by KoP.
+	groupSet := map[string]bool{}
+	for _, g := range literalGroups(o.Groups) {
+		groupSet[g] = true
+	}
+	for _, s := range states {
+		if s.persisted == nil {
+			continue
+		}
+		for _, g := range s.persisted.Groups() {
+			if matchAny(o.Groups, g.Group) {
+				groupSet[g.Group] = true
+			}
+		}
+	}
+	// 3. Cached side.
+	parallel(states, func(s *clusterState) {
+		if s.c.Fetcher == nil {
+			return
+		}
+		listed, err := s.c.Fetcher.ListGroups(ctx)
+		if err != nil {
+			s.cacheErr = err
+			return
+		}
+		s.listed = listed
+	})
+	for _, s := range states {
+		for _, g := range s.listed {
+			if matchAny(o.Groups, g.Group) {
+				groupSet[g.Group] = true
+			}
+		}
+	}
+	groups := slices.Sorted(func(yield func(string) bool) {
+		for g := range groupSet {
+			if !yield(g) {
+				return
+			}
+		}
+	})
+	parallel(states, func(s *clusterState) {
+		if s.c.Fetcher == nil || s.cacheErr != nil || len(groups) == 0 {
+			return
+		}
+		s.cached = s.c.Fetcher.FetchOffsets(ctx, groups)
+	})
+
+	// 4. Rows: the union of what every cluster holds or serves.
+	keys := map[rowKey]bool{}
+	for _, s := range states {
+		if s.persisted != nil {
+			for _, g := range groups {
+				for _, co := range s.persisted.GroupOffsets(g) {
+					keys[rowKey{g, offsets.NormalizeTopic(co.Topic, s.c.KafkaNamespace), co.Partition}] = true
+				}
+			}
+		}
+		for g, f := range s.cached {
+			for t, ps := range f.Offsets {
+				for p := range ps {
+					keys[rowKey{g, offsets.NormalizeTopic(t, s.c.KafkaNamespace), p}] = true
+				}
+			}
+		}
+	}
+	displayNS := ""
+	if len(clusters) > 0 {
+		displayNS = clusters[0].KafkaNamespace
+	}
+	var rows []Row
+	for k := range keys {
+		short := offsets.ShortName(k.topic, displayNS)
+		if !matchAny(o.Topics, short, k.topic) {
+			continue
+		}
+		rows = append(rows, Row{Group: k.group, Topic: short, Partition: k.partition, fullTopic: k.topic, Clusters: map[string]Cell{}})
+	}
+	slices.SortFunc(rows, func(a, b Row) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+
+	// Offsets partitions: by the first cluster that knows its partition count.
+	var nParts []int32
+	for _, s := range states {
+		if s.partitions > 0 {
+			nParts = append(nParts, s.partitions)
+		}
+	}
+	if len(slices.Compact(slices.Clone(nParts))) > 1 {
+		var parts []string
+		for _, s := range states {
+			parts = append(parts, fmt.Sprintf("%s=%d", s.c.Name, s.partitions))
+		}
+		rep.Warnings = append(rep.Warnings, "the offsets topics have different partition counts ("+strings.Join(parts, ", ")+
+			"): a group lives in different offsets partitions; offsetsPartition is the first cluster's")
+	}
+	partsNeeded := map[int32]bool{}
+	for i := range rows {
+		rows[i].OffsetsPartition = -1
+		if len(nParts) > 0 {
+			rows[i].OffsetsPartition = offsets.PartitionFor(rows[i].Group, nParts[0])
+		}
+		for _, s := range states {
+			if s.partitions > 0 {
+				partsNeeded[offsets.PartitionFor(rows[i].Group, s.partitions)] = true
+			}
+		}
+	}
+
+	// 5. Replication stats and log-end offsets, per cluster in parallel.
+	topicSet := map[string]bool{}
+	for _, r := range rows {
+		topicSet[r.fullTopic] = true
+	}
+	parallel(states, func(s *clusterState) {
+		if s.pErr == nil && s.c.Replication != nil && len(clusters) > 1 {
+			s.repl = map[int32]map[string]offsets.Inbound{}
+			for _, p := range slices.Sorted(mapKeys(partsNeeded)) {
+				st, err := s.c.Replication.OutboundReplication(ctx, p)
+				if err != nil {
+					rep.addErr(clusterErr(s.c.Name, "admin", err))
+					break
+				}
+				s.repl[p] = st
+			}
+		}
+		if s.c.Fetcher != nil && s.cacheErr == nil && len(topicSet) > 0 {
+			var topics []string
+			for t := range topicSet {
+				topics = append(topics, offsets.ShortName(t, s.c.KafkaNamespace))
+			}
+			slices.Sort(topics)
+			leo, err := s.c.Fetcher.EndOffsets(ctx, topics)
+			if err != nil {
+				rep.addWarning(fmt.Sprintf("cluster %s: log-end offsets: %v", s.c.Name, err))
+			}
+			s.leo = map[string]map[int32]int64{}
+			for t, ps := range leo {
+				s.leo[offsets.NormalizeTopic(t, s.c.KafkaNamespace)] = ps
+			}
+		}
+	})
+
+	// 6. Cells, alignment, classification.
+	for i := range rows {
+		r := &rows[i]
+		obs := make([]offsets.ClusterObservation, len(states))
+		for j, s := range states {
+			cell, ob := s.observe(r, states)
+			r.Clusters[s.c.Name] = cell
+			obs[j] = ob
+		}
+		if o.VerifyAlignment {
+			verifyAlignment(ctx, r, states, obs)
+		}
+		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs, Source: o.Source})
+		r.Status = d.Status
+		for _, s := range states {
+			cell := r.Clusters[s.c.Name]
+			cell.Status = d.Clusters[s.c.Name]
+			r.Clusters[s.c.Name] = cell
+		}
+		rep.Summary[string(r.Status)]++
+	}
+	rep.Rows = append(rep.Rows, rows...)
+
+	for _, s := range states {
+		if s.pErr != nil {
+			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
+		}
+		if s.cacheErr != nil {
+			rep.addErr(clusterErr(s.c.Name, "kafka", s.cacheErr))
+		}
+	}
+	slices.SortFunc(rep.Errors, func(a, b ClusterError) int {
+		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Endpoint, b.Endpoint))
+	})
+	rep.ExitCode = exitCode(rep, o.FailOn)
+	return rep, nil
+}
+
+func exitCode(rep *Report, failOn []offsets.Status) int {
+	if len(rep.Errors) > 0 {
+		return ExitUnreachable
+	}
+	for _, r := range rep.Rows {
+		if r.Status == offsets.StatusError {
+			return ExitUnreachable
+		}
+	}
+	if failOn == nil {
+		failOn = DefaultFailOn()
+	}
+	for _, r := range rep.Rows {
+		if slices.Contains(failOn, r.Status) {
+			return ExitDrift
+		}
+	}
+	return ExitOK
+}
+
+// DefaultFailOn is every status but ok.
+func DefaultFailOn() []offsets.Status {
+	return slices.DeleteFunc(slices.Clone(offsets.Statuses), func(s offsets.Status) bool { return s == offsets.StatusOK })
+}
+
+var reportMu sync.Mutex
+
+func (r *Report) addErr(e ClusterError) {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	r.Errors = append(r.Errors, e)
+}
+
+func (r *Report) addWarning(w string) {
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	r.Warnings = append(r.Warnings, w)
+	slices.Sort(r.Warnings)
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func parallel(states []*clusterState, fn func(*clusterState)) {
+	var wg sync.WaitGroup
+	for _, s := range states {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(s)
+		}()
+	}
+	wg.Wait()
+}
+
+// readPersisted replays the offsets partitions that hold the selected groups.
+func (s *clusterState) readPersisted(ctx context.Context, o Options) {
+	n, err := s.c.Reader.Partitions(ctx)
+	if err != nil {
+		s.pErr = err
+		return
+	}
+	s.partitions = n
+	var parts []int32
+	if lit := literalGroups(o.Groups); lit != nil {
+		set := map[int32]bool{}
+		for _, g := range lit {
+			set[offsets.PartitionFor(g, n)] = true
+		}
+		parts = slices.Sorted(mapKeys(set))
+	} else {
+		for p := range n {
+			parts = append(parts, p)
+		}
+	}
+	s.persisted, s.pErr = ReplayPartitions(ctx, s.c.Reader, parts, o.Concurrency)
+}
+
+// ReplayPartitions replays partitions of reader, at most concurrency at once, and merges them.
+func ReplayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) (*offsets.PersistedOffsets, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]*offsets.PersistedOffsets, len(parts))
+	errs := make([]error, len(parts))
+	sem := make(chan struct{}, max(concurrency, 1))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			results[i], errs[i] = offsets.ReplayPartition(ctx, reader, p, offsets.OrderingKoP)
+			if errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The first failure cancelled the others: report it, not their cancellations.
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return nil, err
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return offsets.Merge(results...), nil
+}
+
+// observe builds the cell and the classifier input of row r on this cluster.
+func (s *clusterState) observe(r *Row, all []*clusterState) (Cell, offsets.ClusterObservation) {
+	ob := offsets.ClusterObservation{Cluster: s.c.Name, Cached: offsets.CachedOffsets{State: offsets.CacheNotChecked}}
+	var cell Cell
+	if s.pErr != nil {
+		ob.Unreachable = true
+		cell.Error = fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
+	} else if co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition); ok {
+		v := co.Offset
+		cell.Persisted, ob.Persisted = &v, &v
+		cell.CommitTimestamp = output.NewTime(time.UnixMilli(int64(co.CommitTimestamp)))
+	}
+	switch {
+	case s.c.Fetcher == nil:
+	case s.cacheErr != nil:
+		ob.Cached.State = offsets.CacheError
+		if cell.Error == "" {
+			cell.Error = fmt.Sprintf("KoP unreachable: %v", s.cacheErr)
+		}
+	default:
+		f := s.cached[r.Group]
+		switch {
+		case f.Unavailable:
+			ob.Cached.State = offsets.CacheCoordinatorUnavailable
+			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
+		case f.Err != nil:
+			ob.Cached.State = offsets.CacheError
+			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
+		default:
+			ob.Cached.State = offsets.CacheAnswered
+			for t, ps := range f.Offsets {
+				if offsets.NormalizeTopic(t, s.c.KafkaNamespace) != r.fullTopic {
+					continue
+				}
+				if v, ok := ps[r.Partition]; ok {
+					cell.Cached, ob.Cached.Offset = &v, &v
+				}
+			}
+		}
+	}
+	if leo, ok := s.leo[r.fullTopic][r.Partition]; ok {
+		cell.LogEndOffset = &leo
+		committed := cell.Cached
+		if committed == nil {
+			committed = cell.Persisted
+		}
+		if committed != nil {
+			lag := max(leo-*committed, 0)
+			cell.Lag = &lag
+		}
+	}
+	// Inbound replication: the other clusters' replicators of this group's offsets partition
+	// toward this cluster.
+	ob.Inbound = map[string]offsets.Inbound{}
+	for _, peer := range all {
+		if peer == s || peer.partitions <= 0 {
+			continue
+		}
+		if in, ok := peer.repl[offsets.PartitionFor(r.Group, peer.partitions)][s.c.Name]; ok {
+			ob.Inbound[peer.c.Name] = in
+		}
+	}
+	return cell, ob
+}
+
+// verifyAlignment reads the record before the committed offset on each cluster where the
+// persisted value is known, and attaches the fingerprints to obs.
+func verifyAlignment(ctx context.Context, r *Row, states []*clusterState, obs []offsets.ClusterObservation) {
+	var wg sync.WaitGroup
+	for j, s := range states {
+		if s.c.Records == nil || obs[j].Persisted == nil || *obs[j].Persisted <= 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fp, err := s.c.Records.Fingerprint(ctx, offsets.ShortName(r.fullTopic, s.c.KafkaNamespace), r.Partition, *obs[j].Persisted-1)
+			obs[j].Alignment = &offsets.Alignment{Fingerprint: fp, Err: err}
+		}()
+	}
+	wg.Wait()
+	for j, s := range states {
+		if a := obs[j].Alignment; a != nil && a.Err != nil {
+			cell := r.Clusters[s.c.Name]
+			if cell.Error == "" {
+				cell.Error = fmt.Sprintf("alignment: %v", a.Err)
+			}
+			r.Clusters[s.c.Name] = cell
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package check
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+const topic1 = "persistent://public/default/topic-1"
+
+// fakeKoP is a kfake cluster whose OffsetFetch answers come from a table (the "cache"),
+// or a coordinator error: it stands for KoP's cached side only.
+type fakeKoP struct {
+	c       *kfake.Cluster
+	mu      sync.Mutex
+	cache   map[string]map[int32]int64 // group -> partition of topic-1 -> offset
+	loading map[string]int             // group -> remaining COORDINATOR_LOAD_IN_PROGRESS answers (-1: forever)
+	fetches int
+}
+
+func newFakeKoP(t *testing.T, endOffset int) *fakeKoP {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "topic-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	f := &fakeKoP{c: c, cache: map[string]map[int32]int64{}, loading: map[string]int{}}
+	// Records so that ListOffsets answers a log-end offset.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("topic-1"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := 0; i < endOffset; i++ {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Partition: 0, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.OffsetFetchRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.fetches++
+		for _, rg := range req.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			if n := f.loading[rg.Group]; n != 0 {
+				g.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+				if n > 0 {
+					f.loading[rg.Group] = n - 1
+				}
+				resp.Groups = append(resp.Groups, g)
+				continue
+			}
+			if ps := f.cache[rg.Group]; len(ps) > 0 {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = "topic-1" // KoP answers short names for the default namespace
+				for p, o := range ps {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g.Topics = append(g.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil, true
+	})
+	return f
+}
+
+func (f *fakeKoP) fetcher(t *testing.T) *KafkaFetcher {
+	cl, err := kgo.NewClient(append(FetcherClientOpts(10*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
+		kgo.MaxVersions(kversion.V3_6_0()))...) // KoP speaks OffsetFetch v8 at most: topics by name
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &KafkaFetcher{Admin: kadm.NewClient(cl), CoordinatorWait: 2 * time.Second}
+}
+
+func commit(group string, p int32, off int64) testkit.OffsetCommit {
+	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1700000000000 + off)}
+}
+
+// TestUserScenarioStaleCache: wus's offsets topic holds 10900 (replicated), KoP on wus
+// still serves 500.
+func TestUserScenarioStaleCache(t *testing.T) {
+	scusKoP, wusKoP := newFakeKoP(t, 11000), newFakeKoP(t, 11000)
+	scusKoP.cache["orders"] = map[int32]int64{0: 10900}
+	wusKoP.cache["orders"] = map[int32]int64{0: 500}
+	scus := testkit.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
+	wus := testkit.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
+	rep, err := Run(context.Background(), []Cluster{
+		{Name: "scus", KafkaNamespace: "public/default", Reader: scus, Fetcher: scusKoP.fetcher(t), Replication: StaticReplication{}},
+		{Name: "wus", KafkaNamespace: "public/default", Reader: wus, Fetcher: wusKoP.fetcher(t), Replication: StaticReplication{}},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 {
+		t.Fatalf("rows %+v errors %+v", rep.Rows, rep.Errors)
+	}
+	r := rep.Rows[0]
+	s, w := r.Clusters["scus"], r.Clusters["wus"]
+	if r.Status != offsets.StatusStaleCache || s.Status != offsets.StatusOK || w.Status != offsets.StatusStaleCache ||
+		*w.Cached != 500 || *w.Persisted != 10900 || *s.Cached != 10900 || *w.LogEndOffset != 11000 || *w.Lag != 10500 ||
+		r.Topic != "topic-1" || r.OffsetsPartition != offsets.PartitionFor("orders", 8) || rep.ExitCode != ExitDrift {
+		t.Errorf("%+v\nscus %+v\nwus %+v exit %d", r, s, w, rep.ExitCode)
+	}
+	// Only the group's offsets partition was read.
+	if len(scus.Reads) != 0 {
+		// a filter was not given: all 8 partitions
+		if len(scus.Reads) != 8 {
+			t.Errorf("reads %v", scus.Reads)
+		}
+	}
+	rep2, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: wus, Fetcher: wusKoP.fetcher(t)}},
+		Options{Groups: []string{"orders"}, FailOn: []offsets.Status{offsets.StatusDiverged}})
+	if rep2.ExitCode != ExitOK || rep2.Rows[0].Status != offsets.StatusStaleCache {
+		t.Errorf("fail-on diverged only: exit %d %+v", rep2.ExitCode, rep2.Rows)
+	}
+	if wus.Reads[offsets.PartitionFor("orders", 8)] != 2 || len(wus.Reads) != 8 {
+		t.Errorf("literal group must read only its partition: %v", wus.Reads)
+	}
+}
+
+func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
+	k := newFakeKoP(t, 10)
+	k.cache["a"] = map[int32]int64{0: 5}
+	k.cache["b"] = map[int32]int64{0: 6}
+	k.loading["a"] = 2  // answers after two retries
+	k.loading["b"] = -1 // never
+	r := testkit.NewMemReader(8).Commit(commit("a", 0, 5), commit("b", 0, 6))
+	f := k.fetcher(t)
+	f.CoordinatorWait = 1500 * time.Millisecond
+	start := time.Now()
+	rep, err := Run(context.Background(), []Cluster{{Name: "scus", KafkaNamespace: "public/default", Reader: r, Fetcher: f}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("retry not bounded: %v", time.Since(start))
+	}
+	got := map[string]offsets.Status{}
+	for _, row := range rep.Rows {
+		got[row.Group] = row.Status
+	}
+	if got["a"] != offsets.StatusOK || got["b"] != offsets.StatusCoordinatorUnavailable || rep.ExitCode != ExitDrift {
+		t.Errorf("%v exit %d %+v", got, rep.ExitCode, rep.Rows)
+	}
+}
+
+func TestUnreachableCluster(t *testing.T) {
+	k := newFakeKoP(t, 10)
+	k.cache["g"] = map[int32]int64{0: 7}
+	ok := testkit.NewMemReader(8).Commit(commit("g", 0, 7))
+	dead := testkit.NewMemReader(8)
+	dead.Err = errors.New("dial tcp 127.0.0.1:1: connection refused")
+	rep, err := Run(context.Background(), []Cluster{
+		{Name: "scus", KafkaNamespace: "public/default", Reader: ok, Fetcher: k.fetcher(t)},
+		{Name: "wus", KafkaNamespace: "public/default", Reader: dead},
+	}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ExitCode != ExitUnreachable || len(rep.Errors) != 1 || rep.Errors[0].Cluster != "wus" || len(rep.Rows) != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	s, w := rep.Rows[0].Clusters["scus"], rep.Rows[0].Clusters["wus"]
+	if s.Status != offsets.StatusOK || *s.Persisted != 7 || *s.Cached != 7 || w.Status != offsets.StatusError || w.Error == "" {
+		t.Errorf("scus %+v wus %+v", s, w)
+	}
+}
+
+func TestReplicationLagAndMissing(t *testing.T) {
+	p := offsets.PartitionFor("g", 8)
+	scus := testkit.NewMemReader(8).Commit(commit("g", 0, 20), commit("a", 0, 3))
+	wus := testkit.NewMemReader(8).Commit(commit("g", 0, 10))
+	run := func(backlog int64) *Report {
+		rep, err := Run(context.Background(), []Cluster{
+			{Name: "scus", Reader: scus, Replication: StaticReplication{p: {"wus": {Backlog: backlog, Connected: true}}}},
+			{Name: "wus", Reader: wus, Replication: StaticReplication{}},
+		}, Options{Source: "scus", Topics: []string{"topic-*"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	rep := run(4)
+	st := map[string]offsets.Status{}
+	for _, r := range rep.Rows {
+		st[r.Group] = r.Status
+	}
+	if st["g"] != offsets.StatusReplicationLag || st["a"] != offsets.StatusMissing {
+		t.Errorf("%v", st)
+	}
+	rep = run(0)
+	if rep.Rows[1].Group != "g" || rep.Rows[1].Status != offsets.StatusDiverged {
+		t.Errorf("%+v", rep.Rows[1])
+	}
+	if _, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: scus}}, Options{Source: "nope"}); err == nil {
+		t.Error("unknown source accepted")
+	}
+}
+
+type fakeRecords map[int64]offsets.RecordFingerprint
+
+func (f fakeRecords) Fingerprint(_ context.Context, _ string, _ int32, off int64) (offsets.RecordFingerprint, error) {
+	fp, ok := f[off]
+	if !ok {
+		return fp, errors.New("offset out of range")
+	}
+	return fp, nil
+}
+
+func TestMisaligned(t *testing.T) {
+	r1 := testkit.NewMemReader(8).Commit(commit("g", 0, 10))
+	r2 := testkit.NewMemReader(8).Commit(commit("g", 0, 10))
+	a := fakeRecords{9: {Offset: 9, TimestampMs: 1, Key: "k", ValueCRC32: 11}}
+	b := fakeRecords{9: {Offset: 9, TimestampMs: 2, Key: "k", ValueCRC32: 11}}
+	rep, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: r1, Records: a}, {Name: "wus", Reader: r2, Records: b}},
+		Options{VerifyAlignment: true})
+	if rep.Rows[0].Status != offsets.StatusMisaligned || rep.Rows[0].Clusters["wus"].Status != offsets.StatusMisaligned {
+		t.Errorf("%+v", rep.Rows)
+	}
+	rep, _ = Run(context.Background(), []Cluster{{Name: "scus", Reader: r1, Records: a}, {Name: "wus", Reader: r2, Records: a}},
+		Options{VerifyAlignment: true})
+	if rep.Rows[0].Status != offsets.StatusOK {
+		t.Errorf("%+v", rep.Rows)
+	}
+}
+
+func TestKafkaRecordReader(t *testing.T) {
+	k := newFakeKoP(t, 5)
+	rr := &KafkaRecordReader{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) {
+		return kgo.NewClient(append(opts, kgo.SeedBrokers(k.c.ListenAddrs()...))...)
+	}, Timeout: 5 * time.Second}
+	fp, err := rr.Fingerprint(context.Background(), "topic-1", 0, 3)
+	if err != nil || fp.Offset != 3 || fp.ValueLen != 1 || !fp.KeyNull {
+		t.Fatalf("%+v %v", fp, err)
+	}
+}
+
+func TestGroups(t *testing.T) {
+	k := newFakeKoP(t, 1)
+	// A real commit in kfake makes the group known to ListGroups.
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	os := kadm.Offsets{}
+	os.AddOffset("topic-1", 0, 1, -1)
+	if _, err := adm.CommitOffsets(context.Background(), "live", os); err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.NewMemReader(8).Commit(commit("live", 0, 1), commit("old", 0, 4))
+	f := k.fetcher(t)
+	f.Describe = true
+	rep := Groups(context.Background(), []Cluster{{Name: "scus", Reader: r, Fetcher: f}}, nil, 2)
+	if len(rep.Groups) != 2 || rep.Groups[0].Group != "live" || rep.Groups[0].Clusters["scus"].Where != WhereBoth ||
+		rep.Groups[1].Clusters["scus"].Where != WherePersisted || *rep.Groups[0].Clusters["scus"].State != "Empty" || rep.ExitCode != 0 {
+		t.Errorf("%+v", rep)
+	}
+}

@@ -1,0 +1,127 @@
+// Package check compares, for every selected group/topic/partition, what KoP serves on each
+// cluster (the cached offsets, through OffsetFetch) with what each cluster's offsets topic
+// holds (the persisted offsets, by replaying it as KoP's loader does), and across clusters,
+// and classifies each row with offsets.ClassifyDrift. It also lists groups (Groups).
+//
+// Everything is read through interfaces (offsets.OffsetTopicReader, OffsetFetcher,
+// ReplicationSource, RecordReader) so that tests use in-memory fakes and kfake; the
+// implementations for real clusters are KafkaFetcher, KafkaRecordReader and AdminReplication.
+// Nothing here writes, prints or knows about cobra.
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Cluster is one cluster to check: its name, how to read each side, and the Kafka
+// namespace used to normalise topic names (KoP's kafkaTenant/kafkaNamespace).
+type Cluster struct {
+	Name           string
+	KafkaNamespace string
+
+	// Reader reads the offsets topic (persisted side). Required.
+	Reader offsets.OffsetTopicReader
+	// Replication gives the replicators of this cluster's offsets partitions toward the
+	// other clusters. Nil: no replication information (no backlog is assumed).
+	Replication ReplicationSource
+	// Fetcher asks KoP (cached side). Nil: the cached side is not checked.
+	Fetcher OffsetFetcher
+	// Records reads single records for --verify-alignment. Nil: not verified on this cluster.
+	Records RecordReader
+}
+
+// ReplicationSource reports the replicators of one offsets partition of this cluster,
+// keyed by remote cluster name.
+type ReplicationSource interface {
+	OutboundReplication(ctx context.Context, offsetsPartition int32) (map[string]offsets.Inbound, error)
+}
+
+// GroupFetch is KoP's answer for one group.
+type GroupFetch struct {
+	// Offsets by topic (as KoP answered it) and partition; partitions KoP answered with -1
+	// are absent.
+	Offsets map[string]map[int32]int64
+	// Unavailable: KoP kept answering "loading" / "not coordinator" for the retry window.
+	Unavailable bool
+	// Err: another failure for this group (Unavailable is false).
+	Err error
+}
+
+// OffsetFetcher is KoP's Kafka API on one cluster.
+type OffsetFetcher interface {
+	// ListGroups lists the groups KoP knows (its cache).
+	ListGroups(ctx context.Context) ([]ListedGroup, error)
+	// FetchOffsets fetches the committed offsets of groups; every group gets an entry.
+	FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch
+	// EndOffsets lists the log-end offsets of the partitions of topics (Kafka names).
+	EndOffsets(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
+}
+
+// ListedGroup is one group as ListGroups/DescribeGroups see it.
+type ListedGroup struct {
+	Group        string
+	State        string // empty when not described
+	ProtocolType string
+	Members      int
+}
+
+// RecordReader reads the record at one offset of a topic partition.
+type RecordReader interface {
+	Fingerprint(ctx context.Context, topic string, partition int32, offset int64) (offsets.RecordFingerprint, error)
+}
+
+// AdminReplication is the ReplicationSource of a cluster's admin API.
+type AdminReplication struct {
+	Admin        *pulsarx.Admin
+	OffsetsTopic string // persistent://<tenant>/<ns>/__consumer_offsets
+}
+
+// OutboundReplication implements ReplicationSource.
+func (a AdminReplication) OutboundReplication(ctx context.Context, p int32) (map[string]offsets.Inbound, error) {
+	st, err := a.Admin.ReplicationStats(ctx, pulsarx.PartitionTopic(a.OffsetsTopic, p))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]offsets.Inbound, len(st))
+	for remote, r := range st {
+		out[remote] = offsets.Inbound{Backlog: r.ReplicationBacklog, Connected: r.Connected}
+	}
+	return out, nil
+}
+
+// StaticReplication is a ReplicationSource from a fixed table (tests): offsets partition
+// -> remote -> state.
+type StaticReplication map[int32]map[string]offsets.Inbound
+
+// OutboundReplication implements ReplicationSource.
+func (s StaticReplication) OutboundReplication(_ context.Context, p int32) (map[string]offsets.Inbound, error) {
+	return maps.Clone(s[p]), nil
+}
+
+// ErrCoordinatorUnavailable is the error of a GroupFetch that stayed unavailable.
+var ErrCoordinatorUnavailable = errors.New("coordinator unavailable")
+
+// isCoordinatorLoading reports the errors KoP answers while it does not (yet) serve a group.
+func isCoordinatorLoading(err error) bool {
+	return errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator) ||
+		errors.Is(err, kerr.CoordinatorNotAvailable)
+}
+
+// ClusterError is a failure of one endpoint of one cluster.
+type ClusterError struct {
+	Cluster  string `json:"cluster"`
+	Endpoint string `json:"endpoint"` // pulsar (offsets topic), admin (replication stats), kafka (KoP)
+	Error    string `json:"error"`
+}
+
+func clusterErr(cluster, endpoint string, err error) ClusterError {
+	return ClusterError{Cluster: cluster, Endpoint: endpoint, Error: fmt.Sprintf("cluster %s: %s: %v", cluster, endpoint, err)}
+}

@@ -1,0 +1,402 @@
+// Package check implements `kop-offsets check`: cached vs persisted offsets, on each cluster
+// and across clusters. The work is done by internal/check; this package binds flags, builds
+// the sources from the Factory and renders the report.
+package check
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	chk "github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// SourceOptions say which sides a Connect must build.
+type SourceOptions struct {
+	Cached          bool // build a Fetcher (KoP)
+	VerifyAlignment bool // build a RecordReader (KoP)
+	CoordinatorWait time.Duration
+	Describe        bool // describe groups (groups command)
+}
+
+// ConnectFunc builds the sources of one cluster; close releases them. Errors are
+// configuration errors (exit 2): nothing is contacted yet.
+type ConnectFunc func(cl config.Cluster, so SourceOptions) (c chk.Cluster, close func(), err error)
+
+// Options of `check`.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Format   output.Format
+	Clusters func() ([]config.Cluster, error)
+	Connect  ConnectFunc
+
+	Groups          []string
+	Topics          []string
+	Source          string
+	VerifyAlignment bool
+	PersistedOnly   bool
+	FailOn          []string
+	PrometheusFile  string
+	CoordinatorWait time.Duration
+	Concurrency     int
+}
+
+// NewCmdCheck returns `check`. runF replaces the run function in tests.
+func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Compare cached and persisted offsets on each cluster and across clusters",
+		Long: strings.TrimSpace(`
+For every selected group, topic and partition, show what KoP serves on each cluster
+(cached: OffsetFetch), what that cluster's offsets topic holds (persisted: the offsets
+partitions of the selected groups replayed as KoP's loader does, with non-durable readers),
+the log-end offset and lag, and classify the row:
+
+  ok                       everything agrees
+  stale_cache              KoP serves a value its own offsets topic does not hold
+                           (fix: kop-offsets reload --cluster X --group G)
+  replication_lag          persisted here is behind the source (or the highest value) and
+                           the offsets partition still has replication backlog toward here
+  diverged                 persisted values differ with no backlog, or this side is ahead
+                           of the source
+  missing                  absent on this cluster, present on another, no backlog
+  coordinator_unavailable  KoP kept answering "loading" / "not coordinator" (--coordinator-wait)
+  misaligned               --verify-alignment: the record before the committed offset differs
+                           (timestamp, key or value CRC-32) between clusters
+  error                    this cluster could not be read
+
+The row status is the most severe cluster status, in the order error,
+coordinator_unavailable, diverged, misaligned, stale_cache, replication_lag, missing, ok.
+Without --source every cluster is compared with the highest persisted value.
+
+Read-only: no subscription, no commit; KoP is only asked with OffsetFetch, ListGroups,
+ListOffsets and, with --verify-alignment, a fetch of one record without a group.
+
+Exit codes: 0 nothing found that --fail-on names (default: every status but ok);
+1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
+reached (its cells are marked error, the other clusters are still checked).`),
+		Example: cmdutil.Examples(`
+  # every group on every cluster
+  kop-offsets check
+
+  # one group, scus authoritative, JSON for CI
+  kop-offsets check --group orders-consumer --source scus -o json
+
+  # cron: node_exporter textfile, exit code ignored
+  kop-offsets check --prometheus-file /var/lib/node_exporter/textfile/kop_offsets.prom -o json >/dev/null || true
+
+  # only the offsets topics (KoP not reachable from here)
+  kop-offsets check --persisted-only --fail-on diverged,missing`),
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+				return err
+			}
+			if _, err := ParseFailOn(opts.FailOn); err != nil {
+				return err
+			}
+			if opts.VerifyAlignment && opts.PersistedOnly {
+				return cmdutil.FlagErrorf("--verify-alignment reads records through KoP: it cannot be combined with --persisted-only")
+			}
+			if opts.CoordinatorWait <= 0 {
+				return cmdutil.FlagErrorf("--coordinator-wait must be positive")
+			}
+			if opts.Connect == nil {
+				opts.Connect = FactoryConnect(f)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return checkRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&opts.Groups, "group", nil, "group name or glob (path.Match), repeatable (default: every group)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic name or glob, short or full name, repeatable (default: every topic)")
+	fl.StringVar(&opts.Source, "source", "", "the authoritative cluster (default: compare all clusters with the highest value)")
+	fl.BoolVar(&opts.VerifyAlignment, "verify-alignment", false, "read the record before the committed offset on each cluster and compare them")
+	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
+	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
+	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
+	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", chk.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
+	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []string
+		for _, s := range offsets.Statuses {
+			out = append(out, string(s))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+// ParseFailOn parses --fail-on values (nil: the default).
+func ParseFailOn(vals []string) ([]offsets.Status, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	var out []offsets.Status
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			st, ok := offsets.ParseStatus(p)
+			if !ok {
+				var names []string
+				for _, s := range offsets.Statuses {
+					names = append(names, string(s))
+				}
+				return nil, cmdutil.FlagErrorf("invalid --fail-on status %q: valid values are %s", p, strings.Join(names, ", "))
+			}
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// BuildSources resolves the clusters and builds their sources. Errors are exit 2.
+func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc, so SourceOptions) ([]chk.Cluster, func(), error) {
+	cls, err := clusters()
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []chk.Cluster
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for _, cl := range cls {
+		c, closeFn, err := connect(cl, so)
+		if err != nil {
+			closeAll()
+			return nil, nil, cmdutil.ConfigError(err)
+		}
+		out = append(out, c)
+		if closeFn != nil {
+			closers = append(closers, closeFn)
+		}
+	}
+	return out, closeAll, nil
+}
+
+func checkRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	failOn, err := ParseFailOn(opts.FailOn)
+	if err != nil {
+		return err
+	}
+	cls, err := opts.Clusters()
+	if err != nil {
+		return err
+	}
+	if opts.Source != "" && !slices.Contains(config.Names(cls), opts.Source) {
+		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(config.Names(cls), ", "))
+	}
+	sources, closeAll, err := BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
+		SourceOptions{Cached: !opts.PersistedOnly, VerifyAlignment: opts.VerifyAlignment, CoordinatorWait: opts.CoordinatorWait})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+
+	progress := opts.IO.StartProgress("checking offsets")
+	rep, err := chk.Run(ctx, sources, chk.Options{
+		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, VerifyAlignment: opts.VerifyAlignment,
+		FailOn: failOn, Concurrency: opts.Concurrency,
+	})
+	progress.Stop()
+	if err != nil {
+		return cmdutil.UsageError(err)
+	}
+	if opts.PrometheusFile != "" {
+		if err := chk.WriteTextfile(opts.PrometheusFile, rep); err != nil {
+			return cmdutil.UsageError(err)
+		}
+	}
+	if err := output.Print(opts.IO, opts.Format, rep, func(tp *output.TablePrinter) { renderTable(tp, rep, opts.IO, !opts.PersistedOnly) }); err != nil {
+		return err
+	}
+	if opts.Format == output.Table {
+		w := opts.IO.ErrOut
+		if opts.IO.IsStdoutTTY() {
+			w = opts.IO.Out
+		}
+		writeFooter(w, rep)
+	}
+	if opts.Format != output.Table {
+		for _, e := range rep.Errors {
+			fmt.Fprintln(opts.IO.ErrOut, "error:", e.Error)
+		}
+	}
+	return cmdutil.SilentError(rep.ExitCode)
+}
+
+// CellText renders a cell as "cached/persisted": "-" absent, "?" unknown (not asked or failed).
+func CellText(c chk.Cell, cachedAsked bool) string {
+	cached := "?"
+	switch {
+	case c.Cached != nil:
+		cached = fmt.Sprint(*c.Cached)
+	case cachedAsked && c.Status != offsets.StatusError && c.Status != offsets.StatusCoordinatorUnavailable:
+		cached = "-"
+	}
+	persisted := "-"
+	switch {
+	case c.Persisted != nil:
+		persisted = fmt.Sprint(*c.Persisted)
+	case strings.HasPrefix(c.Error, "offsets topic unreadable"):
+		persisted = "?"
+	}
+	return cached + "/" + persisted
+}
+
+func renderTable(tp *output.TablePrinter, rep *chk.Report, io *iostreams.IOStreams, cachedAsked bool) {
+	cs := io.ColorScheme()
+	header := []string{"GROUP", "TOPIC", "PARTITION", "OFFSETS-PARTITION"}
+	for _, c := range rep.Clusters {
+		header = append(header, strings.ToUpper(c)+" CACHED/PERSISTED")
+	}
+	header = append(header, "LAG", "STATUS")
+	tp.AddHeader(header...)
+	for _, r := range rep.Rows {
+		tp.AddField(r.Group)
+		tp.AddField(r.Topic)
+		tp.AddField(fmt.Sprint(r.Partition))
+		tp.AddField(fmt.Sprint(r.OffsetsPartition))
+		var lags []string
+		for _, c := range rep.Clusters {
+			cell := r.Clusters[c]
+			txt := CellText(cell, cachedAsked)
+			if cell.Status != offsets.StatusOK {
+				txt += " " + strings.ToUpper(string(cell.Status))
+			}
+			tp.AddField(txt)
+			if cell.Lag != nil {
+				lags = append(lags, fmt.Sprintf("%s:%d", c, *cell.Lag))
+			}
+		}
+		lag := "-"
+		if len(lags) > 0 {
+			lag = strings.Join(lags, " ")
+		}
+		tp.AddField(lag)
+		st := strings.ToUpper(string(r.Status))
+		if tp.IsTTY() {
+			st = cs.Status(st)
+		}
+		tp.AddField(st)
+		tp.EndRow()
+	}
+}
+
+// writeFooter prints the summary line, the cluster errors and the hints.
+func writeFooter(w io.Writer, rep *chk.Report) {
+	var parts []string
+	for _, st := range offsets.Statuses {
+		if n := rep.Summary[string(st)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToUpper(string(st))))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"no offsets found"}
+	}
+	fmt.Fprintf(w, "\n%d rows: %s (exit %d)\n", len(rep.Rows), strings.Join(parts, ", "), rep.ExitCode)
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "error: %s\n", e.Error)
+	}
+	for _, wn := range rep.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	for _, h := range Hints(rep) {
+		fmt.Fprintf(w, "hint: %s\n", h)
+	}
+}
+
+// Hints are the next commands to run, per status found (at most a few of each).
+func Hints(rep *chk.Report) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(s string) {
+		if !seen[s] && len(out) < 10 {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, r := range rep.Rows {
+		for _, c := range rep.Clusters {
+			switch r.Clusters[c].Status {
+			case offsets.StatusStaleCache:
+				add(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
+			case offsets.StatusReplicationLag:
+				add(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor --cluster %s", c, c))
+			case offsets.StatusDiverged, offsets.StatusMissing:
+				add(fmt.Sprintf("kop-offsets dump --cluster %s --group %s   # history of the group's commits on %s", c, r.Group, c))
+			case offsets.StatusCoordinatorUnavailable:
+				add(fmt.Sprintf("kop-offsets locate %s --cluster %s   # who should own the group's offsets partition", r.Group, c))
+			case offsets.StatusMisaligned:
+				add(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
+			}
+		}
+	}
+	return out
+}
+
+// FactoryConnect builds real sources from the Factory: a pulsarx.Reader and Admin for the
+// persisted side and replication stats, kadm for KoP.
+func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
+	return func(cl config.Cluster, so SourceOptions) (chk.Cluster, func(), error) {
+		admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
+		if err != nil {
+			return chk.Cluster{}, nil, err
+		}
+		pc, err := f.PulsarClient(cl)
+		if err != nil {
+			return chk.Cluster{}, nil, err
+		}
+		closers := []func(){pc.Close}
+		c := chk.Cluster{
+			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
+			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.ReaderOptions{}),
+			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
+		}
+		if so.Cached || so.Describe {
+			kc, err := f.KafkaClient(cl, chk.FetcherClientOpts(f.Flags.Timeout)...)
+			if err != nil {
+				pc.Close()
+				return chk.Cluster{}, nil, err
+			}
+			closers = append(closers, kc.Close)
+			c.Fetcher = &chk.KafkaFetcher{Admin: kadm.NewClient(kc), CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
+		}
+		if so.VerifyAlignment {
+			c.Records = &chk.KafkaRecordReader{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
+		}
+		return c, func() {
+			for _, fn := range closers {
+				fn()
+			}
+		}, nil
+	}
+}

@@ -1,0 +1,360 @@
+// Package reload implements `kop-offsets reload`: unload the namespace bundles that hold
+// the offsets partitions of some groups, make a broker load them again, and verify that KoP
+// then serves the persisted offsets. The domain logic is in internal/reload.
+package reload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// DefaultMaxBundles is the default of --max-bundles: one bundle, i.e. one group's offsets
+// partition and its neighbours. Unloading more at once multiplies the rebalances; an operator
+// who wants it says so.
+const DefaultMaxBundles = 1
+
+// Options of `reload`.
+type Options struct {
+	IO     *iostreams.IOStreams
+	Format output.Format
+
+	// Target returns the cluster to write to and every configured cluster.
+	Target     func() (config.Cluster, []config.Cluster, error)
+	NewSession SessionFunc
+	// Confirm asks the operator on the terminal; default Confirm.
+	Confirm func(question string) (bool, error)
+
+	Groups      []string
+	Partitions  []int32
+	FromCheck   string
+	DryRun      bool
+	Yes         bool
+	AllowActive bool
+	MaxBundles  int
+	Pause       time.Duration
+	Wait        time.Duration
+}
+
+// Document is what `reload -o json` prints.
+type Document struct {
+	SchemaVersion int                `json:"schemaVersion"`
+	DryRun        bool               `json:"dryRun"`
+	Plan          *reload.ReloadPlan `json:"plan"`
+	// Refusal says why nothing was done (every bundle refused, more bundles than
+	// --max-bundles, the operator declined); empty when the plan was carried out.
+	Refusal   string            `json:"refusal,omitempty"`
+	Execution *reload.Execution `json:"execution"`
+	ExitCode  int               `json:"exitCode"`
+}
+
+// NewCmdReload returns `reload`. runF replaces the run function in tests.
+func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	var partitions []int
+	cmd := &cobra.Command{
+		Use:   "reload (--group G... | --partition N... | --from-check FILE) --cluster NAME",
+		Short: "Invalidate and reload KoP's cached group metadata through a bundle unload, then verify",
+		Long: strings.TrimSpace(`
+Make KoP on one cluster (--cluster) drop and reload the cached offsets of some consumer
+groups, without restarting brokers, and prove that it then serves what its offsets topic
+holds.
+
+KoP reads an offsets partition only when its broker takes ownership of the namespace
+bundle of <tenant>/__kafka that holds the partition. A single-topic unload clears the
+partition's groups but does not load them again. So reload, for each bundle:
+  1. unloads the bundle (admin API),
+  2. looks up every offsets partition in it, which makes a broker take the bundle: KoP
+     loads every offsets partition of the bundle from the topic,
+  3. waits (at most --wait) until OffsetFetch for every affected group answers without
+     COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR and with the offsets now persisted.
+
+Blast radius: every group persisted in any offsets partition of those bundles is reloaded,
+and groups with live members rebalance. The plan lists them all, with their members on
+this cluster and on the other configured clusters (DescribeGroups). A bundle with a live
+group, or a group whose activity is unknown (KoP did not answer: not proven idle), is
+refused unless --allow-active. More bundles than --max-bundles (default 1): nothing is
+done.
+
+The plan is printed first. --dry-run stops there. Otherwise reload asks on a terminal, or
+needs --yes; without a terminal and without --yes it exits 2 before contacting anything.
+It stops at the first bundle that does not end verified and says exactly which bundles
+were unloaded and which were not. See docs/reload.md.
+
+Used for: fixing stale_cache rows of 'kop-offsets check' (--from-check takes its -o json).
+Required permission: Pulsar admin (namespace bundle unload, topic lookup) on
+<tenant>/<metadataNamespace>; Kafka DescribeGroups/OffsetFetch on the groups.
+Output: the plan, then per bundle and per group the cached offsets before and after;
+-o json|yaml gives one document (schemaVersion 1) with plan and execution.
+
+Exit codes: 0 reloaded and verified (or --dry-run); 2 usage error, or no --yes without a
+terminal, or the operator declined (nothing written); 3 an endpoint failed (admin API,
+offsets topic, KoP): what was done is reported, the cache is not proven fresh; 4 the
+cache still differs after --wait, or the plan was refused (live/unknown groups without
+--allow-active, more bundles than --max-bundles): nothing was unloaded then.`),
+		Example: cmdutil.Examples(`
+  # see what reloading group G on wus would touch
+  kop-offsets reload --cluster wus --group G --dry-run
+
+  # reload it, without a prompt
+  kop-offsets reload --cluster wus --group G --yes
+
+  # reload every stale_cache row of wus found by check
+  kop-offsets check -o json > check.json
+  kop-offsets reload --cluster wus --from-check check.json --max-bundles 4 --pause 30s --yes`),
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n := 0
+			for _, b := range []bool{len(opts.Groups) > 0 || len(partitions) > 0, opts.FromCheck != ""} {
+				if b {
+					n++
+				}
+			}
+			if n != 1 {
+				return cmdutil.FlagErrorf("give --group and/or --partition, or --from-check")
+			}
+			for _, p := range partitions {
+				if p < 0 || p > 1<<31-1 {
+					return cmdutil.FlagErrorf("--partition %d: not an offsets partition", p)
+				}
+				opts.Partitions = append(opts.Partitions, int32(p))
+			}
+			for _, g := range opts.Groups {
+				if g == "" {
+					return cmdutil.FlagErrorf("--group must not be empty")
+				}
+			}
+			if opts.MaxBundles < 1 {
+				return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", opts.MaxBundles)
+			}
+			if opts.Wait <= 0 {
+				return cmdutil.FlagErrorf("--wait must be positive, got %s", opts.Wait)
+			}
+			if opts.Pause < 0 {
+				return cmdutil.FlagErrorf("--pause must not be negative, got %s", opts.Pause)
+			}
+			var err error
+			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+				return err
+			}
+			opts.Target = func() (config.Cluster, []config.Cluster, error) { return Target(f) }
+			opts.NewSession = NewSessionFunc(f, func(format string, a ...any) {
+				f.Logger().Debug(fmt.Sprintf(format, a...))
+			})
+			if runF != nil {
+				return runF(opts)
+			}
+			return reloadRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVar(&opts.Groups, "group", nil, "consumer group whose offsets partition's bundle is reloaded (repeatable, comma-separated)")
+	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
+	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows of this cluster in a 'check -o json' file (- for stdin)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan and stop: nothing is written")
+	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
+	fl.BoolVar(&opts.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
+	fl.IntVar(&opts.MaxBundles, "max-bundles", DefaultMaxBundles, "refuse plans that unload more bundles than this")
+	fl.DurationVar(&opts.Pause, "pause", 0, "pause between two bundles")
+	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "how long to wait, per bundle, for KoP to serve the persisted offsets")
+	return cmd
+}
+
+func reloadRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+		return err
+	}
+	target, all, err := opts.Target()
+	if err != nil {
+		return err
+	}
+	req := reload.Request{Groups: opts.Groups, Partitions: opts.Partitions}
+	if opts.FromCheck != "" {
+		doc, err := readCheck(opts.FromCheck, opts.IO)
+		if err != nil {
+			return err
+		}
+		req.Groups = doc.StaleGroups(target.Name)
+		if len(req.Groups) == 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "no stale_cache row for cluster %s in %s: nothing to reload\n", target.Name, opts.FromCheck)
+			return printDoc(opts, &Document{SchemaVersion: 1, DryRun: opts.DryRun, Refusal: "nothing stale"}, nil)
+		}
+	}
+	sess, err := opts.NewSession(target, all)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	sess.Planner.AllowActive = opts.AllowActive
+	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
+
+	plan, err := sess.Planner.Plan(ctx, req)
+	if err != nil {
+		if errors.Is(err, reload.ErrBadRequest) {
+			return cmdutil.UsageError(err)
+		}
+		return cmdutil.UnreachableError(fmt.Errorf("%w (nothing was unloaded)", err))
+	}
+	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Plan: plan}
+	res := RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, RunOptions{
+		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: false, Confirm: opts.Confirm,
+	})
+	if res.Err != nil {
+		return res.Err
+	}
+	doc.Refusal, doc.Execution, doc.ExitCode = res.Refusal, res.Execution, res.ExitCode
+	return printDoc(opts, doc, res)
+}
+
+func printDoc(opts *Options, doc *Document, res *RunResult) error {
+	cs := opts.IO.ColorScheme()
+	if opts.Format != output.Table {
+		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
+			return err
+		}
+	} else if res != nil && res.Execution != nil {
+		if err := WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), cs, res.Execution); err != nil {
+			return err
+		}
+	}
+	if res != nil && res.Execution != nil && doc.Plan != nil {
+		fmt.Fprintln(opts.IO.ErrOut, Summary(doc.Plan.Cluster, res.Execution))
+	}
+	if doc.Refusal != "" && res != nil {
+		fmt.Fprintln(opts.IO.ErrOut, doc.Refusal)
+	}
+	return cmdutil.SilentError(doc.ExitCode)
+}
+
+func readCheck(path string, ios *iostreams.IOStreams) (*reload.CheckDocument, error) {
+	if path == "-" {
+		d, err := reload.ParseCheckDocument(ios.In)
+		if err != nil {
+			return nil, cmdutil.UsageErrorf("--from-check -: %v", err)
+		}
+		return d, nil
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, cmdutil.UsageErrorf("--from-check: %v", err)
+	}
+	defer fh.Close()
+	d, err := reload.ParseCheckDocument(fh)
+	if err != nil {
+		return nil, cmdutil.UsageErrorf("--from-check %s: %v", path, err)
+	}
+	return d, nil
+}
+
+// RunOptions tune RunPlan.
+type RunOptions struct {
+	DryRun     bool
+	Yes        bool
+	MaxBundles int
+	// TruncateToMax reloads the first MaxBundles executable bundles and leaves the rest
+	// (repair); otherwise a plan with more is refused (reload).
+	TruncateToMax bool
+	Confirm       func(string) (bool, error)
+	// Quiet prints nothing (the caller prints a combined document).
+	Quiet bool
+}
+
+// RunResult is the outcome of RunPlan.
+type RunResult struct {
+	Refusal   string
+	Execution *reload.Execution
+	ExitCode  int
+	Err       error // an error to return as is (the operator declined: exit 2)
+}
+
+// RunPlan shows plan, applies the guards, asks for confirmation and executes it. The plan
+// goes to stdout in table format and to stderr otherwise when a confirmation is asked.
+func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format, plan *reload.ReloadPlan, ex *reload.Executor, o RunOptions) *RunResult {
+	cs := ios.ColorScheme()
+	if !o.Quiet {
+		switch {
+		case format == output.Table:
+			_ = WritePlan(ios.Out, ios.IsStdoutTTY(), cs, plan)
+			fmt.Fprintln(ios.Out)
+		case !o.DryRun && !o.Yes:
+			_ = WritePlan(ios.ErrOut, ios.IsStderrTTY(), cs, plan)
+		}
+	}
+	res := &RunResult{}
+	run := plan.Executable()
+	if len(plan.Bundles) == 0 {
+		res.Refusal = "nothing to reload"
+		return res
+	}
+	if len(run) == 0 {
+		res.Refusal = fmt.Sprint("refused: every bundle of the plan has live or unknown groups (see the plan); nothing was unloaded; --allow-active reloads them anyway")
+		res.ExitCode = cmdutil.ExitWriteFailed
+		if o.DryRun {
+			res.Refusal, res.ExitCode = "dry run: would be "+res.Refusal, cmdutil.ExitOK
+		}
+		return res
+	}
+	if len(run) > o.MaxBundles {
+		if o.TruncateToMax {
+			run = run[:o.MaxBundles]
+		} else {
+			res.Refusal = fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-bundles %d; nothing was unloaded", len(run), o.MaxBundles)
+			res.ExitCode = cmdutil.ExitWriteFailed
+			if o.DryRun {
+				res.Refusal, res.ExitCode = "dry run: would be "+res.Refusal, cmdutil.ExitOK
+			}
+			return res
+		}
+	}
+	if o.DryRun {
+		res.Refusal = "dry run: nothing was unloaded"
+		return res
+	}
+	if !o.Yes {
+		confirm := o.Confirm
+		if confirm == nil {
+			confirm = func(q string) (bool, error) { return Confirm(ios, q) }
+		}
+		groups, live := 0, 0
+		for _, b := range run {
+			groups += len(b.Groups)
+			live += len(b.Active)
+		}
+		q := fmt.Sprintf("Unload %d bundle(s) of %s on %s (%s)? %d group(s) reload, %d of them live or unknown.",
+			len(run), plan.Namespace, plan.Cluster, rangesOf(run), groups, live)
+		ok, err := confirm(q)
+		if err != nil {
+			res.Err = cmdutil.UsageError(fmt.Errorf("confirmation: %w", err))
+			return res
+		}
+		if !ok {
+			res.Err = fmt.Errorf("not confirmed: nothing was unloaded: %w", cmdutil.ErrCancel)
+			return res
+		}
+	}
+	res.Execution = ex.Execute(ctx, plan, run)
+	res.ExitCode = res.Execution.ExitCode
+	return res
+}
+
+func rangesOf(bs []reload.PlannedBundle) string {
+	s := make([]string, len(bs))
+	for i, b := range bs {
+		s[i] = b.Range
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,255 @@
+package reload
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+type fakeAdmin struct {
+	mu      sync.Mutex
+	bundles []pulsarx.Bundle
+	writes  []string
+	failAll error
+}
+
+func (f *fakeAdmin) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
+	return 8, f.failAll
+}
+func (f *fakeAdmin) Bundles(context.Context, string) ([]pulsarx.Bundle, error) {
+	return f.bundles, f.failAll
+}
+func (f *fakeAdmin) UnloadBundle(_ context.Context, ns, r string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, "unload "+r)
+	return nil
+}
+func (f *fakeAdmin) LookupOwner(_ context.Context, topic string) (pulsarx.Owner, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, "lookup "+topic)
+	return pulsarx.Owner{BrokerURL: "pulsar://b:6650"}, nil
+}
+
+type idle struct{}
+
+func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.GroupActivity, error) {
+	out := map[string]reload.GroupActivity{}
+	for _, g := range gs {
+		out[g] = reload.GroupActivity{State: "Empty"}
+	}
+	return out, nil
+}
+
+// fresh serves whatever the reader holds (a KoP that loaded the topic).
+type fresh struct{ rd *testkit.MemReader }
+
+func (f fresh) FetchOffsets(ctx context.Context, g string) ([]reload.TopicOffset, error) {
+	po, err := offsets.ReplayPartition(ctx, f.rd, offsets.PartitionFor(g, 8), offsets.OrderingKoP)
+	if err != nil {
+		return nil, err
+	}
+	var out []reload.TopicOffset
+	for _, c := range po.GroupOffsets(g) {
+		out = append(out, reload.TopicOffset{Topic: offsets.ShortName(c.Topic, "public/default"), Partition: c.Partition, Offset: c.Offset})
+	}
+	return out, nil
+}
+
+type harness struct {
+	opts     *Options
+	admin    *fakeAdmin
+	sessions int
+	out, err *bytes.Buffer
+	in       *bytes.Buffer
+	ios      *iostreams.IOStreams
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ios, in, out, errb := iostreams.Test()
+	b, _ := pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
+	h := &harness{admin: &fakeAdmin{bundles: b}, out: out, err: errb, in: in, ios: ios}
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
+	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
+	h.opts = &Options{
+		IO: ios, Format: output.Table,
+		Target: func() (config.Cluster, []config.Cluster, error) { return scus, []config.Cluster{scus}, nil },
+		NewSession: func(target config.Cluster, all []config.Cluster) (*Session, error) {
+			h.sessions++
+			ref := Ref(target)
+			return &Session{
+				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}}},
+				Executor: &reload.Executor{Cluster: ref, Admin: h.admin, Reader: rd, Fetcher: fresh{rd}, PollInterval: time.Millisecond},
+				Close:    func() {},
+			}, nil
+		},
+		Groups: []string{"G"}, MaxBundles: 1, Wait: time.Second,
+	}
+	return h
+}
+
+func TestConfirmationRules(t *testing.T) {
+	ctx := context.Background()
+	t.Run("no tty, no --yes: exit 2 before contacting anything", func(t *testing.T) {
+		h := newHarness(t)
+		err := reloadRun(ctx, h.opts)
+		if cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--yes") {
+			t.Fatalf("err %v (exit %d)", err, cmdutil.ExitCode(err))
+		}
+		if h.sessions != 0 || len(h.admin.writes) != 0 {
+			t.Errorf("contacted: sessions %d writes %v", h.sessions, h.admin.writes)
+		}
+	})
+	t.Run("--yes: no prompt, executes", func(t *testing.T) {
+		h := newHarness(t)
+		h.opts.Yes = true
+		h.opts.Confirm = func(string) (bool, error) { t.Fatal("asked despite --yes"); return false, nil }
+		if err := reloadRun(ctx, h.opts); err != nil {
+			t.Fatalf("err %v\n%s", err, h.err)
+		}
+		if len(h.admin.writes) != 3 || !strings.Contains(h.out.String(), "verified") {
+			t.Errorf("writes %v\n%s", h.admin.writes, h.out)
+		}
+	})
+	t.Run("tty, answer yes", func(t *testing.T) {
+		h := newHarness(t)
+		h.ios.SetStdinTTY(true)
+		h.ios.SetStdoutTTY(true)
+		h.in.WriteString("y\n")
+		if err := reloadRun(ctx, h.opts); err != nil {
+			t.Fatalf("err %v", err)
+		}
+		if !strings.Contains(h.err.String(), "Unload 1 bundle(s) of public/__kafka on scus (0x80000000_0xc0000000)? 1 group(s) reload") {
+			t.Errorf("prompt: %q", h.err.String())
+		}
+		if len(h.admin.writes) == 0 {
+			t.Error("not executed")
+		}
+	})
+	t.Run("tty, answer no: exit 2, nothing written", func(t *testing.T) {
+		h := newHarness(t)
+		h.ios.SetStdinTTY(true)
+		h.ios.SetStdoutTTY(true)
+		h.in.WriteString("n\n")
+		err := reloadRun(ctx, h.opts)
+		if cmdutil.ExitCode(err) != 2 || len(h.admin.writes) != 0 {
+			t.Fatalf("err %v writes %v", err, h.admin.writes)
+		}
+	})
+	t.Run("--dry-run: plan only, exit 0, no tty needed", func(t *testing.T) {
+		h := newHarness(t)
+		h.opts.DryRun = true
+		h.opts.Format = output.JSON
+		if err := reloadRun(ctx, h.opts); err != nil {
+			t.Fatal(err)
+		}
+		var doc Document
+		if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, h.out)
+		}
+		if doc.SchemaVersion != 1 || !doc.DryRun || doc.Execution != nil || len(doc.Plan.Bundles) != 1 || len(h.admin.writes) != 0 {
+			t.Errorf("doc %+v writes %v", doc, h.admin.writes)
+		}
+	})
+}
+
+func TestExitCodes(t *testing.T) {
+	ctx := context.Background()
+	t.Run("admin unreachable: 3, nothing claimed on stdout", func(t *testing.T) {
+		h := newHarness(t)
+		h.opts.Yes = true
+		h.admin.failAll = &pulsarx.AdminError{Cluster: "scus", Op: "get partitioned metadata of", Status: 0, Err: os.ErrDeadlineExceeded}
+		err := reloadRun(ctx, h.opts)
+		if cmdutil.ExitCode(err) != 3 || h.out.Len() != 0 || !strings.Contains(err.Error(), "nothing was unloaded") {
+			t.Fatalf("err %v out %q", err, h.out)
+		}
+	})
+	t.Run("more bundles than --max-bundles: 4, nothing unloaded", func(t *testing.T) {
+		h := newHarness(t)
+		h.opts.Yes = true
+		h.opts.Groups = nil
+		h.opts.Partitions = []int32{0, 1}
+		err := reloadRun(ctx, h.opts)
+		if cmdutil.ExitCode(err) != 4 || len(h.admin.writes) != 0 || !strings.Contains(h.err.String(), "more than --max-bundles 1") {
+			t.Fatalf("err %v writes %v stderr %s", err, h.admin.writes, h.err)
+		}
+	})
+	t.Run("unknown partition: 2", func(t *testing.T) {
+		h := newHarness(t)
+		h.opts.Yes = true
+		h.opts.Partitions = []int32{99}
+		if err := reloadRun(ctx, h.opts); cmdutil.ExitCode(err) != 2 {
+			t.Fatalf("err %v", err)
+		}
+	})
+}
+
+func TestFromCheck(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "check.json")
+	doc := `{"schemaVersion":1,"clusters":["scus","wus"],"rows":[
+	 {"group":"G","topic":"topic-1","partition":0,"offsetsPartition":7,"status":"stale_cache","clusters":{"scus":{"cached":500,"persisted":10900,"status":"stale_cache"},"wus":{"cached":10900,"persisted":10900,"status":"ok"}}},
+	 {"group":"H","topic":"topic-1","partition":0,"offsetsPartition":1,"status":"diverged","clusters":{"scus":{"cached":1,"persisted":1,"status":"diverged"}}}]}`
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t)
+	h.opts.Groups, h.opts.FromCheck, h.opts.DryRun, h.opts.Format = nil, p, true, output.JSON
+	if err := reloadRun(context.Background(), h.opts); err != nil {
+		t.Fatal(err)
+	}
+	var d Document
+	_ = json.Unmarshal(h.out.Bytes(), &d)
+	if d.Plan == nil || len(d.Plan.RequestedGroups) != 1 || d.Plan.RequestedGroups[0] != "G" {
+		t.Fatalf("plan %+v", d.Plan)
+	}
+	h.opts.FromCheck = filepath.Join(dir, "missing.json")
+	if err := reloadRun(context.Background(), h.opts); cmdutil.ExitCode(err) != 2 {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"reload", "--group", "G"}, true},
+		{[]string{"reload", "--partition", "3,7", "--group", "G"}, true},
+		{[]string{"reload", "--from-check", "x.json"}, true},
+		{[]string{"reload"}, false},
+		{[]string{"reload", "--group", "G", "--from-check", "x.json"}, false},
+		{[]string{"reload", "--group", "G", "--max-bundles", "0"}, false},
+		{[]string{"reload", "--group", "G", "--wait", "0s"}, false},
+	} {
+		var got *Options
+		root := cmdutil.NewTestRoot(f, NewCmdReload(f, func(o *Options) error { got = o; return nil }))
+		root.SetArgs(tc.args)
+		err := root.Execute()
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: err %v", tc.args, err)
+		}
+		if tc.ok && (got == nil || got.MaxBundles != DefaultMaxBundles || got.Wait != reload.DefaultWait) {
+			t.Errorf("%v: options %+v", tc.args, got)
+		}
+	}
+}

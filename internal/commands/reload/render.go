@@ -1,0 +1,187 @@
+package reload
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// WritePlan writes plan as text tables: the bundles to unload, then every affected group with
+// its activity per cluster.
+func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.ReloadPlan) error {
+	fmt.Fprintf(w, "Reload plan for cluster %s: %d bundle(s) of %s, %d group(s) reloaded (%s, %d partitions)\n",
+		plan.Cluster, len(plan.Bundles), plan.Namespace, len(plan.Groups), plan.OffsetsTopic, plan.OffsetsPartitions)
+	tp := output.NewTablePrinterTo(w, tty)
+	tp.AddHeader("BUNDLE", "OFFSETS PARTITIONS", "GROUPS", "ACTIVE", "ACTION")
+	for _, b := range plan.Bundles {
+		action := "unload + lookup"
+		if b.Refused {
+			action = "REFUSED: " + b.Reason
+			if tty {
+				action = cs.Red(action)
+			}
+		}
+		tp.AddRow(b.Range, joinInt32(b.OffsetsPartitions), strconv.Itoa(len(b.Groups)), activeCell(b.Active), action)
+	}
+	if err := tp.Render(); err != nil {
+		return err
+	}
+	if len(plan.Groups) == 0 {
+		fmt.Fprintln(w, "No group is persisted in these offsets partitions.")
+		return nil
+	}
+	fmt.Fprintln(w)
+	tp = output.NewTablePrinterTo(w, tty)
+	hdr := []string{"GROUP", "OFFSETS PARTITION", "BUNDLE", "REQUESTED", "PERSISTED"}
+	for _, c := range plan.Clusters {
+		hdr = append(hdr, strings.ToUpper(c))
+	}
+	tp.AddHeader(hdr...)
+	errs := map[string]string{}
+	for _, g := range plan.Groups {
+		row := []string{g.Group, strconv.Itoa(int(g.OffsetsPartition)), g.Bundle, yesNo(g.Requested), FormatOffsets(g.Persisted)}
+		for _, c := range plan.Clusters {
+			a := g.Activity[c]
+			cell := a.Status
+			switch {
+			case a.Status == reload.ActivityLive && a.Members != nil:
+				cell = fmt.Sprintf("live (%d members)", *a.Members)
+			case a.Error != "":
+				if _, ok := errs[c]; !ok {
+					errs[c] = a.Error
+				}
+			}
+			if tty {
+				switch a.Status {
+				case reload.ActivityLive, reload.ActivityUnknown:
+					cell = cs.Yellow(cell)
+				}
+			}
+			row = append(row, cell)
+		}
+		tp.AddRow(row...)
+	}
+	if err := tp.Render(); err != nil {
+		return err
+	}
+	for _, c := range slices.Sorted(maps.Keys(errs)) {
+		fmt.Fprintf(w, "unknown on %s: KoP did not answer DescribeGroups: %s\n", c, errs[c])
+	}
+	return nil
+}
+
+// WriteExecution writes what a reload did: per bundle, then per group before and after.
+func WriteExecution(w io.Writer, tty bool, cs *iostreams.ColorScheme, ex *reload.Execution) error {
+	fmt.Fprintln(w, "Reload result:")
+	tp := output.NewTablePrinterTo(w, tty)
+	tp.AddHeader("BUNDLE", "STATUS", "UNLOADED", "LOADED", "OWNER", "DETAIL")
+	for _, b := range ex.Bundles {
+		st := b.Status
+		if tty {
+			st = statusColor(cs, st)
+		}
+		tp.AddRow(b.Range, st, yesNo(b.Unloaded), yesNo(b.Loaded), dash(b.Owner), dash(b.Error))
+	}
+	if err := tp.Render(); err != nil {
+		return err
+	}
+	if len(ex.Groups) > 0 {
+		fmt.Fprintln(w)
+		tp = output.NewTablePrinterTo(w, tty)
+		tp.AddHeader("GROUP", "BUNDLE", "CACHED BEFORE", "PERSISTED", "CACHED AFTER", "STATUS")
+		for _, g := range ex.Groups {
+			st := g.Status
+			if tty {
+				st = statusColor(cs, st)
+			}
+			tp.AddRow(g.Group, g.Bundle, formatAnswer(g.Before), FormatOffsets(g.Persisted), formatAnswer(g.After), st)
+		}
+		if err := tp.Render(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Summary is one line saying which bundles were unloaded and which were not.
+func Summary(cluster string, ex *reload.Execution) string {
+	u, n := "none", "none"
+	if len(ex.Unloaded) > 0 {
+		u = strings.Join(ex.Unloaded, ", ")
+	}
+	if len(ex.NotUnloaded) > 0 {
+		n = strings.Join(ex.NotUnloaded, ", ")
+	}
+	return fmt.Sprintf("cluster %s: unloaded bundles: %s; not unloaded: %s", cluster, u, n)
+}
+
+func statusColor(cs *iostreams.ColorScheme, s string) string {
+	switch s {
+	case reload.BundleVerified, reload.GroupFresh:
+		return cs.Green(s)
+	case reload.BundleNotAttempted, reload.GroupNotReloaded, reload.BundleRefused:
+		return cs.Gray(s)
+	case reload.BundleCacheDiffers, reload.GroupCoordinatorUnavailable:
+		return cs.Red(s)
+	default:
+		return cs.Yellow(s)
+	}
+}
+
+// FormatOffsets formats offsets as "topic/partition=offset,...", "none" when empty.
+func FormatOffsets(os []reload.TopicOffset) string {
+	if len(os) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(os))
+	for i, o := range os {
+		parts[i] = fmt.Sprintf("%s/%d=%d", o.Topic, o.Partition, o.Offset)
+	}
+	return strings.Join(parts, ",")
+}
+
+func formatAnswer(a *reload.CacheAnswer) string {
+	switch {
+	case a == nil:
+		return "-"
+	case a.Error != "":
+		return a.ErrorKind + ": " + a.Error
+	}
+	return FormatOffsets(a.Offsets)
+}
+
+func activeCell(active []string) string {
+	if len(active) == 0 {
+		return "none"
+	}
+	return strings.Join(active, ",")
+}
+
+func joinInt32(s []int32) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = strconv.Itoa(int(v))
+	}
+	return strings.Join(parts, ",")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,138 @@
+package reload
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// Session is a Planner and an Executor wired to one target cluster, plus the KoP
+// listeners of every cluster for the activity of the groups.
+type Session struct {
+	Planner  *reload.Planner
+	Executor *reload.Executor
+	Close    func()
+}
+
+// SessionFunc builds the Session of target; all are every configured cluster (target
+// included), whose KoP listeners are asked whether the affected groups are live.
+type SessionFunc func(target config.Cluster, all []config.Cluster) (*Session, error)
+
+// Ref is the reload.ClusterRef of a configured cluster.
+func Ref(cl config.Cluster) reload.ClusterRef {
+	return reload.ClusterRef{Name: cl.Name, Tenant: cl.Tenant, MetadataNamespace: cl.MetadataNamespace, KafkaNamespace: cl.KafkaNamespace}
+}
+
+// NewSessionFunc returns the SessionFunc of the real clients built from f: pulsarx.Admin
+// for the admin API, a non-durable pulsarx.Reader for the offsets topic, kadm for the KoP
+// listeners (one per cluster that has kafkaBootstrap).
+func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
+	return func(target config.Cluster, all []config.Cluster) (*Session, error) {
+		var closers []func()
+		closeAll := func() {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+		adm, err := adminutil.NewAdmin(target, f.Flags.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		pc, err := f.PulsarClient(target)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, pc.Close)
+		rd := pulsarx.NewReader(target.Name, pc, adm, target.Tenant, target.MetadataNamespace, pulsarx.ReaderOptions{})
+		ds := map[string]reload.GroupDescriber{}
+		var fetcher reload.OffsetFetcher
+		for _, cl := range all {
+			kc, err := f.KafkaClient(cl)
+			if err != nil {
+				if errors.Is(err, connect.ErrNotConfigured) {
+					ds[cl.Name] = nil
+					continue
+				}
+				closeAll()
+				return nil, err
+			}
+			closers = append(closers, kc.Close)
+			kg := reload.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+			ds[cl.Name] = kg
+			if cl.Name == target.Name {
+				fetcher = kg
+			}
+		}
+		ref := Ref(target)
+		return &Session{
+			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds},
+			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
+			Close:    closeAll,
+		}, nil
+	}
+}
+
+// Target resolves the one cluster a writing command works on (--cluster; the only
+// configured cluster when there is one) and returns it with every configured cluster.
+func Target(f *cmdutil.Factory) (config.Cluster, []config.Cluster, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return config.Cluster{}, nil, err
+	}
+	sel, err := f.Clusters()
+	if err != nil {
+		return config.Cluster{}, nil, err
+	}
+	if len(sel) != 1 {
+		return config.Cluster{}, nil, cmdutil.UsageErrorf("reload writes to one cluster: select it with --cluster NAME (configured: %s)", strings.Join(config.Names(cfg.Clusters), ", "))
+	}
+	return sel[0], cfg.Clusters, nil
+}
+
+// ErrNeedConfirmation: a writing command has neither --yes nor a terminal to ask on.
+var ErrNeedConfirmation = errors.New("this command writes (it unloads namespace bundles): pass --yes to confirm, or --dry-run to only see the plan (stdin/stdout are not a terminal, so it cannot ask)")
+
+// CheckConfirmable fails with a usage error (exit 2) before anything is contacted when a
+// write would need a confirmation nobody can give.
+func CheckConfirmable(ios *iostreams.IOStreams, dryRun, yes bool) error {
+	if dryRun || yes || ios.CanPrompt() {
+		return nil
+	}
+	return cmdutil.UsageError(ErrNeedConfirmation)
+}
+
+// Confirm asks question on the terminal (stderr) and reads the answer from stdin: only
+// "y" or "yes" confirms.
+func Confirm(ios *iostreams.IOStreams, question string) (bool, error) {
+	fmt.Fprintf(ios.ErrOut, "%s [y/N] ", question)
+	var line strings.Builder
+	buf := make([]byte, 1)
+	for {
+		n, err := ios.In.Read(buf)
+		if n > 0 {
+			if buf[0] == '\n' {
+				break
+			}
+			line.WriteByte(buf[0])
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return false, err
+		}
+	}
+	a := strings.ToLower(strings.TrimSpace(line.String()))
+	return a == "y" || a == "yes", nil
+}

@@ -1,0 +1,422 @@
+// Package repair implements `kop-offsets repair`: check, reload exactly the bundles that
+// hold stale_cache rows, check again. Safe to run from cron: a lock file keeps two runs
+// apart, and a run with nothing stale does nothing.
+package repair
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	chk "github.com/kop-offsets/kop-offsets/internal/check"
+	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// DefaultMaxBundles is the default of --max-bundles for repair: bundles reloaded per run and
+// cluster. Stale bundles beyond it stay stale (exit 1) and the next run takes them.
+const DefaultMaxBundles = 1
+
+// ErrLocked: another repair holds the lock file.
+var ErrLocked = errors.New("another repair is running")
+
+// Options of `repair`.
+type Options struct {
+	IO     *iostreams.IOStreams
+	Format output.Format
+
+	// Targets returns the clusters repair may write to (--cluster; default all) and every
+	// configured cluster (the check always compares all of them).
+	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
+	Check      func(ctx context.Context, all []config.Cluster) (*reload.CheckDocument, error)
+	NewSession reloadcmd.SessionFunc
+	Confirm    func(string) (bool, error)
+
+	LockFile    string
+	DryRun      bool
+	Yes         bool
+	AllowActive bool
+	MaxBundles  int
+	Pause       time.Duration
+	Wait        time.Duration
+}
+
+// Document is what `repair -o json` prints.
+type Document struct {
+	SchemaVersion int  `json:"schemaVersion"`
+	DryRun        bool `json:"dryRun"`
+	// Stale are the stale_cache rows the first check found on the clusters repair writes to.
+	Stale []Row `json:"stale"`
+	// Left are the rows repair does not touch, with the reason.
+	Left     []Row           `json:"left"`
+	Clusters []ClusterRepair `json:"clusters"`
+	After    *AfterCheck     `json:"after"`
+	Summary  map[string]int  `json:"summary"`
+	Errors   []string        `json:"errors,omitempty"`
+	ExitCode int             `json:"exitCode"`
+}
+
+// Row is one check row on one cluster.
+type Row struct {
+	Cluster   string `json:"cluster"`
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// ClusterRepair is the reload of one cluster.
+type ClusterRepair struct {
+	Cluster   string             `json:"cluster"`
+	Groups    []string           `json:"groups"`
+	Plan      *reload.ReloadPlan `json:"plan"`
+	Refusal   string             `json:"refusal,omitempty"`
+	Execution *reload.Execution  `json:"execution"`
+	Error     string             `json:"error,omitempty"`
+	ExitCode  int                `json:"exitCode"`
+}
+
+// AfterCheck is the second check: the stale_cache rows that remain.
+type AfterCheck struct {
+	Stale []Row `json:"stale"`
+}
+
+// DefaultLockFile is $XDG_RUNTIME_DIR/kop-offsets-repair.lock, else
+// /tmp/kop-offsets-repair.lock.
+func DefaultLockFile() string {
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "kop-offsets-repair.lock")
+	}
+	return filepath.Join(os.TempDir(), "kop-offsets-repair.lock")
+}
+
+// NewCmdRepair returns `repair`. runF replaces the run function in tests.
+func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "repair",
+		Short: "Check, reload exactly the bundles holding stale_cache rows, check again",
+		Long: strings.TrimSpace(`
+Run 'check' over every configured cluster, reload (as 'kop-offsets reload' does: bundle
+unload, lookup, verification) exactly the bundles that hold stale_cache rows on the
+clusters repair may write to (--cluster; default all), then run 'check' again.
+
+Only stale_cache is repaired: KoP serves a value its own offsets topic does not hold, and a
+reload makes it load the topic. Rows that are replication_lag, diverged, missing,
+misaligned, coordinator_unavailable or error are listed with the reason repair leaves
+them: a reload would load the same persisted value.
+
+Safety as in reload: the plan is shown, --yes or a terminal confirmation is needed
+(--dry-run stops after the plans), bundles with live groups or groups of unknown activity
+are refused unless --allow-active. At most --max-bundles bundles (default 1) are
+reloaded per cluster and run; the others stay stale (exit 1) and the next run takes them.
+
+Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock or
+/tmp/kop-offsets-repair.lock, flock) keeps two runs apart: a second run while one holds it
+does nothing and exits 3 ("another repair is running"). A run with nothing stale does
+nothing and exits 0.
+
+Exit codes: 0 nothing stale, or every stale row it may fix is fixed; 1 stale rows remain
+(refused, beyond --max-bundles, or still stale after the reload); 2 usage error, no --yes
+without a terminal, declined; 3 an endpoint failed, or the lock is held; 4 a reload did
+not achieve its goal (the cache still differs after --wait).`),
+		Example: cmdutil.Examples(`
+  kop-offsets repair --dry-run
+  kop-offsets repair --cluster wus --yes
+  # crontab: every 10 minutes, unattended
+  */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`),
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.MaxBundles < 1 {
+				return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", opts.MaxBundles)
+			}
+			if opts.Wait <= 0 {
+				return cmdutil.FlagErrorf("--wait must be positive, got %s", opts.Wait)
+			}
+			if opts.Pause < 0 {
+				return cmdutil.FlagErrorf("--pause must not be negative, got %s", opts.Pause)
+			}
+			var err error
+			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+				return err
+			}
+			opts.Targets = func() ([]config.Cluster, []config.Cluster, error) {
+				cfg, err := f.Config()
+				if err != nil {
+					return nil, nil, err
+				}
+				sel, err := f.Clusters()
+				return sel, cfg.Clusters, err
+			}
+			opts.Check = FactoryCheck(f)
+			opts.NewSession = reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
+				f.Logger().Debug(fmt.Sprintf(format, a...))
+			})
+			if runF != nil {
+				return runF(opts)
+			}
+			return repairRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "check and print the plans, write nothing")
+	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
+	fl.BoolVar(&opts.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
+	fl.IntVar(&opts.MaxBundles, "max-bundles", DefaultMaxBundles, "bundles reloaded per cluster and run")
+	fl.DurationVar(&opts.Pause, "pause", 0, "pause between two bundles")
+	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "how long to wait, per bundle, for KoP to serve the persisted offsets")
+	return cmd
+}
+
+// FactoryCheck runs the check engine (internal/check, as `check` does, cached side
+// included) over all clusters and returns its report in the `check -o json` shape.
+func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster) (*reload.CheckDocument, error) {
+	return func(ctx context.Context, all []config.Cluster) (*reload.CheckDocument, error) {
+		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
+			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true})
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll()
+		rep, err := chk.Run(ctx, sources, chk.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return toDocument(rep)
+	}
+}
+
+// toDocument converts the engine's report through its JSON form, the contract (cli.md).
+func toDocument(rep any) (*reload.CheckDocument, error) {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return nil, err
+	}
+	return reload.ParseCheckDocument(bytes.NewReader(b))
+}
+
+// lock takes an exclusive flock on path without waiting.
+func lock(path string) (func(), error) {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fh.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is locked; nothing was done", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	_ = fh.Truncate(0)
+	_, _ = fmt.Fprintf(fh, "%d\n", os.Getpid())
+	return func() {
+		_ = syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+		fh.Close()
+	}, nil
+}
+
+func repairRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := reloadcmd.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+		return err
+	}
+	write, all, err := opts.Targets()
+	if err != nil {
+		return err
+	}
+	unlock, err := lock(opts.LockFile)
+	if err != nil {
+		return cmdutil.UnreachableError(err)
+	}
+	defer unlock()
+
+	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
+	first, err := opts.Check(ctx, all)
+	if err != nil {
+		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
+	}
+	endpointFailed := first.ExitCode == cmdutil.ExitUnreachable
+	if endpointFailed {
+		doc.Errors = append(doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
+	}
+	stale := map[string][]string{}
+	for _, cl := range write {
+		for _, r := range first.Rows {
+			st := r.CellStatus(cl.Name)
+			row := Row{Cluster: cl.Name, Group: r.Group, Topic: r.Topic, Partition: r.Partition, Status: st}
+			switch {
+			case r.Stale(cl.Name):
+				row.Status = reload.StatusStaleCache
+				doc.Stale = append(doc.Stale, row)
+				if !slices.Contains(stale[cl.Name], r.Group) {
+					stale[cl.Name] = append(stale[cl.Name], r.Group)
+				}
+			case st == reload.StatusOK || st == "":
+			default:
+				row.Reason = reload.LeaveReason(st)
+				if c := r.Clusters[cl.Name]; c.Error != "" {
+					row.Reason += ": " + c.Error
+				}
+				doc.Left = append(doc.Left, row)
+			}
+		}
+	}
+	doc.Summary["stale"] = len(doc.Stale)
+	doc.Summary["left"] = len(doc.Left)
+
+	worst := 0
+	raise := func(code int) {
+		rank := map[int]int{0: 0, 1: 1, 4: 2, 3: 3}
+		if rank[code] > rank[worst] {
+			worst = code
+		}
+	}
+	if endpointFailed {
+		raise(cmdutil.ExitUnreachable)
+	}
+	if len(doc.Stale) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "nothing stale: nothing to do")
+		doc.After = &AfterCheck{Stale: []Row{}}
+		return finish(opts, doc, worst)
+	}
+
+	executed := false
+	for _, cl := range write {
+		groups := stale[cl.Name]
+		if len(groups) == 0 {
+			continue
+		}
+		slices.Sort(groups)
+		cr := ClusterRepair{Cluster: cl.Name, Groups: groups}
+		sess, err := opts.NewSession(cl, all)
+		if err != nil {
+			cr.Error, cr.ExitCode = err.Error(), cmdutil.ExitCode(err)
+			raise(cmdutil.ExitUnreachable)
+			doc.Clusters = append(doc.Clusters, cr)
+			continue
+		}
+		sess.Planner.AllowActive = opts.AllowActive
+		sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
+		plan, err := sess.Planner.Plan(ctx, reload.Request{Groups: groups})
+		if err != nil {
+			sess.Close()
+			cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
+			raise(cmdutil.ExitUnreachable)
+			doc.Clusters = append(doc.Clusters, cr)
+			continue
+		}
+		cr.Plan = plan
+		res := reloadcmd.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, reloadcmd.RunOptions{
+			DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
+		})
+		sess.Close()
+		if res.Err != nil {
+			return res.Err
+		}
+		cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
+		if res.Refusal != "" {
+			fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
+		}
+		if res.Execution != nil {
+			executed = true
+			if opts.Format == output.Table {
+				_ = reloadcmd.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
+				fmt.Fprintln(opts.IO.Out)
+			}
+			fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
+			if res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitWriteFailed {
+				raise(res.ExitCode)
+			}
+		}
+		doc.Clusters = append(doc.Clusters, cr)
+	}
+	if opts.DryRun {
+		return finish(opts, doc, worst)
+	}
+
+	doc.After = &AfterCheck{Stale: []Row{}}
+	if !executed {
+		// Nothing was unloaded: the first check still stands.
+		doc.After.Stale = doc.Stale
+	} else {
+		second, err := opts.Check(ctx, all)
+		if err != nil {
+			doc.Errors = append(doc.Errors, "second check: "+err.Error())
+			raise(cmdutil.ExitUnreachable)
+		} else {
+			if second.ExitCode == cmdutil.ExitUnreachable {
+				raise(cmdutil.ExitUnreachable)
+			}
+			for _, cl := range write {
+				for _, r := range second.Rows {
+					if r.Stale(cl.Name) {
+						doc.After.Stale = append(doc.After.Stale, Row{Cluster: cl.Name, Group: r.Group, Topic: r.Topic, Partition: r.Partition, Status: reload.StatusStaleCache})
+					}
+				}
+			}
+		}
+	}
+	if len(doc.After.Stale) > 0 {
+		raise(cmdutil.ExitDrift)
+	}
+	doc.Summary["staleAfter"] = len(doc.After.Stale)
+	return finish(opts, doc, worst)
+}
+
+func finish(opts *Options, doc *Document, code int) error {
+	doc.ExitCode = code
+	if opts.Format != output.Table {
+		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
+			return err
+		}
+		return cmdutil.SilentError(code)
+	}
+	w := opts.IO.Out
+	tty := opts.IO.IsStdoutTTY()
+	if len(doc.Left) > 0 {
+		fmt.Fprintln(w, "Left alone (repair only fixes stale_cache):")
+		tp := output.NewTablePrinterTo(w, tty)
+		tp.AddHeader("CLUSTER", "GROUP", "TOPIC", "PARTITION", "STATUS", "WHY")
+		for _, r := range doc.Left {
+			tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition), strings.ToUpper(r.Status), r.Reason)
+		}
+		_ = tp.Render()
+	}
+	if doc.After != nil {
+		if len(doc.After.Stale) == 0 {
+			fmt.Fprintf(w, "stale_cache rows: %d before, 0 after\n", len(doc.Stale))
+		} else {
+			fmt.Fprintf(w, "stale_cache rows: %d before, %d still stale:\n", len(doc.Stale), len(doc.After.Stale))
+			tp := output.NewTablePrinterTo(w, tty)
+			tp.AddHeader("CLUSTER", "GROUP", "TOPIC", "PARTITION")
+			for _, r := range doc.After.Stale {
+				tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition))
+			}
+			_ = tp.Render()
+		}
+	}
+	for _, e := range doc.Errors {
+		fmt.Fprintln(opts.IO.ErrOut, e)
+	}
+	return cmdutil.SilentError(code)
+}

@@ -1,0 +1,208 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+type fakeAdmin struct {
+	mu      sync.Mutex
+	bundles []pulsarx.Bundle
+	writes  []string
+}
+
+func (f *fakeAdmin) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
+	return 8, nil
+}
+func (f *fakeAdmin) Bundles(context.Context, string) ([]pulsarx.Bundle, error) { return f.bundles, nil }
+func (f *fakeAdmin) UnloadBundle(_ context.Context, ns, r string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes = append(f.writes, "unload "+r)
+	return nil
+}
+func (f *fakeAdmin) LookupOwner(context.Context, string) (pulsarx.Owner, error) {
+	return pulsarx.Owner{BrokerURL: "pulsar://b:6650"}, nil
+}
+
+type idle struct{}
+
+func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.GroupActivity, error) {
+	out := map[string]reload.GroupActivity{}
+	for _, g := range gs {
+		out[g] = reload.GroupActivity{State: "Empty"}
+	}
+	return out, nil
+}
+
+// kop is a cache that is stale until the bundle of its group is unloaded.
+type kop struct {
+	mu    sync.Mutex
+	stale bool
+}
+
+func (k *kop) FetchOffsets(context.Context, string) ([]reload.TopicOffset, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.stale {
+		return []reload.TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 500}}, nil
+	}
+	return []reload.TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 10900}}, nil
+}
+
+func i64(v int64) *int64 { return &v }
+
+type harness struct {
+	opts   *Options
+	admin  *fakeAdmin
+	kop    *kop
+	checks int
+	out    *bytes.Buffer
+	errb   *bytes.Buffer
+}
+
+func newHarness(t *testing.T) *harness {
+	ios, _, out, errb := iostreams.Test()
+	b, _ := pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
+	h := &harness{admin: &fakeAdmin{bundles: b}, kop: &kop{stale: true}, out: out, errb: errb}
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
+	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
+	wus := scus
+	wus.Name = "wus"
+	h.opts = &Options{
+		IO: ios, Format: output.Table, LockFile: filepath.Join(t.TempDir(), "repair.lock"),
+		Yes: true, MaxBundles: 1, Wait: time.Second,
+		Targets: func() ([]config.Cluster, []config.Cluster, error) {
+			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
+		},
+		Check: func(context.Context, []config.Cluster) (*reload.CheckDocument, error) {
+			h.checks++
+			h.kop.mu.Lock()
+			st, cached := "stale_cache", int64(500)
+			if !h.kop.stale {
+				st, cached = "ok", 10900
+			}
+			h.kop.mu.Unlock()
+			return &reload.CheckDocument{SchemaVersion: 1, Rows: []reload.CheckRow{
+				{Group: "G", Topic: "topic-1", Status: st, Clusters: map[string]reload.CheckCell{
+					"wus": {Cached: &cached, Persisted: i64(10900), Status: st}, "scus": {Status: "ok"}}},
+				{Group: "L", Topic: "topic-1", Status: "replication_lag", Clusters: map[string]reload.CheckCell{
+					"wus": {Status: "replication_lag"}, "scus": {Status: "ok"}}},
+				{Group: "D", Topic: "topic-1", Status: "diverged", Clusters: map[string]reload.CheckCell{
+					"wus": {Status: "diverged"}, "scus": {Status: "stale_cache"}}}, // scus is not written to
+			}}, nil
+		},
+		NewSession: func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
+			ref := reloadcmd.Ref(target)
+			admin := h.admin
+			return &reloadcmd.Session{
+				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}, "wus": idle{}}},
+				Executor: &reload.Executor{Cluster: ref, Admin: &unloadHook{fakeAdmin: admin, k: h.kop}, Reader: rd, Fetcher: h.kop,
+					PollInterval: time.Millisecond},
+				Close: func() {},
+			}, nil
+		},
+	}
+	return h
+}
+
+// unloadHook makes the fake cache fresh when a bundle is unloaded (KoP's load).
+type unloadHook struct {
+	*fakeAdmin
+	k *kop
+}
+
+func (u *unloadHook) UnloadBundle(ctx context.Context, ns, r string) error {
+	u.k.mu.Lock()
+	u.k.stale = false
+	u.k.mu.Unlock()
+	return u.fakeAdmin.UnloadBundle(ctx, ns, r)
+}
+
+func TestRepairFixesOnlyStaleAndIsIdempotent(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Format = output.JSON
+	if err := repairRun(context.Background(), h.opts); err != nil {
+		t.Fatalf("first run: %v\n%s", err, h.errb)
+	}
+	var doc Document
+	if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.SchemaVersion != 1 || len(doc.Stale) != 1 || doc.Stale[0].Group != "G" || doc.Stale[0].Cluster != "wus" {
+		t.Fatalf("stale %+v", doc.Stale)
+	}
+	if len(doc.Left) != 2 || doc.Left[0].Reason == "" || doc.Left[1].Reason == "" {
+		t.Errorf("left %+v", doc.Left)
+	}
+	if len(h.admin.writes) != 1 || h.admin.writes[0] != "unload 0x80000000_0xc0000000" {
+		t.Errorf("writes %v (G lives in offsets partition %d)", h.admin.writes, offsets.PartitionFor("G", 8))
+	}
+	if h.checks != 2 || doc.After == nil || len(doc.After.Stale) != 0 || doc.ExitCode != 0 {
+		t.Errorf("checks %d after %+v exit %d", h.checks, doc.After, doc.ExitCode)
+	}
+
+	// Second run: nothing stale, nothing written, one check.
+	h.out.Reset()
+	h.checks = 0
+	if err := repairRun(context.Background(), h.opts); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.admin.writes) != 1 || h.checks != 1 || !strings.Contains(h.errb.String(), "nothing stale") {
+		t.Errorf("second run wrote %v, checks %d", h.admin.writes, h.checks)
+	}
+}
+
+func TestRepairStaleRemainsExit1(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Yes, h.opts.DryRun = false, false
+	h.opts.Confirm = nil
+	// No TTY and no --yes: exit 2, nothing checked.
+	if err := repairRun(context.Background(), h.opts); cmdutil.ExitCode(err) != 2 || h.checks != 0 {
+		t.Fatalf("err %v checks %d", err, h.checks)
+	}
+	// A refused bundle (live group) leaves the row stale: exit 1.
+	h = newHarness(t)
+	base := h.opts.NewSession
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
+		s, err := base(target, all)
+		s.Planner.Describers = map[string]reload.GroupDescriber{"wus": nil} // KoP unknown
+		return s, err
+	}
+	err := repairRun(context.Background(), h.opts)
+	if cmdutil.ExitCode(err) != 1 || len(h.admin.writes) != 0 {
+		t.Fatalf("err %v writes %v", err, h.admin.writes)
+	}
+	if !strings.Contains(h.out.String(), "1 still stale") {
+		t.Errorf("out %s", h.out)
+	}
+}
+
+func TestRepairLock(t *testing.T) {
+	h := newHarness(t)
+	unlock, err := lock(h.opts.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	err = repairRun(context.Background(), h.opts)
+	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "another repair is running") || h.checks != 0 {
+		t.Fatalf("err %v checks %d", err, h.checks)
+	}
+}

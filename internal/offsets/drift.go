@@ -1,0 +1,295 @@
+package offsets
+
+import "slices"
+
+// Status is the verdict on one group/topic/partition, per cluster and for the row
+// (cli.md: JSON lower_snake, table UPPER).
+type Status string
+
+// The statuses of cli.md.
+const (
+	StatusOK                     Status = "ok"
+	StatusStaleCache             Status = "stale_cache"
+	StatusReplicationLag         Status = "replication_lag"
+	StatusDiverged               Status = "diverged"
+	StatusMissing                Status = "missing"
+	StatusCoordinatorUnavailable Status = "coordinator_unavailable"
+	StatusMisaligned             Status = "misaligned"
+	StatusError                  Status = "error"
+)
+
+// Statuses lists every status from the most to the least severe: the row status of a Drift
+// is the first of its clusters' statuses in this order.
+//
+// Why this order:
+//   - error, coordinator_unavailable: a value could not be read, so nothing else on the row
+//     can be trusted;
+//   - diverged: the offsets topics durably disagree; no waiting or reload fixes it;
+//   - misaligned: equal numbers that denote different records; a consumer moving between
+//     clusters would skip or re-read;
+//   - stale_cache: KoP serves a value its own topic does not hold; `reload` fixes it;
+//   - replication_lag: transient, the replicator is still delivering;
+//   - missing: absent on one side, nothing explains it (often a group that only ever ran
+//     on one cluster);
+//   - ok.
+var Statuses = []Status{
+	StatusError, StatusCoordinatorUnavailable, StatusDiverged, StatusMisaligned,
+	StatusStaleCache, StatusReplicationLag, StatusMissing, StatusOK,
+}
+
+// Severity is the index of s in Statuses (0 is the most severe); unknown statuses rank first.
+func (s Status) Severity() int {
+	if i := slices.Index(Statuses, s); i >= 0 {
+		return i
+	}
+	return -1
+}
+
+// ParseStatus returns the status named s (lower_snake or UPPER), ok false when unknown.
+func ParseStatus(s string) (Status, bool) {
+	for _, st := range Statuses {
+		if string(st) == s || upper(string(st)) == s {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+// CacheState says what KoP's OffsetFetch answered for a group on one cluster.
+type CacheState int
+
+const (
+	// CacheAnswered: KoP answered; CachedOffsets.Offset is the value, nil when it has none.
+	CacheAnswered CacheState = iota
+	// CacheNotChecked: the cached side was not asked (e.g. --persisted-only).
+	CacheNotChecked
+	// CacheCoordinatorUnavailable: KoP kept answering COORDINATOR_LOAD_IN_PROGRESS,
+	// NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE for the whole retry window.
+	CacheCoordinatorUnavailable
+	// CacheError: the KoP listener could not be reached or answered with another error.
+	CacheError
+)
+
+// CachedOffsets is what KoP serves on one cluster for one group/topic/partition.
+type CachedOffsets struct {
+	State  CacheState
+	Offset *int64 // with CacheAnswered; nil: KoP has no committed offset (-1 on the wire)
+}
+
+// Inbound is the replication of one offsets partition from a peer cluster toward this
+// cluster: the peer's replicator stats for its partition topic, keyed by this cluster.
+type Inbound struct {
+	Backlog   int64 // entries the peer has not yet replicated to this cluster
+	Connected bool  // the peer's replicator toward this cluster is connected
+}
+
+// ClusterObservation is everything known about one row on one cluster.
+type ClusterObservation struct {
+	Cluster string
+	// Unreachable is set when the persisted side (the offsets topic) of this cluster could
+	// not be read: the cluster's cell is error, the others are classified without it.
+	Unreachable bool
+	// Persisted is the offset the cluster's offsets topic holds; nil when absent.
+	Persisted *int64
+	Cached    CachedOffsets
+	// Inbound holds, per peer cluster, the replication of this row's offsets partition from
+	// the peer toward this cluster; a peer without an entry has no replicator toward it (or
+	// its stats could not be read), which counts as no backlog.
+	Inbound map[string]Inbound
+	// Alignment is the record just before the committed offset on this cluster, with
+	// --verify-alignment; nil when not verified.
+	Alignment *Alignment
+}
+
+// Alignment is the outcome of reading the record at committed-1 on one cluster.
+type Alignment struct {
+	Fingerprint RecordFingerprint
+	Err         error // the record could not be read: not compared
+}
+
+// RecordFingerprint identifies a record without keeping it.
+type RecordFingerprint struct {
+	Offset      int64
+	TimestampMs int64
+	Key         string // raw key bytes as a string
+	KeyNull     bool
+	ValueCRC32  uint32 // IEEE CRC-32 of the value
+	ValueLen    int
+}
+
+// Same reports whether a and b denote the same record (offset aside: it is the same number
+// on both sides by construction).
+func (a RecordFingerprint) Same(b RecordFingerprint) bool {
+	return a.TimestampMs == b.TimestampMs && a.Key == b.Key && a.KeyNull == b.KeyNull &&
+		a.ValueCRC32 == b.ValueCRC32 && a.ValueLen == b.ValueLen
+}
+
+// DriftInput is one row: a group/topic/partition on every cluster.
+type DriftInput struct {
+	Clusters []ClusterObservation
+	// Source names the authoritative cluster ("" compares all clusters against each other,
+	// the highest persisted offset being the reference).
+	Source string
+}
+
+// Drift is the verdict on one row.
+type Drift struct {
+	Status   Status            // the most severe of Clusters (see Statuses)
+	Clusters map[string]Status // per cluster
+	// Reference is the persisted offset the clusters were compared with (the source's, else
+	// the highest), nil when no reachable cluster has one.
+	Reference *int64
+}
+
+// ClassifyDrift classifies one row. It is pure: every input is in in.
+//
+// Per cluster C, the first rule that applies:
+//  1. error: C's offsets topic could not be read, or its KoP listener failed (CacheError).
+//  2. coordinator_unavailable: KoP kept answering "loading" / "not coordinator".
+//  3. stale_cache: KoP answered a value (or none) that differs from C's own persisted value.
+//  4. Across clusters (the reference is the source's persisted value with a source, else the
+//     highest persisted value of the reachable clusters; backlog is the inbound backlog of
+//     this offsets partition toward C from the source, or from any peer without a source):
+//     - absent on C while the reference exists: replication_lag with backlog, else missing;
+//     - C behind the reference: replication_lag with backlog, else diverged;
+//     - C ahead of the source: diverged (replication only ever brings the source's values);
+//     - C present while the source has none: ok on C; the source itself is then classified
+//     missing (or replication_lag when C's replicator toward it has a backlog).
+//  5. misaligned: with alignment results on C and on the reference cluster, the records
+//     before the committed offset differ (timestamp, key or value checksum). Only checked
+//     when C's value equals the reference, when the numbers are meant to match.
+//  6. ok.
+//
+// Rule 3 comes before rule 4 so that the user's case, a cache behind its own topic, is named
+// for what fixes it (reload), even if replication is also behind.
+func ClassifyDrift(in DriftInput) Drift {
+	d := Drift{Clusters: make(map[string]Status, len(in.Clusters))}
+
+	// The reference: the source's persisted value, else the highest reachable one.
+	var refCluster string
+	var sourceObs *ClusterObservation
+	for i := range in.Clusters {
+		c := &in.Clusters[i]
+		if in.Source != "" && c.Cluster == in.Source {
+			sourceObs = c
+		}
+	}
+	switch {
+	case sourceObs != nil:
+		if !sourceObs.Unreachable && sourceObs.Persisted != nil {
+			d.Reference, refCluster = ptr(*sourceObs.Persisted), sourceObs.Cluster
+		}
+	default:
+		for i := range in.Clusters {
+			c := &in.Clusters[i]
+			if c.Unreachable || c.Persisted == nil {
+				continue
+			}
+			if d.Reference == nil || *c.Persisted > *d.Reference {
+				d.Reference, refCluster = ptr(*c.Persisted), c.Cluster
+			}
+		}
+	}
+	var refAlign *Alignment
+	for i := range in.Clusters {
+		if in.Clusters[i].Cluster == refCluster {
+			refAlign = in.Clusters[i].Alignment
+		}
+	}
+	reachable := 0
+	for _, c := range in.Clusters {
+		if !c.Unreachable {
+			reachable++
+		}
+	}
+
+	for _, c := range in.Clusters {
+		d.Clusters[c.Cluster] = classifyCluster(c, in, d.Reference, refCluster, refAlign, sourceObs, reachable)
+	}
+	d.Status = StatusOK
+	for _, st := range d.Clusters {
+		if st.Severity() < d.Status.Severity() {
+			d.Status = st
+		}
+	}
+	return d
+}
+
+func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster string, refAlign *Alignment, source *ClusterObservation, reachable int) Status {
+	switch {
+	case c.Unreachable || c.Cached.State == CacheError:
+		return StatusError
+	case c.Cached.State == CacheCoordinatorUnavailable:
+		return StatusCoordinatorUnavailable
+	case c.Cached.State == CacheAnswered && !equalPtr(c.Cached.Offset, c.Persisted):
+		return StatusStaleCache
+	}
+	if reachable < 2 {
+		return StatusOK
+	}
+	backlog := inboundBacklog(c, in.Source)
+	lagOr := func(otherwise Status) Status {
+		if backlog > 0 {
+			return StatusReplicationLag
+		}
+		return otherwise
+	}
+	if ref == nil {
+		// No reference value: with a source, the source lacks it (or is unreachable).
+		if source != nil && c.Cluster == source.Cluster && c.Persisted == nil && !c.Unreachable {
+			for _, o := range in.Clusters {
+				if o.Cluster != c.Cluster && !o.Unreachable && o.Persisted != nil {
+					// Present elsewhere, absent on the source.
+					if inboundBacklog(c, "") > 0 {
+						return StatusReplicationLag
+					}
+					return StatusMissing
+				}
+			}
+		}
+		return StatusOK
+	}
+	switch {
+	case c.Persisted == nil:
+		return lagOr(StatusMissing)
+	case *c.Persisted < *ref:
+		return lagOr(StatusDiverged)
+	case *c.Persisted > *ref:
+		return StatusDiverged // only possible with a source
+	}
+	if c.Alignment != nil && refAlign != nil && c.Cluster != refCluster &&
+		c.Alignment.Err == nil && refAlign.Err == nil && !c.Alignment.Fingerprint.Same(refAlign.Fingerprint) {
+		return StatusMisaligned
+	}
+	return StatusOK
+}
+
+// inboundBacklog is the backlog toward c from source, or from every peer when source is ""
+// (or is c itself).
+func inboundBacklog(c ClusterObservation, source string) int64 {
+	if source != "" && source != c.Cluster {
+		return c.Inbound[source].Backlog
+	}
+	var n int64
+	for _, in := range c.Inbound {
+		n += in.Backlog
+	}
+	return n
+}
+
+func equalPtr(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}

@@ -1,0 +1,127 @@
+package reload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// CheckDocument is the part of `check -o json` (cli.md, "A check row") that reload and
+// repair read: reload --from-check takes the stale_cache rows of one cluster from it, and
+// repair reads the check engine's result in the same shape.
+type CheckDocument struct {
+	SchemaVersion int        `json:"schemaVersion"`
+	Clusters      []string   `json:"clusters"`
+	Rows          []CheckRow `json:"rows"`
+	ExitCode      int        `json:"exitCode"`
+}
+
+// CheckRow is one group/topic/partition row of a check.
+type CheckRow struct {
+	Group            string               `json:"group"`
+	Topic            string               `json:"topic"`
+	Partition        int32                `json:"partition"`
+	OffsetsPartition int32                `json:"offsetsPartition"`
+	Status           string               `json:"status"`
+	Clusters         map[string]CheckCell `json:"clusters"`
+}
+
+// CheckCell is a row on one cluster.
+type CheckCell struct {
+	Cached    *int64 `json:"cached"`
+	Persisted *int64 `json:"persisted"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Check statuses reload and repair act on or explain (cli.md).
+const (
+	StatusOK                     = "ok"
+	StatusStaleCache             = "stale_cache"
+	StatusReplicationLag         = "replication_lag"
+	StatusDiverged               = "diverged"
+	StatusMissing                = "missing"
+	StatusCoordinatorUnavailable = "coordinator_unavailable"
+	StatusMisaligned             = "misaligned"
+	StatusError                  = "error"
+)
+
+// ParseCheckDocument reads a `check -o json` document (schemaVersion 1).
+func ParseCheckDocument(r io.Reader) (*CheckDocument, error) {
+	var d CheckDocument
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("not a check -o json document: %w", err)
+	}
+	if d.SchemaVersion != 1 {
+		return nil, fmt.Errorf("check document has schemaVersion %d, want 1", d.SchemaVersion)
+	}
+	return &d, nil
+}
+
+// Stale reports whether the row is stale_cache on cluster: its cell says so, or (for a
+// document without per-cluster statuses) the row does and the cell's cached value differs
+// from its persisted one.
+func (r CheckRow) Stale(cluster string) bool {
+	c, ok := r.Clusters[cluster]
+	if !ok {
+		return false
+	}
+	if c.Status != "" {
+		return c.Status == StatusStaleCache
+	}
+	if r.Status != StatusStaleCache {
+		return false
+	}
+	switch {
+	case c.Cached == nil && c.Persisted == nil:
+		return false
+	case c.Cached == nil || c.Persisted == nil:
+		return true
+	}
+	return *c.Cached != *c.Persisted
+}
+
+// CellStatus is the row's status on cluster (the row status when the cell has none).
+func (r CheckRow) CellStatus(cluster string) string {
+	if c, ok := r.Clusters[cluster]; ok && c.Status != "" {
+		return c.Status
+	}
+	return r.Status
+}
+
+// StaleGroups returns, sorted, the groups with a stale_cache row on cluster.
+func (d *CheckDocument) StaleGroups(cluster string) []string {
+	var out []string
+	for _, r := range d.Rows {
+		if r.Stale(cluster) {
+			out = append(out, r.Group)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// LeaveReason says why repair does not reload a row with status s (empty for stale_cache
+// and ok).
+func LeaveReason(s string) string {
+	switch s {
+	case StatusOK, StatusStaleCache:
+		return ""
+	case StatusReplicationLag:
+		return "the offsets topic here is behind and its replicator still has a backlog: a reload would load the same old value; wait for replication"
+	case StatusDiverged:
+		return "the offsets topics disagree durably: a reload only loads what this cluster's topic holds; fix the persisted offsets instead"
+	case StatusMissing:
+		return "absent on one side: there is no cached value to refresh"
+	case StatusMisaligned:
+		return "the same offset points at different records on the clusters: a reload does not change that; translate by timestamp"
+	case StatusCoordinatorUnavailable:
+		return "KoP did not answer for the group: not proven stale"
+	case StatusError:
+		return "the row could not be checked"
+	default:
+		return "status " + s + " is not one repair fixes"
+	}
+}

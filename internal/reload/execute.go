@@ -1,0 +1,433 @@
+package reload
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+)
+
+// OffsetFetcher answers OffsetFetch for one group on the cluster being reloaded.
+type OffsetFetcher interface {
+	// FetchOffsets returns every committed offset KoP serves for group, with topics as short
+	// Kafka names (offsets.ShortName for the cluster's kafkaNamespace). Coordinator errors
+	// (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) are returned
+	// as the kerr errors; an error that is no kerr.Error means KoP could not be reached.
+	FetchOffsets(ctx context.Context, group string) ([]TopicOffset, error)
+}
+
+// Defaults of Executor.
+const (
+	DefaultWait         = 60 * time.Second
+	DefaultPollInterval = 500 * time.Millisecond
+	// minFetchTimeout is the least time one OffsetFetch gets, even at the end of the wait.
+	minFetchTimeout = 2 * time.Second
+)
+
+// Bundle statuses in an Execution.
+const (
+	BundleRefused      = "refused"       // the plan refused it: not touched
+	BundleNotAttempted = "not_attempted" // an earlier bundle failed or the run was interrupted: not touched
+	BundleUnloadFailed = "unload_failed" // the unload call failed: see Error (normally not unloaded)
+	BundleLoadFailed   = "load_failed"   // unloaded, but a lookup failed: the next client lookup loads it
+	BundleVerified     = "verified"      // unloaded, loaded, KoP serves the persisted offsets
+	BundleCacheDiffers = "cache_differs" // unloaded, loaded, KoP still serves other values (or keeps loading)
+	BundleUnverified   = "unverified"    // unloaded, loaded, but KoP (or the offsets topic) could not be asked
+)
+
+// Group statuses in an Execution.
+const (
+	GroupFresh                  = "fresh"                   // KoP serves exactly the persisted offsets
+	GroupCacheDiffers           = "cache_differs"           // KoP answered other values after the wait
+	GroupCoordinatorUnavailable = "coordinator_unavailable" // KoP kept answering loading/not coordinator
+	GroupUnverified             = "unverified"              // KoP could not be asked
+	GroupNotReloaded            = "not_reloaded"            // its bundle was not reloaded
+)
+
+// Error kinds of a CacheAnswer.
+const (
+	ErrorKindCoordinator = "coordinator_unavailable"
+	ErrorKindUnreachable = "unreachable"
+	ErrorKindKafka       = "error"
+)
+
+// Executor carries out a ReloadPlan on its cluster.
+type Executor struct {
+	Cluster ClusterRef
+	Admin   BundleAdmin
+	// Fetcher asks the cluster's KoP; nil when the cluster has no kafkaBootstrap: the
+	// reload then cannot be verified.
+	Fetcher OffsetFetcher
+	// Reader reads the offsets topic again after the load: the values KoP must now serve.
+	Reader   offsets.OffsetTopicReader
+	Ordering offsets.TxnOrdering
+	// Wait bounds the verification of each bundle (default DefaultWait).
+	Wait time.Duration
+	// Pause is slept between two bundles.
+	Pause time.Duration
+	// PollInterval is the time between two OffsetFetch rounds (default DefaultPollInterval).
+	PollInterval time.Duration
+	// Log receives progress lines (stderr); nil discards them.
+	Log func(format string, args ...any)
+	// Now and Sleep are for tests.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Execution is what a reload did.
+type Execution struct {
+	Bundles []BundleResult `json:"bundles"`
+	Groups  []GroupResult  `json:"groups"`
+	// Unloaded lists every bundle that was unloaded; NotUnloaded every planned bundle that
+	// was not (refused, not attempted, or its unload failed).
+	Unloaded    []string `json:"unloaded"`
+	NotUnloaded []string `json:"notUnloaded"`
+	ExitCode    int      `json:"exitCode"`
+}
+
+// BundleResult is what happened to one bundle.
+type BundleResult struct {
+	Range             string       `json:"range"`
+	Status            string       `json:"status"`
+	OffsetsPartitions []int32      `json:"offsetsPartitions"`
+	Unloaded          bool         `json:"unloaded"`
+	Loaded            bool         `json:"loaded"`
+	Owner             string       `json:"owner,omitempty"` // broker the lookups answered
+	UnloadedAt        *output.Time `json:"unloadedAt,omitempty"`
+	LoadedAt          *output.Time `json:"loadedAt,omitempty"`
+	VerifiedAt        *output.Time `json:"verifiedAt,omitempty"`
+	Error             string       `json:"error,omitempty"`
+}
+
+// GroupResult is one group before and after.
+type GroupResult struct {
+	Group     string `json:"group"`
+	Bundle    string `json:"bundle"`
+	Requested bool   `json:"requested"`
+	// Before is what KoP answered before the unload.
+	Before *CacheAnswer `json:"before"`
+	// Persisted is what the offsets topic holds after the load.
+	Persisted []TopicOffset `json:"persisted"`
+	// After is KoP's last answer during the wait.
+	After  *CacheAnswer `json:"after"`
+	Status string       `json:"status"`
+}
+
+// CacheAnswer is KoP's answer to OffsetFetch for a group.
+type CacheAnswer struct {
+	Offsets   []TopicOffset `json:"offsets"`
+	Error     string        `json:"error,omitempty"`
+	ErrorKind string        `json:"errorKind,omitempty"`
+}
+
+// Exit codes an Execution maps to (cli.md).
+const (
+	exitOK          = 0
+	exitUnreachable = 3
+	exitWriteFailed = 4
+)
+
+func (e *Executor) defaults() {
+	if e.Wait <= 0 {
+		e.Wait = DefaultWait
+	}
+	if e.PollInterval <= 0 {
+		e.PollInterval = DefaultPollInterval
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Sleep == nil {
+		e.Sleep = sleepCtx
+	}
+	if e.Log == nil {
+		e.Log = func(string, ...any) {}
+	}
+	e.Cluster = e.Cluster.withDefaults()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Execute reloads the given bundles of plan (normally plan.Executable()), one after the
+// other: unload, a lookup of each offsets partition in it (the load), then OffsetFetch for
+// its groups until KoP serves what the offsets topic now holds or Wait passes. It stops at
+// the first bundle that does not end verified, so that nothing more is disturbed while
+// something is wrong; the Execution says exactly which bundles were unloaded.
+//
+// Exit code: 3 when an endpoint failed (admin, KoP, offsets topic), else 4 when KoP still
+// serves other values after the wait, else 0.
+func (e *Executor) Execute(ctx context.Context, plan *ReloadPlan, bundles []PlannedBundle) *Execution {
+	e.defaults()
+	ex := &Execution{Bundles: []BundleResult{}, Groups: []GroupResult{}, Unloaded: []string{}, NotUnloaded: []string{}}
+	run := map[string]bool{}
+	for _, b := range bundles {
+		run[b.Range] = true
+	}
+	stopped := false
+	done := 0
+	for _, pb := range plan.Bundles {
+		br := BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
+		var grs []GroupResult
+		switch {
+		case pb.Refused && !run[pb.Range]:
+			br.Status = BundleRefused
+			br.Error = pb.Reason
+		case !run[pb.Range]:
+			br.Status = BundleNotAttempted
+			br.Error = "not selected for this run"
+		case stopped:
+			br.Status = BundleNotAttempted
+			br.Error = "an earlier bundle did not end verified"
+		case ctx.Err() != nil:
+			br.Status = BundleNotAttempted
+			br.Error = "interrupted: " + ctx.Err().Error()
+		default:
+			if done > 0 && e.Pause > 0 {
+				e.Log("pausing %s before bundle %s", e.Pause, pb.Range)
+				if err := e.Sleep(ctx, e.Pause); err != nil {
+					br.Status = BundleNotAttempted
+					br.Error = "interrupted: " + err.Error()
+					break
+				}
+			}
+			br, grs = e.reloadBundle(ctx, plan, pb)
+			done++
+			if br.Status != BundleVerified {
+				stopped = true
+			}
+		}
+		if grs == nil {
+			for _, g := range plan.GroupsIn(pb.Range) {
+				grs = append(grs, GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded})
+			}
+		}
+		if br.Unloaded {
+			ex.Unloaded = append(ex.Unloaded, br.Range)
+		} else {
+			ex.NotUnloaded = append(ex.NotUnloaded, br.Range)
+		}
+		ex.Bundles = append(ex.Bundles, br)
+		ex.Groups = append(ex.Groups, grs...)
+	}
+	ex.ExitCode = exitOK
+	for _, b := range ex.Bundles {
+		switch b.Status {
+		case BundleUnloadFailed, BundleLoadFailed, BundleUnverified:
+			ex.ExitCode = exitUnreachable
+		case BundleCacheDiffers:
+			if ex.ExitCode == exitOK {
+				ex.ExitCode = exitWriteFailed
+			}
+		}
+	}
+	return ex
+}
+
+func (e *Executor) reloadBundle(ctx context.Context, plan *ReloadPlan, pb PlannedBundle) (BundleResult, []GroupResult) {
+	br := BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
+	groups := plan.GroupsIn(pb.Range)
+	grs := make([]GroupResult, len(groups))
+	for i, g := range groups {
+		grs[i] = GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded}
+		if e.Fetcher != nil {
+			grs[i].Before = e.fetch(ctx, g.Group, e.Now().Add(minFetchTimeout))
+		}
+	}
+
+	ns := e.Cluster.Namespace()
+	e.Log("unloading bundle %s/%s on %s", ns, pb.Range, e.Cluster.Name)
+	if err := e.Admin.UnloadBundle(ctx, ns, pb.Range); err != nil {
+		br.Status = BundleUnloadFailed
+		br.Error = err.Error()
+		return br, grs
+	}
+	br.Unloaded = true
+	br.UnloadedAt = output.NewTime(e.Now())
+
+	// The load: a lookup of each offsets partition makes a broker take the bundle; KoP's
+	// bundle listener then loads every offsets partition in it.
+	for _, part := range pb.OffsetsPartitions {
+		topic := e.Cluster.PartitionTopic(part)
+		owner, err := e.Admin.LookupOwner(ctx, topic)
+		if err != nil {
+			br.Status = BundleLoadFailed
+			br.Error = fmt.Sprintf("unloaded, but the lookup that loads it again failed (the next client lookup of a topic in the bundle loads it): %v", err)
+			return br, grs
+		}
+		if br.Owner == "" {
+			br.Owner = cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL)
+		}
+	}
+	br.Loaded = true
+	br.LoadedAt = output.NewTime(e.Now())
+	e.Log("bundle %s owned again by %s", pb.Range, br.Owner)
+
+	if len(groups) == 0 {
+		br.Status = BundleVerified
+		br.VerifiedAt = output.NewTime(e.Now())
+		return br, grs
+	}
+	if e.Fetcher == nil {
+		br.Status = BundleUnverified
+		br.Error = "cannot verify: the cluster has no kafkaBootstrap"
+		for i := range grs {
+			grs[i].Status = GroupUnverified
+		}
+		return br, grs
+	}
+
+	// What KoP must now serve: the offsets topic as it is after the load.
+	if err := e.persisted(ctx, pb, grs); err != nil {
+		br.Status = BundleUnverified
+		br.Error = fmt.Sprintf("unloaded and loaded, but the offsets topic could not be read to verify: %v", err)
+		for i := range grs {
+			grs[i].Status = GroupUnverified
+		}
+		return br, grs
+	}
+
+	e.Log("waiting up to %s for KoP on %s to serve the persisted offsets of %d groups", e.Wait, e.Cluster.Name, len(grs))
+	deadline := e.Now().Add(e.Wait)
+	pending := make([]int, len(grs))
+	for i := range grs {
+		pending[i] = i
+	}
+	for {
+		var still []int
+		for _, i := range pending {
+			a := e.fetch(ctx, grs[i].Group, deadline)
+			grs[i].After = a
+			if a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
+				grs[i].Status = GroupFresh
+				continue
+			}
+			still = append(still, i)
+		}
+		pending = still
+		if len(pending) == 0 || !e.Now().Before(deadline) || ctx.Err() != nil {
+			break
+		}
+		if err := e.Sleep(ctx, min(e.PollInterval, deadline.Sub(e.Now()))); err != nil {
+			break
+		}
+	}
+	if len(pending) > 0 && ctx.Err() == nil {
+		// Commits may have landed since the load: compare the last answers with the topic
+		// once more before calling the cache stale.
+		if err := e.persisted(ctx, pb, grs); err == nil {
+			var still []int
+			for _, i := range pending {
+				if a := grs[i].After; a != nil && a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
+					grs[i].Status = GroupFresh
+					continue
+				}
+				still = append(still, i)
+			}
+			pending = still
+		}
+	}
+	unverified, differs := 0, 0
+	for _, i := range pending {
+		a := grs[i].After
+		switch {
+		case a == nil || a.ErrorKind == ErrorKindUnreachable || a.ErrorKind == ErrorKindKafka:
+			grs[i].Status = GroupUnverified
+			unverified++
+		case a.ErrorKind == ErrorKindCoordinator:
+			grs[i].Status = GroupCoordinatorUnavailable
+			differs++
+		default:
+			grs[i].Status = GroupCacheDiffers
+			differs++
+		}
+	}
+	switch {
+	case unverified > 0:
+		br.Status = BundleUnverified
+		br.Error = fmt.Sprintf("unloaded and loaded, but KoP on %s could not be asked for %d of %d groups within %s: the cache is not proven fresh", e.Cluster.Name, unverified, len(grs), e.Wait)
+		if ctx.Err() != nil {
+			br.Error += " (interrupted)"
+		}
+	case differs > 0:
+		br.Status = BundleCacheDiffers
+		br.Error = fmt.Sprintf("unloaded and loaded, but after %s KoP on %s still does not serve the persisted offsets of %d of %d groups", e.Wait, e.Cluster.Name, differs, len(grs))
+	default:
+		br.Status = BundleVerified
+		br.VerifiedAt = output.NewTime(e.Now())
+	}
+	return br, grs
+}
+
+// persisted replays the bundle's partitions and stores each group's offsets in grs.
+func (e *Executor) persisted(ctx context.Context, pb PlannedBundle, grs []GroupResult) error {
+	po, err := replay(ctx, e.Reader, pb.OffsetsPartitions, e.Ordering)
+	if err != nil {
+		return err
+	}
+	for i := range grs {
+		grs[i].Persisted = topicOffsets(po.GroupOffsets(grs[i].Group), e.Cluster.KafkaNamespace)
+	}
+	return nil
+}
+
+func (e *Executor) fetch(ctx context.Context, group string, deadline time.Time) *CacheAnswer {
+	if d := e.Now().Add(minFetchTimeout); deadline.Before(d) {
+		deadline = d
+	}
+	fctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	offs, err := e.Fetcher.FetchOffsets(fctx, group)
+	if err != nil {
+		return &CacheAnswer{Offsets: []TopicOffset{}, Error: err.Error(), ErrorKind: ErrorKind(err)}
+	}
+	sortTopicOffsets(offs)
+	return &CacheAnswer{Offsets: offs}
+}
+
+// ErrorKind classifies an OffsetFetch error: coordinator_unavailable for KoP's loading /
+// not-coordinator answers, error for any other Kafka error code, unreachable otherwise.
+func ErrorKind(err error) string {
+	switch {
+	case errors.Is(err, kerr.CoordinatorLoadInProgress), errors.Is(err, kerr.NotCoordinator),
+		errors.Is(err, kerr.CoordinatorNotAvailable):
+		return ErrorKindCoordinator
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ErrorKindKafka
+	}
+	return ErrorKindUnreachable
+}
+
+func sortTopicOffsets(s []TopicOffset) {
+	slices.SortFunc(s, func(a, b TopicOffset) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+}
+
+// sameOffsets reports whether KoP's answer equals the persisted offsets exactly.
+func sameOffsets(cached, persisted []TopicOffset) bool {
+	a, b := slices.Clone(cached), slices.Clone(persisted)
+	sortTopicOffsets(a)
+	sortTopicOffsets(b)
+	return slices.Equal(a, b)
+}

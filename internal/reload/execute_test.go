@@ -1,0 +1,307 @@
+package reload
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+// kafkaCluster is a kfake cluster standing in for KoP's Kafka API (unit tests only).
+func kafkaCluster(t *testing.T) (*kfake.Cluster, *kadm.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "topic-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RetryTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return c, kadm.NewClient(cl)
+}
+
+func commit(t *testing.T, adm *kadm.Client, group string, part int32, at int64) {
+	t.Helper()
+	os := kadm.Offsets{}
+	os.AddOffset("topic-1", part, at, -1)
+	r, err := adm.CommitOffsets(context.Background(), group, os)
+	if err == nil {
+		err = r.Error()
+	}
+	if err != nil {
+		t.Fatalf("commit %s: %v", group, err)
+	}
+}
+
+func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
+	c, adm := kafkaCluster(t)
+	commit(t, adm, "idle", 0, 3)
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumerGroup("live"), kgo.ConsumeTopics("topic-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			consumer.PollFetches(ctx)
+		}
+	}()
+	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
+	var got map[string]GroupActivity
+	for ctx.Err() == nil {
+		got, err = kg.DescribeGroups(ctx, []string{"live", "idle", "never"})
+		if err == nil && got["live"].Members == 1 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got["live"].Members != 1 || got["live"].State != "Stable" {
+		t.Fatalf("live group: %+v (%v)", got["live"], err)
+	}
+	if got["idle"].Members != 0 || got["never"].Members != 0 {
+		t.Errorf("idle/never: %+v %+v", got["idle"], got["never"])
+	}
+
+	// A plan over kfake: the live group's bundle is refused without --allow-active.
+	p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: testkit.NewMemReader(8).Commit(
+		testkit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
+		Describers: map[string]GroupDescriber{"scus": kg}}
+	plan, err := p.Plan(ctx, Request{Groups: []string{"live"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, "live members: live@scus") {
+		t.Errorf("plan: %+v", plan.Bundles)
+	}
+}
+
+// The whole reload against kfake: KoP serves 500 (stale) while the topic holds 10900; the
+// unload makes the fake "KoP" answer COORDINATOR_LOAD_IN_PROGRESS twice, then the loaded value.
+func TestExecuteVerifiesFreshCache(t *testing.T) {
+	c, adm := kafkaCluster(t)
+	g := groupIn("G", 3, 8)
+	commit(t, adm, g, 0, 500) // the stale cache
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := newFakeAdmin(t)
+	var loading atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if loading.Load() <= 0 {
+			return nil, nil, false
+		}
+		loading.Add(-1)
+		r := req.(*kmsg.OffsetFetchRequest)
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		for _, rg := range r.Groups {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			g.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+		return resp, nil, true
+	})
+	fa.onUnload = func(string) {
+		loading.Store(2)
+		commit(t, adm, g, 0, 10900) // what KoP's load will put in the cache
+	}
+	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
+	p := &Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}}
+	plan, err := p.Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Executable()) != 1 {
+		t.Fatalf("idle group must be executable: %+v", plan.Bundles)
+	}
+	var logs []string
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: kg, Reader: rd, Wait: 10 * time.Second, PollInterval: 50 * time.Millisecond,
+		Log: func(f string, a ...any) { logs = append(logs, f) }}).Execute(context.Background(), plan, plan.Executable())
+	if ex.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", ex.ExitCode, ex.Bundles)
+	}
+	b := ex.Bundles[0]
+	if b.Status != BundleVerified || !b.Unloaded || !b.Loaded || b.Owner != "pulsar://broker-1:6650" || b.VerifiedAt == nil {
+		t.Errorf("bundle: %+v", b)
+	}
+	gr := ex.Groups[0]
+	if gr.Status != GroupFresh || FormatTest(gr.Before) != "topic-1/0=500" || FormatTest(gr.After) != "topic-1/0=10900" {
+		t.Errorf("group before/after: %s -> %s (%s)", FormatTest(gr.Before), FormatTest(gr.After), gr.Status)
+	}
+	if loading.Load() != 0 {
+		t.Error("the coordinator errors were not all seen")
+	}
+	// Unload, then a lookup of each offsets partition of the bundle (3 and 7).
+	calls := adm2(fa.Calls())
+	want := []string{"unload public/__kafka/" + b2,
+		"lookup persistent://public/__kafka/__consumer_offsets-partition-3",
+		"lookup persistent://public/__kafka/__consumer_offsets-partition-7"}
+	if !slices.Equal(calls, want) {
+		t.Errorf("writing calls %v, want %v", calls, want)
+	}
+	if !slices.Equal(ex.Unloaded, []string{b2}) || len(ex.NotUnloaded) != 0 {
+		t.Errorf("unloaded %v not %v", ex.Unloaded, ex.NotUnloaded)
+	}
+}
+
+func TestExecuteCacheStillDiffers(t *testing.T) {
+	_, adm := kafkaCluster(t)
+	g := groupIn("G", 3, 8)
+	commit(t, adm, g, 0, 500)
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := newFakeAdmin(t)
+	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, AllowActive: true}).Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: kg, Reader: rd, Wait: 300 * time.Millisecond, PollInterval: 50 * time.Millisecond}).
+		Execute(context.Background(), plan, plan.Executable())
+	if ex.ExitCode != 4 || ex.Bundles[0].Status != BundleCacheDiffers || ex.Groups[0].Status != GroupCacheDiffers {
+		t.Fatalf("want exit 4 cache_differs: %d %+v %+v", ex.ExitCode, ex.Bundles, ex.Groups)
+	}
+	if FormatTest(ex.Groups[0].After) != "topic-1/0=500" || ex.Groups[0].Persisted[0].Offset != 10900 {
+		t.Errorf("after %s persisted %v", FormatTest(ex.Groups[0].After), ex.Groups[0].Persisted)
+	}
+}
+
+// KoP does not answer (nothing listens): the bundle is unloaded and loaded, the cache is
+// not proven fresh: exit 3, and the report says so.
+func TestExecuteKafkaUnreachable(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1"), kgo.RetryTimeout(200*time.Millisecond), kgo.DialTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	kg := KafkaGroups{Admin: kadm.NewClient(cl), KafkaNamespace: "public/default"}
+	g := groupIn("G", 3, 8)
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := newFakeAdmin(t)
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Groups[0].Status != ActivityUnknown || !plan.Bundles[0].Refused {
+		t.Fatalf("unreachable KoP must make the group unknown and the bundle refused: %+v", plan.Bundles)
+	}
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: kg, Reader: rd, Wait: 300 * time.Millisecond, PollInterval: 50 * time.Millisecond}).
+		Execute(context.Background(), plan, plan.Bundles) // as with --allow-active
+	if ex.ExitCode != 3 || ex.Bundles[0].Status != BundleUnverified || !ex.Bundles[0].Unloaded || !ex.Bundles[0].Loaded {
+		t.Fatalf("want exit 3 unverified: %d %+v", ex.ExitCode, ex.Bundles)
+	}
+	if gr := ex.Groups[0]; gr.Status != GroupUnverified || gr.After == nil || gr.After.ErrorKind != ErrorKindUnreachable {
+		t.Errorf("group: %+v %+v", gr, gr.After)
+	}
+	if !fa.Owned(b2) {
+		t.Error("bundle not owned again after the lookups")
+	}
+}
+
+// Partial failure: three bundles; the second unload fails. The first is reported unloaded
+// and verified, the second unload_failed, the third not attempted.
+func TestExecutePartialFailure(t *testing.T) {
+	fa := newFakeAdmin(t)
+	fa.unloadErr[b1] = errUnreachable
+	rd := testkit.NewMemReader(8)
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd}).Plan(context.Background(), Request{Partitions: []int32{0, 1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slept []time.Duration
+	ex := (&Executor{Cluster: scus, Admin: fa, Reader: rd, Pause: time.Minute,
+		Sleep: func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }}).
+		Execute(context.Background(), plan, plan.Executable())
+	var st []string
+	for _, b := range ex.Bundles {
+		st = append(st, b.Range+"="+b.Status)
+	}
+	want := []string{b0 + "=verified", b1 + "=unload_failed", b3 + "=not_attempted"}
+	if !slices.Equal(st, want) {
+		t.Fatalf("bundles %v, want %v", st, want)
+	}
+	if ex.ExitCode != 3 || !slices.Equal(ex.Unloaded, []string{b0}) || !slices.Equal(ex.NotUnloaded, []string{b1, b3}) {
+		t.Errorf("exit %d unloaded %v not %v", ex.ExitCode, ex.Unloaded, ex.NotUnloaded)
+	}
+	if !strings.Contains(ex.Bundles[1].Error, "unreachable") {
+		t.Errorf("unload error: %q", ex.Bundles[1].Error)
+	}
+	if !slices.Equal(slept, []time.Duration{time.Minute}) {
+		t.Errorf("--pause between bundles: %v", slept)
+	}
+	for _, c := range fa.Calls() {
+		if strings.Contains(c, b3) {
+			t.Errorf("bundle after the failure was touched: %s", c)
+		}
+	}
+
+	// A failed lookup: unloaded, not loaded.
+	fa = newFakeAdmin(t)
+	fa.lookupErr["persistent://public/__kafka/__consumer_offsets-partition-4"] = errors.New("lookup timed out")
+	ex = (&Executor{Cluster: scus, Admin: fa, Reader: rd}).Execute(context.Background(), plan, plan.Executable()[:1])
+	if b := ex.Bundles[0]; b.Status != BundleLoadFailed || !b.Unloaded || b.Loaded || ex.ExitCode != 3 {
+		t.Errorf("load failure: %+v exit %d", b, ex.ExitCode)
+	}
+}
+
+func TestErrorKind(t *testing.T) {
+	for err, want := range map[error]string{
+		kerr.CoordinatorLoadInProgress:        ErrorKindCoordinator,
+		kerr.NotCoordinator:                   ErrorKindCoordinator,
+		kerr.CoordinatorNotAvailable:          ErrorKindCoordinator,
+		kerr.GroupAuthorizationFailed:         ErrorKindKafka,
+		errors.New("unable to dial"):          ErrorKindUnreachable,
+		context.DeadlineExceeded:              ErrorKindUnreachable,
+		errors.Join(kerr.NotCoordinator, nil): ErrorKindCoordinator,
+	} {
+		if got := ErrorKind(err); got != want {
+			t.Errorf("%v: %s, want %s", err, got, want)
+		}
+	}
+}
+
+func FormatTest(a *CacheAnswer) string {
+	if a == nil {
+		return "<nil>"
+	}
+	if a.Error != "" {
+		return a.ErrorKind
+	}
+	var s []string
+	for _, o := range a.Offsets {
+		s = append(s, o.Topic+"/"+itoa(o.Partition)+"="+itoa64(o.Offset))
+	}
+	return strings.Join(s, ",")
+}
+
+func adm2(calls []string) []string {
+	var out []string
+	for _, c := range calls {
+		if strings.HasPrefix(c, "unload") || strings.HasPrefix(c, "lookup") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func itoa(v int32) string   { return itoa64(int64(v)) }
+func itoa64(v int64) string { return strconvFormat(v) }
+
+func strconvFormat(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,458 @@
+package reload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// BundleAdmin is the part of one cluster's admin REST API reload uses; *pulsarx.Admin
+// implements it. Errors should match pulsarx.ErrNotFound / pulsarx.ErrUnreachable.
+type BundleAdmin interface {
+	// OffsetsTopicPartitions is the partition count of <tenant>/<ns>/__consumer_offsets.
+	OffsetsTopicPartitions(ctx context.Context, tenant, namespace string) (int32, error)
+	// Bundles lists the bundles of a namespace, sorted by range. Reading them does not
+	// make a broker take any bundle.
+	Bundles(ctx context.Context, namespace string) ([]pulsarx.Bundle, error)
+	// UnloadBundle unloads one bundle (WRITE).
+	UnloadBundle(ctx context.Context, namespace, bundleRange string) error
+	// LookupOwner looks a topic up; when no broker owns its bundle one takes it (the load
+	// trigger).
+	LookupOwner(ctx context.Context, topic string) (pulsarx.Owner, error)
+}
+
+var _ BundleAdmin = (*pulsarx.Admin)(nil)
+
+// GroupDescriber answers DescribeGroups on one cluster's KoP listeners.
+type GroupDescriber interface {
+	// DescribeGroups returns the activity of each group it could describe. A group absent
+	// from the map, or with Err set, is unknown. An error means no group could be described.
+	DescribeGroups(ctx context.Context, groups []string) (map[string]GroupActivity, error)
+}
+
+// GroupActivity is what DescribeGroups said about one group on one cluster.
+type GroupActivity struct {
+	State   string // Kafka group state: Empty, Dead, Stable, PreparingRebalance, ...
+	Members int
+	Err     error // the group-level error KoP answered, e.g. NOT_COORDINATOR
+}
+
+// Activity statuses of a group on one cluster.
+const (
+	ActivityIdle    = "idle"    // described, no members
+	ActivityLive    = "live"    // described, with members
+	ActivityUnknown = "unknown" // KoP did not answer for the group: not proven idle
+)
+
+// Request says what to reload on one cluster.
+type Request struct {
+	Groups     []string // consumer groups; each names the offsets partition it lives in
+	Partitions []int32  // offsets partitions
+}
+
+// ClusterRef is what the plan needs to know about the cluster it writes to.
+type ClusterRef struct {
+	Name              string
+	Tenant            string // default "public"
+	MetadataNamespace string // default "__kafka"
+	KafkaNamespace    string // for topic-name normalisation, default "public/default"
+}
+
+// Namespace is "<tenant>/<metadataNamespace>".
+func (c ClusterRef) Namespace() string { return c.Tenant + "/" + c.MetadataNamespace }
+
+// OffsetsTopic is the full name of the offsets topic.
+func (c ClusterRef) OffsetsTopic() string {
+	return pulsarx.OffsetsTopic(c.Tenant, c.MetadataNamespace)
+}
+
+// PartitionTopic is the full name of one offsets partition.
+func (c ClusterRef) PartitionTopic(p int32) string {
+	return pulsarx.PartitionTopic(c.OffsetsTopic(), p)
+}
+
+func (c ClusterRef) withDefaults() ClusterRef {
+	if c.Tenant == "" {
+		c.Tenant = "public"
+	}
+	if c.MetadataNamespace == "" {
+		c.MetadataNamespace = "__kafka"
+	}
+	if c.KafkaNamespace == "" {
+		c.KafkaNamespace = offsets.DefaultKafkaNamespace
+	}
+	return c
+}
+
+// Planner builds ReloadPlans for one cluster.
+type Planner struct {
+	Cluster ClusterRef
+	Admin   BundleAdmin
+	// Reader reads this cluster's offsets topic (non-durable); the replay of the bundles'
+	// partitions gives the affected groups and their persisted offsets.
+	Reader offsets.OffsetTopicReader
+	// Describers maps every cluster name (this one and the others) to its KoP listeners; a
+	// nil value means the cluster has no kafkaBootstrap: its groups are unknown there.
+	Describers map[string]GroupDescriber
+	// AllowActive lets bundles with live or unknown groups be reloaded.
+	AllowActive bool
+	// Ordering is the replay's transactional ordering (default: KoP's).
+	Ordering offsets.TxnOrdering
+}
+
+// ReloadPlan is what reload will do on one cluster, and its blast radius.
+type ReloadPlan struct {
+	Cluster             string          `json:"cluster"`
+	Namespace           string          `json:"namespace"`
+	OffsetsTopic        string          `json:"offsetsTopic"`
+	OffsetsPartitions   int32           `json:"offsetsPartitionCount"`
+	Clusters            []string        `json:"activityClusters"` // where group activity was asked
+	RequestedGroups     []string        `json:"requestedGroups,omitempty"`
+	RequestedPartitions []int32         `json:"requestedPartitions,omitempty"`
+	AllowActive         bool            `json:"allowActive"`
+	Bundles             []PlannedBundle `json:"bundles"`
+	Groups              []AffectedGroup `json:"groups"`
+
+	kafkaNamespace string
+	partTopic      func(int32) string
+}
+
+// PlannedBundle is one bundle the plan unloads.
+type PlannedBundle struct {
+	Range string `json:"range"`
+	// OffsetsPartitions are every offsets partition in the bundle: all are reloaded.
+	OffsetsPartitions []int32 `json:"offsetsPartitions"`
+	// Groups are every group persisted in those partitions (plus requested groups that
+	// hash there): all are reloaded, and those with members rebalance.
+	Groups []string `json:"groups"`
+	// Active are the groups of the bundle with live members, or unknown activity, on any
+	// cluster.
+	Active []string `json:"activeGroups"`
+	// Refused: the bundle has active groups and --allow-active was not given.
+	Refused bool   `json:"refused"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// AffectedGroup is one group a plan reloads.
+type AffectedGroup struct {
+	Group            string `json:"group"`
+	OffsetsPartition int32  `json:"offsetsPartition"`
+	Bundle           string `json:"bundle"`
+	// Requested: named by the request (--group, --from-check); the others are collateral.
+	Requested bool `json:"requested"`
+	// Persisted are the offsets this cluster's offsets topic holds for the group, which a
+	// fresh load must serve.
+	Persisted []TopicOffset `json:"persisted"`
+	// Activity per cluster name.
+	Activity map[string]Activity `json:"activity"`
+	// Status is the summary over clusters: live if live anywhere, else unknown if unknown
+	// anywhere, else idle.
+	Status string `json:"status"`
+}
+
+// Activity is a group's activity on one cluster.
+type Activity struct {
+	Status  string `json:"status"` // idle, live, unknown
+	State   string `json:"state,omitempty"`
+	Members *int   `json:"members,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// TopicOffset is one committed offset of a group. Topic is the short Kafka name KoP
+// answers with for the cluster's kafkaNamespace.
+type TopicOffset struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// PlanError is a failure while planning: an endpoint failed, nothing was written.
+type PlanError struct {
+	Cluster string
+	Step    string
+	Err     error
+}
+
+func (e *PlanError) Error() string {
+	return fmt.Sprintf("cluster %s: plan: %s: %v", e.Cluster, e.Step, e.Err)
+}
+
+func (e *PlanError) Unwrap() error { return e.Err }
+
+// ErrBadRequest is wrapped when the request names nothing usable (e.g. an offsets
+// partition beyond the partition count).
+var ErrBadRequest = errors.New("bad reload request")
+
+// Plan builds the plan of req. Nothing is written: the admin calls are the partitioned
+// metadata of the offsets topic and the namespace policies (bundles), neither of which makes
+// a broker take a bundle; the offsets topic is read with non-durable readers.
+func (p *Planner) Plan(ctx context.Context, req Request) (*ReloadPlan, error) {
+	cl := p.Cluster.withDefaults()
+	plan := &ReloadPlan{
+		Cluster: cl.Name, Namespace: cl.Namespace(), OffsetsTopic: cl.OffsetsTopic(),
+		AllowActive: p.AllowActive, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
+		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic,
+	}
+	plan.RequestedGroups = sortedUnique(req.Groups)
+	plan.RequestedPartitions = sortedUnique(req.Partitions)
+	plan.Clusters = slices.Sorted(maps.Keys(p.Describers))
+
+	n, err := p.Admin.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
+	if err != nil {
+		return nil, &PlanError{Cluster: cl.Name, Step: "partition count of " + cl.OffsetsTopic(), Err: err}
+	}
+	plan.OffsetsPartitions = n
+	for _, part := range plan.RequestedPartitions {
+		if part < 0 || part >= n {
+			return nil, fmt.Errorf("cluster %s: offsets partition %d does not exist (%s has %d partitions): %w",
+				cl.Name, part, cl.OffsetsTopic(), n, ErrBadRequest)
+		}
+	}
+	bundles, err := p.Admin.Bundles(ctx, cl.Namespace())
+	if err != nil {
+		return nil, &PlanError{Cluster: cl.Name, Step: "bundles of " + cl.Namespace(), Err: err}
+	}
+
+	// Every offsets partition -> its bundle (Pulsar's CRC-32 placement, as the broker does).
+	bundleOf := make(map[int32]pulsarx.Bundle, n)
+	for part := range n {
+		b, err := pulsarx.FindBundle(bundles, cl.PartitionTopic(part))
+		if err != nil {
+			return nil, &PlanError{Cluster: cl.Name, Step: "bundle of offsets partition", Err: err}
+		}
+		bundleOf[part] = b
+	}
+	requestedGroup := map[string]int32{}
+	selected := map[string]bool{} // bundle ranges
+	for _, g := range plan.RequestedGroups {
+		part := offsets.PartitionFor(g, n)
+		requestedGroup[g] = part
+		selected[bundleOf[part].Range] = true
+	}
+	for _, part := range plan.RequestedPartitions {
+		selected[bundleOf[part].Range] = true
+	}
+	var parts []int32
+	byRange := map[string]*PlannedBundle{}
+	for _, b := range bundles {
+		if !selected[b.Range] {
+			continue
+		}
+		plan.Bundles = append(plan.Bundles, PlannedBundle{Range: b.Range, OffsetsPartitions: []int32{}, Groups: []string{}, Active: []string{}})
+	}
+	for i := range plan.Bundles {
+		byRange[plan.Bundles[i].Range] = &plan.Bundles[i]
+	}
+	for part := range n {
+		if pb := byRange[bundleOf[part].Range]; pb != nil {
+			pb.OffsetsPartitions = append(pb.OffsetsPartitions, part)
+			parts = append(parts, part)
+		}
+	}
+
+	// The blast radius: every group persisted in those partitions.
+	persisted, err := replay(ctx, p.Reader, parts, p.Ordering)
+	if err != nil {
+		return nil, &PlanError{Cluster: cl.Name, Step: "read " + cl.OffsetsTopic(), Err: err}
+	}
+	groups := map[string]*AffectedGroup{}
+	for _, g := range persisted.Groups() {
+		groups[g.Group] = &AffectedGroup{Group: g.Group, OffsetsPartition: g.OffsetsPartition}
+	}
+	for g, part := range requestedGroup {
+		if groups[g] == nil {
+			groups[g] = &AffectedGroup{Group: g, OffsetsPartition: part}
+		}
+		groups[g].Requested = true
+	}
+	names := slices.Sorted(maps.Keys(groups))
+	activity := describeAll(ctx, p.Describers, names)
+	for _, name := range names {
+		g := groups[name]
+		g.Bundle = bundleOf[g.OffsetsPartition].Range
+		g.Persisted = topicOffsets(persisted.GroupOffsets(name), cl.KafkaNamespace)
+		g.Activity = map[string]Activity{}
+		for _, c := range plan.Clusters {
+			g.Activity[c] = activity[c][name]
+		}
+		g.Status = summarize(g.Activity)
+		pb := byRange[g.Bundle]
+		pb.Groups = append(pb.Groups, name)
+		if g.Status != ActivityIdle {
+			pb.Active = append(pb.Active, name)
+		}
+		plan.Groups = append(plan.Groups, *g)
+	}
+	for i := range plan.Bundles {
+		pb := &plan.Bundles[i]
+		if len(pb.Active) > 0 && !p.AllowActive {
+			pb.Refused = true
+			pb.Reason = refusal(plan, pb)
+		}
+	}
+	return plan, nil
+}
+
+func refusal(plan *ReloadPlan, pb *PlannedBundle) string {
+	var live, unknown []string
+	for _, g := range plan.Groups {
+		if g.Bundle != pb.Range {
+			continue
+		}
+		for _, c := range plan.Clusters {
+			switch g.Activity[c].Status {
+			case ActivityLive:
+				live = append(live, g.Group+"@"+c)
+			case ActivityUnknown:
+				unknown = append(unknown, g.Group+"@"+c)
+			}
+		}
+	}
+	var parts []string
+	if len(live) > 0 {
+		parts = append(parts, "live members: "+strings.Join(live, ", "))
+	}
+	if len(unknown) > 0 {
+		parts = append(parts, "not proven idle (KoP did not answer): "+strings.Join(unknown, ", "))
+	}
+	return strings.Join(parts, "; ") + "; --allow-active reloads it anyway"
+}
+
+// Executable returns the bundles that are not refused, in plan order.
+func (p *ReloadPlan) Executable() []PlannedBundle {
+	var out []PlannedBundle
+	for _, b := range p.Bundles {
+		if !b.Refused {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Refused returns the refused bundles.
+func (p *ReloadPlan) Refused() []PlannedBundle {
+	var out []PlannedBundle
+	for _, b := range p.Bundles {
+		if b.Refused {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Group returns the affected group named g.
+func (p *ReloadPlan) Group(g string) (AffectedGroup, bool) {
+	for _, ag := range p.Groups {
+		if ag.Group == g {
+			return ag, true
+		}
+	}
+	return AffectedGroup{}, false
+}
+
+// GroupsIn returns the affected groups of one bundle.
+func (p *ReloadPlan) GroupsIn(bundleRange string) []AffectedGroup {
+	var out []AffectedGroup
+	for _, g := range p.Groups {
+		if g.Bundle == bundleRange {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func summarize(a map[string]Activity) string {
+	st := ActivityIdle
+	for _, x := range a {
+		switch x.Status {
+		case ActivityLive:
+			return ActivityLive
+		case ActivityUnknown:
+			st = ActivityUnknown
+		}
+	}
+	return st
+}
+
+// describeAll asks every cluster, in parallel, about every group. Failures become unknown.
+func describeAll(ctx context.Context, ds map[string]GroupDescriber, groups []string) map[string]map[string]Activity {
+	out := make(map[string]map[string]Activity, len(ds))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, d := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := make(map[string]Activity, len(groups))
+			var got map[string]GroupActivity
+			var err error
+			switch {
+			case len(groups) == 0:
+			case d == nil:
+				err = errors.New("no kafkaBootstrap configured")
+			default:
+				got, err = d.DescribeGroups(ctx, groups)
+			}
+			for _, g := range groups {
+				ga, ok := got[g]
+				switch {
+				case err != nil:
+					res[g] = Activity{Status: ActivityUnknown, Error: err.Error()}
+				case !ok:
+					res[g] = Activity{Status: ActivityUnknown, Error: "not in the DescribeGroups answer"}
+				case ga.Err != nil:
+					res[g] = Activity{Status: ActivityUnknown, State: ga.State, Error: ga.Err.Error()}
+				default:
+					m := ga.Members
+					a := Activity{Status: ActivityIdle, State: ga.State, Members: &m}
+					if m > 0 {
+						a.Status = ActivityLive
+					}
+					res[g] = a
+				}
+			}
+			mu.Lock()
+			out[name] = res
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// replay reads and replays the given partitions of the offsets topic.
+func replay(ctx context.Context, r offsets.OffsetTopicReader, parts []int32, ord offsets.TxnOrdering) (*offsets.PersistedOffsets, error) {
+	var results []*offsets.PersistedOffsets
+	for _, part := range parts {
+		po, err := offsets.ReplayPartition(ctx, r, part, ord)
+		if err != nil {
+			return nil, fmt.Errorf("offsets partition %d: %w", part, err)
+		}
+		results = append(results, po)
+	}
+	return offsets.Merge(results...), nil
+}
+
+func topicOffsets(cs []offsets.CommittedOffset, kafkaNamespace string) []TopicOffset {
+	out := make([]TopicOffset, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, TopicOffset{Topic: offsets.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset})
+	}
+	return out
+}
+
+func sortedUnique[T interface{ ~string | ~int32 }](in []T) []T {
+	if len(in) == 0 {
+		return nil
+	}
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

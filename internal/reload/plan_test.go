@@ -1,0 +1,154 @@
+package reload
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+const topic1 = "persistent://public/default/topic-1"
+
+var scus = ClusterRef{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
+
+// Offsets partitions per bundle for the lab layout (CRC-32 of the partition names, the
+// same answer Pulsar 4.0.8 gives on the lab): b0 {0,4}, b1 {1,5}, b2 {3,7}, b3 {2,6}.
+const (
+	b0 = "0x00000000_0x40000000"
+	b1 = "0x40000000_0x80000000"
+	b2 = "0x80000000_0xc0000000"
+	b3 = "0xc0000000_0xffffffff"
+)
+
+func TestPlanBlastRadius(t *testing.T) {
+	ctx := context.Background()
+	adm := newFakeAdmin(t)
+	g := groupIn("g", 3, 8)         // requested, partition 3 -> bundle b2
+	same := groupIn("same", 3, 8)   // same partition
+	neigh := groupIn("neigh", 7, 8) // other partition of the same bundle
+	other := groupIn("other", 0, 8) // another bundle: untouched
+	rd := testkit.NewMemReader(8).Commit(
+		testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
+		testkit.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
+		testkit.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
+		testkit.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
+	)
+	live := &staticDescriber{groups: map[string]GroupActivity{neigh: {State: "Stable", Members: 2}}}
+	idle := &staticDescriber{}
+	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{"scus": idle, "wus": live}}
+	plan, err := p.Plan(ctx, Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.OffsetsPartitions != 8 || len(plan.Bundles) != 1 || plan.Bundles[0].Range != b2 {
+		t.Fatalf("plan bundles: %+v", plan.Bundles)
+	}
+	if got := plan.Bundles[0].OffsetsPartitions; !slices.Equal(got, []int32{3, 7}) {
+		t.Errorf("offsets partitions of %s: %v, want [3 7]", b2, got)
+	}
+	wantGroups := []string{g, neigh, same}
+	slices.Sort(wantGroups)
+	if got := plan.Bundles[0].Groups; !slices.Equal(got, wantGroups) {
+		t.Errorf("affected groups %v, want %v (not %s)", got, wantGroups, other)
+	}
+	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, neigh+"@wus") {
+		t.Errorf("bundle with a live group on wus must be refused: %+v", plan.Bundles[0])
+	}
+	ag, _ := plan.Group(g)
+	if !ag.Requested || ag.Status != ActivityIdle || len(ag.Persisted) != 1 || ag.Persisted[0] != (TopicOffset{"topic-1", 0, 10900}) {
+		t.Errorf("group %s: %+v", g, ag)
+	}
+	an, _ := plan.Group(neigh)
+	if an.Requested || an.Status != ActivityLive || *an.Activity["wus"].Members != 2 || an.Activity["scus"].Status != ActivityIdle {
+		t.Errorf("group %s: %+v", neigh, an)
+	}
+	if len(plan.Executable()) != 0 || len(plan.Refused()) != 1 {
+		t.Error("Executable/Refused")
+	}
+	// Planning writes nothing: only partitioned metadata and bundles were asked.
+	for _, c := range adm.Calls() {
+		if strings.HasPrefix(c, "unload") || strings.HasPrefix(c, "lookup") {
+			t.Errorf("planning made a writing call: %s", c)
+		}
+	}
+
+	p.AllowActive = true
+	plan, err = p.Plan(ctx, Request{Groups: []string{g}})
+	if err != nil || plan.Bundles[0].Refused || len(plan.Executable()) != 1 {
+		t.Fatalf("--allow-active: %+v %v", plan.Bundles, err)
+	}
+}
+
+func TestPlanPartitionsAndUnknownActivity(t *testing.T) {
+	adm := newFakeAdmin(t)
+	rd := testkit.NewMemReader(8)
+	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{
+		"scus": &staticDescriber{err: errors.New("unable to dial: connection refused")},
+		"wus":  nil, // no kafkaBootstrap
+	}}
+	// Partitions 0 and 4 share bundle b0; 2 is in b3. A group that hashes to 5 (b1).
+	g := groupIn("x", 5, 8)
+	plan, err := p.Plan(context.Background(), Request{Partitions: []int32{4, 0, 2}, Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranges []string
+	for _, b := range plan.Bundles {
+		ranges = append(ranges, b.Range)
+	}
+	if !slices.Equal(ranges, []string{b0, b1, b3}) {
+		t.Fatalf("bundles %v", ranges)
+	}
+	if !slices.Equal(plan.RequestedPartitions, []int32{0, 2, 4}) {
+		t.Errorf("requested partitions %v", plan.RequestedPartitions)
+	}
+	// The requested group has no persisted offsets: it is still in the plan, unknown, and
+	// its bundle is refused (not proven idle).
+	ag, ok := plan.Group(g)
+	if !ok || ag.Status != ActivityUnknown || ag.Activity["wus"].Error == "" || !strings.Contains(ag.Activity["scus"].Error, "connection refused") {
+		t.Fatalf("group %+v", ag)
+	}
+	for _, b := range plan.Bundles {
+		if b.Range == b1 && (!b.Refused || !strings.Contains(b.Reason, "not proven idle")) {
+			t.Errorf("b1: %+v", b)
+		}
+		if b.Range != b1 && b.Refused {
+			t.Errorf("bundle without groups refused: %+v", b)
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	ctx := context.Background()
+	adm := newFakeAdmin(t)
+	adm.partsErr = adminErr(404, "get partitioned metadata of")
+	p := &Planner{Cluster: scus, Admin: adm, Reader: testkit.NewMemReader(8)}
+	_, err := p.Plan(ctx, Request{Groups: []string{"G"}})
+	var pe *PlanError
+	if !errors.As(err, &pe) || !errors.Is(err, pulsarx.ErrNotFound) {
+		t.Fatalf("want PlanError wrapping ErrNotFound, got %v", err)
+	}
+
+	adm = newFakeAdmin(t)
+	adm.bundlesErr = adminErr(0, "get bundles of")
+	p.Admin = adm
+	if _, err := p.Plan(ctx, Request{Groups: []string{"G"}}); !errors.Is(err, pulsarx.ErrUnreachable) {
+		t.Fatalf("want ErrUnreachable, got %v", err)
+	}
+
+	p.Admin = newFakeAdmin(t)
+	if _, err := p.Plan(ctx, Request{Partitions: []int32{8}}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("partition 8 of 8: want ErrBadRequest, got %v", err)
+	}
+
+	rd := testkit.NewMemReader(8)
+	rd.Err = errors.New("broker gone")
+	p.Reader = rd
+	if _, err := p.Plan(ctx, Request{Groups: []string{"G"}}); !errors.As(err, &pe) || pe.Step == "" {
+		t.Fatalf("reader failure: %v", err)
+	}
+}
