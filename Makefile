@@ -36,6 +36,9 @@ e2e: build ## end-to-end tests on the real two-cluster lab (starts it, stops it)
 
 test: unit race e2e ## everything CI runs
 
+demo: build ## the user's story on the built-in lab, narrated (starts the lab, leaves it running)
+	scripts/demo.sh
+
 # ---- the lab (internal/lab, cmd/kop-lab; docs/lab.md) ----
 .PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab
 

@@ -9,6 +9,7 @@ import (
 	_ "github.com/klauspost/compress/zstd"
 	_ "github.com/olekukonko/tablewriter"
 	_ "github.com/pierrec/lz4/v4"
+	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/spf13/cobra"
 	_ "github.com/spf13/cobra/doc"
 	_ "github.com/twmb/franz-go/pkg/kadm"
@@ -16,7 +17,6 @@ import (
 	_ "github.com/twmb/franz-go/pkg/kgo"
 	_ "github.com/twmb/franz-go/pkg/kmsg"
 	_ "github.com/twmb/franz-go/pkg/sasl/plain"
-	_ "github.com/prometheus/client_golang/prometheus"
 	_ "go.yaml.in/yaml/v3"
 	_ "golang.org/x/term"
 )
