@@ -322,7 +322,11 @@ func writeFooter(w io.Writer, rep *chk.Report) {
 	if len(parts) == 0 {
 		parts = []string{"no offsets found"}
 	}
-	fmt.Fprintf(w, "\n%d rows: %s (exit %d)\n", len(rep.Rows), strings.Join(parts, ", "), rep.ExitCode)
+	noun := "rows"
+	if len(rep.Rows) == 1 {
+		noun = "row"
+	}
+	fmt.Fprintf(w, "\n%d %s: %s (exit %d)\n", len(rep.Rows), noun, strings.Join(parts, ", "), rep.ExitCode)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e.Error)
 	}
