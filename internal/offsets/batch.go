@@ -81,6 +81,11 @@ type decoder struct {
 
 	ctlCommit bool // for control records: COMMIT (true) or ABORT
 
+	// Decode only: stores backs the pointer fields of the records of one call; lastGroup
+	// and lastTopic are the owned strings of the previous record, shared when equal.
+	stores               []recStore
+	lastGroup, lastTopic string
+
 	buf  []byte // decompression scratch
 	br   bytes.Reader
 	gz   *gzip.Reader
@@ -99,6 +104,54 @@ func (d *decoder) reset(value []byte) {
 // nextBatch parses the next batch of the message. It returns false at the end of the
 // message or on error (then err is set).
 func (d *decoder) nextBatch() (ok bool, err error) {
+	if d.next >= len(d.msg) {
+		return false, nil
+	}
+	// Fast path: a well-formed header is read at fixed offsets. Anything else, and any
+	// failure, goes to nextBatchSlow, which finds the same failure and describes it.
+	b := d.msg[d.next:]
+	if len(b) < batchHeaderSize || b[batchOffMagic] != 2 {
+		return d.nextBatchSlow()
+	}
+	length := int32(binary.BigEndian.Uint32(b[batchOffLength:]))
+	nrec := int32(binary.BigEndian.Uint32(b[batchHeaderSize-4:]))
+	if length < batchHeaderSize-batchLogOverhead || int64(length) > int64(len(b)-batchLogOverhead) || nrec < 0 {
+		return d.nextBatchSlow()
+	}
+	end := batchLogOverhead + int(length)
+	crc := binary.BigEndian.Uint32(b[batchOffCRC:])
+	if crc32.Checksum(b[batchOffAttributes:end], castagnoli) != crc {
+		return d.nextBatchSlow()
+	}
+	bt := &d.batch
+	bt.FirstOffset = int64(binary.BigEndian.Uint64(b))
+	bt.Length = length
+	bt.PartitionLeaderEpoch = int32(binary.BigEndian.Uint32(b[12:]))
+	bt.Magic = 2
+	bt.CRC = int32(crc)
+	bt.Attributes = int16(binary.BigEndian.Uint16(b[batchOffAttributes:]))
+	bt.LastOffsetDelta = int32(binary.BigEndian.Uint32(b[23:]))
+	bt.FirstTimestamp = int64(binary.BigEndian.Uint64(b[27:]))
+	bt.MaxTimestamp = int64(binary.BigEndian.Uint64(b[35:]))
+	bt.ProducerID = int64(binary.BigEndian.Uint64(b[43:]))
+	bt.ProducerEpoch = int16(binary.BigEndian.Uint16(b[51:]))
+	bt.FirstSequence = int32(binary.BigEndian.Uint32(b[53:]))
+	bt.NumRecords = nrec
+	bt.Records = b[batchHeaderSize:end:end]
+	recs, err := d.decompress(bt.Records, bt.Attributes&attrCodecMask)
+	if err != nil {
+		return d.nextBatchSlow() // decompresses again, to describe the failure
+	}
+	d.start = d.next
+	d.next += end
+	d.recs = recs
+	d.rpos, d.ridx, d.nrec = 0, 0, int(nrec)
+	d.firstKey = -1
+	return true, nil
+}
+
+// nextBatchSlow is nextBatch with a reader: it describes every failure.
+func (d *decoder) nextBatchSlow() (ok bool, err error) {
 	if d.next >= len(d.msg) {
 		return false, nil
 	}
@@ -201,7 +254,7 @@ func (d *decoder) decompress(src []byte, codec int16) ([]byte, error) {
 		if err != nil {
 			return nil, &codecError{"gzip", err}
 		}
-		return d.readAll("gzip", d.gz)
+		return d.readAllByRead("gzip", d.gz)
 	case codecSnappy:
 		return d.unsnappy(src)
 	case codecLZ4:
@@ -263,6 +316,32 @@ func (d *decoder) readAll(codec string, r io.Reader) ([]byte, error) {
 	return d.limw.b, nil
 }
 
+// readAllByRead is readAll through Read: for readers whose WriteTo allocates (klauspost's
+// gzip builds a CRC hasher and a MultiWriter per call; its Read does not).
+func (d *decoder) readAllByRead(codec string, r io.Reader) ([]byte, error) {
+	const limit = MaxDecompressedSize + 1 // reading one byte more tells that it is too large
+	buf := d.buf[:0]
+	for len(buf) < limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), limit)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			d.buf = buf[:0]
+			return nil, &codecError{codec, err}
+		}
+	}
+	d.buf = buf[:0]
+	if len(buf) > MaxDecompressedSize {
+		return nil, ErrDecompressTooLarge
+	}
+	return buf, nil
+}
+
 // unsnappy decodes the Java client's xerial framing (magic, versions, then blocks each
 // prefixed by an int32 length) or, without the magic, one raw snappy block.
 func (d *decoder) unsnappy(src []byte) ([]byte, error) {
@@ -319,6 +398,50 @@ func (d *decoder) snappyBlock(out, block []byte) ([]byte, error) {
 // nextRecord parses the next record of the current batch into d.rec. It returns false when
 // the batch has no more records, or on error.
 func (d *decoder) nextRecord() (ok bool, err error) {
+	if d.ridx >= d.nrec {
+		return false, nil
+	}
+	// Fast path with a cursor; any failure (or a field it does not read, such as a
+	// varint longer than two bytes) goes to nextRecordSlow.
+	c := cursor{b: d.recs[d.rpos:]}
+	n := c.varint()
+	if c.bad || n < 0 || int(n) > len(c.b) {
+		return d.nextRecordSlow()
+	}
+	size := len(d.recs) - d.rpos - len(c.b) + int(n) // length varint and body
+	c.b = c.b[:n]
+	rec := &d.rec
+	rec.Length = n
+	rec.Attributes = c.i8()
+	rec.TimestampDelta = c.varint()
+	rec.TimestampDelta64 = int64(rec.TimestampDelta)
+	rec.OffsetDelta = c.varint()
+	rec.Key = c.varBytes()
+	rec.Value = c.varBytes()
+	if nh := c.varint(); nh != 0 {
+		if nh < 0 {
+			c.bad = true
+		}
+		for i := int32(0); i < nh && !c.bad; i++ {
+			if c.varBytes() == nil {
+				c.bad = true
+			}
+			c.varBytes()
+		}
+	}
+	if c.bad || len(c.b) != 0 {
+		return d.nextRecordSlow()
+	}
+	d.rpos += size
+	d.ridx++
+	if d.firstKey < 0 && rec.Key != nil {
+		d.firstKey = d.batch.FirstOffset + int64(rec.OffsetDelta)
+	}
+	return true, nil
+}
+
+// nextRecordSlow is nextRecord with a reader: it describes every failure.
+func (d *decoder) nextRecordSlow() (ok bool, err error) {
 	if d.ridx >= d.nrec {
 		return false, nil
 	}

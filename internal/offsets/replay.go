@@ -178,6 +178,93 @@ type offsetEntry struct {
 	pos                        int64
 }
 
+// offsetTable maps group, topic and partition to offset entries: a map by group and topic
+// of maps by partition, with the last group and topic looked up cached. KoP writes a commit
+// request as one batch of one group, so consecutive records mostly share both, and a lookup
+// is then two string comparisons and a small int32-keyed map access instead of hashing
+// both strings.
+type offsetTable struct {
+	topics map[groupTopic]*topicOffsets
+	last   *topicOffsets // cache; nil when empty
+	n      int
+}
+
+type groupTopic struct{ group, topic string }
+
+type topicOffsets struct {
+	group, topic string // owned
+	parts        map[int32]*offsetEntry
+}
+
+func newOffsetTable() *offsetTable {
+	return &offsetTable{topics: make(map[groupTopic]*topicOffsets)}
+}
+
+// find returns the partitions of group and topic (which may view scratch memory), or nil.
+func (t *offsetTable) find(group, topic string) *topicOffsets {
+	if l := t.last; l != nil && l.group == group && l.topic == topic {
+		return l
+	}
+	to := t.topics[groupTopic{group, topic}]
+	if to != nil {
+		t.last = to
+	}
+	return to
+}
+
+func (t *offsetTable) get(k offsetKey) *offsetEntry {
+	if to := t.find(k.group, k.topic); to != nil {
+		return to.parts[k.partition]
+	}
+	return nil
+}
+
+// set stores e under k; intern makes owned copies of k's strings when the group and topic
+// are new.
+func (t *offsetTable) set(k offsetKey, e *offsetEntry, intern func(string) string) {
+	to := t.find(k.group, k.topic)
+	if to == nil {
+		to = &topicOffsets{group: intern(k.group), topic: intern(k.topic), parts: make(map[int32]*offsetEntry, 1)}
+		t.topics[groupTopic{to.group, to.topic}] = to
+		t.last = to
+	}
+	if _, ok := to.parts[k.partition]; !ok {
+		t.n++
+	}
+	to.parts[k.partition] = e
+}
+
+func (t *offsetTable) del(k offsetKey) {
+	to := t.find(k.group, k.topic)
+	if to == nil {
+		return
+	}
+	if _, ok := to.parts[k.partition]; !ok {
+		return
+	}
+	t.n--
+	delete(to.parts, k.partition)
+	if len(to.parts) == 0 { // memory stays proportional to the live keys
+		delete(t.topics, groupTopic{to.group, to.topic})
+		if t.last == to {
+			t.last = nil
+		}
+	}
+}
+
+func (t *offsetTable) len() int { return t.n }
+
+// all yields every entry with its key (owned strings).
+func (t *offsetTable) all(yield func(offsetKey, *offsetEntry) bool) {
+	for _, to := range t.topics {
+		for p, e := range to.parts {
+			if !yield(offsetKey{group: to.group, topic: to.topic, partition: p}, e) {
+				return
+			}
+		}
+	}
+}
+
 type groupEntry struct {
 	raw []byte  // the last group value as written (ApplyMessage)
 	rec *Record // or the decoded record (Apply)
@@ -192,8 +279,8 @@ type Replayer struct {
 	ordering  TxnOrdering
 
 	d        decoder
-	offsets  map[offsetKey]*offsetEntry
-	pending  map[int64]map[offsetKey]*offsetEntry
+	offsets  *offsetTable
+	pending  map[int64]*offsetTable
 	groups   map[string]*groupEntry
 	removed  map[string]struct{}
 	strs     map[string]string
@@ -208,8 +295,8 @@ func NewReplayer(partition int32, ordering TxnOrdering) *Replayer {
 	return &Replayer{
 		partition: partition,
 		ordering:  ordering,
-		offsets:   make(map[offsetKey]*offsetEntry),
-		pending:   make(map[int64]map[offsetKey]*offsetEntry),
+		offsets:   newOffsetTable(),
+		pending:   make(map[int64]*offsetTable),
 		groups:    make(map[string]*groupEntry),
 		removed:   make(map[string]struct{}),
 		strs:      make(map[string]string),
@@ -347,35 +434,37 @@ func (r *Replayer) applyRecord(txn bool) error {
 }
 
 // offsetFor returns the entry for k in the loaded or the producer's pending offsets,
-// creating it (with interned strings) when it is new. k may view scratch memory: it is
-// never stored, because assigning to an existing key would overwrite the stored key.
+// creating it (with interned strings) when it is new. k may view scratch memory: the
+// table keeps its own copies of the strings.
 func (r *Replayer) offsetFor(k offsetKey, txn bool, pid int64) *offsetEntry {
-	m := r.offsets
+	t := r.offsets
 	if txn {
-		m = r.pending[pid]
-		if m == nil {
-			m = make(map[offsetKey]*offsetEntry)
-			r.pending[pid] = m
-		}
+		t = r.pendingFor(pid)
 	}
-	if e, ok := m[k]; ok {
+	if e := t.get(k); e != nil {
 		return e
 	}
 	e := &offsetEntry{}
-	m[offsetKey{group: r.intern(k.group), topic: r.intern(k.topic), partition: k.partition}] = e
+	t.set(k, e, r.intern)
 	return e
+}
+
+func (r *Replayer) pendingFor(pid int64) *offsetTable {
+	t := r.pending[pid]
+	if t == nil {
+		t = newOffsetTable()
+		r.pending[pid] = t
+	}
+	return t
 }
 
 func (r *Replayer) offsetTombstone(k offsetKey, txn bool, pid int64) {
 	r.counts.OffsetTombstones++
 	if txn {
-		if r.pending[pid] == nil {
-			r.pending[pid] = make(map[offsetKey]*offsetEntry)
-		}
-		delete(r.pending[pid], k)
+		r.pendingFor(pid).del(k)
 		return
 	}
-	delete(r.offsets, k)
+	r.offsets.del(k)
 }
 
 func (r *Replayer) groupFor(group string) *groupEntry {
@@ -400,9 +489,11 @@ func (r *Replayer) groupTombstone(group string) {
 func (r *Replayer) marker(pid int64, commit bool) {
 	if commit {
 		r.counts.TxnCommits++
-		for k, pe := range r.pending[pid] {
-			if le, ok := r.offsets[k]; !ok || le.pos < pe.pos {
-				r.offsets[k] = pe
+		if pt := r.pending[pid]; pt != nil {
+			for k, pe := range pt.all {
+				if le := r.offsets.get(k); le == nil || le.pos < pe.pos {
+					r.offsets.set(k, pe, r.intern)
+				}
 			}
 		}
 	} else {
@@ -494,14 +585,14 @@ func (r *Replayer) Result() *PersistedOffsets {
 		Partitions: []int32{r.partition},
 		Counts:     r.counts,
 		Errors:     slices.Clone(r.errs),
-		offsets:    make(map[offsetKey]CommittedOffset, len(r.offsets)),
+		offsets:    make(map[offsetKey]CommittedOffset, r.offsets.len()),
 		groups:     make(map[string]*Group, len(r.groups)),
 	}
-	for k, e := range r.offsets {
+	for k, e := range r.offsets.all {
 		p.offsets[k] = r.committed(k, e)
 	}
-	for _, pm := range r.pending {
-		for k, e := range pm {
+	for _, pt := range r.pending {
+		for k, e := range pt.all {
 			p.pending = append(p.pending, r.committed(k, e))
 		}
 	}
@@ -512,7 +603,8 @@ func (r *Replayer) Result() *PersistedOffsets {
 		rec := e.rec
 		if rec == nil {
 			// Validated when it was applied, so this cannot fail.
-			if err := d.decodeGroupValue(e.raw); err == nil {
+			// Decoded from a copy: the group keeps views into it, and e.raw is reused.
+			if err := d.decodeGroupValue(clone(e.raw)); err == nil {
 				var tmp Record
 				fillGroup(&tmp, &d.gval)
 				rec = &tmp

@@ -36,6 +36,26 @@ const (
 
 // decodeKey reads a record key into d.okey or d.gkey.
 func (d *decoder) decodeKey(key []byte) (keyKind, error) {
+	c := cursor{b: key}
+	switch v := c.i16(); {
+	case c.bad:
+	case v >= 0 && v <= maxOffsetKeyVersion:
+		g, t, p := c.str(), c.str(), c.i32()
+		if !c.bad {
+			d.okey.Version, d.okey.Group, d.okey.Topic, d.okey.Partition = v, view(g), view(t), p
+			return keyOffset, nil
+		}
+	case v == groupKeyVersion:
+		if g := c.str(); !c.bad {
+			d.gkey.Version, d.gkey.Group = v, view(g)
+			return keyGroup, nil
+		}
+	}
+	return d.decodeKeySlow(key)
+}
+
+// decodeKeySlow is decodeKey with a reader: it describes every failure.
+func (d *decoder) decodeKeySlow(key []byte) (keyKind, error) {
 	r := newReader(key, "record key", -1)
 	v := r.int16("version")
 	if r.err != nil {
@@ -71,6 +91,31 @@ func (d *decoder) decodeKey(key []byte) (keyKind, error) {
 // define for a version are set to -1 (kmsg's convention), never left from a previous record.
 // Trailing bytes are ignored, as Kafka's schema reader does.
 func (d *decoder) decodeOffsetValue(val []byte) error {
+	c := cursor{b: val}
+	v := c.i16()
+	if c.bad || v < 0 || v > maxOffsetValueVersion {
+		return d.decodeOffsetValueSlow(val)
+	}
+	o := &d.oval
+	o.Version = v
+	o.LeaderEpoch, o.ExpireTimestamp = -1, -1
+	o.Offset = c.i64()
+	if v >= 3 {
+		o.LeaderEpoch = c.i32()
+	}
+	o.Metadata = view(c.str())
+	o.CommitTimestamp = c.i64()
+	if v == 1 {
+		o.ExpireTimestamp = c.i64()
+	}
+	if c.bad {
+		return d.decodeOffsetValueSlow(val)
+	}
+	return nil
+}
+
+// decodeOffsetValueSlow is decodeOffsetValue with a reader: it describes every failure.
+func (d *decoder) decodeOffsetValueSlow(val []byte) error {
 	r := newReader(val, "offset value", -1)
 	v := r.int16("version")
 	if r.err != nil {

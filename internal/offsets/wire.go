@@ -266,3 +266,96 @@ func (r *reader) skipTags(field string) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// cursor is the fast path of reader: the same primitives without field names, kept small
+// enough to inline. A failed read sets bad and returns a zero value without advancing;
+// callers read a whole structure, and when bad is set they re-read it with a reader, which
+// finds the same failure and describes it. A cursor must therefore accept exactly what a
+// reader accepts and yield the same values (FuzzFastPath checks this).
+type cursor struct {
+	b   []byte // what is left to read
+	bad bool
+}
+
+func (c *cursor) i8() int8 {
+	if len(c.b) < 1 {
+		c.bad = true
+		return 0
+	}
+	v := int8(c.b[0])
+	c.b = c.b[1:]
+	return v
+}
+
+func (c *cursor) i16() int16 {
+	if len(c.b) < 2 {
+		c.bad = true
+		return 0
+	}
+	v := int16(binary.BigEndian.Uint16(c.b))
+	c.b = c.b[2:]
+	return v
+}
+
+func (c *cursor) i32() int32 {
+	if len(c.b) < 4 {
+		c.bad = true
+		return 0
+	}
+	v := int32(binary.BigEndian.Uint32(c.b))
+	c.b = c.b[4:]
+	return v
+}
+
+func (c *cursor) i64() int64 {
+	if len(c.b) < 8 {
+		c.bad = true
+		return 0
+	}
+	v := int64(binary.BigEndian.Uint64(c.b))
+	c.b = c.b[8:]
+	return v
+}
+
+// span returns the next n bytes (n >= 0), capacity-limited like reader.span.
+func (c *cursor) span(n int) []byte {
+	if uint(n) > uint(len(c.b)) {
+		c.bad = true
+		return nil
+	}
+	v := c.b[:n:n]
+	c.b = c.b[n:]
+	return v
+}
+
+// str reads a STRING (int16 length, not nullable).
+func (c *cursor) str() []byte {
+	return c.span(int(c.i16())) // a negative length fails in span
+}
+
+// varint reads a zig-zag varint of at most two bytes (-8192..8191: every field of a
+// record but large lengths and time deltas); longer ones set bad, so that the reader,
+// which reads any length, takes over.
+func (c *cursor) varint() int32 {
+	b := c.b
+	if len(b) == 0 || b[0] >= 0x80 && (len(b) < 2 || b[1] >= 0x80) {
+		c.bad = true
+		return 0
+	}
+	x := uint32(b[0])
+	if x >= 0x80 {
+		x = x&0x7f | uint32(b[1])<<7
+		b = b[1:]
+	}
+	c.b = b[1:]
+	return int32(x>>1) ^ -int32(x&1)
+}
+
+// varBytes reads varint-length bytes: -1 is null (nil), 0 is empty and not nil.
+func (c *cursor) varBytes() []byte {
+	n := c.varint()
+	if n == -1 {
+		return nil
+	}
+	return c.span(int(n)) // other negative lengths fail in span
+}
