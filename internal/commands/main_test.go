@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +16,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 type result struct {
 	code        int
@@ -117,24 +115,6 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
-
 func TestConfigViewGolden(t *testing.T) {
 	cfg := writeConfig(t, twoClusters)
 	for _, format := range []string{"yaml", "json", "table"} {
@@ -145,7 +125,7 @@ func TestConfigViewGolden(t *testing.T) {
 		if strings.Contains(r.out, "very-secret-jwt") {
 			t.Fatalf("%s: secret printed:\n%s", format, r.out)
 		}
-		golden(t, "config-view."+format, r.out)
+		testutil.Golden(t, "testdata/config-view."+format+".golden", []byte(r.out))
 	}
 	// Default yaml; the selection applies.
 	r := run(t, nil, "--config", cfg, "--cluster", "wus", "config", "view")

@@ -67,7 +67,8 @@ func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
 	var got map[string]GroupActivity
 	for ctx.Err() == nil {
 		got, err = kg.DescribeGroups(ctx, []string{"live", "idle", "never"})
-		if err == nil && got["live"].Members == 1 {
+		// Members appear while the group is still CompletingRebalance; wait for Stable.
+		if err == nil && got["live"].Members == 1 && got["live"].State == "Stable" {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

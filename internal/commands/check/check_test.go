@@ -1,9 +1,7 @@
 package check
 
 import (
-	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,27 +15,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
 
 // memFetcher is an in-memory OffsetFetcher (KoP's cache).
 type memFetcher struct {
@@ -116,7 +95,7 @@ func TestCheckJSONGolden(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"exitCode": 1`) {
 		t.Errorf("exit %d", code)
 	}
-	golden(t, "check.json", []byte(out))
+	testutil.Golden(t, "testdata/check.json", []byte(out))
 }
 
 func TestCheckTableAndHint(t *testing.T) {
@@ -167,7 +146,7 @@ func TestCheckClusterDownOthersCorrect(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d", code)
 	}
-	golden(t, "check-wus-down.json", []byte(out))
+	testutil.Golden(t, "testdata/check-wus-down.json", []byte(out))
 }
 
 func TestPrometheusTextfileGolden(t *testing.T) {
@@ -180,7 +159,7 @@ func TestPrometheusTextfileGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "check.prom", b)
+	testutil.Golden(t, "testdata/check.prom", b)
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	if len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
@@ -197,22 +176,17 @@ func TestPersistedOnly(t *testing.T) {
 func TestNewCmdCheckFlags(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
-	var got *Options
-	cmd := NewCmdCheck(f, func(o *Options) error { got = o; return nil })
-	root := cmdutil.NewTestRoot(f, cmd)
-	root.SetArgs([]string{"check", "--group", "a*", "--group", "b", "--topic", "topic-1", "--source", "scus",
-		"--fail-on", "stale_cache,diverged", "--verify-alignment", "--prometheus-file", "/tmp/x.prom", "-o", "json"})
-	if err := root.Execute(); err != nil {
+	got, err := testutil.ParseOptions(f, NewCmdCheck, "--group", "a*", "--group", "b", "--topic", "topic-1", "--source", "scus",
+		"--fail-on", "stale_cache,diverged", "--verify-alignment", "--prometheus-file", "/tmp/x.prom", "-o", "json")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(got.Groups, ",") != "a*,b" || got.Source != "scus" || !got.VerifyAlignment || got.Format != output.JSON ||
 		strings.Join(got.FailOn, ",") != "stale_cache,diverged" || got.PrometheusFile != "/tmp/x.prom" || got.CoordinatorWait != chk.DefaultCoordinatorWait {
 		t.Errorf("%+v", got)
 	}
-	for _, args := range [][]string{{"check", "--fail-on", "nope"}, {"check", "--verify-alignment", "--persisted-only"}, {"check", "extra"}} {
-		root := cmdutil.NewTestRoot(f, NewCmdCheck(f, func(*Options) error { return nil }))
-		root.SetArgs(args)
-		if err := root.Execute(); cmdutil.ExitCode(err) != 2 {
+	for _, args := range [][]string{{"--fail-on", "nope"}, {"--verify-alignment", "--persisted-only"}, {"extra"}} {
+		if _, err := testutil.ParseOptions(f, NewCmdCheck, args...); cmdutil.ExitCode(err) != 2 {
 			t.Errorf("%v: %v", args, err)
 		}
 	}

@@ -27,11 +27,10 @@ import (
 
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -93,21 +92,18 @@ func (e *e2eLab) writeConfig(t *testing.T, ns, dead string) string {
 // runCheck runs `kop-offsets --config cfg check args...` in-process and decodes its JSON.
 func runCheck(t *testing.T, cfg string, args ...string) (chk.Report, int, string) {
 	t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := factory.NewWithEnv("test", ios, func(string) string { return "" })
-	cmd := NewCmdCheck(f, nil)
-	root := cmdutil.NewTestRoot(f, cmd)
-	root.SetArgs(append([]string{"--config", cfg, "--timeout", "5s", "check", "-o", "json"}, args...))
-	err := root.Execute()
-	code := cmdutil.ExitCode(err)
+	f, s := testutil.NewFactory("test", false)
+	r := testutil.Run(context.Background(), cmdutil.NewTestRoot(f, NewCmdCheck(f, nil)), s,
+		append([]string{"--config", cfg, "--timeout", "5s", "check", "-o", "json"}, args...)...)
+	code := r.Code
 	var rep chk.Report
-	if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil {
-		t.Fatalf("exit %d err %v: %v\nstdout %s\nstderr %s", code, err, jerr, out, errOut)
+	if jerr := json.Unmarshal([]byte(r.Out), &rep); jerr != nil {
+		t.Fatalf("exit %d err %v: %v\nstdout %s\nstderr %s", code, r.Err, jerr, r.Out, r.ErrOut)
 	}
 	if rep.ExitCode != code {
 		t.Errorf("exitCode %d in JSON, process %d", rep.ExitCode, code)
 	}
-	return rep, code, errOut.String()
+	return rep, code, r.ErrOut
 }
 
 func cell(t *testing.T, rep chk.Report, group, cluster string) (chk.Row, chk.Cell) {

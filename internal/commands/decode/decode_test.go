@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,31 +15,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
 
 var ts = time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
 
@@ -96,21 +75,10 @@ func TestNewCmdDecodeFlags(t *testing.T) {
 		{args: []string{"x"}, err: `unexpected argument "x"`},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := iostreams.Test()
-		ios.SetStdoutTTY(tt.tty)
-		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-		var got *Options
-		root := cmdutil.NewTestRoot(f, NewCmdDecode(f, func(o *Options) error { got = o; return nil }))
-		root.SetArgs(append([]string{"decode"}, tt.args...))
-		err := root.Execute()
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
-				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
-			}
+		f, _ := testutil.NewFactory("x", tt.tty)
+		got := testutil.ParseFlags(t, f, NewCmdDecode, tt.err, tt.args...)
+		if got == nil {
 			continue
-		}
-		if err != nil || got == nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Format != tt.format || got.Input != tt.want.Input || got.Key != tt.want.Key || got.Value != tt.want.Value ||
 			got.Hex != tt.want.Hex || got.Strict != tt.want.Strict || got.KeySet != tt.want.KeySet || got.ValueSet != tt.want.ValueSet {
@@ -134,7 +102,7 @@ func TestDecodeInputGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		golden(t, "input."+string(f), []byte(out))
+		testutil.Golden(t, "testdata/input."+string(f)+".golden", []byte(out))
 		if want := "decoded 6 messages, 6 records: 1 offset_commit, 1 offset_tombstone, 1 group_metadata, 1 placeholder, 2 undecodable\n"; errOut != want {
 			t.Errorf("%s: stderr %q, want %q", f, errOut, want)
 		}
@@ -150,7 +118,7 @@ func TestDecodeInputFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "input.ndjson", []byte(out))
+	testutil.Golden(t, "testdata/input.ndjson.golden", []byte(out))
 
 	_, _, err = run(t, &Options{Format: output.NDJSON, Input: filepath.Join(t.TempDir(), "absent")}, "")
 	if cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--input") {
@@ -205,7 +173,7 @@ func TestDecodeFlagsInput(t *testing.T) {
 	if err != nil || out != outHex {
 		t.Errorf("hex differs from base64: %v\n%s\n%s", err, out, outHex)
 	}
-	golden(t, "flags.ndjson", []byte(out))
+	testutil.Golden(t, "testdata/flags.ndjson.golden", []byte(out))
 
 	// URL-safe base64 without padding is accepted too.
 	outURL, _, err := run(t, &Options{Format: output.NDJSON, Value: base64.RawURLEncoding.EncodeToString(m[1])}, "")

@@ -3,24 +3,19 @@ package doctor
 import (
 	"context"
 	"errors"
-	"flag"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestNewCmdDoctorFlags(t *testing.T) {
 	tests := []struct {
@@ -42,21 +37,10 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 		{args: []string{"--topic", ""}, err: "--topic must not be empty"},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := iostreams.Test()
-		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-		var got *Options
-		cmd := NewCmdDoctor(f, func(o *Options) error { got = o; return nil })
-		root := cmdutil.NewTestRoot(f, cmd)
-		root.SetArgs(append([]string{"doctor"}, tt.args...))
-		err := root.Execute()
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
-				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
-			}
+		f, _ := testutil.NewFactory("x", false)
+		got := testutil.ParseFlags(t, f, NewCmdDoctor, tt.err, tt.args...)
+		if got == nil {
 			continue
-		}
-		if err != nil || got == nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Format != tt.format || strings.Join(got.Topics, "|") != strings.Join(tt.topics, "|") ||
 			strings.Join(got.Groups, "|") != strings.Join(tt.groups, "|") || got.OffsetsRetention != tt.ret ||
@@ -158,7 +142,7 @@ func TestDoctorRunLabGolden(t *testing.T) {
 		if cmdutil.ExitCode(err) != tc.exit || (err != nil && !cmdutil.IsSilent(err)) {
 			t.Errorf("%s: err %v, want silent exit %d", tc.name, err, tc.exit)
 		}
-		golden(t, tc.name, out.String())
+		testutil.Golden(t, "testdata/"+tc.name+".golden", out.Bytes())
 	}
 	wusDown = false
 }
@@ -187,22 +171,4 @@ func TestAdminConfig(t *testing.T) {
 		t.Error("unresolvable secret accepted")
 	}
 	_ = http.StatusOK
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
 }

@@ -18,10 +18,9 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 // The lab as it is: KoP is not available (its NAR cannot be fetched here), so each cluster
@@ -46,15 +45,13 @@ func ensure(t *testing.T) *lab.Lab {
 // runDoctor runs `kop-offsets --config <lab> doctor -o json args...` and decodes the result.
 func runDoctor(t *testing.T, l *lab.Lab, args ...string) (Result, int) {
 	t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := factory.NewWithEnv("e2e", ios, func(string) string { return "" })
-	root := cmdutil.NewTestRoot(f, NewCmdDoctor(f, nil))
-	root.SetArgs(append([]string{"--config", l.ConfigPath, "--timeout", "10s", "doctor", "-o", "json"}, args...))
-	err := root.Execute()
-	code := cmdutil.ExitCode(err)
+	f, s := testutil.NewFactory("e2e", false)
+	r := testutil.Run(context.Background(), cmdutil.NewTestRoot(f, NewCmdDoctor(f, nil)), s,
+		append([]string{"--config", l.ConfigPath, "--timeout", "10s", "doctor", "-o", "json"}, args...)...)
+	code := r.Code
 	var res Result
-	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
-		t.Fatalf("exit %d, err %v, stderr %s: %v\n%s", code, err, errOut, jerr, out)
+	if jerr := json.Unmarshal([]byte(r.Out), &res); jerr != nil {
+		t.Fatalf("exit %d, err %v, stderr %s: %v\n%s", code, r.Err, r.ErrOut, jerr, r.Out)
 	}
 	if res.ExitCode != code {
 		t.Errorf("exitCode %d in the document, process exit %d", res.ExitCode, code)

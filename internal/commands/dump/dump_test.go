@@ -1,13 +1,9 @@
 package dump
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,34 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
 
 var ts = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
@@ -80,20 +56,10 @@ func TestNewCmdDumpFlags(t *testing.T) {
 		{args: []string{"extra"}, err: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := iostreams.Test()
-		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-		var got *Options
-		root := cmdutil.NewTestRoot(f, NewCmdDump(f, func(o *Options) error { got = o; return nil }))
-		root.SetArgs(append([]string{"dump"}, tt.args...))
-		err := root.Execute()
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
-				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
-			}
+		f, _ := testutil.NewFactory("x", false)
+		got := testutil.ParseFlags(t, f, NewCmdDump, tt.err, tt.args...)
+		if got == nil {
 			continue
-		}
-		if err != nil || got == nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if !tt.check(got) {
 			t.Errorf("%v: %+v", tt.args, got)
@@ -169,8 +135,7 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 
 func runDump(t *testing.T, args []string, readers map[string]*fakeReader, clusters []config.Cluster) (string, string, error, *pulsarx.ReaderOptions) {
 	t.Helper()
-	ios, _, out, errOut := iostreams.Test()
-	f := factory.NewWithEnv("x", ios, func(string) string { return "" })
+	f, s := testutil.NewFactory("x", false)
 	var ro pulsarx.ReaderOptions
 	var runErr error
 	root := cmdutil.NewTestRoot(f, NewCmdDump(f, func(o *Options) error {
@@ -182,12 +147,11 @@ func runDump(t *testing.T, args []string, readers map[string]*fakeReader, cluste
 		runErr = dumpRun(context.Background(), o)
 		return runErr
 	}))
-	root.SetArgs(append([]string{"dump"}, args...))
-	err := root.Execute()
-	if err != runErr {
-		t.Fatalf("%v: parse error %v", args, err)
+	r := testutil.Run(context.Background(), root, s, append([]string{"dump"}, args...)...)
+	if r.Err != runErr {
+		t.Fatalf("%v: parse error %v", args, r.Err)
 	}
-	return out.String(), errOut.String(), err, &ro
+	return r.Out, r.ErrOut, r.Err, &ro
 }
 
 func TestDumpAll(t *testing.T) {
@@ -196,7 +160,7 @@ func TestDumpAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "all.ndjson", []byte(out))
+	testutil.Golden(t, "testdata/all.ndjson.golden", []byte(out))
 	want := "scus: read 9 messages of 8 partitions, wrote 9 records (5 offset_commit, 1 offset_tombstone, 1 group_metadata, 1 placeholder, 1 undecodable)\n" +
 		"wus: read 1 messages of 8 partitions, wrote 1 records (1 offset_commit)\n"
 	if errOut != want {
@@ -217,7 +181,7 @@ func TestDumpGroupReadsOnlyItsPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "group.table", []byte(out))
+	testutil.Golden(t, "testdata/group.table.golden", []byte(out))
 	for p, n := range readers["scus"].Reads {
 		if p != 7 && n > 0 {
 			t.Errorf("scus: partition %d read", p)
@@ -273,7 +237,7 @@ func TestDumpCompacted(t *testing.T) {
 	if !ro.Compacted || !ro.From.Equal(ts) {
 		t.Errorf("reader options %+v", ro)
 	}
-	golden(t, "compacted.json", []byte(out))
+	testutil.Golden(t, "testdata/compacted.json.golden", []byte(out))
 	var recs []Record
 	if err := json.Unmarshal([]byte(out), &recs); err != nil {
 		t.Fatal(err)

@@ -13,13 +13,11 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -27,13 +25,10 @@ func TestMain(m *testing.M) { lab.Main(m) }
 // run executes kop-offsets with args against the lab and returns stdout, stderr and the exit code.
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	ios, in, out, errOut := iostreams.Test()
-	in.WriteString(stdin)
-	f := factory.NewWithEnv("e2e", ios, func(string) string { return "" })
-	cmd := root.NewCmdRoot(f)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(context.Background())
-	return out.String(), errOut.String(), cmdutil.ExitCode(err)
+	f, s := testutil.NewFactory("e2e", false)
+	s.In.WriteString(stdin)
+	r := testutil.Run(context.Background(), root.NewCmdRoot(f), s, args...)
+	return r.Out, r.ErrOut, r.Code
 }
 
 type record struct {

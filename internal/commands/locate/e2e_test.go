@@ -13,14 +13,13 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -47,12 +46,10 @@ func TestE2ELocate(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // let the replicator write to wus, which loads the bundle there
 
-	ios, _, out, errOut := iostreams.Test()
-	f := factory.NewWithEnv("e2e", ios, func(string) string { return "" })
-	cmd := root.NewCmdRoot(f)
-	cmd.SetArgs([]string{"--config", l.ConfigPath, "locate", "G", "-o", "json"})
+	f, s := testutil.NewFactory("e2e", false)
+	out, errOut := s.Out, s.ErrOut
 	start := time.Now()
-	err = cmd.ExecuteContext(ctx)
+	err = testutil.Execute(ctx, root.NewCmdRoot(f), "--config", l.ConfigPath, "locate", "G", "-o", "json")
 	t.Logf("locate G took %v:\n%s%s", time.Since(start), out, errOut)
 	if cmdutil.ExitCode(err) != 0 {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,32 +15,12 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, name string, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
 
 func TestNewCmdLocateFlags(t *testing.T) {
 	tests := []struct {
@@ -59,20 +38,10 @@ func TestNewCmdLocateFlags(t *testing.T) {
 		{args: []string{"G", "-o", "ndjson"}, err: `invalid output format "ndjson"`},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := iostreams.Test()
-		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-		var got *Options
-		root := cmdutil.NewTestRoot(f, NewCmdLocate(f, func(o *Options) error { got = o; return nil }))
-		root.SetArgs(append([]string{"locate"}, tt.args...))
-		err := root.Execute()
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
-				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
-			}
+		f, _ := testutil.NewFactory("x", false)
+		got := testutil.ParseFlags(t, f, NewCmdLocate, tt.err, tt.args...)
+		if got == nil {
 			continue
-		}
-		if err != nil || got == nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if len(got.Groups) != tt.groups || got.Offline != tt.offline || got.Format != tt.format || got.Admin == nil {
 			t.Errorf("%v: %+v", tt.args, got)
@@ -127,7 +96,7 @@ func TestLocateOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "offline."+string(f), out.String())
+		testutil.Golden(t, "testdata/offline."+string(f)+".golden", out.Bytes())
 	}
 }
 
@@ -224,7 +193,7 @@ func TestLocateOnline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v %s", err, errOut)
 	}
-	golden(t, "online.json", out.String())
+	testutil.Golden(t, "testdata/online.json.golden", out.Bytes())
 	var rows []Location
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
@@ -247,7 +216,7 @@ func TestLocateOnline(t *testing.T) {
 	if err := locateRun(context.Background(), onlineOpts(ios, output.Table, []string{"G", "a"}, cluster("scus", ts.URL))); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "online.table", strings.ReplaceAll(out.String(), ts.URL, "URL"))
+	testutil.Golden(t, "testdata/online.table.golden", []byte(strings.ReplaceAll(out.String(), ts.URL, "URL")))
 }
 
 func TestLocateBundleMismatchAndUnreachable(t *testing.T) {

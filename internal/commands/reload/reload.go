@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,15 +35,10 @@ type Options struct {
 	// Confirm asks the operator on the terminal; default Confirm.
 	Confirm func(question string) (bool, error)
 
-	Groups      []string
-	Partitions  []int32
-	FromCheck   string
-	DryRun      bool
-	Yes         bool
-	AllowActive bool
-	MaxBundles  int
-	Pause       time.Duration
-	Wait        time.Duration
+	Groups     []string
+	Partitions []int32
+	FromCheck  string
+	ReloadFlags
 }
 
 // Document is what `reload -o json` prints.
@@ -135,14 +129,8 @@ cache still differs after --wait, or the plan was refused (live/unknown groups w
 					return cmdutil.FlagErrorf("--group must not be empty")
 				}
 			}
-			if opts.MaxBundles < 1 {
-				return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", opts.MaxBundles)
-			}
-			if opts.Wait <= 0 {
-				return cmdutil.FlagErrorf("--wait must be positive, got %s", opts.Wait)
-			}
-			if opts.Pause < 0 {
-				return cmdutil.FlagErrorf("--pause must not be negative, got %s", opts.Pause)
+			if err := opts.ReloadFlags.Validate(); err != nil {
+				return err
 			}
 			var err error
 			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
@@ -162,12 +150,8 @@ cache still differs after --wait, or the plan was refused (live/unknown groups w
 	fl.StringSliceVar(&opts.Groups, "group", nil, "consumer group whose offsets partition's bundle is reloaded (repeatable, comma-separated)")
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows of this cluster in a 'check -o json' file (- for stdin)")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "print the plan and stop: nothing is written")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
-	fl.BoolVar(&opts.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
-	fl.IntVar(&opts.MaxBundles, "max-bundles", DefaultMaxBundles, "refuse plans that unload more bundles than this")
-	fl.DurationVar(&opts.Pause, "pause", 0, "pause between two bundles")
-	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "how long to wait, per bundle, for KoP to serve the persisted offsets")
+	BindReloadFlags(fl, &opts.ReloadFlags, "print the plan and stop: nothing is written",
+		DefaultMaxBundles, "refuse plans that unload more bundles than this")
 	return cmd
 }
 

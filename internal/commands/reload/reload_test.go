@@ -19,6 +19,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 type fakeAdmin struct {
@@ -100,7 +101,7 @@ func newHarness(t *testing.T) *harness {
 				Close:    func() {},
 			}, nil
 		},
-		Groups: []string{"G"}, MaxBundles: 1, Wait: time.Second,
+		Groups: []string{"G"}, ReloadFlags: ReloadFlags{MaxBundles: 1, Wait: time.Second},
 	}
 	return h
 }
@@ -233,18 +234,15 @@ func TestFlags(t *testing.T) {
 		args []string
 		ok   bool
 	}{
-		{[]string{"reload", "--group", "G"}, true},
-		{[]string{"reload", "--partition", "3,7", "--group", "G"}, true},
-		{[]string{"reload", "--from-check", "x.json"}, true},
-		{[]string{"reload"}, false},
-		{[]string{"reload", "--group", "G", "--from-check", "x.json"}, false},
-		{[]string{"reload", "--group", "G", "--max-bundles", "0"}, false},
-		{[]string{"reload", "--group", "G", "--wait", "0s"}, false},
+		{[]string{"--group", "G"}, true},
+		{[]string{"--partition", "3,7", "--group", "G"}, true},
+		{[]string{"--from-check", "x.json"}, true},
+		{nil, false},
+		{[]string{"--group", "G", "--from-check", "x.json"}, false},
+		{[]string{"--group", "G", "--max-bundles", "0"}, false},
+		{[]string{"--group", "G", "--wait", "0s"}, false},
 	} {
-		var got *Options
-		root := cmdutil.NewTestRoot(f, NewCmdReload(f, func(o *Options) error { got = o; return nil }))
-		root.SetArgs(tc.args)
-		err := root.Execute()
+		got, err := testutil.ParseOptions(f, NewCmdReload, tc.args...)
 		if (err == nil) != tc.ok {
 			t.Errorf("%v: err %v", tc.args, err)
 		}

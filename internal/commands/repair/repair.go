@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -47,13 +46,8 @@ type Options struct {
 	NewSession reloadcmd.SessionFunc
 	Confirm    func(string) (bool, error)
 
-	LockFile    string
-	DryRun      bool
-	Yes         bool
-	AllowActive bool
-	MaxBundles  int
-	Pause       time.Duration
-	Wait        time.Duration
+	LockFile string
+	reloadcmd.ReloadFlags
 }
 
 // Document is what `repair -o json` prints.
@@ -143,14 +137,8 @@ not achieve its goal (the cache still differs after --wait).`),
   */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if opts.MaxBundles < 1 {
-				return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", opts.MaxBundles)
-			}
-			if opts.Wait <= 0 {
-				return cmdutil.FlagErrorf("--wait must be positive, got %s", opts.Wait)
-			}
-			if opts.Pause < 0 {
-				return cmdutil.FlagErrorf("--pause must not be negative, got %s", opts.Pause)
+			if err := opts.ReloadFlags.Validate(); err != nil {
+				return err
 			}
 			var err error
 			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
@@ -176,12 +164,8 @@ not achieve its goal (the cache still differs after --wait).`),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "check and print the plans, write nothing")
-	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
-	fl.BoolVar(&opts.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
-	fl.IntVar(&opts.MaxBundles, "max-bundles", DefaultMaxBundles, "bundles reloaded per cluster and run")
-	fl.DurationVar(&opts.Pause, "pause", 0, "pause between two bundles")
-	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "how long to wait, per bundle, for KoP to serve the persisted offsets")
+	reloadcmd.BindReloadFlags(fl, &opts.ReloadFlags, "check and print the plans, write nothing",
+		DefaultMaxBundles, "bundles reloaded per cluster and run")
 	return cmd
 }
 

@@ -4,10 +4,9 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/buildinfo"
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 func TestVersionRun(t *testing.T) {
@@ -35,12 +34,9 @@ func TestNewCmdVersionLdflags(t *testing.T) {
 	old := buildinfo.Version
 	buildinfo.Version = "v9.9.9"
 	defer func() { buildinfo.Version = old }()
-	ios, _, _, _ := iostreams.Test()
-	f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-	var got *Options
-	root := cmdutil.NewTestRoot(f, NewCmdVersion(f, func(o *Options) error { got = o; return nil }))
-	root.SetArgs([]string{"version", "-o", "json"})
-	if err := root.Execute(); err != nil {
+	f, _ := testutil.NewFactory("x", false)
+	got, err := testutil.ParseOptions(f, NewCmdVersion, "-o", "json")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Info.Version != "v9.9.9" || got.Format != output.JSON {

@@ -3,9 +3,6 @@ package check
 import (
 	"context"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -13,13 +10,11 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 func TestNewCmdCheckFlags(t *testing.T) {
 	tests := []struct {
@@ -36,22 +31,10 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		{args: []string{"extra"}, err: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := iostreams.Test()
-		ios.SetStdoutTTY(tt.tty)
-		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-		var got *Options
-		cmd := NewCmdCheck(f, func(o *Options) error { got = o; return nil })
-		root := cmdutil.NewTestRoot(f, cmd)
-		root.SetArgs(append([]string{"check"}, tt.args...))
-		err := root.Execute()
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) || cmdutil.ExitCode(err) != 2 {
-				t.Errorf("%v: err %v (exit %d), want %q", tt.args, err, cmdutil.ExitCode(err), tt.err)
-			}
+		f, _ := testutil.NewFactory("x", tt.tty)
+		got := testutil.ParseFlags(t, f, NewCmdCheck, tt.err, tt.args...)
+		if got == nil {
 			continue
-		}
-		if err != nil || got == nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Format != tt.format || got.Timeout != tt.timeout || got.Prober == nil {
 			t.Errorf("%v: %+v", tt.args, got)
@@ -116,7 +99,7 @@ func TestCheckRunTable(t *testing.T) {
 		t.Errorf("%d probes, want 5 (wus has no kafka)", p.calls.Load())
 	}
 	got := latencyRE.ReplaceAllString(out.String(), "N.Nms")
-	golden(t, "check.tty", got)
+	testutil.Golden(t, "testdata/check.tty.golden", []byte(got))
 	if errOut.String() != "2 of 5 endpoints failed\n" {
 		t.Errorf("stderr %q", errOut)
 	}
@@ -129,7 +112,7 @@ func TestCheckRunAllOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := regexp.MustCompile(`latencyMs: [\d.]+`).ReplaceAllString(out.String(), "latencyMs: N")
-	golden(t, "check-ok.yaml", got)
+	testutil.Golden(t, "testdata/check-ok.yaml.golden", []byte(got))
 }
 
 func TestCheckRunPreflightContactsNothing(t *testing.T) {
@@ -143,23 +126,5 @@ func TestCheckRunPreflightContactsNothing(t *testing.T) {
 	}
 	if p.calls.Load() != 0 || out.Len() != 0 {
 		t.Errorf("contacted %d endpoints / printed %q despite a config error", p.calls.Load(), out)
-	}
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
 	}
 }

@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 func TestNewCmdViewFlags(t *testing.T) {
@@ -26,13 +26,8 @@ func TestNewCmdViewFlags(t *testing.T) {
 		{[]string{"--bogus"}, true, "", 2},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := iostreams.Test()
-		ios.SetStdoutTTY(tt.tty)
-		f := factory.NewWithEnv("x", ios, func(string) string { return "" })
-		var got *Options
-		root := cmdutil.NewTestRoot(f, NewCmdView(f, func(o *Options) error { got = o; return nil }))
-		root.SetArgs(append([]string{"view"}, tt.args...))
-		err := root.Execute()
+		f, _ := testutil.NewFactory("x", tt.tty)
+		got, err := testutil.ParseOptions(f, NewCmdView, tt.args...)
 		if code := cmdutil.ExitCode(err); code != tt.code {
 			t.Errorf("%v: exit %d (%v), want %d", tt.args, code, err, tt.code)
 			continue

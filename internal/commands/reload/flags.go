@@ -1,0 +1,47 @@
+package reload
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// ReloadFlags are the flags reload and repair share: whether and how bundles are unloaded,
+// paced and verified.
+type ReloadFlags struct {
+	DryRun      bool
+	Yes         bool
+	AllowActive bool
+	MaxBundles  int
+	Pause       time.Duration
+	Wait        time.Duration
+}
+
+// BindReloadFlags binds --dry-run, --yes, --allow-active, --max-bundles, --pause and --wait
+// to r. The help of --dry-run and --max-bundles, and the --max-bundles default, are the
+// command's own: the two commands stop and count differently.
+func BindReloadFlags(fl *pflag.FlagSet, r *ReloadFlags, dryRunUsage string, maxBundles int, maxBundlesUsage string) {
+	fl.BoolVar(&r.DryRun, "dry-run", false, dryRunUsage)
+	fl.BoolVar(&r.Yes, "yes", false, "do not ask for confirmation")
+	fl.BoolVar(&r.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
+	fl.IntVar(&r.MaxBundles, "max-bundles", maxBundles, maxBundlesUsage)
+	fl.DurationVar(&r.Pause, "pause", 0, "pause between two bundles")
+	fl.DurationVar(&r.Wait, "wait", reload.DefaultWait, "how long to wait, per bundle, for KoP to serve the persisted offsets")
+}
+
+// Validate checks the values of the flags (a usage error, exit 2).
+func (r *ReloadFlags) Validate() error {
+	if r.MaxBundles < 1 {
+		return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", r.MaxBundles)
+	}
+	if r.Wait <= 0 {
+		return cmdutil.FlagErrorf("--wait must be positive, got %s", r.Wait)
+	}
+	if r.Pause < 0 {
+		return cmdutil.FlagErrorf("--pause must not be negative, got %s", r.Pause)
+	}
+	return nil
+}
