@@ -34,7 +34,7 @@ race: ## unit tests under the race detector
 e2e: build ## end-to-end tests on the real two-cluster lab (starts it, stops it)
 	$(GO) test -count=1 -tags e2e -timeout 45m -p 1 ./...
 
-test: unit race e2e ## everything CI runs
+test: unit lint race release-ci e2e ## everything CI runs
 
 demo: build ## the user's story on the built-in lab, narrated (starts the lab, leaves it running)
 	scripts/demo.sh
@@ -60,5 +60,37 @@ lab-clean: kop-lab-bin ## stop the lab, delete cluster data/logs/config.yaml (ke
 e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and stop it after the run
 	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
 
-clean: ## remove build output (not the lab's data: see lab-down / lab-clean)
-	rm -rf bin dist
+clean: ## remove build output (not the lab's data or the pinned tools: see lab-clean)
+	rm -rf bin/kop-offsets bin/kop-lab dist completions manpages
+
+# ---- tools, lint, docs, release (issue 8) ----
+TOOLS_DIR  ?= bin/tools
+GOLANGCI   := $(TOOLS_DIR)/golangci-lint
+GORELEASER := $(TOOLS_DIR)/goreleaser
+
+.PHONY: tools lint docs release-assets release-check release-snapshot release-ci smoke
+
+tools: ## install the pinned golangci-lint and goreleaser into bin/tools (skipped when present)
+	TOOLS_DIR=$(TOOLS_DIR) scripts/tools.sh
+
+lint: tools ## golangci-lint with .golangci.yml: all packages, tests and e2e-tagged files
+	$(GOLANGCI) run ./...
+
+docs: ## regenerate the CLI reference docs/cli/*.md from the command tree (commit the result)
+	$(GO) run ./cmd/docgen -markdown docs/cli
+
+release-assets: ## completions/ and manpages/ (what the archives and packages ship)
+	scripts/release-assets.sh
+
+release-check: tools ## validate .goreleaser.yml
+	$(GORELEASER) check
+
+release-snapshot: tools ## snapshot release into dist/, all platforms (RELEASE_CI=1: linux/amd64 only)
+	GORELEASER=$(GORELEASER) scripts/release-snapshot.sh $(if $(RELEASE_CI),--ci)
+
+smoke: ## smoke-test the snapshot's binary, archive and .deb for this machine
+	scripts/smoke.sh
+
+release-ci: release-check ## what CI runs: goreleaser check, linux/amd64 snapshot, smoke test
+	GORELEASER=$(GORELEASER) scripts/release-snapshot.sh --ci
+	scripts/smoke.sh

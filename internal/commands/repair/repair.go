@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -194,27 +193,6 @@ func toDocument(rep any) (*reload.CheckDocument, error) {
 		return nil, err
 	}
 	return reload.ParseCheckDocument(bytes.NewReader(b))
-}
-
-// lock takes an exclusive flock on path without waiting.
-func lock(path string) (func(), error) {
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
-	}
-	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		fh.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is locked; nothing was done", ErrLocked, path)
-		}
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
-	}
-	_ = fh.Truncate(0)
-	_, _ = fmt.Fprintf(fh, "%d\n", os.Getpid())
-	return func() {
-		_ = syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
-		fh.Close()
-	}, nil
 }
 
 func repairRun(ctx context.Context, opts *Options) error {
@@ -403,4 +381,10 @@ func finish(opts *Options, doc *Document, code int) error {
 		fmt.Fprintln(opts.IO.ErrOut, e)
 	}
 	return cmdutil.SilentError(code)
+}
+
+// writePID records the holder of the lock for an operator who finds the file.
+func writePID(fh *os.File) {
+	_ = fh.Truncate(0)
+	_, _ = fmt.Fprintf(fh, "%d\n", os.Getpid())
 }
