@@ -91,16 +91,18 @@ func WriteTextfile(path string, rep *Report) error {
 	if err != nil {
 		return fmt.Errorf("prometheus textfile: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	// After the rename the temporary name no longer exists; removing it is only cleanup on
+	// the error paths, so its error is of no interest.
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	enc := expfmt.NewEncoder(tmp, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
-			tmp.Close()
+			_ = tmp.Close()
 			return fmt.Errorf("prometheus textfile: %w", err)
 		}
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {

@@ -207,7 +207,7 @@ func TestConfigCheckEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed := l.Addr().String()
-	l.Close()
+	_ = l.Close()
 
 	cfg := writeConfig(t, `clusters:
   - name: lab

@@ -135,7 +135,7 @@ func validateTLS(field string, t *TLS, add func(field, format string, args ...an
 func checkURL(s string, schemes ...string) error {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("%q is not a URL: %v", s, err)
+		return fmt.Errorf("%q is not a URL: %w", s, err)
 	}
 	ok := false
 	for _, sc := range schemes {
@@ -169,7 +169,7 @@ func checkHostPort(s string) error {
 func (cl Cluster) Preflight(path string) error {
 	var es Errors
 	add := func(field string, err error) {
-		es = append(es, &Error{Path: path, Cluster: cl.Name, Field: field, Err: fmt.Errorf("%w: %v", ErrSecret, err)})
+		es = append(es, &Error{Path: path, Cluster: cl.Name, Field: field, Err: fmt.Errorf("%w: %w", ErrSecret, err)})
 	}
 	file := func(field, p string) {
 		if p == "" {
@@ -222,7 +222,7 @@ func (cl Cluster) Preflight(path string) error {
 func (cl Cluster) ResolveSecret(field string, s Secret) (string, error) {
 	v, err := s.Resolve()
 	if err != nil {
-		return "", &Error{Cluster: cl.Name, Field: field, Err: fmt.Errorf("%w: %v", ErrSecret, err)}
+		return "", &Error{Cluster: cl.Name, Field: field, Err: fmt.Errorf("%w: %w", ErrSecret, err)}
 	}
 	return v, nil
 }

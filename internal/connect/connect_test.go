@@ -118,7 +118,7 @@ func TestAdminTokenFileReadPerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("first token accepted: %d", resp.StatusCode)
 	}
@@ -127,7 +127,7 @@ func TestAdminTokenFileReadPerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("rotated token not used: %d", resp.StatusCode)
 	}

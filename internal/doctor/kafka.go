@@ -94,8 +94,8 @@ func (p *KgoProber) Probe(ctx context.Context, cl Cluster) (KafkaProbe, error) {
 		answered = true
 		for _, name := range []string{"OffsetFetch", "OffsetCommit", "FindCoordinator", "Metadata"} {
 			if k, ok := keyByName[name]; ok {
-				if _, max, ok := bv.KeyVersions(k); ok {
-					out.MaxVersions[name] = max
+				if _, maxVersion, ok := bv.KeyVersions(k); ok {
+					out.MaxVersions[name] = maxVersion
 				}
 			}
 		}

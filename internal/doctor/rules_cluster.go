@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -115,8 +116,7 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	boot := strings.Join(cl.KafkaBootstrap, ",")
 	ev := map[string]any{"bootstrap": cl.KafkaBootstrap, "error": got.err.Error(), "timeout": r.opts.KafkaTimeout.String()}
 	var pe *KafkaProbeError
-	if e, ok := got.err.(*KafkaProbeError); ok {
-		pe = e
+	if errors.As(got.err, &pe) {
 		ev["stage"] = pe.Stage
 		if len(pe.Dial) > 0 {
 			ev["dial"] = pe.Dial

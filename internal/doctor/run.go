@@ -146,17 +146,6 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 	}}
 }
 
-// peers returns the reachable clusters other than cl.
-func (r *run) peers(cl *Cluster) []*Cluster {
-	var out []*Cluster
-	for _, p := range r.clusters {
-		if p != cl && r.up(p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // upClusters returns the reachable clusters.
 func (r *run) upClusters() []*Cluster {
 	var out []*Cluster

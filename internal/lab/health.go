@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,7 +31,7 @@ func CheckHealth(ctx context.Context, c Cluster) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := admin.Brokers().HealthCheckWithContext(cctx); err != nil {
+	if err := admin.Brokers().HealthCheckWithTopicVersionWithContext(cctx, utils.TopicVersionV1); err != nil {
 		return fmt.Errorf("%s: GET /admin/v2/brokers/health: %w", c.Name, err)
 	}
 	if _, err := admin.Tenants().GetWithContext(cctx, Tenant); err != nil {
@@ -86,7 +87,7 @@ func waitHealthy(ctx context.Context, p Paths, c Cluster, pid int, timeout time.
 		}
 		select {
 		case <-ctx.Done():
-			return time.Since(start), fmt.Errorf("lab: %s (pid %d) not healthy after %s: %v\nlast 40 lines of %s:\n%s",
+			return time.Since(start), fmt.Errorf("lab: %s (pid %d) not healthy after %s: %w\nlast 40 lines of %s:\n%s",
 				c.Name, pid, timeout, last, p.LogFile(c.Name), LogTail(p.LogFile(c.Name), 40))
 		case <-time.After(time.Second):
 		}
@@ -99,7 +100,7 @@ func portInUse(port int) bool {
 	if err != nil {
 		return false
 	}
-	conn.Close()
+	_ = conn.Close()
 	return true
 }
 

@@ -125,16 +125,16 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 		st = nil
 	}
 	if st != nil && !o.Fresh && reusable(st, o) {
-		if err := allHealthy(ctx, st, 30*time.Second); err == nil {
+		err := allHealthy(ctx, st, 30*time.Second)
+		if err == nil {
 			l, err := finish(ctx, o, p, st, false)
 			if err != nil {
 				return nil, err
 			}
 			l.Timings.Total = time.Since(t0)
 			return l, nil
-		} else {
-			fmt.Fprintf(o.Log, "lab: running lab is not healthy, restarting it: %v\n", err)
 		}
+		fmt.Fprintf(o.Log, "lab: running lab is not healthy, restarting it: %v\n", err)
 	}
 	// Artifacts first: a failure here (no distribution, KOP=required without KoP) leaves a
 	// running lab untouched.

@@ -102,18 +102,41 @@ type Paths struct {
 	Root string // repository root (holds go.mod and lab/)
 }
 
-func (p Paths) LabDir() string       { return filepath.Join(p.Root, "lab") }
-func (p Paths) Pom() string          { return filepath.Join(p.LabDir(), "pom.xml") }
+// LabDir is the lab's checked-in directory, lab/.
+func (p Paths) LabDir() string { return filepath.Join(p.Root, "lab") }
+
+// Pom is the Maven project that fetches the distribution and the KoP handler.
+func (p Paths) Pom() string { return filepath.Join(p.LabDir(), "pom.xml") }
+
+// ConfTemplate is the broker.conf template rendered for each cluster.
 func (p Paths) ConfTemplate() string { return filepath.Join(p.LabDir(), "conf", "broker.conf.tmpl") }
-func (p Paths) Log4j2() string       { return filepath.Join(p.LabDir(), "conf", "log4j2.xml") }
-func (p Paths) RunDir() string       { return filepath.Join(p.LabDir(), "run") }
-func (p Paths) DistRoot() string     { return filepath.Join(p.RunDir(), "dist") }
-func (p Paths) DistMarker() string   { return filepath.Join(p.DistRoot(), ".version") }
+
+// Log4j2 is the logging configuration the brokers start with.
+func (p Paths) Log4j2() string { return filepath.Join(p.LabDir(), "conf", "log4j2.xml") }
+
+// RunDir holds everything the lab generates at run time, lab/run/.
+func (p Paths) RunDir() string { return filepath.Join(p.LabDir(), "run") }
+
+// DistRoot is where the Pulsar distributions are unpacked.
+func (p Paths) DistRoot() string { return filepath.Join(p.RunDir(), "dist") }
+
+// DistMarker records the Pulsar version of the unpacked distribution.
+func (p Paths) DistMarker() string { return filepath.Join(p.DistRoot(), ".version") }
+
+// ProtocolsDir holds the KoP protocol handler NARs.
 func (p Paths) ProtocolsDir() string { return filepath.Join(p.RunDir(), "protocols") }
-func (p Paths) StateFile() string    { return filepath.Join(p.RunDir(), "state.json") }
-func (p Paths) ConfigYAML() string   { return filepath.Join(p.RunDir(), "config.yaml") }
-func (p Paths) LabLock() string      { return filepath.Join(p.RunDir(), "lab.lock") }
-func (p Paths) UsersLock() string    { return filepath.Join(p.RunDir(), "users.lock") }
+
+// StateFile is the state of the running lab (state.json).
+func (p Paths) StateFile() string { return filepath.Join(p.RunDir(), "state.json") }
+
+// ConfigYAML is the kop-offsets configuration written for the running lab.
+func (p Paths) ConfigYAML() string { return filepath.Join(p.RunDir(), "config.yaml") }
+
+// LabLock is the lock file held exclusively while the lab is started or stopped.
+func (p Paths) LabLock() string { return filepath.Join(p.RunDir(), "lab.lock") }
+
+// UsersLock is the lock file test processes hold shared while they use the lab.
+func (p Paths) UsersLock() string { return filepath.Join(p.RunDir(), "users.lock") }
 
 // Dist is the unpacked distribution of version v.
 func (p Paths) Dist(v string) string { return filepath.Join(p.DistRoot(), "apache-pulsar-"+v) }
@@ -128,12 +151,21 @@ func (p Paths) KoPProbe(v string) string {
 	return filepath.Join(p.ProtocolsDir(), "kop-"+v+".probe.json")
 }
 
+// ClusterDir holds the run-time files of cluster name.
 func (p Paths) ClusterDir(name string) string { return filepath.Join(p.RunDir(), name) }
+
+// BrokerConf is the rendered broker.conf of cluster name.
 func (p Paths) BrokerConf(name string) string {
 	return filepath.Join(p.ClusterDir(name), "conf", "broker.conf")
 }
+
+// DataDir holds the metadata and ledger data of cluster name.
 func (p Paths) DataDir(name string) string { return filepath.Join(p.ClusterDir(name), "data") }
-func (p Paths) TmpDir(name string) string  { return filepath.Join(p.ClusterDir(name), "tmp") }
+
+// TmpDir is the JVM temporary directory of cluster name.
+func (p Paths) TmpDir(name string) string { return filepath.Join(p.ClusterDir(name), "tmp") }
+
+// LogFile receives the JVM's stdout and stderr for cluster name.
 func (p Paths) LogFile(name string) string {
 	return filepath.Join(p.ClusterDir(name), "logs", "broker.log")
 }

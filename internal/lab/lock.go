@@ -28,12 +28,12 @@ func lock(ctx context.Context, path string, how int) (*fileLock, error) {
 			return &fileLock{f: f}, nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
+			_ = f.Close()
 			return nil, err
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
+			_ = f.Close()
 			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -47,7 +47,7 @@ func tryLock(path string, how int) (*fileLock, bool, error) {
 		return nil, false, err
 	}
 	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, false, nil
 		}

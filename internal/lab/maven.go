@@ -18,10 +18,11 @@ import (
 // KoPMode says whether the lab loads KoP: off, auto (when the NAR resolves) or required.
 type KoPMode string
 
+// The KoP modes.
 const (
-	KoPOff      KoPMode = "off"
-	KoPAuto     KoPMode = "auto"
-	KoPRequired KoPMode = "required"
+	KoPOff      KoPMode = "off"      // never load KoP
+	KoPAuto     KoPMode = "auto"     // load KoP when its NAR resolves
+	KoPRequired KoPMode = "required" // fail when the NAR does not resolve
 )
 
 // ParseKoPMode reads a KOP value; empty means auto.

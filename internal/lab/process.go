@@ -42,7 +42,7 @@ func startJVM(p Paths, c Cluster) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	args := JavaArgs(p, c)
 	fmt.Fprintf(logf, "\n=== kop-lab: starting %s at %s\n=== %s %s\n", c.Name,
 		time.Now().UTC().Format(time.RFC3339), javaBinary(), strings.Join(args, " "))
@@ -148,7 +148,7 @@ func RSSMB(pid int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
@@ -171,13 +171,13 @@ func LogTail(path string, n int) string {
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
-	defer f.Close()
-	const max = 256 << 10
+	defer func() { _ = f.Close() }()
+	const maxRead = 256 << 10 // read at most the last 256 KiB
 	fi, err := f.Stat()
 	if err != nil {
 		return err.Error()
 	}
-	off := fi.Size() - max
+	off := fi.Size() - maxRead
 	if off < 0 {
 		off = 0
 	}

@@ -61,7 +61,8 @@ func writeBrokerConf(p Paths, c Cluster, kopVersion string) (string, error) {
 	return path, os.WriteFile(path, out, 0o644)
 }
 
-// JVM memory for each cluster on a 2-core, 24 GiB machine: two of them fit with room to spare.
+// JVMMemory is the JVM memory of each cluster, sized for a 2-core, 24 GiB machine: two of them
+// fit with room to spare.
 var JVMMemory = []string{"-Xms256m", "-Xmx1g", "-XX:MaxDirectMemorySize=512m"}
 
 // addOpens is the --add-opens list of the distribution's bin/pulsar for Java 17, plus the

@@ -175,7 +175,7 @@ func spawnReaper(p Paths, owner int, start string) error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Dir = p.Root
 	cmd.Env = append(os.Environ(), reaperEnv+"="+strconv.Itoa(owner)+":"+start, "KOP_LAB_ROOT="+p.Root)

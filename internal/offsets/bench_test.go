@@ -123,7 +123,7 @@ func BenchmarkReplay(b *testing.B) {
 			msgs, size := benchCorpus(b, c.codec)
 			r := NewReplayer(0, OrderingKoP)
 			for _, m := range msgs { // warm up: every key is known, maps have grown
-				r.ApplyMessage(m)
+				_ = r.ApplyMessage(m)
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -151,11 +151,11 @@ func TestReplayAllocs(t *testing.T) {
 		buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 2)})}
 	r := NewReplayer(0, OrderingKoP)
 	for _, v := range msgs {
-		r.ApplyMessage(Message{Key: []byte("k"), Value: v})
+		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: v})
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(1000, func() {
-		r.ApplyMessage(Message{Key: []byte("k"), Value: msgs[i%len(msgs)]})
+		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: msgs[i%len(msgs)]})
 		i++
 	})
 	if allocs > 1 {

@@ -108,24 +108,33 @@ func compress(tb testing.TB, codec int16, raw []byte) []byte {
 		return raw
 	case codecGzip:
 		w := gzip.NewWriter(&buf)
-		w.Write(raw)
-		w.Close()
+		if _, err := w.Write(raw); err != nil {
+			tb.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			tb.Fatal(err)
+		}
 	case codecSnappy: // xerial framing as the Java client writes it, in two blocks
+		// Writes to a bytes.Buffer do not fail.
 		buf.Write(xerialMagic)
-		binary.Write(&buf, binary.BigEndian, int32(1))
-		binary.Write(&buf, binary.BigEndian, int32(1))
+		_ = binary.Write(&buf, binary.BigEndian, int32(1))
+		_ = binary.Write(&buf, binary.BigEndian, int32(1))
 		half := len(raw) / 2
 		for _, part := range [][]byte{raw[:half], raw[half:]} {
 			blk := snappy.Encode(nil, part)
-			binary.Write(&buf, binary.BigEndian, int32(len(blk)))
+			_ = binary.Write(&buf, binary.BigEndian, int32(len(blk)))
 			buf.Write(blk)
 		}
 	case codecSnappyRaw:
 		return snappy.Encode(nil, raw)
 	case codecLZ4:
 		w := lz4.NewWriter(&buf)
-		w.Write(raw)
-		w.Close()
+		if _, err := w.Write(raw); err != nil {
+			tb.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			tb.Fatal(err)
+		}
 	case codecZstd:
 		w, _ := zstd.NewWriter(nil)
 		return w.EncodeAll(raw, nil)

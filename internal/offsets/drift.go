@@ -69,14 +69,14 @@ func upper(s string) string {
 type CacheState int
 
 const (
-	// CacheAnswered: KoP answered; CachedOffsets.Offset is the value, nil when it has none.
+	// CacheAnswered means KoP answered; CachedOffsets.Offset is the value, nil when it has none.
 	CacheAnswered CacheState = iota
-	// CacheNotChecked: the cached side was not asked (e.g. --persisted-only).
+	// CacheNotChecked means the cached side was not asked (e.g. --persisted-only).
 	CacheNotChecked
-	// CacheCoordinatorUnavailable: KoP kept answering COORDINATOR_LOAD_IN_PROGRESS,
+	// CacheCoordinatorUnavailable means KoP kept answering COORDINATOR_LOAD_IN_PROGRESS,
 	// NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE for the whole retry window.
 	CacheCoordinatorUnavailable
-	// CacheError: the KoP listener could not be reached or answered with another error.
+	// CacheError means the KoP listener could not be reached or answered with another error.
 	CacheError
 )
 

@@ -15,7 +15,7 @@ func TestPartitionVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	unescape := strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\0`, "\x00")
 	sc := bufio.NewScanner(f)
 	n, negative, nonBMP := 0, 0, 0

@@ -10,6 +10,7 @@ import (
 // Kind classifies a decoded record; the values are the JSON contract (cli.md).
 type Kind string
 
+// The kinds of record.
 const (
 	KindOffsetCommit    Kind = "offset_commit"
 	KindOffsetTombstone Kind = "offset_tombstone"
@@ -38,6 +39,7 @@ func (m Millis) Time() time.Time { return time.UnixMilli(int64(m)).UTC() }
 
 func (m Millis) String() string { return m.Time().Format(millisLayout) }
 
+// MarshalJSON writes m as a quoted RFC 3339 UTC string with milliseconds.
 func (m Millis) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, len(millisLayout)+2)
 	b = append(b, '"')

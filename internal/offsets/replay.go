@@ -52,6 +52,7 @@ const maxKeptErrors = 100
 // GroupState is the state KoP gives a group it loads.
 type GroupState string
 
+// The group states a replay assigns.
 const (
 	GroupEmpty  GroupState = "Empty"
 	GroupStable GroupState = "Stable"
@@ -95,27 +96,6 @@ func (c *Counts) Add(o Counts) {
 	c.Placeholders += o.Placeholders
 	c.Keyless += o.Keyless
 	c.Undecodable += o.Undecodable
-}
-
-func (c *Counts) count(k Kind) {
-	switch k {
-	case KindOffsetCommit:
-		c.OffsetCommits++
-	case KindOffsetTombstone:
-		c.OffsetTombstones++
-	case KindGroupMetadata:
-		c.GroupMetadata++
-	case KindGroupTombstone:
-		c.GroupTombstones++
-	case KindTxnCommit:
-		c.TxnCommits++
-	case KindTxnAbort:
-		c.TxnAborts++
-	case KindPlaceholder:
-		c.Placeholders++
-	case KindUndecodable:
-		c.Undecodable++
-	}
 }
 
 // MessageError is an undecodable message (or record) met during a replay.

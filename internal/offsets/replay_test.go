@@ -19,7 +19,7 @@ func replayBoth(t *testing.T, ordering TxnOrdering, values ...[]byte) *Persisted
 	fast := NewReplayer(7, ordering)
 	slow := NewReplayer(7, ordering)
 	for i, v := range values {
-		fast.ApplyMessage(Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"), Value: v})
+		_ = fast.ApplyMessage(Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"), Value: v})
 		recs, _ := Decode(nil, v)
 		for _, r := range recs {
 			slow.Apply(r)
@@ -164,12 +164,12 @@ func TestReplayPlaceholdersAndErrors(t *testing.T) {
 	good := commitMsg(t, "G", t1, 0, 1)
 	bad := append([]byte(nil), good...)
 	bad[len(bad)-1] ^= 1
-	r.ApplyMessage(Message{Key: []byte("k"), Value: nil})
-	r.ApplyMessage(Message{Key: nil, Value: good}) // KoP skips keyless messages
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: nil})
+	_ = r.ApplyMessage(Message{Key: nil, Value: good}) // KoP skips keyless messages
 	if err := r.ApplyMessage(Message{MessageID: "9:9:3:-1", Key: []byte("k"), Value: bad}); !errors.Is(err, ErrBadCRC) {
 		t.Errorf("err %v", err)
 	}
-	r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "G", t1, 5), []byte{0, 9}}, offsetRec("G", 6, 6))})
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "G", t1, 5), []byte{0, 9}}, offsetRec("G", 6, 6))})
 	p := r.Result()
 	c := p.Counts
 	if c.Messages != 4 || c.Placeholders != 2 || c.Keyless != 1 || c.Undecodable != 2 || c.OffsetCommits != 1 {

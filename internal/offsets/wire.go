@@ -35,15 +35,6 @@ func (r *reader) fail(field string, err error, detail string) {
 	r.err = &DecodeError{Part: part, Field: field, Offset: r.pos, Detail: detail, Err: err}
 }
 
-// need reports whether n more bytes are available, failing with ErrTruncated if not.
-func (r *reader) need(field string, n int) bool {
-	if r.err == nil && n >= 0 && len(r.src)-r.pos >= n {
-		return true
-	}
-	r.short(field)
-	return false
-}
-
 // short records a truncation; kept out of line so that the fixed-size reads inline.
 func (r *reader) short(field string) {
 	r.fail(field, ErrTruncated, "")

@@ -35,7 +35,7 @@ type Spec struct {
 	DefaultPiped Format   // when -o is not given and stdout is not a terminal (default DefaultTTY)
 }
 
-// StandardSpec: table/json/yaml, table by default.
+// StandardSpec is the output format of most commands: table/json/yaml, table by default.
 var StandardSpec = Spec{Allowed: Standard, DefaultTTY: Table, DefaultPiped: Table}
 
 // StreamingSpec (decode, dump): table/json/yaml/ndjson, table on a terminal, ndjson when piped.

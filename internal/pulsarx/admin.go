@@ -3,6 +3,7 @@ package pulsarx
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -466,7 +467,7 @@ func (a *Admin) get(ctx context.Context, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return nil, err
@@ -483,7 +484,8 @@ func (a *Admin) get(ctx context.Context, path string) ([]byte, error) {
 	return body, nil
 }
 
+// isStatus reports whether err is (or wraps) an *AdminError with the given HTTP status.
 func isStatus(err error, code int) bool {
-	ae, ok := err.(*AdminError)
-	return ok && ae.Status == code
+	var ae *AdminError
+	return errors.As(err, &ae) && ae.Status == code
 }

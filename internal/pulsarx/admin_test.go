@@ -306,7 +306,7 @@ func TestAdminErrorClassification(t *testing.T) {
 				t.Errorf("%s %s: %v (status %d)", tc.name, name, err, ae.Status)
 			}
 			for _, other := range []error{ErrServer, ErrAuth, ErrNotFound, ErrUnreachable} {
-				if other != tc.sentinel && errors.Is(err, other) {
+				if !errors.Is(other, tc.sentinel) && errors.Is(err, other) {
 					t.Errorf("%s %s: also matches %v", tc.name, name, other)
 				}
 			}

@@ -5,6 +5,7 @@ package pulsarx
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -106,8 +107,8 @@ func TestE2EAdmin(t *testing.T) {
 }
 
 func isNotFound(err error) bool {
-	ae, ok := err.(*AdminError)
-	return ok && ae.Status == 404
+	var ae *AdminError
+	return errors.As(err, &ae) && ae.Status == 404
 }
 
 // e2eMessages produces n messages per partition on c: empty values, so KoP and the decoders
@@ -146,7 +147,7 @@ func e2eMessages(t *testing.T, c *e2eCluster, run string, n int) map[string]bool
 					wg.Done()
 				})
 		}
-		if err := prod.Flush(); err != nil {
+		if err := prod.FlushWithCtx(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		wg.Wait()

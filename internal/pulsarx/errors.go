@@ -41,8 +41,8 @@ func (e *AdminError) Error() string {
 	if e.Target != "" {
 		fmt.Fprintf(&b, " %s", e.Target)
 	}
-	switch {
-	case e.Status == 0:
+	switch e.Status {
+	case 0:
 		fmt.Fprintf(&b, ": unreachable: %v", e.Err)
 	default:
 		fmt.Fprintf(&b, ": http %d", e.Status)

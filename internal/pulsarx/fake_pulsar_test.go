@@ -52,7 +52,6 @@ type fakeReader struct {
 	nexts   int
 	sought  time.Time
 	closed  bool
-	block   bool // Next blocks until ctx is done once msgs are exhausted (default)
 	onClose func()
 }
 

@@ -168,7 +168,7 @@ func TestReadPartitionFnErrorUnchanged(t *testing.T) {
 		calls++
 		return boom
 	})
-	if err != boom || calls != 1 || !rd.closed {
+	if err != boom || calls != 1 || !rd.closed { //nolint:errorlint // the test asserts fn's error comes back unchanged, not merely wrapped
 		t.Fatalf("err=%v calls=%d closed=%v", err, calls, rd.closed)
 	}
 }
@@ -297,7 +297,7 @@ func TestReadAllSubsetAndFirstError(t *testing.T) {
 		}
 		return nil
 	})
-	if err != boom {
+	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
 	for p := range seen {

@@ -9,7 +9,7 @@
 // topic now holds.
 //
 // Two steps, both without cobra and without stdout:
-//   - Planner.Plan builds a ReloadPlan: groups or offsets partitions -> bundles -> every
+//   - Planner.Plan builds a Plan: groups or offsets partitions -> bundles -> every
 //     offsets partition of those bundles -> every group persisted in them (the blast
 //     radius) -> which of those groups have live members on this cluster and on the others.
 //   - Executor.Execute carries out the bundles of a plan one by one and returns an

@@ -58,7 +58,7 @@ const (
 	ErrorKindKafka       = "error"
 )
 
-// Executor carries out a ReloadPlan on its cluster.
+// Executor carries out a Plan on its cluster.
 type Executor struct {
 	Cluster ClusterRef
 	Admin   BundleAdmin
@@ -175,7 +175,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 //
 // Exit code: 3 when an endpoint failed (admin, KoP, offsets topic), else 4 when KoP still
 // serves other values after the wait, else 0.
-func (e *Executor) Execute(ctx context.Context, plan *ReloadPlan, bundles []PlannedBundle) *Execution {
+func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBundle) *Execution {
 	e.defaults()
 	ex := &Execution{Bundles: []BundleResult{}, Groups: []GroupResult{}, Unloaded: []string{}, NotUnloaded: []string{}}
 	run := map[string]bool{}
@@ -242,7 +242,7 @@ func (e *Executor) Execute(ctx context.Context, plan *ReloadPlan, bundles []Plan
 	return ex
 }
 
-func (e *Executor) reloadBundle(ctx context.Context, plan *ReloadPlan, pb PlannedBundle) (BundleResult, []GroupResult) {
+func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundle) (BundleResult, []GroupResult) {
 	br := BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
 	groups := plan.GroupsIn(pb.Range)
 	grs := make([]GroupResult, len(groups))

@@ -91,7 +91,7 @@ func (c ClusterRef) withDefaults() ClusterRef {
 	return c
 }
 
-// Planner builds ReloadPlans for one cluster.
+// Planner builds Plans for one cluster.
 type Planner struct {
 	Cluster ClusterRef
 	Admin   BundleAdmin
@@ -107,8 +107,8 @@ type Planner struct {
 	Ordering offsets.TxnOrdering
 }
 
-// ReloadPlan is what reload will do on one cluster, and its blast radius.
-type ReloadPlan struct {
+// Plan is what reload will do on one cluster, and its blast radius.
+type Plan struct {
 	Cluster             string          `json:"cluster"`
 	Namespace           string          `json:"namespace"`
 	OffsetsTopic        string          `json:"offsetsTopic"`
@@ -193,9 +193,9 @@ var ErrBadRequest = errors.New("bad reload request")
 // Plan builds the plan of req. Nothing is written: the admin calls are the partitioned
 // metadata of the offsets topic and the namespace policies (bundles), neither of which makes
 // a broker take a bundle; the offsets topic is read with non-durable readers.
-func (p *Planner) Plan(ctx context.Context, req Request) (*ReloadPlan, error) {
+func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	cl := p.Cluster.withDefaults()
-	plan := &ReloadPlan{
+	plan := &Plan{
 		Cluster: cl.Name, Namespace: cl.Namespace(), OffsetsTopic: cl.OffsetsTopic(),
 		AllowActive: p.AllowActive, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
 		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic,
@@ -300,7 +300,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*ReloadPlan, error) {
 	return plan, nil
 }
 
-func refusal(plan *ReloadPlan, pb *PlannedBundle) string {
+func refusal(plan *Plan, pb *PlannedBundle) string {
 	var live, unknown []string
 	for _, g := range plan.Groups {
 		if g.Bundle != pb.Range {
@@ -326,7 +326,7 @@ func refusal(plan *ReloadPlan, pb *PlannedBundle) string {
 }
 
 // Executable returns the bundles that are not refused, in plan order.
-func (p *ReloadPlan) Executable() []PlannedBundle {
+func (p *Plan) Executable() []PlannedBundle {
 	var out []PlannedBundle
 	for _, b := range p.Bundles {
 		if !b.Refused {
@@ -337,7 +337,7 @@ func (p *ReloadPlan) Executable() []PlannedBundle {
 }
 
 // Refused returns the refused bundles.
-func (p *ReloadPlan) Refused() []PlannedBundle {
+func (p *Plan) Refused() []PlannedBundle {
 	var out []PlannedBundle
 	for _, b := range p.Bundles {
 		if b.Refused {
@@ -348,7 +348,7 @@ func (p *ReloadPlan) Refused() []PlannedBundle {
 }
 
 // Group returns the affected group named g.
-func (p *ReloadPlan) Group(g string) (AffectedGroup, bool) {
+func (p *Plan) Group(g string) (AffectedGroup, bool) {
 	for _, ag := range p.Groups {
 		if ag.Group == g {
 			return ag, true
@@ -358,7 +358,7 @@ func (p *ReloadPlan) Group(g string) (AffectedGroup, bool) {
 }
 
 // GroupsIn returns the affected groups of one bundle.
-func (p *ReloadPlan) GroupsIn(bundleRange string) []AffectedGroup {
+func (p *Plan) GroupsIn(bundleRange string) []AffectedGroup {
 	var out []AffectedGroup
 	for _, g := range p.Groups {
 		if g.Bundle == bundleRange {

@@ -18,7 +18,7 @@ func TestNewAdminAuth(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth.Store(r.Header.Get("Authorization"))
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`"4.0.8"`))
+		_, _ = w.Write([]byte(`"4.0.8"`))
 	}))
 	defer srv.Close()
 	tokFile := filepath.Join(t.TempDir(), "tok")

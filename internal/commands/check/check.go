@@ -33,9 +33,9 @@ type SourceOptions struct {
 	Describe        bool // describe groups (groups command)
 }
 
-// ConnectFunc builds the sources of one cluster; close releases them. Errors are
+// ConnectFunc builds the sources of one cluster; release frees them. Errors are
 // configuration errors (exit 2): nothing is contacted yet.
-type ConnectFunc func(cl config.Cluster, so SourceOptions) (c chk.Cluster, close func(), err error)
+type ConnectFunc func(cl config.Cluster, so SourceOptions) (c chk.Cluster, release func(), err error)
 
 // Options of `check`.
 type Options struct {

@@ -239,7 +239,7 @@ func adminDo(t *testing.T, method, url string, body any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("%s %s: %s", method, url, resp.Status)
 	}

@@ -39,7 +39,7 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// UsageError: a bad flag, argument or combination (exit 2).
+// UsageError wraps err as a bad flag, argument or combination (exit 2).
 func UsageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 
 // UsageErrorf formats a UsageError.
@@ -47,16 +47,17 @@ func UsageErrorf(format string, args ...any) error {
 	return UsageError(fmt.Errorf(format, args...))
 }
 
-// ConfigError: the configuration cannot be used (exit 2).
+// ConfigError wraps err as a configuration that cannot be used (exit 2).
 func ConfigError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 
-// UnreachableError: a cluster or endpoint could not be reached or answered with errors (exit 3).
+// UnreachableError wraps err as a cluster or endpoint that could not be reached or answered
+// with errors (exit 3).
 func UnreachableError(err error) error { return &ExitError{Code: ExitUnreachable, Err: err} }
 
-// DriftError: drift or findings were found (exit 1).
+// DriftError wraps err as drift or findings that were found (exit 1).
 func DriftError(err error) error { return &ExitError{Code: ExitDrift, Err: err} }
 
-// WriteFailedError: a write did not achieve its goal (exit 4).
+// WriteFailedError wraps err as a write that did not achieve its goal (exit 4).
 func WriteFailedError(err error) error { return &ExitError{Code: ExitWriteFailed, Err: err} }
 
 // SilentError ends the command with code after it printed its result (code 0 returns nil).

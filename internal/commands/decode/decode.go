@@ -233,7 +233,7 @@ func decodeInput(opts *Options, emit func(int, []byte, []byte) error) error {
 		if err != nil {
 			return cmdutil.UsageErrorf("--input: %v", err)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		r = f
 	}
 	br := bufio.NewReaderSize(r, 1<<16)

@@ -88,7 +88,7 @@ func getJSON(t *testing.T, url string, v any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}
@@ -247,7 +247,7 @@ func TestDoctorTopicPartitionMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("grow the topic on wus: %s", resp.Status)
 	}

@@ -28,8 +28,8 @@ import (
 // DefaultConcurrency is the default number of partitions read at once per cluster.
 const DefaultConcurrency = 4
 
-// NewReaderFunc opens the offsets topic of a cluster for reading; close releases it.
-type NewReaderFunc func(cl config.Cluster, ro pulsarx.ReaderOptions) (r offsets.OffsetTopicReader, close func(), err error)
+// NewReaderFunc opens the offsets topic of a cluster for reading; release frees it.
+type NewReaderFunc func(cl config.Cluster, ro pulsarx.ReaderOptions) (r offsets.OffsetTopicReader, release func(), err error)
 
 // AllReader is implemented by readers that read several partitions at once themselves
 // (pulsarx.Reader); others are read one partition after the other.
@@ -391,13 +391,20 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	}
 	ro := pulsarx.ReaderOptions{From: opts.From, Compacted: opts.Compacted}
 	readers := make([]offsets.OffsetTopicReader, len(clusters))
+	// The readers stay open until dumpRun returns; they are released in reverse order.
+	var releases []func()
+	defer func() {
+		for i := len(releases) - 1; i >= 0; i-- {
+			releases[i]()
+		}
+	}()
 	for i, cl := range clusters {
-		r, closeFn, err := opts.NewReader(cl, ro)
+		r, release, err := opts.NewReader(cl, ro)
 		if err != nil {
 			return err
 		}
-		if closeFn != nil {
-			defer closeFn()
+		if release != nil {
+			releases = append(releases, release)
 		}
 		readers[i] = r
 	}
@@ -485,7 +492,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) {
 			var ee *cmdutil.ExitError
-			if !(errors.As(res.err, &ee) && ee.Code == cmdutil.ExitUsage) {
+			if !errors.As(res.err, &ee) || ee.Code != cmdutil.ExitUsage {
 				fmt.Fprintf(opts.IO.ErrOut, "error: cluster %s: %v\n", cl.Name, trimCluster(res.err, cl.Name))
 			}
 		}

@@ -133,7 +133,7 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 	}
 }
 
-func runDump(t *testing.T, args []string, readers map[string]*fakeReader, clusters []config.Cluster) (string, string, error, *pulsarx.ReaderOptions) {
+func runDump(t *testing.T, args []string, readers map[string]*fakeReader, clusters []config.Cluster) (string, string, *pulsarx.ReaderOptions, error) {
 	t.Helper()
 	f, s := testutil.NewFactory("x", false)
 	var ro pulsarx.ReaderOptions
@@ -148,15 +148,15 @@ func runDump(t *testing.T, args []string, readers map[string]*fakeReader, cluste
 		return runErr
 	}))
 	r := testutil.Run(context.Background(), root, s, append([]string{"dump"}, args...)...)
-	if r.Err != runErr {
+	if !errors.Is(r.Err, runErr) {
 		t.Fatalf("%v: parse error %v", args, r.Err)
 	}
-	return r.Out, r.ErrOut, r.Err, &ro
+	return r.Out, r.ErrOut, &ro, r.Err
 }
 
 func TestDumpAll(t *testing.T) {
 	readers, clusters := lab()
-	out, errOut, err, _ := runDump(t, []string{"-o", "ndjson"}, readers, clusters)
+	out, errOut, _, err := runDump(t, []string{"-o", "ndjson"}, readers, clusters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestDumpGroupReadsOnlyItsPartition(t *testing.T) {
 	readers, clusters := lab()
 	readers["wus"].NumPartitions = 50 // the real count decides the partition: G is in 21 of 50
 	readers["wus"].Commit(commit("G", "persistent://public/default/t1", 0, 100))
-	out, _, err, _ := runDump(t, []string{"--group", "G", "--kind", "offset_commit", "-o", "table"}, readers, clusters)
+	out, _, _, err := runDump(t, []string{"--group", "G", "--kind", "offset_commit", "-o", "table"}, readers, clusters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestDumpFilters(t *testing.T) {
 		{[]string{"--limit", "3"}, 3},
 	}
 	for _, tt := range tests {
-		out, _, err, _ := runDump(t, tt.args, readers, clusters)
+		out, _, _, err := runDump(t, tt.args, readers, clusters)
 		if err != nil || strings.Count(out, "\n") != tt.want {
 			t.Errorf("%v: %v, %d records, want %d:\n%s", tt.args, err, strings.Count(out, "\n"), tt.want, out)
 		}
@@ -222,7 +222,7 @@ func TestDumpFilters(t *testing.T) {
 
 func TestDumpPartitionOutOfRange(t *testing.T) {
 	readers, clusters := lab()
-	_, _, err, _ := runDump(t, []string{"--partition", "8"}, readers, clusters)
+	_, _, _, err := runDump(t, []string{"--partition", "8"}, readers, clusters)
 	if cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "cluster scus: --partition 8: the offsets topic has 8 partitions") {
 		t.Errorf("%v", err)
 	}
@@ -230,7 +230,7 @@ func TestDumpPartitionOutOfRange(t *testing.T) {
 
 func TestDumpCompacted(t *testing.T) {
 	readers, clusters := lab()
-	out, errOut, err, ro := runDump(t, []string{"--compacted", "-o", "json", "--from", "2025-03-04T05:06:07Z"}, readers, clusters)
+	out, errOut, ro, err := runDump(t, []string{"--compacted", "-o", "json", "--from", "2025-03-04T05:06:07Z"}, readers, clusters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestDumpRawDecodesAgain(t *testing.T) {
 	readers, clusters := lab()
-	out, _, err, _ := runDump(t, []string{"--raw", "--cluster", "scus"}, readers, clusters[:1])
+	out, _, _, err := runDump(t, []string{"--raw", "--cluster", "scus"}, readers, clusters[:1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,18 +290,18 @@ func TestDumpRawDecodesAgain(t *testing.T) {
 
 func TestDumpStrictAndUnreachable(t *testing.T) {
 	readers, clusters := lab()
-	_, _, err, _ := runDump(t, []string{"--strict"}, readers, clusters)
+	_, _, _, err := runDump(t, []string{"--strict"}, readers, clusters)
 	if cmdutil.ExitCode(err) != 1 || !strings.Contains(err.Error(), "1 undecodable") {
 		t.Errorf("strict: %v", err)
 	}
 	// --kind hides the undecodable record; --strict still counts it.
-	_, _, err, _ = runDump(t, []string{"--strict", "--kind", "offset_commit"}, readers, clusters)
+	_, _, _, err = runDump(t, []string{"--strict", "--kind", "offset_commit"}, readers, clusters)
 	if cmdutil.ExitCode(err) != 1 {
 		t.Errorf("strict with kind: %v", err)
 	}
 
 	readers["scus"].Err = errors.New("cluster scus: get partitioned metadata: unreachable: connection refused")
-	out, errOut, err, _ := runDump(t, []string{"--strict"}, readers, clusters)
+	out, errOut, _, err := runDump(t, []string{"--strict"}, readers, clusters)
 	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "1 of 2 clusters: scus") {
 		t.Errorf("unreachable: %v", err)
 	}

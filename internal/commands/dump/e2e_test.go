@@ -158,7 +158,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 		t.Errorf("compacted: %d records, want 6: %s", len(live), out)
 	}
 	// An unreachable cluster: its error, the other cluster's records, exit 3.
-	out, errOut, code = run(t, "", "--admin-url", "http://127.0.0.1:1", "--service-url", "pulsar://127.0.0.1:1", "--timeout", "3s", "dump", "--partition", "0")
+	_, errOut, code = run(t, "", "--admin-url", "http://127.0.0.1:1", "--service-url", "pulsar://127.0.0.1:1", "--timeout", "3s", "dump", "--partition", "0")
 	if code != 3 || !strings.Contains(errOut, "cluster default") {
 		t.Errorf("unreachable: exit %d, stderr %q", code, errOut)
 	}

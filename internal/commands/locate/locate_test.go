@@ -56,7 +56,7 @@ func TestOfflineVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	unescape := strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n", `\0`, "\x00") // as the file's own test
 	sc := bufio.NewScanner(f)
 	n, negative := 0, 0
@@ -72,7 +72,7 @@ func TestOfflineVectors(t *testing.T) {
 		p50, _ := strconv.Atoi(cols[3])
 		for _, c := range []struct{ n, want int }{{8, p8}, {50, p50}} {
 			l := Offline(group, int32(c.n))
-			if l.JavaHashCode != int32(hash) || *l.OffsetsPartition != int32(c.want) || *l.Partitions != int32(c.n) ||
+			if int64(l.JavaHashCode) != hash || *l.OffsetsPartition != int32(c.want) || *l.Partitions != int32(c.n) ||
 				l.PartitionTopic != "persistent://public/__kafka/__consumer_offsets-partition-"+strconv.Itoa(c.want) {
 				t.Errorf("%q n=%d: %+v, want hash %d partition %d", group, c.n, l, hash, c.want)
 			}
@@ -142,15 +142,15 @@ func (s *adminServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	const lookup = "/lookup/v2/topic/persistent/public/__kafka/__consumer_offsets-partition-"
 	switch p := r.URL.Path; {
 	case p == "/admin/v2/persistent/public/__kafka/__consumer_offsets/partitions":
-		w.Write(read(s.t, "partitions.json"))
+		_, _ = w.Write(read(s.t, "partitions.json"))
 	case p == "/admin/v2/namespaces/public/__kafka":
-		w.Write(read(s.t, "policies.json"))
+		_, _ = w.Write(read(s.t, "policies.json"))
 	case p == "/admin/v2/clusters":
-		w.Write(read(s.t, "clusters.json"))
+		_, _ = w.Write(read(s.t, "clusters.json"))
 	case p == "/admin/v2/brokers/scus" || p == "/admin/v2/brokers/wus":
-		w.Write(read(s.t, "brokers.json"))
+		_, _ = w.Write(read(s.t, "brokers.json"))
 	case p == "/admin/v2/brokers/scus/127.0.0.1:18080/ownedNamespaces" || p == "/admin/v2/brokers/wus/127.0.0.1:18080/ownedNamespaces":
-		json.NewEncoder(w).Encode(s.owned)
+		_ = json.NewEncoder(w).Encode(s.owned)
 	case strings.HasPrefix(p, lookup) && strings.HasSuffix(p, "/bundle"):
 		part := strings.TrimSuffix(strings.TrimPrefix(p, lookup), "/bundle")
 		b, ok := s.bundles[part]
@@ -159,13 +159,13 @@ func (s *adminServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			bb, _ := pulsarx.FindBundle(bs, "persistent://public/__kafka/__consumer_offsets-partition-"+part)
 			b = bb.Range
 		}
-		w.Write([]byte(b))
+		_, _ = w.Write([]byte(b))
 	case strings.HasPrefix(p, "/lookup/"):
 		s.t.Errorf("locate must not look a topic up: %s", p)
 		w.WriteHeader(http.StatusInternalServerError)
 	default:
 		w.WriteHeader(http.StatusNotFound)
-		w.Write([]byte(`{"reason":"not found"}`))
+		_, _ = w.Write([]byte(`{"reason":"not found"}`))
 	}
 }
 

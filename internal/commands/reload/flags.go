@@ -9,9 +9,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
-// ReloadFlags are the flags reload and repair share: whether and how bundles are unloaded,
+// Flags are the flags reload and repair share: whether and how bundles are unloaded,
 // paced and verified.
-type ReloadFlags struct {
+type Flags struct {
 	DryRun      bool
 	Yes         bool
 	AllowActive bool
@@ -23,7 +23,7 @@ type ReloadFlags struct {
 // BindReloadFlags binds --dry-run, --yes, --allow-active, --max-bundles, --pause and --wait
 // to r. The help of --dry-run and --max-bundles, and the --max-bundles default, are the
 // command's own: the two commands stop and count differently.
-func BindReloadFlags(fl *pflag.FlagSet, r *ReloadFlags, dryRunUsage string, maxBundles int, maxBundlesUsage string) {
+func BindReloadFlags(fl *pflag.FlagSet, r *Flags, dryRunUsage string, maxBundles int, maxBundlesUsage string) {
 	fl.BoolVar(&r.DryRun, "dry-run", false, dryRunUsage)
 	fl.BoolVar(&r.Yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&r.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
@@ -33,7 +33,7 @@ func BindReloadFlags(fl *pflag.FlagSet, r *ReloadFlags, dryRunUsage string, maxB
 }
 
 // Validate checks the values of the flags (a usage error, exit 2).
-func (r *ReloadFlags) Validate() error {
+func (r *Flags) Validate() error {
 	if r.MaxBundles < 1 {
 		return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", r.MaxBundles)
 	}

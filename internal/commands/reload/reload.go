@@ -38,14 +38,14 @@ type Options struct {
 	Groups     []string
 	Partitions []int32
 	FromCheck  string
-	ReloadFlags
+	Flags
 }
 
 // Document is what `reload -o json` prints.
 type Document struct {
-	SchemaVersion int                `json:"schemaVersion"`
-	DryRun        bool               `json:"dryRun"`
-	Plan          *reload.ReloadPlan `json:"plan"`
+	SchemaVersion int          `json:"schemaVersion"`
+	DryRun        bool         `json:"dryRun"`
+	Plan          *reload.Plan `json:"plan"`
 	// Refusal says why nothing was done (every bundle refused, more bundles than
 	// --max-bundles, the operator declined); empty when the plan was carried out.
 	Refusal   string            `json:"refusal,omitempty"`
@@ -129,7 +129,7 @@ cache still differs after --wait, or the plan was refused (live/unknown groups w
 					return cmdutil.FlagErrorf("--group must not be empty")
 				}
 			}
-			if err := opts.ReloadFlags.Validate(); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
 			}
 			var err error
@@ -150,7 +150,7 @@ cache still differs after --wait, or the plan was refused (live/unknown groups w
 	fl.StringSliceVar(&opts.Groups, "group", nil, "consumer group whose offsets partition's bundle is reloaded (repeatable, comma-separated)")
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows of this cluster in a 'check -o json' file (- for stdin)")
-	BindReloadFlags(fl, &opts.ReloadFlags, "print the plan and stop: nothing is written",
+	BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
 		DefaultMaxBundles, "refuse plans that unload more bundles than this")
 	return cmd
 }
@@ -236,7 +236,7 @@ func readCheck(path string, ios *iostreams.IOStreams) (*reload.CheckDocument, er
 	if err != nil {
 		return nil, cmdutil.UsageErrorf("--from-check: %v", err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }()
 	d, err := reload.ParseCheckDocument(fh)
 	if err != nil {
 		return nil, cmdutil.UsageErrorf("--from-check %s: %v", path, err)
@@ -267,7 +267,7 @@ type RunResult struct {
 
 // RunPlan shows plan, applies the guards, asks for confirmation and executes it. The plan
 // goes to stdout in table format and to stderr otherwise when a confirmation is asked.
-func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format, plan *reload.ReloadPlan, ex *reload.Executor, o RunOptions) *RunResult {
+func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format, plan *reload.Plan, ex *reload.Executor, o RunOptions) *RunResult {
 	cs := ios.ColorScheme()
 	if !o.Quiet {
 		switch {
@@ -285,7 +285,7 @@ func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format
 		return res
 	}
 	if len(run) == 0 {
-		res.Refusal = fmt.Sprint("refused: every bundle of the plan has live or unknown groups (see the plan); nothing was unloaded; --allow-active reloads them anyway")
+		res.Refusal = "refused: every bundle of the plan has live or unknown groups (see the plan); nothing was unloaded; --allow-active reloads them anyway"
 		res.ExitCode = cmdutil.ExitWriteFailed
 		if o.DryRun {
 			res.Refusal, res.ExitCode = "dry run: would be "+res.Refusal, cmdutil.ExitOK

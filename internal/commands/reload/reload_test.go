@@ -101,7 +101,7 @@ func newHarness(t *testing.T) *harness {
 				Close:    func() {},
 			}, nil
 		},
-		Groups: []string{"G"}, ReloadFlags: ReloadFlags{MaxBundles: 1, Wait: time.Second},
+		Groups: []string{"G"}, Flags: Flags{MaxBundles: 1, Wait: time.Second},
 	}
 	return h
 }

@@ -15,7 +15,7 @@ import (
 
 // WritePlan writes plan as text tables: the bundles to unload, then every affected group with
 // its activity per cluster.
-func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.ReloadPlan) error {
+func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
 	fmt.Fprintf(w, "Reload plan for cluster %s: %d bundle(s) of %s, %d group(s) reloaded (%s, %d partitions)\n",
 		plan.Cluster, len(plan.Bundles), plan.Namespace, len(plan.Groups), plan.OffsetsTopic, plan.OffsetsPartitions)
 	tp := output.NewTablePrinterTo(w, tty)

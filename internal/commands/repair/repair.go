@@ -30,7 +30,7 @@ import (
 // cluster. Stale bundles beyond it stay stale (exit 1) and the next run takes them.
 const DefaultMaxBundles = 1
 
-// ErrLocked: another repair holds the lock file.
+// ErrLocked means another repair holds the lock file.
 var ErrLocked = errors.New("another repair is running")
 
 // Options of `repair`.
@@ -46,7 +46,7 @@ type Options struct {
 	Confirm    func(string) (bool, error)
 
 	LockFile string
-	reloadcmd.ReloadFlags
+	reloadcmd.Flags
 }
 
 // Document is what `repair -o json` prints.
@@ -76,13 +76,13 @@ type Row struct {
 
 // ClusterRepair is the reload of one cluster.
 type ClusterRepair struct {
-	Cluster   string             `json:"cluster"`
-	Groups    []string           `json:"groups"`
-	Plan      *reload.ReloadPlan `json:"plan"`
-	Refusal   string             `json:"refusal,omitempty"`
-	Execution *reload.Execution  `json:"execution"`
-	Error     string             `json:"error,omitempty"`
-	ExitCode  int                `json:"exitCode"`
+	Cluster   string            `json:"cluster"`
+	Groups    []string          `json:"groups"`
+	Plan      *reload.Plan      `json:"plan"`
+	Refusal   string            `json:"refusal,omitempty"`
+	Execution *reload.Execution `json:"execution"`
+	Error     string            `json:"error,omitempty"`
+	ExitCode  int               `json:"exitCode"`
 }
 
 // AfterCheck is the second check: the stale_cache rows that remain.
@@ -136,7 +136,7 @@ not achieve its goal (the cache still differs after --wait).`),
   */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.ReloadFlags.Validate(); err != nil {
+			if err := opts.Validate(); err != nil {
 				return err
 			}
 			var err error
@@ -163,7 +163,7 @@ not achieve its goal (the cache still differs after --wait).`),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
-	reloadcmd.BindReloadFlags(fl, &opts.ReloadFlags, "check and print the plans, write nothing",
+	reloadcmd.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
 	return cmd
 }

@@ -87,7 +87,7 @@ func newHarness(t *testing.T) *harness {
 	wus.Name = "wus"
 	h.opts = &Options{
 		IO: ios, Format: output.Table, LockFile: filepath.Join(t.TempDir(), "repair.lock"),
-		ReloadFlags: reloadcmd.ReloadFlags{Yes: true, MaxBundles: 1, Wait: time.Second},
+		Flags: reloadcmd.Flags{Yes: true, MaxBundles: 1, Wait: time.Second},
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},

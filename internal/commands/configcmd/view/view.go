@@ -12,7 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
-// Spec: yaml by default, also json and a table summary.
+// Spec is the output format of `config view`: yaml by default, also json and a table summary.
 var Spec = output.Spec{Allowed: output.Standard, DefaultTTY: output.YAML, DefaultPiped: output.YAML}
 
 // Options of `config view`.
