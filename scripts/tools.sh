@@ -17,6 +17,8 @@ GORELEASER_VERSION=v2.15.1
 GO=${GO:-go}
 TOOLS_DIR=${TOOLS_DIR:-$PWD/bin/tools}
 mkdir -p "$TOOLS_DIR"
+# go install wants an absolute GOBIN; make passes a relative one.
+TOOLS_DIR=$(cd "$TOOLS_DIR" && pwd)
 
 # install NAME PACKAGE VERSION: NAME is the binary go install writes for PACKAGE.
 install() {
