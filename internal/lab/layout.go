@@ -47,8 +47,8 @@ const (
 	Topic1Partitions            = 1
 )
 
-// Ports of one cluster; all listen on 127.0.0.1 (the bookie binds the wildcard address, as
-// BookKeeper does, but advertises 127.0.0.1).
+// Ports of one cluster; all listen on 127.0.0.1 (the bookie too: broker.conf pins it to the
+// loopback interface with listeningInterface=lo).
 type Ports struct {
 	Web    int `json:"web"`    // HTTP: admin REST API (webServicePort)
 	Broker int `json:"broker"` // Pulsar binary protocol (brokerServicePort)
