@@ -36,6 +36,9 @@ e2e: build ## end-to-end tests on the real two-cluster lab (starts it, stops it)
 
 test: unit lint race release-ci e2e ## everything CI runs
 
+bench: ## decode and replay microbenchmarks beside plain copying of the same bytes (one run)
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/offsets/
+
 demo: build ## the user's story on the built-in lab, narrated (starts the lab, leaves it running)
 	scripts/demo.sh
 
