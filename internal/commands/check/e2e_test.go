@@ -253,21 +253,7 @@ func adminDo(t *testing.T, method, url string, body any) {
 func TestE2EReplicationLag(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
-	nsLocal := fmt.Sprintf("kop-e2e-lag-%d", time.Now().UnixNano())
-	ns := "public/" + nsLocal
-	topic := "persistent://" + ns + "/__consumer_offsets"
-	for _, n := range []string{"scus", "wus"} {
-		p := utils.NewDefaultPolicies()
-		p.ReplicationClusters = []string{"scus", "wus"}
-		if err := e.admin[n].Namespaces().CreateNsWithPolices(ns, *p); err != nil {
-			t.Fatalf("%s: create %s: %v", n, ns, err)
-		}
-		tn, _ := utils.GetTopicName(topic)
-		if err := e.admin[n].Topics().Create(*tn, 8); err != nil && !strings.Contains(err.Error(), "409") {
-			t.Fatalf("%s: create %s: %v", n, topic, err)
-		}
-	}
-	t.Cleanup(func() { cleanupNamespace(e, ns, topic) })
+	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-lag")
 
 	group := "lagging-group"
 	part := offsets.PartitionFor(group, 8)
@@ -284,22 +270,7 @@ func TestE2EReplicationLag(t *testing.T) {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
-	rateURL := e.l.Cluster("scus").AdminURL + "/admin/v2/namespaces/" + ns + "/replicatorDispatchRate"
-	adminDo(t, http.MethodPost, rateURL, utils.DispatchRate{DispatchThrottlingRateInMsg: 1, DispatchThrottlingRateInByte: -1, RatePeriodInSecond: 3600})
-	unthrottled := false
-	unthrottle := func() {
-		if !unthrottled {
-			// Removing the policy alone leaves the replicator's limiter in debt for an hour
-			// (observed on 4.0.8): lift the rate, remove the policy, and unload the partition
-			// (of this test's own namespace) so the replicator restarts with no limiter.
-			adminDo(t, http.MethodPost, rateURL, utils.DispatchRate{DispatchThrottlingRateInMsg: -1, DispatchThrottlingRateInByte: -1, RatePeriodInSecond: 1})
-			adminDo(t, http.MethodDelete, rateURL, nil)
-			if tn, err := utils.GetTopicName(partTopic); err == nil {
-				_ = e.admin["scus"].Topics().Unload(*tn)
-			}
-			unthrottled = true
-		}
-	}
+	unthrottle := e.throttleReplicators(t, "scus", ns, partTopic)
 	defer unthrottle()
 	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
 	for _, off := range []int64{20, 30, 40} {
@@ -344,6 +315,17 @@ func cleanupNamespace(e *e2eLab, ns, topic string) {
 	for _, n := range []string{"scus", "wus"} {
 		_ = e.admin[n].Namespaces().SetNamespaceReplicationClusters(ns, []string{n})
 	}
+	// Deleting a partition while its replicator is still being removed can leave it "being
+	// closed or deleted" for good (observed on 4.0.8: even unload then hangs, and the
+	// namespace cannot be deleted): wait until no replicator is left.
+	for _, n := range []string{"scus", "wus"} {
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+			st, err := e.admin[n].Topics().GetPartitionedStats(*tn, true)
+			if err != nil || !hasReplicator(st) {
+				break
+			}
+		}
+	}
 	// Right after replication is turned off a partition can be fenced ("Topic is already
 	// fenced", 500): retry for a while.
 	for _, n := range []string{"scus", "wus"} {
@@ -355,4 +337,276 @@ func cleanupNamespace(e *e2eLab, ns, topic string) {
 			time.Sleep(2 * time.Second)
 		}
 	}
+}
+
+// ownNamespace creates public/<prefix>-<nanos> on both clusters, replicated to both, with its
+// own 8-partition __consumer_offsets, so that a test can throttle or cut its replication
+// without touching the shared public/__kafka; it is deleted at cleanup.
+func (e *e2eLab) ownNamespace(t *testing.T, prefix string) (nsLocal, ns, topic string) {
+	t.Helper()
+	nsLocal = fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+	ns = "public/" + nsLocal
+	topic = "persistent://" + ns + "/__consumer_offsets"
+	t.Cleanup(func() { cleanupNamespace(e, ns, topic) })
+	for _, n := range []string{"scus", "wus"} {
+		p := utils.NewDefaultPolicies()
+		p.ReplicationClusters = []string{"scus", "wus"}
+		if err := e.admin[n].Namespaces().CreateNsWithPolices(ns, *p); err != nil {
+			t.Fatalf("%s: create %s: %v", n, ns, err)
+		}
+		tn, _ := utils.GetTopicName(topic)
+		if err := e.admin[n].Topics().Create(*tn, 8); err != nil && !strings.Contains(err.Error(), "409") {
+			t.Fatalf("%s: create %s: %v", n, topic, err)
+		}
+	}
+	return nsLocal, ns, topic
+}
+
+// throttleReplicators limits the replicators of cluster's namespace ns to one message per
+// hour; the returned func (idempotent) removes the limit and unloads partTopic on cluster so
+// that its replicators restart without the limiter's debt.
+func (e *e2eLab) throttleReplicators(t *testing.T, cluster, ns, partTopic string) func() {
+	t.Helper()
+	rateURL := e.l.Cluster(cluster).AdminURL + "/admin/v2/namespaces/" + ns + "/replicatorDispatchRate"
+	adminDo(t, http.MethodPost, rateURL, utils.DispatchRate{DispatchThrottlingRateInMsg: 1, DispatchThrottlingRateInByte: -1, RatePeriodInSecond: 3600})
+	unthrottled := false
+	return func() {
+		if unthrottled {
+			return
+		}
+		// Removing the policy alone leaves the replicator's limiter in debt for an hour
+		// (observed on 4.0.8): lift the rate, remove the policy, and unload the partition
+		// (of the test's own namespace) so the replicator restarts with no limiter.
+		adminDo(t, http.MethodPost, rateURL, utils.DispatchRate{DispatchThrottlingRateInMsg: -1, DispatchThrottlingRateInByte: -1, RatePeriodInSecond: 1})
+		adminDo(t, http.MethodDelete, rateURL, nil)
+		if tn, err := utils.GetTopicName(partTopic); err == nil {
+			_ = e.admin[cluster].Topics().Unload(*tn)
+		}
+		unthrottled = true
+	}
+}
+
+// replication returns from's replicator of topic toward to (ok false when there is none).
+func (e *e2eLab) replication(t *testing.T, from, to, topic string) (utils.ReplicatorStats, bool) {
+	t.Helper()
+	tn, _ := utils.GetTopicName(topic)
+	st, err := e.admin[from].Topics().GetStats(*tn)
+	if err != nil {
+		t.Fatalf("%s: stats of %s: %v", from, topic, err)
+	}
+	r, ok := st.Replication[to]
+	return r, ok
+}
+
+// waitBacklogs waits until, for every pair from->to in dirs, from's replicator of topic
+// toward to satisfies cond (connected with backlog 0 when settle, backlog > 0 otherwise).
+func (e *e2eLab) waitBacklogs(t *testing.T, topic string, settle bool, timeout time.Duration, dirs ...[2]string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		done, state := true, ""
+		for _, d := range dirs {
+			r, ok := e.replication(t, d[0], d[1], topic)
+			state += fmt.Sprintf(" %s->%s present %v connected %v backlog %d;", d[0], d[1], ok, r.Connected, r.ReplicationBacklog)
+			if settle && (!ok || !r.Connected || r.ReplicationBacklog != 0) || !settle && r.ReplicationBacklog == 0 {
+				done = false
+			}
+		}
+		if done {
+			t.Logf("%s:%s", topic, state)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: replication not as expected (settle %v) after %v:%s", topic, settle, timeout, state)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestE2EDiverged makes the offsets topics of the two clusters durably disagree through
+// two-way replication alone: in a namespace of its own, replicated both ways, the group
+// commits 10 on scus (replicated to wus), then both clusters' replicators are held back and
+// the group commits 100 on scus and 200 on wus; each commit lands first in its own cluster's
+// topic. Once released, each cluster receives the other's commit last: scus's topic holds
+// 10, 100, 200 and wus's 10, 200, 100, so the replay gives 200 on scus and 100 on wus, with
+// no backlog either way — diverged, and stable (nothing more will arrive).
+//
+// Writing the two commits concurrently without holding the replicators back gave the same
+// result on the idle lab (5 of 5 tries: scus 200, wus 100), but only by timing: whenever one
+// commit reaches the other cluster before that cluster's own commit is written, both topics
+// hold the same order and the same last value. Holding the replicators makes it certain.
+func TestE2EDiverged(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-div")
+	group := fmt.Sprintf("diverged-group-%d", time.Now().UnixNano())
+	part := offsets.PartitionFor(group, 8)
+	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
+	ws := testkit.NewWriter(e.pc["scus"], topic, 8)
+	defer ws.Close()
+	ww := testkit.NewWriter(e.pc["wus"], topic, 8)
+	defer ww.Close()
+	commit := func(w *testkit.Writer, group string, off int64) {
+		t.Helper()
+		p, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != part {
+			t.Fatalf("%s went to offsets partition %d, want %d", group, p, part)
+		}
+	}
+	both := [][2]string{{"scus", "wus"}, {"wus", "scus"}}
+
+	// other is another group of the same offsets partition.
+	other := ""
+	for i := 0; other == ""; i++ {
+		if g := fmt.Sprintf("%s-other-%d", group, i); offsets.PartitionFor(g, 8) == part {
+			other = g
+		}
+	}
+
+	// Load the partition on both clusters and connect both replicators.
+	commit(ws, group, 10)
+	commit(ww, other, 1)
+	e.waitBacklogs(t, partTopic, true, time.Minute, both...)
+	cfg := e.writeConfig(t, nsLocal, "")
+	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--group", group)
+	if r, _ := cell(t, rep, group, "scus"); code != 0 || r.Status != offsets.StatusOK ||
+		val(r.Clusters["scus"].Persisted) != "10" || val(r.Clusters["wus"].Persisted) != "10" {
+		t.Fatalf("before: exit %d %+v", code, rep.Rows)
+	}
+
+	// Hold both replicators back. The limiter may let a message through per period: commit
+	// another group of the same partition, one cluster after the other, until a commit stays
+	// in that cluster's backlog (its topic then holds only its own entries, the peer's being
+	// held too). Replicators deliver in order, so the group's commits, written after that,
+	// stay behind it.
+	release := map[string]func(){}
+	for _, n := range []string{"scus", "wus"} {
+		release[n] = e.throttleReplicators(t, n, ns, partTopic)
+	}
+	defer func() {
+		for _, r := range release {
+			r()
+		}
+	}()
+	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
+	writers := map[string]*testkit.Writer{"scus": ws, "wus": ww}
+	for _, d := range both {
+		for i := 0; ; i++ {
+			if i == 5 {
+				t.Fatalf("%s->%s: the replicator is not held back", d[0], d[1])
+			}
+			commit(writers[d[0]], other, int64(100+i))
+			time.Sleep(time.Second)
+			if r, _ := e.replication(t, d[0], d[1], partTopic); r.ReplicationBacklog > 0 {
+				time.Sleep(time.Second)
+				if r, _ := e.replication(t, d[0], d[1], partTopic); r.ReplicationBacklog > 0 {
+					break
+				}
+			}
+		}
+	}
+	commit(ws, group, 100)
+	commit(ww, group, 200)
+	e.waitBacklogs(t, partTopic, false, 30*time.Second, both...)
+
+	// Held back: each cluster holds its own commit; the backlogs explain the difference.
+	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--group", group)
+	r, s := cell(t, rep, group, "scus")
+	wc := r.Clusters["wus"]
+	t.Logf("held: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
+	if code != 1 || r.Status != offsets.StatusReplicationLag || val(s.Persisted) != "100" || val(wc.Persisted) != "200" ||
+		s.Status != offsets.StatusReplicationLag || wc.Status != offsets.StatusOK {
+		t.Fatalf("held: exit %d row %+v scus %+v wus %+v", code, r, s, wc)
+	}
+
+	// Release both; each cluster receives the other's commit after its own.
+	release["scus"]()
+	release["wus"]()
+	e.waitBacklogs(t, partTopic, true, time.Minute, both...)
+
+	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--group", group)
+	r, s = cell(t, rep, group, "scus")
+	wc = r.Clusters["wus"]
+	t.Logf("settled, no source: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
+	if code != 1 || r.Status != offsets.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
+		s.Status != offsets.StatusOK || wc.Status != offsets.StatusDiverged || r.Topic != "topic-1" || r.OffsetsPartition != part ||
+		rep.Summary[string(offsets.StatusDiverged)] != 1 {
+		t.Errorf("settled: exit %d row %+v scus %+v wus %+v summary %v", code, r, s, wc, rep.Summary)
+	}
+
+	for _, src := range []string{"scus", "wus"} {
+		rep, code, _ = runCheck(t, cfg, "--persisted-only", "--group", group, "--source", src)
+		r, s = cell(t, rep, group, "scus")
+		wc = r.Clusters["wus"]
+		t.Logf("settled, --source %s: scus %s (%s), wus %s (%s), row %s, exit %d", src, val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
+		want := map[string]offsets.Status{"scus": offsets.StatusOK, "wus": offsets.StatusOK}
+		want[map[string]string{"scus": "wus", "wus": "scus"}[src]] = offsets.StatusDiverged
+		if code != 1 || r.Status != offsets.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
+			s.Status != want["scus"] || wc.Status != want["wus"] {
+			t.Errorf("--source %s: exit %d row %+v scus %+v wus %+v", src, code, r, s, wc)
+		}
+	}
+}
+
+// TestE2EMissing: in a namespace of its own whose scus side is not replicated to wus, a group
+// commits on scus only; scus has no replicator toward wus (so no backlog can explain it), wus
+// reads its own (empty) offsets partition, and wus's cell is missing.
+func TestE2EMissing(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-miss")
+	if err := e.admin["scus"].Namespaces().SetNamespaceReplicationClusters(ns, []string{"scus"}); err != nil {
+		t.Fatalf("scus: replication clusters of %s: %v", ns, err)
+	}
+	group := fmt.Sprintf("missing-group-%d", time.Now().UnixNano())
+	part := offsets.PartitionFor(group, 8)
+	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
+	w := testkit.NewWriter(e.pc["scus"], topic, 8)
+	defer w.Close()
+	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 42}); err != nil {
+		t.Fatal(err)
+	}
+	// No replicator toward wus: nothing is or will be in flight.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		r, ok := e.replication(t, "scus", "wus", partTopic)
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scus still has a replicator of %s toward wus: %+v", partTopic, r)
+		}
+	}
+	// Give a wrongly kept replicator time to deliver before asserting wus has nothing.
+	time.Sleep(2 * time.Second)
+	if _, ok := e.replication(t, "scus", "wus", partTopic); ok {
+		t.Fatalf("a replicator of %s toward wus came back", partTopic)
+	}
+
+	cfg := e.writeConfig(t, nsLocal, "")
+	for _, args := range [][]string{{"--source", "scus"}, {}} {
+		rep, code, _ := runCheck(t, cfg, append([]string{"--persisted-only", "--group", group}, args...)...)
+		r, s := cell(t, rep, group, "scus")
+		wc := r.Clusters["wus"]
+		t.Logf("%v: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", args, val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
+		if code != 1 || r.Status != offsets.StatusMissing || val(s.Persisted) != "42" || wc.Persisted != nil ||
+			s.Status != offsets.StatusOK || wc.Status != offsets.StatusMissing || wc.Error != "" ||
+			r.Topic != "topic-1" || r.OffsetsPartition != part || len(rep.Errors) != 0 {
+			t.Errorf("%v: exit %d row %+v scus %+v wus %+v errors %+v", args, code, r, s, wc, rep.Errors)
+		}
+	}
+}
+
+func hasReplicator(st utils.PartitionedTopicStats) bool {
+	if len(st.Replication) > 0 {
+		return true
+	}
+	for _, p := range st.Partitions {
+		if len(p.Replication) > 0 {
+			return true
+		}
+	}
+	return false
 }
