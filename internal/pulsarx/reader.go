@@ -95,6 +95,14 @@ type Reader struct {
 
 var _ offsets.OffsetTopicReader = (*Reader)(nil)
 
+// LoaderView reads the offsets topic the way KoP's loader does (GroupMetadataManager reads
+// it with a compacted reader): the compacted ledger up to the compaction horizon, then the rest
+// of the topic. KoP keys every offset-commit message with a per-group key, so after a
+// compaction only a group's newest commit message survives, and a partition committed only in
+// an older message is gone from what KoP loads. "Persisted" means what KoP would load, so
+// check, reload and doctor read this view; on a topic never compacted it is the whole topic.
+var LoaderView = ReaderOptions{Compacted: true}
+
 // NewReader reads <tenant>/<namespace>/__consumer_offsets of the cluster named cluster (the
 // name only labels errors).
 func NewReader(cluster string, client ReaderClient, admin PartitionCounter, tenant, namespace string, opts ReaderOptions) *Reader {

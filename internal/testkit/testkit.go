@@ -101,10 +101,20 @@ func Encode(c OffsetCommit) (key, value []byte) {
 	return key, EncodeBatch(key, EncodeValue(c), ts)
 }
 
+// PulsarKey is the Pulsar message key KoP gives every offset-commit message of a group: not
+// the record key, but an OffsetCommitKey v1 for (group, "", -1) (GroupMetadataManager's
+// offsetCommitKey(group, new TopicPartition("", -1))), sent with keyBytes(), so base64 on the
+// wire. Compaction therefore keeps one commit message per group. Seen on a KoP built from the
+// v3.1.1.1 source: key "AAEAAUcAAP////8=" for group "G".
+func PulsarKey(group string) []byte {
+	k := kmsg.OffsetCommitKey{Version: 1, Group: group, Topic: "", Partition: -1}
+	return k.AppendTo(nil)
+}
+
 // Message returns c as the offsets.Message a reader of partition would return.
 func Message(partition int32, seq int, c OffsetCommit) offsets.Message {
-	k, v := Encode(c)
-	return offsets.Message{Partition: partition, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, partition), Key: k, Value: v}
+	_, v := Encode(c)
+	return offsets.Message{Partition: partition, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, partition), Key: PulsarKey(c.Group), Value: v}
 }
 
 // Producer is the part of pulsar.Client the Writer uses.
@@ -135,8 +145,8 @@ func (w *Writer) Commit(ctx context.Context, c OffsetCommit) (int32, pulsar.Mess
 	if err != nil {
 		return p, nil, err
 	}
-	k, v := Encode(c)
-	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(k), Payload: v})
+	_, v := Encode(c)
+	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(PulsarKey(c.Group)), Payload: v})
 	if err != nil {
 		return p, nil, fmt.Errorf("testkit: send to %s-partition-%d: %w", w.topic, p, err)
 	}

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 	"time"
 
@@ -32,5 +33,13 @@ func TestEncodeDecodes(t *testing.T) {
 	}
 	if po.Counts.OffsetTombstones != 1 || po.Counts.Undecodable != 0 {
 		t.Errorf("%+v", po.Counts)
+	}
+}
+
+// TestPulsarKeyIsKoPs compares with the key a KoP built from the v3.1.1.1 source wrote for
+// group "G" (X-Pulsar-partition-key, with X-Pulsar-partition-key-b64-encoded: true).
+func TestPulsarKeyIsKoPs(t *testing.T) {
+	if got := base64.StdEncoding.EncodeToString(PulsarKey("G")); got != "AAEAAUcAAP////8=" {
+		t.Fatalf("PulsarKey(G) = %s, want AAEAAUcAAP////8=", got)
 	}
 }

@@ -382,7 +382,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 		closers := []func(){pc.Close}
 		c := chk.Cluster{
 			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.ReaderOptions{}),
+			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
 			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
 		}
 		if so.Cached || so.Describe {

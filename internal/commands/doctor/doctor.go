@@ -240,7 +240,7 @@ func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doct
 			return nil, err
 		}
 		defer client.Close()
-		rd := pulsarx.NewReader(dc.Name, client, pa.Admin, dc.Tenant, dc.MetadataNamespace, pulsarx.ReaderOptions{})
+		rd := pulsarx.NewReader(dc.Name, client, pa.Admin, dc.Tenant, dc.MetadataNamespace, pulsarx.LoaderView)
 		po, err := offsets.ReplayPartition(ctx, rd, offsets.PartitionFor(group, n), offsets.OrderingKoP)
 		if err != nil {
 			return nil, err

@@ -54,7 +54,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
 			return nil, err
 		}
 		closers = append(closers, pc.Close)
-		rd := pulsarx.NewReader(target.Name, pc, adm, target.Tenant, target.MetadataNamespace, pulsarx.ReaderOptions{})
+		rd := pulsarx.NewReader(target.Name, pc, adm, target.Tenant, target.MetadataNamespace, pulsarx.LoaderView)
 		ds := map[string]reload.GroupDescriber{}
 		var fetcher reload.OffsetFetcher
 		for _, cl := range all {
