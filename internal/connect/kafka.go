@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -22,6 +23,12 @@ func KafkaOpts(cl config.Cluster, o Options) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(cl.KafkaBootstrap...),
 		kgo.ClientID("kop-offsets"),
+		// KoP implements Kafka 3.4's protocol (ApiVersions 0..3) and closes the connection,
+		// instead of answering UNSUPPORTED_VERSION, when ApiVersions arrives at v4 or later,
+		// which franz-go sends uncapped and from kversion 3.9 on. 3.8 still sends v3 and lets
+		// every other request negotiate down; below 3.0, OffsetFetch v7 for all topics hits
+		// a NullPointerException in KoP. Seen on a KoP built from the v3.1.1.1 source.
+		kgo.MaxVersions(kversion.V3_8_0()),
 		kgo.DialTimeout(o.DialTimeout),
 		kgo.RequestTimeoutOverhead(o.RequestTimeout),
 		kgo.RetryTimeout(o.RequestTimeout),
