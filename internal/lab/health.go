@@ -13,6 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -52,7 +53,8 @@ func CheckHealth(ctx context.Context, c Cluster) error {
 
 // KafkaMetadata sends one Kafka Metadata request to c's KoP listener.
 func KafkaMetadata(ctx context.Context, c Cluster) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaBootstrap), kgo.DialTimeout(3*time.Second),
+	// Capped like internal/connect: KoP closes the connection on ApiVersions v4 and later.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaBootstrap), kgo.DialTimeout(3*time.Second), kgo.MaxVersions(kversion.V3_8_0()),
 		kgo.RequestRetries(0))
 	if err != nil {
 		return err
