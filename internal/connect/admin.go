@@ -22,7 +22,7 @@ import (
 // dial and response-header timeouts of o, and the admin base URL without trailing slash.
 // Use it for admin endpoints pulsaradmin lacks; prefer NewAdminClient otherwise.
 func AdminHTTPClient(cl config.Cluster, o Options) (*http.Client, string, error) {
-	rt, err := adminTransport(cl, o)
+	rt, err := AdminTransport(cl, o)
 	if err != nil {
 		return nil, "", err
 	}
@@ -32,7 +32,7 @@ func AdminHTTPClient(cl config.Cluster, o Options) (*http.Client, string, error)
 // NewAdminClient returns a pulsaradmin.Client for cl's adminURL (API v2). Pass a context
 // with a deadline to its *WithContext methods: the library's own HTTP timeout is long.
 func NewAdminClient(cl config.Cluster, o Options) (pulsaradmin.Client, error) {
-	rt, err := adminTransport(cl, o)
+	rt, err := AdminTransport(cl, o)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,10 @@ func NewAdminClient(cl config.Cluster, o Options) (pulsaradmin.Client, error) {
 	return c, nil
 }
 
-func adminTransport(cl config.Cluster, o Options) (http.RoundTripper, error) {
+// AdminTransport is the HTTP transport of cl's admin API: TLS trust and client certificate,
+// the dial and response-header timeouts of o, and the Pulsar auth (token, token file or OAuth2
+// client credentials) added to every request. Every admin client of the project uses it.
+func AdminTransport(cl config.Cluster, o Options) (http.RoundTripper, error) {
 	o = o.Normalize()
 	if cl.AdminURL == "" {
 		return nil, notConfigured(cl, "adminURL")

@@ -327,6 +327,11 @@ func stopAll(ctx context.Context, st *State, log io.Writer) error {
 // Down stops the JVMs named in lab/run/state.json (by pid only) and removes the state file.
 // Data directories stay; the next Up reuses them (Options.Fresh wipes them).
 func Down(ctx context.Context, opts Options) error {
+	return exclusive(ctx, opts, func(o Options, p Paths) error { return down(ctx, p, o.Log) })
+}
+
+// exclusive resolves opts and runs fn while holding the lab lock exclusively.
+func exclusive(ctx context.Context, opts Options, fn func(o Options, p Paths) error) error {
 	o, err := opts.resolve()
 	if err != nil {
 		return err
@@ -337,7 +342,7 @@ func Down(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer lk.unlock()
-	return down(ctx, p, o.Log)
+	return fn(o, p)
 }
 
 func down(ctx context.Context, p Paths, log io.Writer) error {
@@ -359,28 +364,20 @@ func down(ctx context.Context, p Paths, log io.Writer) error {
 // config.yaml. The unpacked distribution and the KoP probe stay, so the next Up starts without
 // Maven.
 func Clean(ctx context.Context, opts Options) error {
-	o, err := opts.resolve()
-	if err != nil {
-		return err
-	}
-	p := Paths{Root: o.Root}
-	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
-	if err != nil {
-		return err
-	}
-	defer lk.unlock()
-	if err := down(ctx, p, o.Log); err != nil {
-		return err
-	}
-	for _, c := range o.Clusters {
-		if err := os.RemoveAll(p.ClusterDir(c.Name)); err != nil {
+	return exclusive(ctx, opts, func(o Options, p Paths) error {
+		if err := down(ctx, p, o.Log); err != nil {
 			return err
 		}
-	}
-	if err := os.Remove(p.ConfigYAML()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
+		for _, c := range o.Clusters {
+			if err := os.RemoveAll(p.ClusterDir(c.Name)); err != nil {
+				return err
+			}
+		}
+		if err := os.Remove(p.ConfigYAML()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	})
 }
 
 // ClusterStatus is what Status reports for one cluster.

@@ -50,7 +50,17 @@ func NewAdmin(cluster string, cfg pulsaradmin.Config) (*Admin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: admin auth: %w", cluster, err)
 	}
-	client, err := admin.NewPulsarClientWithAuthProvider(&c, provider)
+	return newAdmin(cluster, &c, provider)
+}
+
+// NewAdminWithTransport builds the admin client over rt, a transport that already carries
+// the cluster's auth and TLS (connect.AdminTransport builds it from the configuration).
+func NewAdminWithTransport(cluster, webServiceURL string, rt http.RoundTripper) (*Admin, error) {
+	return newAdmin(cluster, &pulsaradmin.Config{WebServiceURL: strings.TrimRight(webServiceURL, "/")}, auth.NewDefaultProvider(rt))
+}
+
+func newAdmin(cluster string, cfg *pulsaradmin.Config, provider auth.Provider) (*Admin, error) {
+	client, err := admin.NewPulsarClientWithAuthProvider(cfg, provider)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: admin client: %w", cluster, err)
 	}
@@ -58,7 +68,7 @@ func NewAdmin(cluster string, cfg pulsaradmin.Config) (*Admin, error) {
 		cluster: cluster,
 		client:  client,
 		http:    &http.Client{Transport: provider, Timeout: admin.DefaultHTTPTimeOutDuration},
-		baseURL: strings.TrimRight(c.WebServiceURL, "/"),
+		baseURL: strings.TrimRight(cfg.WebServiceURL, "/"),
 		timeout: DefaultAdminTimeout,
 	}, nil
 }

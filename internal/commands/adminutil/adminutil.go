@@ -1,55 +1,27 @@
 // Package adminutil builds a pulsarx.Admin for a configured cluster, and answers which
 // broker owns a namespace bundle without making any broker take it.
-//
-// pulsarx.NewAdmin takes a pulsaradmin.Config; this package maps config.Cluster's Pulsar auth
-// onto it (token, token file, OAuth2 client credentials, TLS trust and client certificate).
-// It belongs next to connect.NewAdminClient; it lives here until the Factory offers it.
 package adminutil
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin"
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/auth"
-
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
-// NewAdmin returns the admin client of cl with a per-call timeout. Secrets are resolved
-// now; errors are *config.Error (exit 2).
+// NewAdmin returns the admin client of cl with a per-call timeout, over the project's one
+// admin transport (connect.AdminTransport: auth, TLS, timeouts). Secrets are resolved now;
+// configuration errors are *config.Error (exit 2).
 func NewAdmin(cl config.Cluster, timeout time.Duration) (*pulsarx.Admin, error) {
-	if cl.AdminURL == "" {
-		return nil, &config.Error{Cluster: cl.Name, Field: "adminURL", Msg: "is not configured (the command needs it)"}
+	rt, err := connect.AdminTransport(cl, connect.Options{RequestTimeout: timeout})
+	if err != nil {
+		return nil, err
 	}
-	cfg := pulsaradmin.Config{WebServiceURL: strings.TrimRight(cl.AdminURL, "/")}
-	if pa := cl.PulsarAuth; pa != nil {
-		if t := pa.TLS; t != nil {
-			cfg.TLSTrustCertsFilePath = t.CAFile
-			cfg.TLSAllowInsecureConnection = t.InsecureSkipVerify
-			cfg.TLSEnableHostnameVerification = !t.InsecureSkipVerify
-			cfg.TLSCertFile, cfg.TLSKeyFile = t.CertFile, t.KeyFile
-		}
-		switch {
-		case pa.Token != "":
-			tok, err := cl.ResolveSecret("pulsarAuth.token", pa.Token)
-			if err != nil {
-				return nil, err
-			}
-			cfg.AuthPlugin, cfg.AuthParams = auth.TokenPluginName, "token:"+tok
-		case pa.TokenFile != "":
-			cfg.AuthPlugin, cfg.AuthParams = auth.TokenPluginName, "file:"+pa.TokenFile
-		case pa.OAuth2 != nil:
-			cfg.AuthPlugin = auth.OAuth2PluginName
-			cfg.IssuerEndpoint, cfg.Audience, cfg.KeyFile, cfg.Scope =
-				pa.OAuth2.IssuerURL, pa.OAuth2.Audience, pa.OAuth2.PrivateKey, pa.OAuth2.Scope
-		}
-	}
-	a, err := pulsarx.NewAdmin(cl.Name, cfg)
+	a, err := pulsarx.NewAdminWithTransport(cl.Name, cl.AdminURL, rt)
 	if err != nil {
 		return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth", Err: err}
 	}

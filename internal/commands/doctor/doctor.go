@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
@@ -165,52 +165,15 @@ with errors (what could be checked is still printed; the findings name the clust
 // BuildCluster makes the audit's view of a configured cluster: a pulsarx.Admin with the
 // cluster's auth and TLS, each call bounded by timeout.
 func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, error) {
-	cfg, err := adminConfig(cl)
+	a, err := adminutil.NewAdmin(cl, timeout)
 	if err != nil {
 		return nil, err
-	}
-	a, err := pulsarx.NewAdmin(cl.Name, cfg)
-	if err != nil {
-		return nil, &config.Error{Cluster: cl.Name, Field: "adminURL", Err: err}
-	}
-	if timeout > 0 {
-		a.SetTimeout(timeout)
 	}
 	return &doctor.Cluster{
 		Name: cl.Name, AdminURL: strings.TrimRight(cl.AdminURL, "/"), ServiceURL: cl.ServiceURL,
 		Tenant: cl.Tenant, MetadataNamespace: cl.MetadataNamespace, KafkaNamespace: cl.KafkaNamespace,
 		KafkaBootstrap: cl.KafkaBootstrap, Admin: doctor.PulsarAdmin{Admin: a},
 	}, nil
-}
-
-// adminConfig maps the cluster's Pulsar auth onto pulsaradmin's config (secrets resolved).
-func adminConfig(cl config.Cluster) (pulsaradmin.Config, error) {
-	if cl.AdminURL == "" {
-		return pulsaradmin.Config{}, &config.Error{Cluster: cl.Name, Field: "adminURL", Msg: "not configured"}
-	}
-	cfg := pulsaradmin.Config{WebServiceURL: strings.TrimRight(cl.AdminURL, "/")}
-	if t := cl.PulsarTLS(); t != nil {
-		cfg.TLSTrustCertsFilePath = t.CAFile
-		cfg.TLSCertFile, cfg.TLSKeyFile = t.CertFile, t.KeyFile
-		cfg.TLSAllowInsecureConnection = t.InsecureSkipVerify
-	}
-	if pa := cl.PulsarAuth; pa != nil {
-		switch {
-		case pa.Token != "":
-			tok, err := cl.ResolveSecret("pulsarAuth.token", pa.Token)
-			if err != nil {
-				return cfg, err
-			}
-			cfg.Token = tok
-		case pa.TokenFile != "":
-			cfg.TokenFile = pa.TokenFile
-		case pa.OAuth2 != nil:
-			cfg.AuthPlugin = "oauth2"
-			cfg.IssuerEndpoint, cfg.Audience = pa.OAuth2.IssuerURL, pa.OAuth2.Audience
-			cfg.KeyFile, cfg.Scope = pa.OAuth2.PrivateKey, pa.OAuth2.Scope
-		}
-	}
-	return cfg, nil
 }
 
 // PersistedGroupTopics finds a group's topics by replaying its offsets partition on a

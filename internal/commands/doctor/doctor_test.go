@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -161,14 +162,21 @@ func TestDoctorRunConfigError(t *testing.T) {
 
 func TestAdminConfig(t *testing.T) {
 	t.Setenv("KOP_DOCTOR_T", "s3cret")
-	cfg, err := adminConfig(config.Cluster{Name: "a", AdminURL: "https://x:8443/", PulsarAuth: &config.PulsarAuth{Token: "env:KOP_DOCTOR_T",
-		TLS: &config.TLS{CAFile: "/ca.pem"}}})
-	if err != nil || cfg.Token != "s3cret" || cfg.WebServiceURL != "https://x:8443" || cfg.TLSTrustCertsFilePath != "/ca.pem" {
-		t.Errorf("%+v %v", cfg, err)
+	var auth, path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, path = r.Header.Get("Authorization"), r.URL.Path
+		_, _ = w.Write([]byte("4.0.8"))
+	}))
+	defer srv.Close()
+	dc, err := BuildCluster(config.Cluster{Name: "a", AdminURL: srv.URL + "/", PulsarAuth: &config.PulsarAuth{Token: "env:KOP_DOCTOR_T"}}, time.Second)
+	if err != nil || dc.AdminURL != srv.URL {
+		t.Fatalf("%+v %v", dc, err)
+	}
+	if _, err := dc.Admin.(doctor.PulsarAdmin).BrokerVersion(context.Background()); err != nil || auth != "Bearer s3cret" || path != "/admin/v2/brokers/version" {
+		t.Errorf("version: %v, Authorization %q, path %q", err, auth, path)
 	}
 	_, err = BuildCluster(config.Cluster{Name: "a", AdminURL: "http://x", PulsarAuth: &config.PulsarAuth{Token: "env:KOP_DOCTOR_UNSET_X"}}, time.Second)
 	if err == nil {
 		t.Error("unresolvable secret accepted")
 	}
-	_ = http.StatusOK
 }
