@@ -27,6 +27,11 @@ type Options struct {
 	Keep bool
 	// Fresh wipes the clusters' data directories before starting them.
 	Fresh bool
+	// FreshOnStart wipes them only when a new start is needed: a running healthy lab is still
+	// reused. A standalone restarted over its old RocksDB metadata can keep deleting and
+	// re-creating its own bookie registration ("Not enough non-faulty bookies available"
+	// minutes after it reported healthy), so tests never start over old data.
+	FreshOnStart bool
 	Log   io.Writer
 }
 
@@ -167,7 +172,7 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 				return nil, fmt.Errorf("lab: %s: port %d on %s is already in use by a process the lab did not start (lab/run/state.json has no running lab)", cs[i].Name, port, Host)
 			}
 		}
-		if o.Fresh {
+		if o.Fresh || o.FreshOnStart {
 			if err := os.RemoveAll(p.DataDir(cs[i].Name)); err != nil {
 				return nil, err
 			}

@@ -54,7 +54,7 @@ func Ensure(ctx context.Context) (*Lab, error) {
 	if ensured.lab != nil {
 		return ensured.lab, nil
 	}
-	o, err := Options{Keep: KeepFromEnv()}.resolve()
+	o, err := Options{Keep: KeepFromEnv(), FreshOnStart: true}.resolve()
 	if err != nil {
 		return nil, err
 	}
