@@ -32,7 +32,7 @@ type Options struct {
 	// re-creating its own bookie registration ("Not enough non-faulty bookies available"
 	// minutes after it reported healthy), so tests never start over old data.
 	FreshOnStart bool
-	Log   io.Writer
+	Log          io.Writer
 }
 
 func (o Options) resolve() (Options, error) {
