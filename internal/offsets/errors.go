@@ -16,6 +16,8 @@ var (
 	ErrMalformed          = errors.New("malformed")
 	ErrDecompress         = errors.New("decompression failed")
 	ErrDecompressTooLarge = errors.New("decompressed size exceeds limit")
+	// ErrUnknownControlType is a control record whose type is neither ABORT (0) nor COMMIT (1).
+	ErrUnknownControlType = errors.New("unknown control record type")
 )
 
 // DecodeError says where a message failed to decode. Part names the structure

@@ -3,18 +3,30 @@ package offsets
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 )
+
+// The value versions KoP's loader reads (GroupMetadataConstants): anything newer fails the
+// load of the whole partition.
+const (
+	maxKoPOffsetValueVersion = 1
+	maxKoPGroupValueVersion  = 1
+)
+
+func strconvQuote(s string) string { return strconv.Quote(s) }
 
 // How KoP's loader replays an offsets partition (GroupMetadataManager#scheduleLoadGroupAndOffsets
 // and #processOffsetMessage in the archived streamnative/kop tree), which Replayer follows:
 //   - it reads the partition with a compacted reader from the earliest message to the end;
 //     messages with an empty value are skipped (CompactedPartitionedTopic, valueIsEmpty),
 //     so are messages without a key (processOffsetMessage: "placeholders");
-//   - every batch of the value is read; in a control batch only the first record counts:
-//     COMMIT moves the producer's pending offsets into the loaded ones, ABORT (and any other
-//     control type) drops them;
+//   - every batch of the value is read, and its CRC is never checked; in a control batch only
+//     the first record counts: COMMIT moves the producer's pending offsets into the loaded
+//     ones, ABORT and any other control type drop them;
 //   - in a data batch, records without a key are skipped; an offset record of a
 //     transactional batch goes to the producer's pending offsets, otherwise to the loaded
 //     ones: a value replaces, a tombstone deletes (from pending or loaded respectively);
@@ -30,8 +42,16 @@ import (
 //     offset that was already loaded for that partition (Kafka compares log offsets and the
 //     later write wins). OrderingKoP reproduces KoP; OrderingLog gives Kafka's result.
 //   - KoP only knows offset values v0/v1 and group values v0/v1 and fails the whole load on
-//     anything else; Replayer applies v2/v3 offsets and v2..v4 groups as Kafka would, and
-//     counts undecodable records instead of failing.
+//     anything else, as on any record it cannot parse (key version above 2, bad batch
+//     framing, a truncated field): the partition stays owned and KoP caches no group of it.
+//     Replayer records that as the partition's LoadFailure (what KoP would load: nothing)
+//     and still replays the rest, applying v2/v3 offsets and v2..v4 groups as Kafka would,
+//     so that what the topic holds stays visible beside the prediction.
+//   - transaction markers: KoP writes COMMIT/ABORT into the offsets topic as Pulsar marker
+//     entries, which the dispatcher hides from every reader and compaction drops, so the
+//     loader (and our reader) normally never sees them: a transactional offset stays pending
+//     after a load even though KoP's live path applied it. Pending() keeps them, so callers
+//     can tell a cache that only the live path can reproduce.
 //   - Group state after loading: Empty when the group has no members, else Stable
 //     (GroupMetadataConstants#readGroupMessageValue).
 
@@ -71,6 +91,13 @@ type Counts struct {
 	Placeholders     int64 `json:"placeholders"` // messages KoP skips: empty value or no key
 	Keyless          int64 `json:"keyless"`      // of those, messages with a value but no key
 	Undecodable      int64 `json:"undecodable"`  // records (or whole messages) that failed
+	// BadCRC counts batches whose CRC did not match: read anyway, as KoP's loader does.
+	BadCRC int64 `json:"badCrc,omitempty"`
+	// UnknownControl counts control records of another type than COMMIT/ABORT: KoP drops
+	// the producer's pending offsets for them, as for ABORT.
+	UnknownControl int64 `json:"unknownControl,omitempty"`
+	// KeylessRecords counts data records without a key: KoP skips them.
+	KeylessRecords int64 `json:"keylessRecords,omitempty"`
 }
 
 // ByKind returns the record counts keyed by kind.
@@ -96,6 +123,22 @@ func (c *Counts) Add(o Counts) {
 	c.Placeholders += o.Placeholders
 	c.Keyless += o.Keyless
 	c.Undecodable += o.Undecodable
+	c.BadCRC += o.BadCRC
+	c.UnknownControl += o.UnknownControl
+	c.KeylessRecords += o.KeylessRecords
+}
+
+// LoadFailure is the first record of an offsets partition that KoP's loader cannot parse.
+// KoP's load of the partition then fails: the partition stays owned and KoP caches no group
+// of it (OffsetFetch answers no offset and no error) until the record is gone.
+type LoadFailure struct {
+	Partition int32  `json:"offsetsPartition"`
+	MessageID string `json:"messageId"`
+	Reason    string `json:"reason"`
+}
+
+func (f LoadFailure) String() string {
+	return "offsets partition " + itoa(int(f.Partition)) + ": KoP cannot load it: message " + f.MessageID + ": " + f.Reason
 }
 
 // MessageError is an undecodable message (or record) met during a replay.
@@ -268,6 +311,7 @@ type Replayer struct {
 	seq      int64 // batches (ApplyMessage) or records (Apply) seen: the log position
 	errs     []MessageError
 	firstErr error
+	loadFail *LoadFailure
 }
 
 // NewReplayer returns a Replayer for one offsets partition.
@@ -293,7 +337,16 @@ func (r *Replayer) intern(s string) string {
 	return v
 }
 
+// kopFails records that KoP's loader cannot parse the message id (only the first counts:
+// KoP's load stops there).
+func (r *Replayer) kopFails(id string, reason string) {
+	if r.loadFail == nil {
+		r.loadFail = &LoadFailure{Partition: r.partition, MessageID: id, Reason: reason}
+	}
+}
+
 func (r *Replayer) fail(id string, err error) {
+	r.kopFails(id, err.Error())
 	r.counts.Undecodable++
 	if r.firstErr == nil {
 		r.firstErr = err
@@ -318,7 +371,10 @@ func (r *Replayer) ApplyMessage(m Message) error {
 		return nil
 	}
 	d := &r.d
+	d.lenientCRC = true
 	d.reset(m.Value)
+	crcBefore := d.badCRC
+	defer func() { r.counts.BadCRC += d.badCRC - crcBefore }()
 	var first error
 	fail := func(err error) {
 		r.fail(m.MessageID, err)
@@ -347,14 +403,18 @@ func (r *Replayer) ApplyMessage(m Message) error {
 				break
 			}
 			if d.isControl() {
-				if err := d.decodeControl(d.rec.Key); err != nil {
+				switch err := d.decodeControl(d.rec.Key); {
+				case errors.Is(err, ErrUnknownControlType):
+					r.counts.UnknownControl++
+					r.marker(d.batch.ProducerID, false)
+				case err != nil:
 					fail(err)
-				} else {
+				default:
 					r.marker(d.batch.ProducerID, d.ctlCommit)
 				}
 				break
 			}
-			if err := r.applyRecord(txn); err != nil {
+			if err := r.applyRecord(txn, m.MessageID); err != nil {
 				fail(err)
 			}
 		}
@@ -362,10 +422,11 @@ func (r *Replayer) ApplyMessage(m Message) error {
 }
 
 // applyRecord applies d.rec, a record of a data batch.
-func (r *Replayer) applyRecord(txn bool) error {
+func (r *Replayer) applyRecord(txn bool, id string) error {
 	d := &r.d
 	if d.rec.Key == nil {
-		return &DecodeError{Part: "record " + itoa(d.ridx-1), Field: "key", Err: ErrMalformed, Detail: "null key"}
+		r.counts.KeylessRecords++ // KoP skips records without a key
+		return nil
 	}
 	kind, err := d.decodeKey(d.rec.Key)
 	if err != nil {
@@ -380,6 +441,9 @@ func (r *Replayer) applyRecord(txn bool) error {
 		if err := d.decodeGroupValue(d.rec.Value); err != nil {
 			return err
 		}
+		if v := d.gval.Version; v > maxKoPGroupValueVersion {
+			r.kopFails(id, "group "+strconvQuote(d.gkey.Group)+": group value v"+itoa(int(v))+" (KoP reads v0 and v1 only)")
+		}
 		r.counts.GroupMetadata++
 		e := r.groupFor(d.gkey.Group)
 		e.raw = append(e.raw[:0], d.rec.Value...)
@@ -393,6 +457,9 @@ func (r *Replayer) applyRecord(txn bool) error {
 	}
 	if err := d.decodeOffsetValue(d.rec.Value); err != nil {
 		return err
+	}
+	if v := d.oval.Version; v > maxKoPOffsetValueVersion {
+		r.kopFails(id, "group "+strconvQuote(d.okey.Group)+": offset value v"+itoa(int(v))+" (KoP reads v0 and v1 only)")
 	}
 	pos := d.firstKey
 	if r.ordering == OrderingLog {
@@ -494,7 +561,21 @@ func (r *Replayer) Apply(rec Record) {
 		if err == nil {
 			err = &DecodeError{Err: ErrMalformed, Detail: rec.Error}
 		}
-		r.fail("", err)
+		var de *DecodeError
+		switch {
+		case errors.Is(err, ErrUnknownControlType) && rec.ProducerID != nil:
+			r.counts.UnknownControl++ // KoP drops the pending offsets, as for ABORT
+			r.marker(*rec.ProducerID, false)
+		case errors.As(err, &de) && de.Field == "key" && de.Detail == "null key":
+			r.counts.KeylessRecords++ // KoP skips records without a key
+		case errors.Is(err, ErrBadCRC):
+			// Decode rejects the batch, KoP would load it: counted, not a load failure.
+			r.counts.BadCRC++
+			r.counts.Undecodable++
+			r.errs = append(r.errs, MessageError{Partition: r.partition, Err: err})
+		default:
+			r.fail("", err)
+		}
 	case KindTxnCommit, KindTxnAbort:
 		if rec.ProducerID != nil {
 			r.marker(*rec.ProducerID, rec.Kind == KindTxnCommit)
@@ -502,6 +583,9 @@ func (r *Replayer) Apply(rec Record) {
 	case KindGroupTombstone:
 		r.groupTombstone(rec.Group)
 	case KindGroupMetadata:
+		if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPGroupValueVersion {
+			r.kopFails("", "group "+strconvQuote(rec.Group)+": group value v"+itoa(int(*rec.ValueVersion))+" (KoP reads v0 and v1 only)")
+		}
 		r.counts.GroupMetadata++
 		e := r.groupFor(rec.Group)
 		e.raw, e.rec = nil, &rec
@@ -518,6 +602,9 @@ func (r *Replayer) Apply(rec Record) {
 		if rec.Kind == KindOffsetTombstone {
 			r.offsetTombstone(k, rec.Transactional, pid)
 			return
+		}
+		if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPOffsetValueVersion {
+			r.kopFails("", "group "+strconvQuote(rec.Group)+": offset value v"+itoa(int(*rec.ValueVersion))+" (KoP reads v0 and v1 only)")
 		}
 		r.counts.OffsetCommits++
 		e := r.offsetFor(k, rec.Transactional, pid)
@@ -567,6 +654,9 @@ func (r *Replayer) Result() *PersistedOffsets {
 		Errors:     slices.Clone(r.errs),
 		offsets:    make(map[offsetKey]CommittedOffset, r.offsets.len()),
 		groups:     make(map[string]*Group, len(r.groups)),
+	}
+	if r.loadFail != nil {
+		p.loadFailures = map[int32]LoadFailure{r.partition: *r.loadFail}
 	}
 	for k, e := range r.offsets.all {
 		p.offsets[k] = r.committed(k, e)
@@ -657,10 +747,73 @@ type PersistedOffsets struct {
 	Counts     Counts         // summed over Partitions
 	Errors     []MessageError // the first undecodable messages (at most 100 per partition)
 
-	offsets map[offsetKey]CommittedOffset
-	groups  map[string]*Group
-	pending []CommittedOffset
-	removed []string
+	offsets      map[offsetKey]CommittedOffset
+	groups       map[string]*Group
+	pending      []CommittedOffset
+	removed      []string
+	loadFailures map[int32]LoadFailure
+
+	// Indexes built on first use (a PersistedOffsets is read-only once built, and may be
+	// read by several goroutines).
+	indexOnce sync.Once
+	byGroup   map[string][]offsetKey
+	pendingBy map[offsetKey]CommittedOffset
+}
+
+func (p *PersistedOffsets) index() {
+	p.indexOnce.Do(func() {
+		p.byGroup = make(map[string][]offsetKey, len(p.groups))
+		for k := range p.offsets {
+			p.byGroup[k.group] = append(p.byGroup[k.group], k)
+		}
+		p.pendingBy = make(map[offsetKey]CommittedOffset, len(p.pending))
+		for _, c := range p.pending {
+			k := offsetKey{group: c.Group, topic: c.Topic, partition: c.Partition}
+			// Of several open transactions on one key, the one KoP applied last is not
+			// known; the highest offset is the one a regression check must protect.
+			if o, ok := p.pendingBy[k]; !ok || c.Offset > o.Offset {
+				p.pendingBy[k] = c
+			}
+		}
+	})
+}
+
+// LoadFailure returns the first record of partition that KoP cannot parse, if any: KoP
+// would then load nothing from that partition.
+func (p *PersistedOffsets) LoadFailure(partition int32) (LoadFailure, bool) {
+	f, ok := p.loadFailures[partition]
+	return f, ok
+}
+
+// LoadFailures returns every partition's load failure, sorted by partition.
+func (p *PersistedOffsets) LoadFailures() []LoadFailure {
+	out := make([]LoadFailure, 0, len(p.loadFailures))
+	for _, f := range p.loadFailures {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b LoadFailure) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out
+}
+
+// Predict returns what KoP's loader would serve for a group's topic partition after a
+// load: the replayed offset, or nothing when its offsets partition cannot be loaded.
+func (p *PersistedOffsets) Predict(group, topic string, partition int32) (CommittedOffset, bool) {
+	c, ok := p.offsets[offsetKey{group: group, topic: topic, partition: partition}]
+	if !ok {
+		return c, false
+	}
+	if _, failed := p.loadFailures[c.OffsetsPartition]; failed {
+		return CommittedOffset{}, false
+	}
+	return c, true
+}
+
+// PendingOffset returns the transactional offset the topic holds for a key without a
+// COMMIT or ABORT its loader can see (the highest one when several transactions are open).
+func (p *PersistedOffsets) PendingOffset(group, topic string, partition int32) (CommittedOffset, bool) {
+	p.index()
+	c, ok := p.pendingBy[offsetKey{group: group, topic: topic, partition: partition}]
+	return c, ok
 }
 
 // Lookup returns the persisted offset of a group for a topic partition. topic is compared
@@ -691,11 +844,11 @@ func (p *PersistedOffsets) Groups() []Group {
 
 // GroupOffsets returns the offsets of one group sorted by topic and partition.
 func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
-	var out []CommittedOffset
-	for k, c := range p.offsets {
-		if k.group == group {
-			out = append(out, c)
-		}
+	p.index()
+	keys := p.byGroup[group]
+	out := make([]CommittedOffset, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, p.offsets[k])
 	}
 	sortOffsets(out)
 	return out
@@ -741,6 +894,12 @@ func Merge(parts ...*PersistedOffsets) *PersistedOffsets {
 		}
 		out.pending = append(out.pending, p.pending...)
 		out.removed = append(out.removed, p.removed...)
+		for part, f := range p.loadFailures {
+			if out.loadFailures == nil {
+				out.loadFailures = map[int32]LoadFailure{}
+			}
+			out.loadFailures[part] = f
+		}
 	}
 	slices.Sort(out.Partitions)
 	out.Partitions = slices.Compact(out.Partitions)

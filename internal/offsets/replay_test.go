@@ -3,6 +3,7 @@ package offsets
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -163,26 +164,45 @@ func TestReplayPlaceholdersAndErrors(t *testing.T) {
 	r := NewReplayer(3, OrderingKoP)
 	good := commitMsg(t, "G", t1, 0, 1)
 	bad := append([]byte(nil), good...)
-	bad[len(bad)-1] ^= 1
+	bad[len(bad)-1] ^= 1 // breaks the record framing (and the CRC)
+	badCRC := append([]byte(nil), commitMsg(t, "G", t1, 7, 70)...)
+	badCRC[batchOffCRC] ^= 0xff // the CRC alone: KoP never checks it and loads the batch
 	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: nil})
 	_ = r.ApplyMessage(Message{Key: nil, Value: good}) // KoP skips keyless messages
-	if err := r.ApplyMessage(Message{MessageID: "9:9:3:-1", Key: []byte("k"), Value: bad}); !errors.Is(err, ErrBadCRC) {
+	if err := r.ApplyMessage(Message{MessageID: "9:9:3:-1", Key: []byte("k"), Value: bad}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("err %v", err)
+	}
+	if err := r.ApplyMessage(Message{MessageID: "9:10:3:-1", Key: []byte("k"), Value: badCRC}); err != nil {
+		t.Errorf("bad CRC: err %v, want it read as KoP does", err)
 	}
 	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "G", t1, 5), []byte{0, 9}}, offsetRec("G", 6, 6))})
 	p := r.Result()
 	c := p.Counts
-	if c.Messages != 4 || c.Placeholders != 2 || c.Keyless != 1 || c.Undecodable != 2 || c.OffsetCommits != 1 {
+	if c.Messages != 5 || c.Placeholders != 2 || c.Keyless != 1 || c.Undecodable != 2 || c.OffsetCommits != 2 || c.BadCRC != 2 {
 		t.Errorf("counts %+v", c)
 	}
-	if p.Len() != 1 || len(p.Errors) != 2 || p.Errors[0].MessageID != "9:9:3:-1" || !errors.Is(p.Errors[0], ErrBadCRC) {
+	if p.Len() != 2 || len(p.Errors) != 2 || p.Errors[0].MessageID != "9:9:3:-1" || !errors.Is(p.Errors[0], ErrMalformed) {
 		t.Errorf("result %d offsets, errors %v", p.Len(), p.Errors)
 	}
-	if !errors.Is(r.Err(), ErrBadCRC) {
+	if got := mustOffset(t, p, "G", 7); got != 70 {
+		t.Errorf("bad-CRC batch: G/7 = %d, want 70", got)
+	}
+	if !errors.Is(r.Err(), ErrMalformed) {
 		t.Errorf("first error %v", r.Err())
 	}
 	if k := c.ByKind(); k[KindUndecodable] != 2 || k[KindPlaceholder] != 2 {
 		t.Errorf("by kind %v", k)
+	}
+	// KoP's load stops at the first record it cannot parse: nothing of the partition is served.
+	f, ok := p.LoadFailure(3)
+	if !ok || f.MessageID != "9:9:3:-1" || !strings.Contains(f.Reason, "headersCount") {
+		t.Errorf("load failure %+v %v", f, ok)
+	}
+	if _, ok := p.Predict("G", t1, 7); ok {
+		t.Error("Predict served an offset from a partition KoP cannot load")
+	}
+	if _, ok := p.Lookup("G", t1, 7); !ok {
+		t.Error("Lookup lost what the topic holds")
 	}
 }
 
@@ -220,5 +240,49 @@ func TestReplayPartitionAndMerge(t *testing.T) {
 	}
 	if gs := m.Groups(); len(gs) != 2 || gs[0].Group != "A" {
 		t.Errorf("groups %+v", gs)
+	}
+}
+
+func TestReplayKoPLoaderQuirks(t *testing.T) {
+	txn := func(pid int64, recs ...kv) []byte { return buildBatch(t, batchOpts{txn: true, pid: pid}, recs...) }
+	ctl := func(pid int64, typ int16) []byte {
+		return buildBatch(t, batchOpts{control: true, txn: true, pid: pid}, kv{[]byte{0, 0, byte(typ >> 8), byte(typ)}, []byte{0, 0, 0, 0, 0, 0}})
+	}
+	// A control record of another type than COMMIT drops the producer's pending offsets.
+	p := replayBoth(t, OrderingKoP, txn(4, offsetRec("G", 0, 10)), ctl(4, 7), txn(4, offsetRec("G", 1, 11)), ctl(4, 1))
+	if _, ok := p.Lookup("G", t1, 0); ok {
+		t.Error("offset of a transaction ended by an unknown control type was applied")
+	}
+	if got := mustOffset(t, p, "G", 1); got != 11 {
+		t.Errorf("G/1 = %d, want 11", got)
+	}
+	if p.Counts.UnknownControl != 1 || len(p.LoadFailures()) != 0 {
+		t.Errorf("counts %+v, load failures %v", p.Counts, p.LoadFailures())
+	}
+	// A record without a key inside a batch is skipped, not a failure.
+	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, kv{nil, []byte{0, 1}}, offsetRec("G", 2, 20)))
+	if got := mustOffset(t, p, "G", 2); got != 20 || p.Counts.KeylessRecords != 1 || len(p.LoadFailures()) != 0 {
+		t.Errorf("G/2 = %d, counts %+v, failures %v", got, p.Counts, p.LoadFailures())
+	}
+	// An offset value v3 is applied as Kafka would, but KoP's load of the partition fails.
+	v3 := kv{offsetKeyBytes(1, "H", t1, 0), offsetValueBytes(3, 33, 5, "", 1700000000000, -1)}
+	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, offsetRec("G", 3, 30)), buildBatch(t, batchOpts{}, v3))
+	f, ok := p.LoadFailure(7)
+	if !ok || f.MessageID != "1:1:7:-1" || !strings.Contains(f.Reason, "offset value v3") {
+		t.Fatalf("load failure %+v %v", f, ok)
+	}
+	if _, ok := p.Predict("G", t1, 3); ok {
+		t.Error("Predict: KoP loads nothing of a partition it cannot parse")
+	}
+	if got := mustOffset(t, p, "G", 3); got != 30 {
+		t.Errorf("Lookup G/3 = %d, want 30 (what the topic holds)", got)
+	}
+	// Pending transactional offsets stay visible beside the prediction.
+	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, offsetRec("G", 0, 5)), txn(9, offsetRec("G", 0, 600)))
+	if c, ok := p.PendingOffset("G", t1, 0); !ok || c.Offset != 600 {
+		t.Errorf("pending %+v %v", c, ok)
+	}
+	if c, ok := p.Predict("G", t1, 0); !ok || c.Offset != 5 {
+		t.Errorf("predict %+v %v, want 5", c, ok)
 	}
 }

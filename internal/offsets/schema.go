@@ -295,7 +295,7 @@ func (d *decoder) decodeControl(key []byte) error {
 		d.ctlCommit = true
 	default:
 		r.pos = 2
-		r.fail("type", ErrMalformed, "control type "+strconv.Itoa(int(t)))
+		r.fail("type", ErrUnknownControlType, strconv.Itoa(int(t)))
 		return r.err
 	}
 	return nil
