@@ -33,7 +33,16 @@ type Options struct {
 	FailOn []offsets.Status
 	// Concurrency bounds the offsets partitions replayed at once per cluster (default 4).
 	Concurrency int
+	// ExpiryWarning is the window in which an offset close to its expireTimestamp is
+	// reported expiring (0: DefaultExpiryWarning; negative: never).
+	ExpiryWarning time.Duration
+	// Now is the time the expiry rules compare with (zero: time.Now()).
+	Now time.Time
 }
+
+// DefaultExpiryWarning is the window of the expiring status: a day before KoP expires an
+// offset that has not been committed again (KoP's default retention is 3 days).
+const DefaultExpiryWarning = 24 * time.Hour
 
 // Report is the document `check -o json` prints (cli.md: "A check row").
 type Report struct {
@@ -61,13 +70,28 @@ type Row struct {
 
 // Cell is one row on one cluster.
 type Cell struct {
-	Cached          *int64         `json:"cached"`
-	Persisted       *int64         `json:"persisted"`
+	Cached *int64 `json:"cached"`
+	// Persisted is what the offsets topic holds: the loader's value, or a newer
+	// transactional commit whose COMMIT marker the loader cannot see.
+	Persisted *int64 `json:"persisted"`
+	// Predicted is what KoP would serve after a load, present only where it differs from
+	// Persisted.
+	Predicted       *Prediction    `json:"predicted,omitempty"`
 	CommitTimestamp *output.Time   `json:"commitTimestamp"`
+	ExpireTimestamp *output.Time   `json:"expireTimestamp,omitempty"`
+	ExpiresIn       *float64       `json:"expiresInSeconds,omitempty"` // negative: expired
 	LogEndOffset    *int64         `json:"logEndOffset"`
 	Lag             *int64         `json:"lag"`
 	Status          offsets.Status `json:"status"`
 	Error           string         `json:"error,omitempty"`
+	// Detail says why for unloadable, cache_ahead and expired.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Prediction is what KoP's loader would serve after a load of the row's offsets partition.
+type Prediction struct {
+	Offset *int64 `json:"offset"` // null: nothing
+	Reason string `json:"reason"`
 }
 
 // IsGlob reports whether a --group/--topic value is a pattern rather than a name.
@@ -123,6 +147,12 @@ type rowKey struct {
 func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
+	}
+	if o.ExpiryWarning == 0 {
+		o.ExpiryWarning = DefaultExpiryWarning
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
 	}
 	names := make([]string, len(clusters))
 	for i, c := range clusters {
@@ -195,9 +225,15 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	keys := map[rowKey]bool{}
 	for _, s := range states {
 		if s.persisted != nil {
-			for _, g := range groups {
-				for _, co := range s.persisted.GroupOffsets(g) {
-					keys[rowKey{g, offsets.NormalizeTopic(co.Topic, s.c.KafkaNamespace), co.Partition}] = true
+			// One walk over the offsets: a lookup per group would walk them once per group.
+			for _, co := range s.persisted.Offsets() {
+				if groupSet[co.Group] {
+					keys[rowKey{co.Group, offsets.NormalizeTopic(co.Topic, s.c.KafkaNamespace), co.Partition}] = true
+				}
+			}
+			for _, co := range s.persisted.Pending() {
+				if groupSet[co.Group] {
+					keys[rowKey{co.Group, offsets.NormalizeTopic(co.Topic, s.c.KafkaNamespace), co.Partition}] = true
 				}
 			}
 		}
@@ -293,6 +329,8 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 		obs := make([]offsets.ClusterObservation, len(states))
 		for j, s := range states {
 			cell, ob := s.observe(r, states)
+			ob.Now = o.Now.UnixMilli()
+			ob.ExpiryWarning = o.ExpiryWarning.Milliseconds()
 			r.Clusters[s.c.Name] = cell
 			obs[j] = ob
 		}
@@ -301,9 +339,14 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 		}
 		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs, Source: o.Source})
 		r.Status = d.Status
-		for _, s := range states {
+		for j, s := range states {
 			cell := r.Clusters[s.c.Name]
 			cell.Status = d.Clusters[s.c.Name]
+			cell.Detail = detail(cell, obs[j])
+			if obs[j].ExpireAt > 0 {
+				in := float64(obs[j].ExpireAt-obs[j].Now) / 1000
+				cell.ExpiresIn = &in
+			}
 			r.Clusters[s.c.Name] = cell
 		}
 		rep.Summary[string(r.Status)]++
@@ -311,6 +354,14 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	rep.Rows = append(rep.Rows, rows...)
 
 	for _, s := range states {
+		if s.persisted != nil {
+			for _, f := range s.persisted.LoadFailures() {
+				rep.addWarning(fmt.Sprintf("cluster %s: %s: after any load KoP serves no group of that partition; remove the record (see docs/kop-facts.md) before reloading", s.c.Name, f))
+			}
+			if n := s.persisted.Counts.BadCRC; n > 0 {
+				rep.addWarning(fmt.Sprintf("cluster %s: %d record batches with a bad CRC in the offsets topic: KoP loads them without checking (so does the prediction)", s.c.Name, n))
+			}
+		}
 		if s.pErr != nil {
 			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
 		}
@@ -345,9 +396,28 @@ func exitCode(rep *Report, failOn []offsets.Status) int {
 	return ExitOK
 }
 
-// DefaultFailOn is every status but ok.
+// DefaultFailOn is every status but ok and expiring (a warning: name it in --fail-on to
+// fail on it).
 func DefaultFailOn() []offsets.Status {
-	return slices.DeleteFunc(slices.Clone(offsets.Statuses), func(s offsets.Status) bool { return s == offsets.StatusOK })
+	return slices.DeleteFunc(slices.Clone(offsets.Statuses), func(s offsets.Status) bool {
+		return s == offsets.StatusOK || s == offsets.StatusExpiring
+	})
+}
+
+// detail explains the statuses whose fix is not a reload.
+func detail(c Cell, ob offsets.ClusterObservation) string {
+	switch c.Status {
+	case offsets.StatusUnloadable:
+		return ob.LoadFailure
+	case offsets.StatusCacheAhead:
+		if ob.Pending != nil && ob.Cached.Offset != nil && *ob.Pending == *ob.Cached.Offset {
+			return "KoP serves a transactional commit that its loader cannot apply (the COMMIT marker is a Pulsar marker entry no reader sees): right now, lost at the next load; do not reload"
+		}
+		return "KoP serves a newer offset than its loader reads from the topic (a tombstone, compaction, or a commit after this check read the topic): a reload would move it back"
+	case offsets.StatusExpired:
+		return "past its expireTimestamp: KoP drops it from its cache within 10 minutes and writes a tombstone that replicates; commit again to keep it"
+	}
+	return ""
 }
 
 var reportMu sync.Mutex
@@ -452,10 +522,28 @@ func (s *clusterState) observe(r *Row, all []*clusterState) (Cell, offsets.Clust
 	if s.pErr != nil {
 		ob.Unreachable = true
 		cell.Error = fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
-	} else if co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition); ok {
-		v := co.Offset
-		cell.Persisted, ob.Persisted = &v, &v
-		cell.CommitTimestamp = output.NewTime(time.UnixMilli(int64(co.CommitTimestamp)))
+	} else {
+		co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition)
+		if ok {
+			v := co.Offset
+			cell.Persisted, ob.Persisted = &v, &v
+			cell.CommitTimestamp = output.NewTime(time.UnixMilli(int64(co.CommitTimestamp)))
+			if co.ExpireTimestamp != nil {
+				ob.ExpireAt = int64(*co.ExpireTimestamp)
+				cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
+			}
+		}
+		if pc, pok := s.persisted.PendingOffset(r.Group, r.fullTopic, r.Partition); pok && (!ok || pc.Offset != co.Offset) {
+			pv, loaded := pc.Offset, cell.Persisted
+			ob.Pending = &pv
+			cell.Persisted = &pv
+			cell.CommitTimestamp = output.NewTime(time.UnixMilli(int64(pc.CommitTimestamp)))
+			cell.Predicted = &Prediction{Offset: loaded, Reason: fmt.Sprintf("a transactional commit (producer %d) the loader leaves pending: its COMMIT marker is invisible to readers", ptrOr(pc.ProducerID))}
+		}
+		if f, failed := s.persisted.LoadFailure(offsets.PartitionFor(r.Group, s.partitions)); failed && s.partitions > 0 {
+			ob.LoadFailure = f.String()
+			cell.Predicted = &Prediction{Reason: f.String()}
+		}
 	}
 	switch {
 	case s.c.Fetcher == nil:
@@ -508,6 +596,13 @@ func (s *clusterState) observe(r *Row, all []*clusterState) (Cell, offsets.Clust
 		}
 	}
 	return cell, ob
+}
+
+func ptrOr(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // verifyAlignment reads the record before the committed offset on each cluster where the

@@ -110,7 +110,7 @@ func TestUserScenarioStaleCache(t *testing.T) {
 	rep, err := Run(context.Background(), []Cluster{
 		{Name: "scus", KafkaNamespace: "public/default", Reader: scus, Fetcher: scusKoP.fetcher(t), Replication: StaticReplication{}},
 		{Name: "wus", KafkaNamespace: "public/default", Reader: wus, Fetcher: wusKoP.fetcher(t), Replication: StaticReplication{}},
-	}, Options{})
+	}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestUserScenarioStaleCache(t *testing.T) {
 		}
 	}
 	rep2, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: wus, Fetcher: wusKoP.fetcher(t)}},
-		Options{Groups: []string{"orders"}, FailOn: []offsets.Status{offsets.StatusDiverged}})
+		Options{Now: testNow, Groups: []string{"orders"}, FailOn: []offsets.Status{offsets.StatusDiverged}})
 	if rep2.ExitCode != ExitOK || rep2.Rows[0].Status != offsets.StatusStaleCache {
 		t.Errorf("fail-on diverged only: exit %d %+v", rep2.ExitCode, rep2.Rows)
 	}
@@ -151,7 +151,7 @@ func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
 	f := k.fetcher(t)
 	f.CoordinatorWait = 1500 * time.Millisecond
 	start := time.Now()
-	rep, err := Run(context.Background(), []Cluster{{Name: "scus", KafkaNamespace: "public/default", Reader: r, Fetcher: f}}, Options{})
+	rep, err := Run(context.Background(), []Cluster{{Name: "scus", KafkaNamespace: "public/default", Reader: r, Fetcher: f}}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestUnreachableCluster(t *testing.T) {
 	rep, err := Run(context.Background(), []Cluster{
 		{Name: "scus", KafkaNamespace: "public/default", Reader: ok, Fetcher: k.fetcher(t)},
 		{Name: "wus", KafkaNamespace: "public/default", Reader: dead},
-	}, Options{})
+	}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestReplicationLagAndMissing(t *testing.T) {
 		rep, err := Run(context.Background(), []Cluster{
 			{Name: "scus", Reader: scus, Replication: StaticReplication{p: {"wus": {Backlog: backlog, Connected: true}}}},
 			{Name: "wus", Reader: wus, Replication: StaticReplication{}},
-		}, Options{Source: "scus", Topics: []string{"topic-*"}})
+		}, Options{Now: testNow, Source: "scus", Topics: []string{"topic-*"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestReplicationLagAndMissing(t *testing.T) {
 	if rep.Rows[1].Group != "g" || rep.Rows[1].Status != offsets.StatusDiverged {
 		t.Errorf("%+v", rep.Rows[1])
 	}
-	if _, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: scus}}, Options{Source: "nope"}); err == nil {
+	if _, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: scus}}, Options{Now: testNow, Source: "nope"}); err == nil {
 		t.Error("unknown source accepted")
 	}
 }
@@ -236,12 +236,12 @@ func TestMisaligned(t *testing.T) {
 	a := fakeRecords{9: {Offset: 9, TimestampMs: 1, Key: "k", ValueCRC32: 11}}
 	b := fakeRecords{9: {Offset: 9, TimestampMs: 2, Key: "k", ValueCRC32: 11}}
 	rep, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: r1, Records: a}, {Name: "wus", Reader: r2, Records: b}},
-		Options{VerifyAlignment: true})
+		Options{Now: testNow, VerifyAlignment: true})
 	if rep.Rows[0].Status != offsets.StatusMisaligned || rep.Rows[0].Clusters["wus"].Status != offsets.StatusMisaligned {
 		t.Errorf("%+v", rep.Rows)
 	}
 	rep, _ = Run(context.Background(), []Cluster{{Name: "scus", Reader: r1, Records: a}, {Name: "wus", Reader: r2, Records: a}},
-		Options{VerifyAlignment: true})
+		Options{Now: testNow, VerifyAlignment: true})
 	if rep.Rows[0].Status != offsets.StatusOK {
 		t.Errorf("%+v", rep.Rows)
 	}
@@ -278,3 +278,6 @@ func TestGroups(t *testing.T) {
 		t.Errorf("%+v", rep)
 	}
 }
+
+// testNow is an hour after the tests' commits (their expiry is 3 days after them).
+var testNow = time.UnixMilli(1700000000000).Add(time.Hour)

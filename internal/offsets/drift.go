@@ -16,6 +16,18 @@ const (
 	StatusCoordinatorUnavailable Status = "coordinator_unavailable"
 	StatusMisaligned             Status = "misaligned"
 	StatusError                  Status = "error"
+	// StatusUnloadable: KoP cannot load the row's offsets partition (a record it cannot
+	// parse): after any load it serves nothing of the partition; no reload fixes it.
+	StatusUnloadable Status = "unloadable"
+	// StatusCacheAhead: KoP serves a newer offset than its loader would load (a
+	// transactional commit whose marker the loader cannot see, a tombstone, compaction):
+	// the cache is the better value and a reload would lose it.
+	StatusCacheAhead Status = "cache_ahead"
+	// StatusExpired: the persisted offset is past its expireTimestamp: KoP drops it from
+	// its cache (every 10 minutes) and writes a tombstone; a reload would not keep it.
+	StatusExpired Status = "expired"
+	// StatusExpiring: the persisted offset expires within the warning window.
+	StatusExpiring Status = "expiring"
 )
 
 // Statuses lists every status from the most to the least severe: the row status of a Drift
@@ -27,14 +39,22 @@ const (
 //   - diverged: the offsets topics durably disagree; no waiting or reload fixes it;
 //   - misaligned: equal numbers that denote different records; a consumer moving between
 //     clusters would skip or re-read;
-//   - stale_cache: KoP serves a value its own topic does not hold; `reload` fixes it;
+//   - unloadable: KoP cannot load the offsets partition at all; every group of it is lost
+//     at the next load, and no reload helps until the record is gone;
+//   - cache_ahead: the cache holds a newer offset than a load would bring: not a fault of
+//     the cache, but a reload (or a bundle move) would lose it;
+//   - stale_cache: KoP serves an older value (or none) than its loader would load;
+//     `reload` fixes it;
+//   - expired: the offset is past its expiry: KoP has dropped it, or will within minutes;
 //   - replication_lag: transient, the replicator is still delivering;
 //   - missing: absent on one side, nothing explains it (often a group that only ever ran
 //     on one cluster);
+//   - expiring: fine now, expires within the warning window;
 //   - ok.
 var Statuses = []Status{
-	StatusError, StatusCoordinatorUnavailable, StatusDiverged, StatusMisaligned,
-	StatusStaleCache, StatusReplicationLag, StatusMissing, StatusOK,
+	StatusError, StatusCoordinatorUnavailable, StatusUnloadable, StatusDiverged, StatusMisaligned,
+	StatusCacheAhead, StatusStaleCache, StatusExpired, StatusReplicationLag, StatusMissing,
+	StatusExpiring, StatusOK,
 }
 
 // Severity is the index of s in Statuses (0 is the most severe); unknown statuses rank first.
@@ -99,8 +119,17 @@ type ClusterObservation struct {
 	// Unreachable is set when the persisted side (the offsets topic) of this cluster could
 	// not be read: the cluster's cell is error, the others are classified without it.
 	Unreachable bool
-	// Persisted is the offset the cluster's offsets topic holds; nil when absent.
+	// Persisted is the offset KoP's loader reads from the cluster's offsets topic (what a
+	// load brings, unless LoadFailure); nil when absent.
 	Persisted *int64
+	// LoadFailure is set when KoP cannot load this row's offsets partition on this cluster.
+	LoadFailure string
+	// Pending is a transactional offset the topic holds whose COMMIT the loader cannot see;
+	// nil when none.
+	Pending *int64
+	// ExpireAt is the persisted value's expireTimestamp in ms (0: none). Now (ms) enables
+	// the expiry rules; ExpiryWarning (ms) is the window of expiring.
+	ExpireAt, Now, ExpiryWarning int64
 	Cached    CachedOffsets
 	// Inbound holds, per peer cluster, the replication of this row's offsets partition from
 	// the peer toward this cluster; a peer without an entry has no replicator toward it (or
@@ -156,8 +185,12 @@ type Drift struct {
 // Per cluster C, the first rule that applies:
 //  1. error: C's offsets topic could not be read, or its KoP listener failed (CacheError).
 //  2. coordinator_unavailable: KoP kept answering "loading" / "not coordinator".
-//  3. stale_cache: KoP answered a value (or none) that differs from C's own persisted value.
-//  4. Across clusters (the reference is the source's persisted value with a source, else the
+//  3. unloadable: KoP cannot load C's offsets partition of the row.
+//  4. cache_ahead: KoP answered a higher offset than its loader reads (or one where the
+//     loader reads none).
+//  5. expired: the persisted offset is past its expireTimestamp.
+//  6. stale_cache: KoP answered a value (or none) that differs from C's own persisted value.
+//  7. Across clusters (the reference is the source's persisted value with a source, else the
 //     highest persisted value of the reachable clusters; backlog is the inbound backlog of
 //     this offsets partition toward C from the source, or from any peer without a source):
 //     - absent on C while the reference exists: replication_lag with backlog, else missing;
@@ -165,12 +198,13 @@ type Drift struct {
 //     - C ahead of the source: diverged (replication only ever brings the source's values);
 //     - C present while the source has none: ok on C; the source itself is then classified
 //     missing (or replication_lag when C's replicator toward it has a backlog).
-//  5. misaligned: with alignment results on C and on the reference cluster, the records
+//  8. misaligned: with alignment results on C and on the reference cluster, the records
 //     before the committed offset differ (timestamp, key or value checksum). Only checked
 //     when C's value equals the reference, when the numbers are meant to match.
-//  6. ok.
+//  9. expiring: the persisted offset expires within ExpiryWarning.
+//  10. ok.
 //
-// Rule 3 comes before rule 4 so that the user's case, a cache behind its own topic, is named
+// Rule 6 comes before rule 7 so that the user's case, a cache behind its own topic, is named
 // for what fixes it (reload), even if replication is also behind.
 func ClassifyDrift(in DriftInput) Drift {
 	d := Drift{Clusters: make(map[string]Status, len(in.Clusters))}
@@ -231,9 +265,23 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster
 		return StatusError
 	case c.Cached.State == CacheCoordinatorUnavailable:
 		return StatusCoordinatorUnavailable
+	case c.LoadFailure != "":
+		return StatusUnloadable
+	case c.Cached.State == CacheAnswered && c.Cached.Offset != nil && (c.Persisted == nil || *c.Cached.Offset > *c.Persisted):
+		return StatusCacheAhead
+	case c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt <= c.Now:
+		return StatusExpired
 	case c.Cached.State == CacheAnswered && !equalPtr(c.Cached.Offset, c.Persisted):
 		return StatusStaleCache
 	}
+	st := classifyAcross(c, in, ref, refCluster, refAlign, source, reachable)
+	if st == StatusOK && c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt-c.Now <= c.ExpiryWarning {
+		return StatusExpiring
+	}
+	return st
+}
+
+func classifyAcross(c ClusterObservation, in DriftInput, ref *int64, refCluster string, refAlign *Alignment, source *ClusterObservation, reachable int) Status {
 	if reachable < 2 {
 		return StatusOK
 	}

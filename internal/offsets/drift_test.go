@@ -140,7 +140,7 @@ func TestClassifyDriftSingleCluster(t *testing.T) {
 }
 
 func TestStatuses(t *testing.T) {
-	if len(Statuses) != 8 {
+	if len(Statuses) != 12 {
 		t.Fatalf("%d statuses", len(Statuses))
 	}
 	for i, s := range Statuses {
@@ -153,5 +153,31 @@ func TestStatuses(t *testing.T) {
 	}
 	if _, ok := ParseStatus("bogus"); ok {
 		t.Error("bogus parsed")
+	}
+}
+
+func TestClassifyLoaderModel(t *testing.T) {
+	i := func(v int64) *int64 { return &v }
+	answered := func(v *int64) CachedOffsets { return CachedOffsets{State: CacheAnswered, Offset: v} }
+	now := int64(1_700_000_000_000)
+	for _, tc := range []struct {
+		name string
+		ob   ClusterObservation
+		want Status
+	}{
+		{"user's case: older cache", ClusterObservation{Persisted: i(10900), Cached: answered(i(500))}, StatusStaleCache},
+		{"no cache, persisted", ClusterObservation{Persisted: i(10900), Cached: answered(nil)}, StatusStaleCache},
+		{"transactional commit only the cache has", ClusterObservation{Pending: i(600), Cached: answered(i(600))}, StatusCacheAhead},
+		{"cache newer than the loader view", ClusterObservation{Persisted: i(5), Cached: answered(i(600))}, StatusCacheAhead},
+		{"partition KoP cannot load", ClusterObservation{Persisted: i(10), Cached: answered(nil), LoadFailure: "bad"}, StatusUnloadable},
+		{"expired, gone from the cache", ClusterObservation{Persisted: i(10), Cached: answered(nil), ExpireAt: now - 1, Now: now}, StatusExpired},
+		{"expires within the window", ClusterObservation{Persisted: i(10), Cached: answered(i(10)), ExpireAt: now + 1000, Now: now, ExpiryWarning: 5000}, StatusExpiring},
+		{"expires later", ClusterObservation{Persisted: i(10), Cached: answered(i(10)), ExpireAt: now + 10000, Now: now, ExpiryWarning: 5000}, StatusOK},
+		{"no expiry rules without a clock", ClusterObservation{Persisted: i(10), Cached: answered(i(10)), ExpireAt: 1}, StatusOK},
+	} {
+		tc.ob.Cluster = "a"
+		if got := ClassifyDrift(DriftInput{Clusters: []ClusterObservation{tc.ob}}).Status; got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

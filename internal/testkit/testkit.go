@@ -39,7 +39,12 @@ type OffsetCommit struct {
 	CommitTime time.Time
 	// Tombstone writes a null value (the offset is deleted).
 	Tombstone bool
+	// NoExpiry writes expireTimestamp -1 instead of KoP's commit time + retention.
+	NoExpiry bool
 }
+
+// KoPOffsetsRetention is KoP's default offsetsRetentionMinutes (3 days).
+const KoPOffsetsRetention = 72 * time.Hour
 
 // Record-batch layout (magic 2).
 const (
@@ -66,8 +71,13 @@ func EncodeValue(c OffsetCommit) []byte {
 	if ts.IsZero() {
 		ts = time.Now()
 	}
+	// KoP sets the expiry to the commit time plus offsetsRetentionMinutes (3 days by default).
+	expire := ts.Add(KoPOffsetsRetention).UnixMilli()
+	if c.NoExpiry {
+		expire = -1
+	}
 	v := kmsg.OffsetCommitValue{Version: 1, Offset: c.Offset, LeaderEpoch: -1, Metadata: c.Metadata,
-		CommitTimestamp: ts.UnixMilli(), ExpireTimestamp: -1}
+		CommitTimestamp: ts.UnixMilli(), ExpireTimestamp: expire}
 	return v.AppendTo(nil)
 }
 

@@ -53,6 +53,9 @@ type Options struct {
 	PrometheusFile  string
 	CoordinatorWait time.Duration
 	Concurrency     int
+	ExpiryWarning   time.Duration
+	// Now is the clock of the expiry rules (nil: time.Now).
+	Now func() time.Time
 }
 
 // NewCmdCheck returns `check`. runF replaces the run function in tests.
@@ -68,8 +71,16 @@ partitions of the selected groups replayed as KoP's loader does, with non-durabl
 the log-end offset and lag, and classify the row:
 
   ok                       everything agrees
-  stale_cache              KoP serves a value its own offsets topic does not hold
-                           (fix: kop-offsets reload --cluster X --group G)
+  unloadable               KoP cannot load this offsets partition (a record it cannot
+                           parse): after any load it serves no group of it; no reload helps
+  cache_ahead              KoP serves a newer offset than its loader would load (for
+                           example a transactional commit): right now; a reload would lose it
+  stale_cache              KoP serves an older value (or none) than its loader would load
+                           from its own offsets topic (fix: kop-offsets reload --cluster X --group G)
+  expired                  the offset is past its expireTimestamp: KoP drops it (and writes
+                           a tombstone that replicates) within 10 minutes
+  expiring                 the offset expires within --expiry-warning (not in the default
+                           --fail-on)
   replication_lag          persisted here is behind the source (or the highest value) and
                            the offsets partition still has replication backlog toward here
   diverged                 persisted values differ with no backlog, or this side is ahead
@@ -81,13 +92,15 @@ the log-end offset and lag, and classify the row:
   error                    this cluster could not be read
 
 The row status is the most severe cluster status, in the order error,
-coordinator_unavailable, diverged, misaligned, stale_cache, replication_lag, missing, ok.
+coordinator_unavailable, unloadable, diverged, misaligned, cache_ahead, stale_cache, expired,
+replication_lag, missing, expiring, ok. persisted is what the topic holds; where KoP would
+load something else, JSON shows it as predicted, with the reason.
 Without --source every cluster is compared with the highest persisted value.
 
 Read-only: no subscription, no commit; KoP is only asked with OffsetFetch, ListGroups,
 ListOffsets and, with --verify-alignment, a fetch of one record without a group.
 
-Exit codes: 0 nothing found that --fail-on names (default: every status but ok);
+Exit codes: 0 nothing found that --fail-on names (default: every status but ok and expiring);
 1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
 reached (its cells are marked error, the other clusters are still checked).`),
 		Example: cmdutil.Examples(`
@@ -136,6 +149,7 @@ reached (its cells are marked error, the other clusters are still checked).`),
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", chk.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
+	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", chk.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		var out []string
 		for _, s := range offsets.Statuses {
@@ -144,6 +158,13 @@ reached (its cells are marked error, the other clusters are still checked).`),
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+func now(f func() time.Time) time.Time {
+	if f == nil {
+		return time.Now()
+	}
+	return f()
 }
 
 // ParseFailOn parses --fail-on values (nil: the default).
@@ -224,7 +245,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 	progress := opts.IO.StartProgress("checking offsets")
 	rep, err := chk.Run(ctx, sources, chk.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, VerifyAlignment: opts.VerifyAlignment,
-		FailOn: failOn, Concurrency: opts.Concurrency,
+		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
 	})
 	progress.Stop()
 	if err != nil {

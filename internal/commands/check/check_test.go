@@ -82,7 +82,8 @@ func run(t *testing.T, format output.Format, mutate func(*Options), deadWus bool
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
 	clusters, connect := scenario(deadWus)
-	opts := &Options{IO: ios, Format: format, Clusters: clusters, Connect: connect, CoordinatorWait: time.Second, Concurrency: 2}
+	opts := &Options{IO: ios, Format: format, Clusters: clusters, Connect: connect, CoordinatorWait: time.Second, Concurrency: 2,
+		Now: func() time.Time { return time.UnixMilli(1700000000000).Add(time.Hour) }}
 	if mutate != nil {
 		mutate(opts)
 	}
