@@ -130,7 +130,7 @@ type ClusterObservation struct {
 	// ExpireAt is the persisted value's expireTimestamp in ms (0: none). Now (ms) enables
 	// the expiry rules; ExpiryWarning (ms) is the window of expiring.
 	ExpireAt, Now, ExpiryWarning int64
-	Cached    CachedOffsets
+	Cached                       CachedOffsets
 	// Inbound holds, per peer cluster, the replication of this row's offsets partition from
 	// the peer toward this cluster; a peer without an entry has no replicator toward it (or
 	// its stats could not be read), which counts as no backlog.
