@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ type fakeKoP struct {
 	cache   map[string]map[int32]int64 // group -> partition of topic-1 -> offset
 	loading map[string]int             // group -> remaining COORDINATOR_LOAD_IN_PROGRESS answers (-1: forever)
 	fetches int
+	delay   time.Duration // each OffsetFetch answer waits this long
 }
 
 func newFakeKoP(t *testing.T, endOffset int) *fakeKoP {
@@ -55,6 +57,9 @@ func newFakeKoP(t *testing.T, endOffset int) *fakeKoP {
 		req := kr.(*kmsg.OffsetFetchRequest)
 		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 		f.mu.Lock()
+		if f.delay > 0 {
+			time.Sleep(f.delay)
+		}
 		defer f.mu.Unlock()
 		f.fetches++
 		for _, rg := range req.Groups {
@@ -92,7 +97,7 @@ func (f *fakeKoP) fetcher(t *testing.T) *KafkaFetcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &KafkaFetcher{Admin: kadm.NewClient(cl), CoordinatorWait: 2 * time.Second}
+	return &KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
 }
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {
@@ -281,3 +286,47 @@ func TestGroups(t *testing.T) {
 
 // testNow is an hour after the tests' commits (their expiry is 3 days after them).
 var testNow = time.UnixMilli(1700000000000).Add(time.Hour)
+
+// A deadline bounds one request or one group's retries, never the sweep: with requests
+// slow enough that the sweep outlasts CoordinatorWait several times, every group is answered.
+func TestFetchOffsetsDeadlinePerRequestNotSweep(t *testing.T) {
+	kop := newFakeKoP(t, 0)
+	var metadata int
+	kop.c.ControlKey(int16(kmsg.Metadata), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kop.c.KeepControl()
+		kop.mu.Lock()
+		metadata++
+		kop.mu.Unlock()
+		return nil, nil, false
+	})
+	kop.delay = 150 * time.Millisecond // 12 batches one at a time: 1.8 s, past the old whole-sweep deadline (wait + 1 s)
+	var groups []string
+	for i := range 600 {
+		g := fmt.Sprintf("g-%03d", i)
+		groups = append(groups, g)
+		kop.cache[g] = map[int32]int64{0: int64(i)}
+	}
+	f := kop.fetcher(t)
+	f.CoordinatorWait, f.Parallel, f.BatchSize = 200*time.Millisecond, 1, 50
+	start := time.Now()
+	got := f.FetchOffsets(context.Background(), groups)
+	elapsed := time.Since(start)
+	if elapsed < 2*f.CoordinatorWait {
+		t.Fatalf("the sweep took %s: too fast to show anything", elapsed)
+	}
+	for i, g := range groups {
+		gf := got[g]
+		if gf.Err != nil || gf.Offsets["topic-1"][0] != int64(i) {
+			t.Fatalf("group %s: %+v after a sweep of %s", g, gf, elapsed)
+		}
+	}
+	kop.mu.Lock()
+	defer kop.mu.Unlock()
+	// 12 batches; the old path asked for metadata after every answer.
+	if metadata > 2 {
+		t.Errorf("%d Metadata requests for 12 OffsetFetch batches", metadata)
+	}
+	if kop.fetches != 12 {
+		t.Errorf("%d OffsetFetch requests, want 12", kop.fetches)
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -21,15 +23,19 @@ const (
 	DefaultBatchSize       = 50
 	DefaultFetchParallel   = 4
 	DefaultCoordinatorWait = 15 * time.Second
+	DefaultRequestTimeout  = 15 * time.Second
 )
 
-// KafkaFetcher is the OffsetFetcher of KoP's Kafka listeners, with kadm. Groups are fetched
-// in batches (one OffsetFetch v8+ per coordinator per batch, FetchManyOffsets), at most
-// Parallel batches at once. Groups answered with COORDINATOR_LOAD_IN_PROGRESS,
-// NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE are asked again with exponential backoff
-// until CoordinatorWait has passed, then reported Unavailable.
+// KafkaFetcher is the OffsetFetcher of KoP's Kafka listeners, with kadm and kgo. Groups are
+// fetched in batches (one OffsetFetch v8+ per coordinator per batch), at most Parallel
+// batches at once. Groups answered with COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or
+// COORDINATOR_NOT_AVAILABLE are asked again with exponential backoff until CoordinatorWait
+// has passed since their first such answer, then reported Unavailable.
 type KafkaFetcher struct {
-	Admin           *kadm.Client
+	Admin *kadm.Client
+	// Client is the kgo client behind Admin: OffsetFetch goes to coordinators directly.
+	Client          *kgo.Client
+	RequestTimeout  time.Duration // per request (default DefaultRequestTimeout)
 	BatchSize       int
 	Parallel        int
 	CoordinatorWait time.Duration
@@ -79,6 +85,17 @@ func (f *KafkaFetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 }
 
 // FetchOffsets implements OffsetFetcher.
+//
+// Groups are sent straight to their coordinator (found once, batched, cached by kgo) in
+// OffsetFetch requests of BatchSize groups, at most Parallel at once. Going to the broker
+// directly skips kgo's request sharder, which issues a Metadata request for the topics of
+// every OffsetFetch answer (to fill topic IDs that v8 answers do not carry): against KoP that
+// request cost 25 times the OffsetFetch itself.
+//
+// Deadlines: every request has its own (RequestTimeout); a group KoP answers "loading" or
+// "not coordinator" for is asked again with backoff until CoordinatorWait has passed since
+// its first such answer. Nothing bounds the sweep as a whole but ctx, so 50,000 groups take
+// as long as their requests take, and no group fails because the others were slow.
 func (f *KafkaFetcher) FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch {
 	batch := cmpOr(f.BatchSize, DefaultBatchSize)
 	par := cmpOr(f.Parallel, DefaultFetchParallel)
@@ -86,67 +103,55 @@ func (f *KafkaFetcher) FetchOffsets(ctx context.Context, groups []string) map[st
 	if wait <= 0 {
 		wait = DefaultCoordinatorWait
 	}
-	deadline := time.Now().Add(wait)
+	reqTimeout := f.RequestTimeout
+	if reqTimeout <= 0 {
+		reqTimeout = DefaultRequestTimeout
+	}
 	out := make(map[string]GroupFetch, len(groups))
+	firstUnavailable := map[string]time.Time{}
 	var mu sync.Mutex
 	pending := slices.Clone(groups)
 	backoff := 100 * time.Millisecond
-	for attempt := 0; len(pending) > 0; attempt++ {
+	for len(pending) > 0 && ctx.Err() == nil {
 		var retry []string
+		record := func(g string, gf GroupFetch) {
+			mu.Lock()
+			defer mu.Unlock()
+			out[g] = gf
+			if !gf.Unavailable {
+				return
+			}
+			first, seen := firstUnavailable[g]
+			if !seen {
+				first = time.Now()
+				firstUnavailable[g] = first
+			}
+			if time.Since(first) < wait {
+				retry = append(retry, g)
+			}
+		}
+		byNode := f.coordinators(ctx, pending, reqTimeout, record)
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, par)
-		for start := 0; start < len(pending); start += batch {
-			chunk := pending[start:min(start+batch, len(pending))]
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				actx, cancel := context.WithDeadline(ctx, deadline.Add(time.Second))
-				rs := f.Admin.FetchManyOffsets(actx, chunk...)
-				cancel()
-				mu.Lock()
-				defer mu.Unlock()
-				for _, g := range chunk {
-					r, ok := rs[g]
-					switch {
-					case !ok:
-						out[g] = GroupFetch{Err: fmt.Errorf("group %s: no answer", g)}
-					case r.Err != nil && isCoordinatorLoading(r.Err):
-						out[g] = GroupFetch{Unavailable: true, Err: fmt.Errorf("group %s: %w", g, r.Err)}
-						retry = append(retry, g)
-					case r.Err != nil:
-						out[g] = GroupFetch{Err: fmt.Errorf("group %s: %w", g, r.Err)}
-					default:
-						gf := GroupFetch{Offsets: map[string]map[int32]int64{}}
-						var perr error
-						r.Fetched.Each(func(o kadm.OffsetResponse) {
-							if o.Err != nil {
-								perr = o.Err
-								return
-							}
-							if o.At < 0 {
-								return // no committed offset
-							}
-							if gf.Offsets[o.Topic] == nil {
-								gf.Offsets[o.Topic] = map[int32]int64{}
-							}
-							gf.Offsets[o.Topic][o.Partition] = o.At
-						})
-						if perr != nil && isCoordinatorLoading(perr) {
-							out[g] = GroupFetch{Unavailable: true, Err: fmt.Errorf("group %s: %w", g, perr)}
-							retry = append(retry, g)
-						} else if perr != nil {
-							out[g] = GroupFetch{Err: fmt.Errorf("group %s: %w", g, perr)}
-						} else {
-							out[g] = gf
-						}
+		for _, node := range slices.Sorted(maps.Keys(byNode)) {
+			gs := byNode[node]
+			for start := 0; start < len(gs); start += batch {
+				chunk := gs[start:min(start+batch, len(gs))]
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					rctx, cancel := context.WithTimeout(ctx, reqTimeout)
+					defer cancel()
+					for g, gf := range f.fetchBatch(rctx, node, chunk) {
+						record(g, gf)
 					}
-				}
-			}()
+				}()
+			}
 		}
 		wg.Wait()
-		if len(retry) == 0 || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+		if len(retry) == 0 {
 			break
 		}
 		select {
@@ -158,6 +163,125 @@ func (f *KafkaFetcher) FetchOffsets(ctx context.Context, groups []string) map[st
 		pending = retry
 	}
 	return out
+}
+
+// coordinators finds the coordinator of every group; groups without one are recorded
+// (unavailable for the coordinator errors, failed otherwise) and left out.
+func (f *KafkaFetcher) coordinators(ctx context.Context, groups []string, timeout time.Duration, record func(string, GroupFetch)) map[int32][]string {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cs := f.Admin.FindGroupCoordinators(cctx, groups...)
+	byNode := map[int32][]string{}
+	for _, g := range groups {
+		c, ok := cs[g]
+		switch {
+		case !ok:
+			record(g, GroupFetch{Err: fmt.Errorf("group %s: no FindCoordinator answer", g)})
+		case c.Err != nil && isCoordinatorLoading(c.Err):
+			record(g, GroupFetch{Unavailable: true, Err: fmt.Errorf("group %s: find coordinator: %w", g, c.Err)})
+		case c.Err != nil:
+			record(g, GroupFetch{Err: fmt.Errorf("group %s: find coordinator: %w", g, c.Err)})
+		default:
+			byNode[c.NodeID] = append(byNode[c.NodeID], g)
+		}
+	}
+	return byNode
+}
+
+// fetchBatch sends one OffsetFetch (v8+: many groups) to a coordinator, or one per group to
+// a broker that only speaks older versions.
+func (f *KafkaFetcher) fetchBatch(ctx context.Context, node int32, groups []string) map[string]GroupFetch {
+	out := make(map[string]GroupFetch, len(groups))
+	req := kmsg.NewPtrOffsetFetchRequest()
+	for _, g := range groups {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = g
+		req.Groups = append(req.Groups, rg)
+	}
+	broker := f.Client.Broker(int(node))
+	resp, err := req.RequestWith(ctx, broker)
+	if err == nil && resp.Version < 8 {
+		return f.fetchOneByOne(ctx, broker, groups)
+	}
+	if err != nil {
+		for _, g := range groups {
+			out[g] = requestFailed(g, err)
+		}
+		return out
+	}
+	for _, rg := range resp.Groups {
+		out[rg.Group] = groupFetch(rg.Group, rg.ErrorCode, rg.Topics)
+	}
+	for _, g := range groups {
+		if _, ok := out[g]; !ok {
+			out[g] = GroupFetch{Err: fmt.Errorf("group %s: not in the OffsetFetch answer", g)}
+		}
+	}
+	return out
+}
+
+func (f *KafkaFetcher) fetchOneByOne(ctx context.Context, broker *kgo.Broker, groups []string) map[string]GroupFetch {
+	out := make(map[string]GroupFetch, len(groups))
+	for _, g := range groups {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group = g
+		resp, err := req.RequestWith(ctx, broker)
+		if err != nil {
+			out[g] = requestFailed(g, err)
+			continue
+		}
+		var topics []kmsg.OffsetFetchResponseGroupTopic
+		for _, t := range resp.Topics {
+			gt := kmsg.NewOffsetFetchResponseGroupTopic()
+			gt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+				gp.Partition, gp.Offset, gp.ErrorCode = p.Partition, p.Offset, p.ErrorCode
+				gt.Partitions = append(gt.Partitions, gp)
+			}
+			topics = append(topics, gt)
+		}
+		out[g] = groupFetch(g, resp.ErrorCode, topics)
+	}
+	return out
+}
+
+// requestFailed maps a failed request: coordinator errors are retried, anything else is
+// this group's error.
+func requestFailed(g string, err error) GroupFetch {
+	if isCoordinatorLoading(err) {
+		return GroupFetch{Unavailable: true, Err: fmt.Errorf("group %s: %w", g, err)}
+	}
+	return GroupFetch{Err: fmt.Errorf("group %s: %w", g, err)}
+}
+
+// groupFetch turns one group's answer into a GroupFetch.
+func groupFetch(g string, code int16, topics []kmsg.OffsetFetchResponseGroupTopic) GroupFetch {
+	if err := kerr.ErrorForCode(code); err != nil {
+		if isCoordinatorLoading(err) {
+			return GroupFetch{Unavailable: true, Err: fmt.Errorf("group %s: %w", g, err)}
+		}
+		return GroupFetch{Err: fmt.Errorf("group %s: %w", g, err)}
+	}
+	gf := GroupFetch{Offsets: map[string]map[int32]int64{}}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				if isCoordinatorLoading(err) {
+					return GroupFetch{Unavailable: true, Err: fmt.Errorf("group %s: %s[%d]: %w", g, t.Topic, p.Partition, err)}
+				}
+				return GroupFetch{Err: fmt.Errorf("group %s: %s[%d]: %w", g, t.Topic, p.Partition, err)}
+			}
+			if p.Offset < 0 {
+				continue // no committed offset
+			}
+			if gf.Offsets[t.Topic] == nil {
+				gf.Offsets[t.Topic] = map[int32]int64{}
+			}
+			gf.Offsets[t.Topic][p.Partition] = p.Offset
+		}
+	}
+	return gf
 }
 
 // EndOffsets implements OffsetFetcher with ListOffsets (latest).

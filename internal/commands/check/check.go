@@ -413,7 +413,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 				return chk.Cluster{}, nil, err
 			}
 			closers = append(closers, kc.Close)
-			c.Fetcher = &chk.KafkaFetcher{Admin: kadm.NewClient(kc), CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
+			c.Fetcher = &chk.KafkaFetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
 		if so.VerifyAlignment {
 			c.Records = &chk.KafkaRecordReader{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
