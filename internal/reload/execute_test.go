@@ -124,7 +124,7 @@ func TestExecuteVerifiesFreshCache(t *testing.T) {
 		commit(t, adm, g, 0, 10900) // what KoP's load will put in the cache
 	}
 	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
-	p := &Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}}
+	p := &Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}
 	plan, err := p.Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestExecuteCacheStillDiffers(t *testing.T) {
 	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := newFakeAdmin(t)
 	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
-	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, AllowActive: true}).Plan(context.Background(), Request{Groups: []string{g}})
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, AllowActive: true, Fetcher: kg}).Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 	g := groupIn("G", 3, 8)
 	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := newFakeAdmin(t)
-	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}}).
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).
 		Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)

@@ -103,6 +103,12 @@ type Planner struct {
 	Describers map[string]GroupDescriber
 	// AllowActive lets bundles with live or unknown groups be reloaded.
 	AllowActive bool
+	// Fetcher asks this cluster's KoP what it serves now, to compare with what a load
+	// brings; nil when the cluster has no kafkaBootstrap (every bundle with groups is then
+	// refused unless AcceptLoss: nothing proves the reload loses nothing).
+	Fetcher OffsetFetcher
+	// AcceptLoss lets bundles be reloaded where KoP would then serve older offsets or none.
+	AcceptLoss bool
 	// Ordering is the replay's transactional ordering (default: KoP's).
 	Ordering offsets.TxnOrdering
 }
@@ -117,6 +123,7 @@ type Plan struct {
 	RequestedGroups     []string        `json:"requestedGroups,omitempty"`
 	RequestedPartitions []int32         `json:"requestedPartitions,omitempty"`
 	AllowActive         bool            `json:"allowActive"`
+	AcceptLoss          bool            `json:"acceptLoss"`
 	Bundles             []PlannedBundle `json:"bundles"`
 	Groups              []AffectedGroup `json:"groups"`
 
@@ -135,7 +142,13 @@ type PlannedBundle struct {
 	// Active are the groups of the bundle with live members, or unknown activity, on any
 	// cluster.
 	Active []string `json:"activeGroups"`
-	// Refused: the bundle has active groups and --allow-active was not given.
+	// Losses are the rows a reload would move back or drop (KoP serves more now than its
+	// loader would load); refused unless --accept-loss.
+	Losses []Loss `json:"losses"`
+	// LoadFailures are the bundle's offsets partitions KoP cannot load at all.
+	LoadFailures []offsets.LoadFailure `json:"loadFailures,omitempty"`
+	// Refused: the bundle has active groups and --allow-active was not given, or losses and
+	// --accept-loss was not given.
 	Refused bool   `json:"refused"`
 	Reason  string `json:"reason,omitempty"`
 }
@@ -147,9 +160,11 @@ type AffectedGroup struct {
 	Bundle           string `json:"bundle"`
 	// Requested: named by the request (--group, --from-check); the others are collateral.
 	Requested bool `json:"requested"`
-	// Persisted are the offsets this cluster's offsets topic holds for the group, which a
-	// fresh load must serve.
+	// Persisted are the offsets a fresh load serves for the group: what KoP's loader reads
+	// from this cluster's offsets topic (none when it cannot load the partition).
 	Persisted []TopicOffset `json:"persisted"`
+	// Served is what KoP serves now (nil when it was not asked).
+	Served *CacheAnswer `json:"served,omitempty"`
 	// Activity per cluster name.
 	Activity map[string]Activity `json:"activity"`
 	// Status is the summary over clusters: live if live anywhere, else unknown if unknown
@@ -197,7 +212,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	cl := p.Cluster.withDefaults()
 	plan := &Plan{
 		Cluster: cl.Name, Namespace: cl.Namespace(), OffsetsTopic: cl.OffsetsTopic(),
-		AllowActive: p.AllowActive, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
+		AllowActive: p.AllowActive, AcceptLoss: p.AcceptLoss, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
 		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic,
 	}
 	plan.RequestedGroups = sortedUnique(req.Groups)
@@ -245,7 +260,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		if !selected[b.Range] {
 			continue
 		}
-		plan.Bundles = append(plan.Bundles, PlannedBundle{Range: b.Range, OffsetsPartitions: []int32{}, Groups: []string{}, Active: []string{}})
+		plan.Bundles = append(plan.Bundles, PlannedBundle{Range: b.Range, OffsetsPartitions: []int32{}, Groups: []string{}, Active: []string{}, Losses: []Loss{}})
 	}
 	for i := range plan.Bundles {
 		byRange[plan.Bundles[i].Range] = &plan.Bundles[i]
@@ -274,16 +289,35 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	}
 	names := slices.Sorted(maps.Keys(groups))
 	activity := describeAll(ctx, p.Describers, names)
+	var served map[string]*CacheAnswer
+	if p.Fetcher != nil {
+		served = fetchServed(ctx, p.Fetcher, names)
+	}
+	for _, f := range persisted.LoadFailures() {
+		if pb := byRange[bundleOf[f.Partition].Range]; pb != nil {
+			pb.LoadFailures = append(pb.LoadFailures, f)
+		}
+	}
 	for _, name := range names {
 		g := groups[name]
 		g.Bundle = bundleOf[g.OffsetsPartition].Range
-		g.Persisted = topicOffsets(persisted.GroupOffsets(name), cl.KafkaNamespace)
+		g.Persisted = predictedOffsets(persisted, name, n, cl.KafkaNamespace)
+		pb := byRange[g.Bundle]
+		switch {
+		case served != nil:
+			g.Served = served[name]
+			pb.Losses = append(pb.Losses, losses(*g, g.Served, func(topic string, part int32) string {
+				return lossReason(persisted, name, offsets.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
+			})...)
+		case len(g.Persisted) > 0 || g.Requested:
+			pb.Losses = append(pb.Losses, Loss{Group: name, Unknown: true, Requested: g.Requested,
+				Error: "the cluster has no kafkaBootstrap: what KoP serves cannot be compared with what a load brings"})
+		}
 		g.Activity = map[string]Activity{}
 		for _, c := range plan.Clusters {
 			g.Activity[c] = activity[c][name]
 		}
 		g.Status = summarize(g.Activity)
-		pb := byRange[g.Bundle]
 		pb.Groups = append(pb.Groups, name)
 		if g.Status != ActivityIdle {
 			pb.Active = append(pb.Active, name)
@@ -292,9 +326,16 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	}
 	for i := range plan.Bundles {
 		pb := &plan.Bundles[i]
+		var reasons []string
 		if len(pb.Active) > 0 && !p.AllowActive {
+			reasons = append(reasons, refusal(plan, pb))
+		}
+		if len(pb.Losses) > 0 && !p.AcceptLoss {
+			reasons = append(reasons, lossRefusal(pb.Losses))
+		}
+		if len(reasons) > 0 {
 			pb.Refused = true
-			pb.Reason = refusal(plan, pb)
+			pb.Reason = strings.Join(reasons, "; and ")
 		}
 	}
 	return plan, nil

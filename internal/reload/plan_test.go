@@ -39,7 +39,8 @@ func TestPlanBlastRadius(t *testing.T) {
 	)
 	live := &staticDescriber{groups: map[string]GroupActivity{neigh: {State: "Stable", Members: 2}}}
 	idle := &staticDescriber{}
-	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{"scus": idle, "wus": live}}
+	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{"scus": idle, "wus": live},
+		Fetcher: staticFetcher{g: {{"topic-1", 0, 500}}}} // g's cache is stale, the others' empty
 	plan, err := p.Plan(ctx, Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)

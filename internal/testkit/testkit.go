@@ -52,6 +52,8 @@ const (
 	batchLogOverhead   = 12 // baseOffset + length
 	batchOffCRC        = 17
 	batchOffAttributes = 21
+	batchOffProducerID = 43
+	attrTransactional  = 0x10
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -96,6 +98,18 @@ func EncodeBatch(key, value []byte, ts time.Time) []byte {
 	}
 	b.Length = int32(batchHeaderSize - batchLogOverhead + len(records))
 	out := b.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[batchOffCRC:], crc32.Checksum(out[batchOffAttributes:], castagnoli))
+	return out
+}
+
+// EncodeTxnBatch is EncodeBatch for a transactional batch of producer pid, as KoP writes a
+// TxnOffsetCommit. Its COMMIT marker is not written: KoP writes it as a Pulsar marker entry,
+// which no reader sees.
+func EncodeTxnBatch(key, value []byte, pid int64) []byte {
+	out := EncodeBatch(key, value, time.Now())
+	binary.BigEndian.PutUint16(out[batchOffAttributes:], attrTransactional)
+	binary.BigEndian.PutUint64(out[batchOffProducerID:], uint64(pid))
+	binary.BigEndian.PutUint16(out[batchOffProducerID+8:], 0) // producer epoch
 	binary.BigEndian.PutUint32(out[batchOffCRC:], crc32.Checksum(out[batchOffAttributes:], castagnoli))
 	return out
 }
@@ -214,6 +228,18 @@ func (r *MemReader) Commit(cs ...OffsetCommit) *MemReader {
 		p := offsets.PartitionFor(c.Group, r.NumPartitions)
 		r.msgs[p] = append(r.msgs[p], Message(p, len(r.msgs[p]), c))
 	}
+	return r
+}
+
+// Append adds a raw message to a partition (a message id is filled in when empty).
+func (r *MemReader) Append(partition int32, m offsets.Message) *MemReader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m.Partition = partition
+	if m.MessageID == "" {
+		m.MessageID = fmt.Sprintf("1:%d:%d:-1", len(r.msgs[partition]), partition)
+	}
+	r.msgs[partition] = append(r.msgs[partition], m)
 	return r
 }
 

@@ -96,7 +96,7 @@ func newHarness(t *testing.T) *harness {
 			h.sessions++
 			ref := Ref(target)
 			return &Session{
-				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}}},
+				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}}, Fetcher: fresh{rd}},
 				Executor: &reload.Executor{Cluster: ref, Admin: h.admin, Reader: rd, Fetcher: fresh{rd}, PollInterval: time.Millisecond},
 				Close:    func() {},
 			}, nil

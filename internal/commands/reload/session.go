@@ -76,7 +76,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
 		}
 		ref := Ref(target)
 		return &Session{
-			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds},
+			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds, Fetcher: fetcher},
 			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
 			Close:    closeAll,
 		}, nil

@@ -112,7 +112,7 @@ func newHarness(t *testing.T) *harness {
 			ref := reloadcmd.Ref(target)
 			admin := h.admin
 			return &reloadcmd.Session{
-				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}, "wus": idle{}}},
+				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}, "wus": idle{}}, Fetcher: h.kop},
 				Executor: &reload.Executor{Cluster: ref, Admin: &unloadHook{fakeAdmin: admin, k: h.kop}, Reader: rd, Fetcher: h.kop,
 					PollInterval: time.Millisecond},
 				Close: func() {},

@@ -1,0 +1,190 @@
+package reload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+// staticFetcher serves a fixed cache; groups it lacks have no offsets; an error value is
+// returned as is.
+type staticFetcher map[string][]TopicOffset
+
+func (f staticFetcher) FetchOffsets(_ context.Context, g string) ([]TopicOffset, error) {
+	if offs, ok := f[g]; ok {
+		return append([]TopicOffset(nil), offs...), nil
+	}
+	return []TopicOffset{}, nil
+}
+
+type errFetcher struct{ err error }
+
+func (f errFetcher) FetchOffsets(context.Context, string) ([]TopicOffset, error) { return nil, f.err }
+
+func TestPlanRefusesLoss(t *testing.T) {
+	ctx := context.Background()
+	g := groupIn("g", 3, 8)
+	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
+	plan := func(t *testing.T, rd offsets.OffsetTopicReader, f OffsetFetcher, accept bool) *Plan {
+		t.Helper()
+		p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: idle, Fetcher: f, AcceptLoss: accept}
+		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pl
+	}
+	commit := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900}
+
+	t.Run("the user's case: older cache, reload allowed", func(t *testing.T) {
+		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{"topic-1", 0, 500}}}, false)
+		if b := pl.Bundles[0]; b.Refused || len(b.Losses) != 0 {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("cache ahead of the loader: refused, named", func(t *testing.T) {
+		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{"topic-1", 0, 11000}, {"topic-1", 1, 3}}}, false)
+		b := pl.Bundles[0]
+		if !b.Refused || len(b.Losses) != 2 || !strings.Contains(b.Reason, g+" topic-1[0]: serves 11000, would serve 10900") ||
+			!strings.Contains(b.Reason, "topic-1[1]: serves 3, would serve none") || !strings.Contains(b.Reason, "--accept-loss") {
+			t.Fatalf("%+v", b)
+		}
+		if pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{"topic-1", 0, 11000}}}, true); pl.Bundles[0].Refused {
+			t.Errorf("--accept-loss: %+v", pl.Bundles[0])
+		}
+	})
+	t.Run("transactional commit only the live path applied", func(t *testing.T) {
+		rd := &txnReader{MemReader: testkit.NewMemReader(8), group: g, offset: 600}
+		pl := plan(t, rd, staticFetcher{g: {{"topic-1", 0, 600}}}, false)
+		b := pl.Bundles[0]
+		if !b.Refused || len(b.Losses) != 1 || !strings.Contains(b.Losses[0].Why, "transactional commit (600)") {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("partition KoP cannot load", func(t *testing.T) {
+		rd := testkit.NewMemReader(8).Commit(commit)
+		rd.Append(offsets.PartitionFor(g, 8), offsets.Message{Key: []byte("e2e-key"), Value: []byte("kop-lab e2e raw")})
+		pl := plan(t, rd, staticFetcher{g: {{"topic-1", 0, 10900}}}, false)
+		b := pl.Bundles[0]
+		if !b.Refused || len(b.LoadFailures) != 1 || !strings.Contains(b.Losses[0].Why, "KoP cannot load the offsets partition") {
+			t.Fatalf("%+v", b)
+		}
+		if ag, _ := pl.Group(g); len(ag.Persisted) != 0 {
+			t.Errorf("predicted %v, want nothing", ag.Persisted)
+		}
+	})
+	t.Run("KoP cannot be asked: refused", func(t *testing.T) {
+		pl := plan(t, testkit.NewMemReader(8).Commit(commit), errFetcher{errors.New("dial tcp: connection refused")}, false)
+		if b := pl.Bundles[0]; !b.Refused || !b.Losses[0].Unknown {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("KoP loading or not coordinator: serves nothing, reload allowed", func(t *testing.T) {
+		pl := plan(t, testkit.NewMemReader(8).Commit(commit), errFetcher{kerr.NotCoordinator}, false)
+		if b := pl.Bundles[0]; b.Refused {
+			t.Fatalf("%+v", b)
+		}
+	})
+}
+
+// txnReader adds a transactional commit of group without its marker (as KoP's loader sees
+// it: the marker is a Pulsar marker entry no reader gets) to a MemReader.
+type txnReader struct {
+	*testkit.MemReader
+	group  string
+	offset int64
+	added  bool
+}
+
+func (r *txnReader) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
+	if !r.added {
+		r.added = true
+		c := testkit.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
+		r.Append(offsets.PartitionFor(r.group, 8), offsets.Message{Key: []byte("k"), Value: testkit.EncodeTxnBatch(testkit.EncodeKey(c), testkit.EncodeValue(c), 42)})
+	}
+	return r.MemReader.ReadPartition(ctx, p, fn)
+}
+
+// The invariant, over generated offsets-topic histories: whatever a reload does, a row KoP
+// serves never ends older or absent unless the plan refused the bundle. KoP's cache is
+// modelled as its live path does it (commits apply, transactional ones on COMMIT, expiry
+// and tombstones remove); after a reload it is exactly what the loader model predicts.
+func TestReloadNeverMakesItWorse(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	groups := []string{groupIn("a", 3, 8), groupIn("b", 3, 8), groupIn("c", 7, 8)}
+	for iter := range 300 {
+		rd := testkit.NewMemReader(8)
+		cache := map[string]map[int32]int64{}
+		set := func(g string, p int32, o int64) {
+			if cache[g] == nil {
+				cache[g] = map[int32]int64{}
+			}
+			cache[g][p] = o
+		}
+		var history []string
+		for step := range 2 + r.IntN(12) {
+			g := groups[r.IntN(len(groups))]
+			p := int32(r.IntN(2))
+			o := int64(r.IntN(1000))
+			part := offsets.PartitionFor(g, 8)
+			c := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: o}
+			switch k := r.IntN(10); {
+			case k < 4: // a plain commit: topic and cache
+				rd.Commit(c)
+				set(g, p, o)
+				history = append(history, fmt.Sprintf("commit %s/%d=%d", g, p, o))
+			case k < 6: // a transactional commit: the live path applies it, its marker is invisible
+				rd.Append(part, offsets.Message{Key: []byte("k"), Value: testkit.EncodeTxnBatch(testkit.EncodeKey(c), testkit.EncodeValue(c), int64(100+step))})
+				set(g, p, o)
+				history = append(history, fmt.Sprintf("txn %s/%d=%d", g, p, o))
+			case k < 7: // a tombstone (deletion or a replicated expiry)
+				c.Tombstone = true
+				rd.Commit(c)
+				delete(cache[g], p)
+				history = append(history, fmt.Sprintf("tombstone %s/%d", g, p))
+			case k < 8: // a commit replicated in behind KoP's back: topic only
+				rd.Commit(c)
+				history = append(history, fmt.Sprintf("replicated %s/%d=%d", g, p, o))
+			case k < 9: // a record KoP cannot parse
+				rd.Append(part, offsets.Message{Key: []byte("raw"), Value: []byte("not a record batch")})
+				history = append(history, fmt.Sprintf("poison %d", part))
+			default: // the cache alone moves (a commit the check read before it landed)
+				set(g, p, o+1)
+				history = append(history, fmt.Sprintf("cache-only %s/%d=%d", g, p, o+1))
+			}
+		}
+		f := staticFetcher{}
+		for g, ps := range cache {
+			for p, o := range ps {
+				f[g] = append(f[g], TopicOffset{"topic-1", p, o})
+			}
+		}
+		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
+			Plan(context.Background(), Request{Partitions: []int32{3, 7}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range pl.Executable() {
+			for _, ag := range pl.GroupsIn(b.Range) {
+				after := map[int32]int64{}
+				for _, o := range ag.Persisted {
+					after[o.Partition] = o.Offset
+				}
+				for p, before := range cache[ag.Group] {
+					if a, ok := after[p]; !ok || a < before {
+						t.Fatalf("iteration %d: bundle %s reloaded although %s/%d goes from %d to %v (ok %v)\nhistory: %s",
+							iter, b.Range, ag.Group, p, before, a, ok, strings.Join(history, ", "))
+					}
+				}
+			}
+		}
+	}
+}
