@@ -1,6 +1,9 @@
 package offsets
 
-import "unicode/utf8"
+import (
+	"strconv"
+	"unicode/utf8"
+)
 
 // JavaStringHashCode is Java's String.hashCode: s[0]*31^(n-1) + ... + s[n-1] over the
 // UTF-16 code units of s, with int32 overflow. Runes outside the BMP count as their two
@@ -41,4 +44,16 @@ func PartitionFor(group string, n int32) int32 {
 		m += n
 	}
 	return m
+}
+
+// ProbeGroup returns a group name that lives in offsets partition p of n and that no
+// consumer uses: OffsetFetch for it tells whether KoP has loaded the partition (an empty
+// answer) or not (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) without touching any group.
+func ProbeGroup(p, n int32) string {
+	for i := 0; ; i++ {
+		g := "kop-offsets-probe-" + strconv.Itoa(i)
+		if PartitionFor(g, n) == p {
+			return g
+		}
+	}
 }

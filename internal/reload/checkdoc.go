@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
 // CheckDocument is the part of `check -o json` (cli.md, "A check row") that reload and
@@ -121,6 +123,14 @@ func LeaveReason(s string) string {
 		return "KoP did not answer for the group: not proven stale"
 	case StatusError:
 		return "the row could not be checked"
+	case string(offsets.StatusUnloadable):
+		return "KoP cannot load this offsets partition (a record it cannot parse): a reload would leave every group of it with no offset; remove the record first (docs/kop-facts.md)"
+	case string(offsets.StatusCacheAhead):
+		return "KoP serves a newer offset than its loader would load (for example a transactional commit): a reload would lose it"
+	case string(offsets.StatusExpired):
+		return "the offset is past its expiry: KoP drops it; a reload would not keep it; commit again"
+	case string(offsets.StatusExpiring):
+		return ""
 	default:
 		return "status " + s + " is not one repair fixes"
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,7 +36,7 @@ const (
 const (
 	BundleRefused      = "refused"       // the plan refused it: not touched
 	BundleNotAttempted = "not_attempted" // an earlier bundle failed or the run was interrupted: not touched
-	BundleUnloadFailed = "unload_failed" // the unload call failed: see Error (normally not unloaded)
+	BundleUnloadFailed = "unload_failed" // the unload call failed: see Error (KoP may still have dropped the bundle's groups: it was looked up and checked)
 	BundleLoadFailed   = "load_failed"   // unloaded, but a lookup failed: the next client lookup loads it
 	BundleVerified     = "verified"      // unloaded, loaded, KoP serves the persisted offsets
 	BundleCacheDiffers = "cache_differs" // unloaded, loaded, KoP still serves other values (or keeps loading)
@@ -72,6 +73,11 @@ type Executor struct {
 	Wait time.Duration
 	// Pause is slept between two bundles.
 	Pause time.Duration
+	// AcceptLoss lets a bundle be unloaded although KoP, asked again just before the
+	// unload, serves more than its loader would load (the plan's refusal, re-checked).
+	AcceptLoss bool
+	// Partitions is the offsets topic's partition count (the plan's), for probe groups.
+	Partitions int32
 	// PollInterval is the time between two OffsetFetch rounds (default DefaultPollInterval).
 	PollInterval time.Duration
 	// Log receives progress lines (stderr); nil discards them.
@@ -177,6 +183,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // serves other values after the wait, else 0.
 func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBundle) *Execution {
 	e.defaults()
+	if e.Partitions <= 0 {
+		e.Partitions = plan.OffsetsPartitions
+	}
 	ex := &Execution{Bundles: []BundleResult{}, Groups: []GroupResult{}, Unloaded: []string{}, NotUnloaded: []string{}}
 	run := map[string]bool{}
 	for _, b := range bundles {
@@ -237,6 +246,10 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 			if ex.ExitCode == exitOK {
 				ex.ExitCode = exitWriteFailed
 			}
+		case BundleRefused:
+			if run[b.Range] && ex.ExitCode == exitOK { // refused at execution time
+				ex.ExitCode = exitWriteFailed
+			}
 		}
 	}
 	return ex
@@ -246,45 +259,75 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 	br := BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
 	groups := plan.GroupsIn(pb.Range)
 	grs := make([]GroupResult, len(groups))
+	var late []Loss
 	for i, g := range groups {
 		grs[i] = GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded}
 		if e.Fetcher != nil {
 			grs[i].Before = e.fetch(ctx, g.Group, e.Now().Add(minFetchTimeout))
+			// The plan's comparison again, with what KoP serves right now: a commit since
+			// the plan may have moved the cache ahead of what the loader will bring.
+			late = append(late, losses(g, grs[i].Before, func(string, int32) string {
+				return "KoP serves it now, the plan's prediction does not have it"
+			})...)
 		}
+	}
+	if len(late) > 0 && !e.AcceptLoss && !plan.AcceptLoss {
+		br.Status = BundleRefused
+		br.Error = "not unloaded: since the plan, " + lossRefusal(late)
+		return br, grs
 	}
 
 	ns := e.Cluster.Namespace()
 	e.Log("unloading bundle %s/%s on %s", ns, pb.Range, e.Cluster.Name)
-	if err := e.Admin.UnloadBundle(ctx, ns, pb.Range); err != nil {
-		br.Status = BundleUnloadFailed
-		br.Error = err.Error()
+	unloadErr := e.Admin.UnloadBundle(ctx, ns, pb.Range)
+	if unloadErr == nil {
+		br.Unloaded = true
+		br.UnloadedAt = output.NewTime(e.Now())
+	} else {
+		// KoP's bundle listener drops the bundle's groups on an unload at the FAILURE stage
+		// too: a failed unload may have emptied the cache. Look the bundle up and check it
+		// like a successful one, so the report says what KoP serves now.
+		e.Log("unload of %s on %s failed (%v): KoP may have dropped its groups anyway; looking it up and checking", pb.Range, e.Cluster.Name, unloadErr)
+	}
+	finish := func(br BundleResult, grs []GroupResult) (BundleResult, []GroupResult) {
+		if unloadErr != nil {
+			msg := "the unload call failed: " + unloadErr.Error() + "; KoP drops a bundle's groups even when its unload fails, so the bundle was looked up again and checked"
+			if br.Status != BundleVerified {
+				msg += ": " + br.Error
+			} else {
+				msg += ": KoP serves the predicted offsets"
+			}
+			br.Status, br.Error = BundleUnloadFailed, msg
+		}
 		return br, grs
 	}
-	br.Unloaded = true
-	br.UnloadedAt = output.NewTime(e.Now())
 
 	// The load: a lookup of each offsets partition makes a broker take the bundle; KoP's
 	// bundle listener then loads every offsets partition in it.
-	for _, part := range pb.OffsetsPartitions {
-		topic := e.Cluster.PartitionTopic(part)
-		owner, err := e.Admin.LookupOwner(ctx, topic)
-		if err != nil {
-			br.Status = BundleLoadFailed
-			br.Error = fmt.Sprintf("unloaded, but the lookup that loads it again failed (the next client lookup of a topic in the bundle loads it): %v", err)
-			return br, grs
-		}
-		if br.Owner == "" {
-			br.Owner = cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL)
-		}
+	if err := e.lookup(ctx, pb, &br); err != nil {
+		br.Status = BundleLoadFailed
+		br.Error = fmt.Sprintf("unloaded, but the lookup that loads it again failed (the next client lookup of a topic in the bundle loads it): %v", err)
+		return finish(br, grs)
 	}
 	br.Loaded = true
 	br.LoadedAt = output.NewTime(e.Now())
 	e.Log("bundle %s owned again by %s", pb.Range, br.Owner)
 
+	// Paced: every offsets partition of the bundle must answer before anything else is
+	// unloaded. KoP ignores a load of a partition whose previous unload has not finished
+	// ("Already loading") and then never loads it.
+	if stuck := e.awaitPartitions(ctx, pb, &br); len(stuck) > 0 {
+		br.Status = BundleLoadFailed
+		br.Error = fmt.Sprintf("looked up, but KoP on %s still answers NOT_COORDINATOR or loading for offsets partitions %v after %s, a second unload and lookup: "+
+			"their groups are served nothing; fix: kop-offsets reload --cluster %s --partition %s --yes (or restart the broker that owns them)",
+			e.Cluster.Name, stuck, e.Wait, e.Cluster.Name, joinInts(stuck))
+		return finish(br, grs)
+	}
+
 	if len(groups) == 0 {
 		br.Status = BundleVerified
 		br.VerifiedAt = output.NewTime(e.Now())
-		return br, grs
+		return finish(br, grs)
 	}
 	if e.Fetcher == nil {
 		br.Status = BundleUnverified
@@ -292,7 +335,7 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 		for i := range grs {
 			grs[i].Status = GroupUnverified
 		}
-		return br, grs
+		return finish(br, grs)
 	}
 
 	// What KoP must now serve: the offsets topic as it is after the load.
@@ -302,7 +345,7 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 		for i := range grs {
 			grs[i].Status = GroupUnverified
 		}
-		return br, grs
+		return finish(br, grs)
 	}
 
 	e.Log("waiting up to %s for KoP on %s to serve the persisted offsets of %d groups", e.Wait, e.Cluster.Name, len(grs))
@@ -374,19 +417,100 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 		br.Status = BundleVerified
 		br.VerifiedAt = output.NewTime(e.Now())
 	}
-	return br, grs
+	return finish(br, grs)
 }
 
-// persisted replays the bundle's partitions and stores each group's offsets in grs.
+// persisted replays the bundle's partitions and stores in grs what each group's load
+// brings (the loader model's prediction, which verification compares KoP with).
 func (e *Executor) persisted(ctx context.Context, pb PlannedBundle, grs []GroupResult) error {
 	po, err := replay(ctx, e.Reader, pb.OffsetsPartitions, e.Ordering)
 	if err != nil {
 		return err
 	}
+	n := e.partitions()
 	for i := range grs {
-		grs[i].Persisted = topicOffsets(po.GroupOffsets(grs[i].Group), e.Cluster.KafkaNamespace)
+		grs[i].Persisted = predictedOffsets(po, grs[i].Group, n, e.Cluster.KafkaNamespace)
 	}
 	return nil
+}
+
+func (e *Executor) partitions() int32 {
+	if e.Partitions > 0 {
+		return e.Partitions
+	}
+	return 1 // unknown: no partition is failed-to-load for the prediction
+}
+
+// lookup makes a broker take the bundle: a lookup of each of its offsets partitions.
+func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
+	for _, part := range pb.OffsetsPartitions {
+		owner, err := e.Admin.LookupOwner(ctx, e.Cluster.PartitionTopic(part))
+		if err != nil {
+			return err
+		}
+		if br.Owner == "" {
+			br.Owner = cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL)
+		}
+	}
+	return nil
+}
+
+// awaitPartitions waits until KoP answers OffsetFetch without a coordinator error for a
+// probe group of every offsets partition of the bundle (a group name that hashes there and
+// has no offsets: the answer is empty once the partition is loaded). A partition still not
+// answering after Wait gets one more unload and lookup, then another Wait. It returns the
+// partitions that never answered; none without a Fetcher (nothing to ask: Pause paces).
+func (e *Executor) awaitPartitions(ctx context.Context, pb PlannedBundle, br *BundleResult) []int32 {
+	if e.Fetcher == nil || e.Partitions <= 0 {
+		return nil
+	}
+	stuck := e.pollPartitions(ctx, pb.OffsetsPartitions)
+	if len(stuck) == 0 || ctx.Err() != nil {
+		return stuck
+	}
+	e.Log("offsets partitions %v of %s on %s do not answer after %s: unloading and looking the bundle up once more", stuck, pb.Range, e.Cluster.Name, e.Wait)
+	if err := e.Admin.UnloadBundle(ctx, e.Cluster.Namespace(), pb.Range); err != nil {
+		e.Log("second unload of %s failed: %v", pb.Range, err)
+	}
+	if err := e.lookup(ctx, pb, br); err != nil {
+		e.Log("second lookup of %s failed: %v", pb.Range, err)
+		return stuck
+	}
+	return e.pollPartitions(ctx, stuck)
+}
+
+func (e *Executor) pollPartitions(ctx context.Context, parts []int32) []int32 {
+	deadline := e.Now().Add(e.Wait)
+	pending := slices.Clone(parts)
+	for {
+		var still []int32
+		for _, part := range pending {
+			a := e.fetch(ctx, offsets.ProbeGroup(part, e.Partitions), deadline)
+			switch a.ErrorKind {
+			case ErrorKindCoordinator:
+				still = append(still, part)
+			case ErrorKindUnreachable:
+				// KoP cannot be asked at all: not a stuck partition; verification reports it.
+				e.Log("offsets partition %d on %s: KoP cannot be asked (%s)", part, e.Cluster.Name, a.Error)
+				return nil
+			}
+		}
+		pending = still
+		if len(pending) == 0 || !e.Now().Before(deadline) || ctx.Err() != nil {
+			return pending
+		}
+		if err := e.Sleep(ctx, min(e.PollInterval, deadline.Sub(e.Now()))); err != nil {
+			return pending
+		}
+	}
+}
+
+func joinInts(v []int32) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
 }
 
 func (e *Executor) fetch(ctx context.Context, group string, deadline time.Time) *CacheAnswer {

@@ -203,8 +203,8 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 	if plan.Groups[0].Status != ActivityUnknown || !plan.Bundles[0].Refused {
 		t.Fatalf("unreachable KoP must make the group unknown and the bundle refused: %+v", plan.Bundles)
 	}
-	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: kg, Reader: rd, Wait: 300 * time.Millisecond, PollInterval: 50 * time.Millisecond}).
-		Execute(context.Background(), plan, plan.Bundles) // as with --allow-active
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: kg, Reader: rd, Wait: 300 * time.Millisecond, PollInterval: 50 * time.Millisecond, AcceptLoss: true}).
+		Execute(context.Background(), plan, plan.Bundles) // as with --allow-active --accept-loss
 	if ex.ExitCode != 3 || ex.Bundles[0].Status != BundleUnverified || !ex.Bundles[0].Unloaded || !ex.Bundles[0].Loaded {
 		t.Fatalf("want exit 3 unverified: %d %+v", ex.ExitCode, ex.Bundles)
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -186,5 +189,122 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// kopModel is a fake KoP for executor tests: a cache per group, offsets partitions that
+// answer NOT_COORDINATOR (stuck) until unloaded `heal` times.
+type kopModel struct {
+	mu      sync.Mutex
+	cache   map[string][]TopicOffset
+	stuck   map[int32]int // partition -> unloads still needed before it answers
+	unloads int
+	onFetch func(group string)
+}
+
+func (k *kopModel) FetchOffsets(_ context.Context, g string) ([]TopicOffset, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.onFetch != nil {
+		k.onFetch(g)
+	}
+	if k.stuck[offsets.PartitionFor(g, 8)] > 0 {
+		return nil, kerr.NotCoordinator
+	}
+	return append([]TopicOffset{}, k.cache[g]...), nil
+}
+
+func (k *kopModel) unloaded() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.unloads++
+	for p, n := range k.stuck {
+		if n > 0 {
+			k.stuck[p] = n - 1
+		}
+	}
+}
+
+func TestExecutePacedUnloads(t *testing.T) {
+	g := groupIn("g", 3, 8)
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	run := func(t *testing.T, stuckFor int) (*Execution, *fakeAdmin) {
+		t.Helper()
+		fa := newFakeAdmin(t)
+		k := &kopModel{cache: map[string][]TopicOffset{g: {{"topic-1", 0, 500}}}, stuck: map[int32]int{}}
+		fa.onUnload = func(string) {
+			k.unloaded()
+			k.mu.Lock()
+			k.cache[g] = []TopicOffset{{"topic-1", 0, 10900}}
+			// Partition 7 of the same bundle stays unloaded ("Already loading") for a while.
+			if k.unloads == 1 {
+				k.stuck[7] = stuckFor
+			}
+			k.mu.Unlock()
+		}
+		pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
+			Plan(context.Background(), Request{Groups: []string{g}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond}).
+			Execute(context.Background(), pl, pl.Executable())
+		return ex, fa
+	}
+	t.Run("a partition left unloaded is unloaded and looked up again", func(t *testing.T) {
+		ex, fa := run(t, 1) // the second unload heals it
+		if ex.ExitCode != 0 || ex.Bundles[0].Status != BundleVerified {
+			t.Fatalf("exit %d %+v", ex.ExitCode, ex.Bundles)
+		}
+		if n := strings.Count(strings.Join(fa.Calls(), "\n"), "unload "); n != 2 {
+			t.Errorf("%d unloads, want 2: %v", n, fa.Calls())
+		}
+	})
+	t.Run("a partition that stays unloaded is named with the fix", func(t *testing.T) {
+		ex, _ := run(t, 100)
+		b := ex.Bundles[0]
+		if ex.ExitCode != 3 || b.Status != BundleLoadFailed || !strings.Contains(b.Error, "offsets partitions [7]") ||
+			!strings.Contains(b.Error, "kop-offsets reload --cluster scus --partition 7 --yes") {
+			t.Fatalf("exit %d %+v", ex.ExitCode, b)
+		}
+	})
+}
+
+func TestExecuteFailedUnloadIsChecked(t *testing.T) {
+	g := groupIn("g", 3, 8)
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := newFakeAdmin(t)
+	fa.unloadErr[b2] = errors.New("500 Internal Server Error")
+	k := &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}} // KoP dropped the groups
+	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 100 * time.Millisecond, PollInterval: 10 * time.Millisecond}).
+		Execute(context.Background(), pl, pl.Executable())
+	b := ex.Bundles[0]
+	if ex.ExitCode != 3 || b.Status != BundleUnloadFailed || !b.Loaded || !strings.Contains(b.Error, "KoP drops a bundle's groups even when its unload fails") {
+		t.Fatalf("exit %d %+v", ex.ExitCode, b)
+	}
+	if gr := ex.Groups[0]; gr.Status != GroupCacheDiffers || gr.After == nil {
+		t.Errorf("the group was not checked after the failed unload: %+v", gr)
+	}
+}
+
+func TestExecuteRechecksLossBeforeUnload(t *testing.T) {
+	g := groupIn("g", 3, 8)
+	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := newFakeAdmin(t)
+	k := &kopModel{cache: map[string][]TopicOffset{g: {{"topic-1", 0, 500}}}, stuck: map[int32]int{}}
+	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil || len(pl.Executable()) != 1 {
+		t.Fatalf("%v %+v", err, pl.Bundles)
+	}
+	k.cache[g] = []TopicOffset{{"topic-1", 0, 20000}} // a commit after the plan
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 100 * time.Millisecond}).Execute(context.Background(), pl, pl.Executable())
+	if b := ex.Bundles[0]; ex.ExitCode != 4 || b.Status != BundleRefused || b.Unloaded || len(fa.Calls()) != len(slices.DeleteFunc(fa.Calls(), func(c string) bool { return strings.HasPrefix(c, "unload") })) {
+		t.Fatalf("exit %d %+v calls %v", ex.ExitCode, b, fa.Calls())
 	}
 }

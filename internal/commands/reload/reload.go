@@ -38,6 +38,8 @@ type Options struct {
 	Groups     []string
 	Partitions []int32
 	FromCheck  string
+	// AcceptLoss reloads bundles where KoP would then serve older offsets or none.
+	AcceptLoss bool
 	Flags
 }
 
@@ -81,6 +83,14 @@ group, or a group whose activity is unknown (KoP did not answer: not proven idle
 refused unless --allow-active. More bundles than --max-bundles (default 1): nothing is
 done.
 
+Never worse: the plan asks KoP what it serves for every affected group and compares it with
+what its loader would load from the topic (a transactional commit whose marker the loader
+cannot see, a record KoP cannot parse, compaction, a tombstone). A bundle where any offset
+would move back or vanish is refused, naming the rows and why, unless --accept-loss. The
+comparison is made again just before each unload. Bundles are paced: the next one is
+unloaded only when KoP answers for every offsets partition of the previous one; a partition
+left unloaded is unloaded and looked up once more, then reported with the command to fix it.
+
 The plan is printed first. --dry-run stops there. Otherwise reload asks on a terminal, or
 needs --yes; without a terminal and without --yes it exits 2 before contacting anything.
 It stops at the first bundle that does not end verified and says exactly which bundles
@@ -96,7 +106,8 @@ Exit codes: 0 reloaded and verified (or --dry-run); 2 usage error, or no --yes w
 terminal, or the operator declined (nothing written); 3 an endpoint failed (admin API,
 offsets topic, KoP): what was done is reported, the cache is not proven fresh; 4 the
 cache still differs after --wait, or the plan was refused (live/unknown groups without
---allow-active, more bundles than --max-bundles): nothing was unloaded then.`),
+--allow-active, offsets that would be lost without --accept-loss, more bundles than
+--max-bundles): nothing was unloaded then.`),
 		Example: cmdutil.Examples(`
   # see what reloading group G on wus would touch
   kop-offsets reload --cluster wus --group G --dry-run
@@ -148,6 +159,7 @@ cache still differs after --wait, or the plan was refused (live/unknown groups w
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&opts.Groups, "group", nil, "consumer group whose offsets partition's bundle is reloaded (repeatable, comma-separated)")
+	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "reload bundles even where KoP would then serve older offsets or none (the plan names them); repair never does")
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows of this cluster in a 'check -o json' file (- for stdin)")
 	BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
@@ -184,6 +196,7 @@ func reloadRun(ctx context.Context, opts *Options) error {
 	}
 	defer sess.Close()
 	sess.Planner.AllowActive = opts.AllowActive
+	sess.Planner.AcceptLoss, sess.Executor.AcceptLoss = opts.AcceptLoss, opts.AcceptLoss
 	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
 
 	plan, err := sess.Planner.Plan(ctx, req)
@@ -285,7 +298,7 @@ func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format
 		return res
 	}
 	if len(run) == 0 {
-		res.Refusal = "refused: every bundle of the plan has live or unknown groups (see the plan); nothing was unloaded; --allow-active reloads them anyway"
+		res.Refusal = "refused: every bundle of the plan has live or unknown groups, or offsets a reload would lose (see the plan); nothing was unloaded"
 		res.ExitCode = cmdutil.ExitWriteFailed
 		if o.DryRun {
 			res.Refusal, res.ExitCode = "dry run: would be "+res.Refusal, cmdutil.ExitOK

@@ -33,20 +33,32 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 	if err := tp.Render(); err != nil {
 		return err
 	}
+	for _, b := range plan.Bundles {
+		for _, f := range b.LoadFailures {
+			fmt.Fprintf(w, "bundle %s: %s\n", b.Range, f)
+		}
+		for _, l := range b.Losses {
+			fmt.Fprintf(w, "bundle %s would lose: %s\n", b.Range, l)
+		}
+	}
 	if len(plan.Groups) == 0 {
 		fmt.Fprintln(w, "No group is persisted in these offsets partitions.")
 		return nil
 	}
 	fmt.Fprintln(w)
 	tp = output.NewTablePrinterTo(w, tty)
-	hdr := []string{"GROUP", "OFFSETS PARTITION", "BUNDLE", "REQUESTED", "PERSISTED"}
+	hdr := []string{"GROUP", "OFFSETS PARTITION", "BUNDLE", "REQUESTED", "SERVED", "AFTER RELOAD"}
 	for _, c := range plan.Clusters {
 		hdr = append(hdr, strings.ToUpper(c))
 	}
 	tp.AddHeader(hdr...)
 	errs := map[string]string{}
 	for _, g := range plan.Groups {
-		row := []string{g.Group, strconv.Itoa(int(g.OffsetsPartition)), g.Bundle, yesNo(g.Requested), FormatOffsets(g.Persisted)}
+		served := "-"
+		if g.Served != nil {
+			served = formatAnswer(g.Served)
+		}
+		row := []string{g.Group, strconv.Itoa(int(g.OffsetsPartition)), g.Bundle, yesNo(g.Requested), served, FormatOffsets(g.Persisted)}
 		for _, c := range plan.Clusters {
 			a := g.Activity[c]
 			cell := a.Status
@@ -95,7 +107,7 @@ func WriteExecution(w io.Writer, tty bool, cs *iostreams.ColorScheme, ex *reload
 	if len(ex.Groups) > 0 {
 		fmt.Fprintln(w)
 		tp = output.NewTablePrinterTo(w, tty)
-		tp.AddHeader("GROUP", "BUNDLE", "CACHED BEFORE", "PERSISTED", "CACHED AFTER", "STATUS")
+		tp.AddHeader("GROUP", "BUNDLE", "CACHED BEFORE", "PREDICTED", "CACHED AFTER", "STATUS")
 		for _, g := range ex.Groups {
 			st := g.Status
 			if tty {

@@ -22,6 +22,7 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -233,7 +234,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 				if !slices.Contains(stale[cl.Name], r.Group) {
 					stale[cl.Name] = append(stale[cl.Name], r.Group)
 				}
-			case st == reload.StatusOK || st == "":
+			case st == reload.StatusOK || st == "" || st == string(offsets.StatusExpiring):
 			default:
 				row.Reason = reload.LeaveReason(st)
 				if c := r.Clusters[cl.Name]; c.Error != "" {
