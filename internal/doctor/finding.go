@@ -52,6 +52,7 @@ const (
 	CheckOffsetsRetention     = "offsets-retention"
 	CheckOffsetsCompaction    = "offsets-compaction"
 	CheckOffsetsTTL           = "offsets-message-ttl"
+	CheckOffsetsExpiry        = "offsets-expiry-replication"
 	CheckGroupTopics          = "group-topics"
 	CheckTopicExists          = "topic-exists"
 	CheckTopicPartitions      = "topic-partitions"

@@ -284,6 +284,18 @@ func checkMetadataRetention(ctx context.Context, r *run) []Finding {
 				FixPulsarctl: pulsarctl(cl, "namespaces set-compaction-threshold", ns, "--size", "100M"),
 			})
 		}
+		if len(p.ReplicationClusters) > 1 {
+			// KoP expires an offset in its cache when its expireTimestamp passes (commit time
+			// + offsetsRetentionMinutes, Stable groups too) and writes a tombstone for it.
+			// The tombstone replicates: a standby whose stale cache expires an old commit
+			// deletes the primary's newer offset at the primary's next load.
+			out = append(out, Finding{Severity: SeverityInfo, Check: CheckOffsetsExpiry, Cluster: cl.Name, Subject: ns,
+				Message: fmt.Sprintf("%s on %s replicates to %s: KoP's offset-expiry tombstones replicate too. A standby whose cache is stale expires the old commit after %s and its tombstone deletes the newer offset of that partition on the other clusters at their next load. Keep standby caches fresh (repair or watch --repair), commit at least once per retention period, and watch for expiring rows in check",
+					ns, cl.Name, strings.Join(p.ReplicationClusters, ", "), r.opts.OffsetsRetention),
+				Evidence: map[string]any{"replicationClusters": p.ReplicationClusters, "offsetsRetentionMinutes": minutes(r.opts.OffsetsRetention)},
+				Fix:      "kop-offsets check --fail-on expired,expiring,stale_cache (cron), and kop-offsets repair --cluster " + cl.Name + " --yes for stale caches",
+			})
+		}
 		if e.ttlSeconds > 0 {
 			ttl := time.Duration(e.ttlSeconds) * time.Second
 			f := Finding{Severity: SeverityInfo, Check: CheckOffsetsTTL, Cluster: cl.Name, Subject: ns,
