@@ -138,7 +138,7 @@ func assertBaseline(t *testing.T, l *lab.Lab) {
 		t.Errorf("exit %d, unreachable %v", code, res.Unreachable)
 	}
 	for _, c := range res.Clusters {
-		if !c.Reachable || c.BrokerVersion != lab.PulsarVersion || c.OffsetsPartitions == nil || *c.OffsetsPartitions != 8 {
+		if !c.Reachable || c.BrokerVersion != l.State.PulsarVersion || c.OffsetsPartitions == nil || *c.OffsetsPartitions != 8 {
 			t.Errorf("cluster %+v", c)
 		}
 	}
