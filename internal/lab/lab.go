@@ -454,8 +454,8 @@ type StatusReport struct {
 	Keep       bool
 	// PulsarVersion is the running lab's, else the one the next Up would start.
 	PulsarVersion string
-	KoP        KoPStatus
-	Clusters   []ClusterStatus
+	KoP           KoPStatus
+	Clusters      []ClusterStatus
 }
 
 // Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.

@@ -40,22 +40,22 @@ func ParseKoPMode(s string) (KoPMode, error) {
 
 // KoPStatus records whether KoP is loaded and why.
 type KoPStatus struct {
-	Mode       KoPMode   `json:"mode"`
-	Version    string    `json:"version"`
-	Enabled    bool      `json:"enabled"`
-	Reason     string    `json:"reason"`
-	Nar        string    `json:"nar,omitempty"` // the NAR the brokers load
+	Mode    KoPMode `json:"mode"`
+	Version string  `json:"version"`
+	Enabled bool    `json:"enabled"`
+	Reason  string  `json:"reason"`
+	Nar     string  `json:"nar,omitempty"` // the NAR the brokers load
 	// Source says where the NAR came from: "KOP_NAR" (brought by the user), "maven" (the kop
 	// profile of lab/pom.xml) or "protocols" (found in lab/run/protocols/).
-	Source       string `json:"source,omitempty"`
-	Origin       string `json:"origin,omitempty"` // the file KOP_NAR named
-	SHA256       string `json:"sha256,omitempty"`
-	HandlerClass string `json:"handlerClass,omitempty"`
-	VersionFrom  string `json:"versionFrom,omitempty"` // where Version was read from the NAR
-	HandlerDir   string `json:"handlerDir,omitempty"`  // protocolHandlerDirectory of the brokers
-	Command    string    `json:"command,omitempty"`    // the mvn command that tried to resolve it
-	MavenError string    `json:"mavenError,omitempty"` // its first [ERROR] line
-	ProbedAt   time.Time `json:"probedAt,omitzero"`
+	Source       string    `json:"source,omitempty"`
+	Origin       string    `json:"origin,omitempty"` // the file KOP_NAR named
+	SHA256       string    `json:"sha256,omitempty"`
+	HandlerClass string    `json:"handlerClass,omitempty"`
+	VersionFrom  string    `json:"versionFrom,omitempty"` // where Version was read from the NAR
+	HandlerDir   string    `json:"handlerDir,omitempty"`  // protocolHandlerDirectory of the brokers
+	Command      string    `json:"command,omitempty"`     // the mvn command that tried to resolve it
+	MavenError   string    `json:"mavenError,omitempty"`  // its first [ERROR] line
+	ProbedAt     time.Time `json:"probedAt,omitzero"`
 }
 
 // KoPProbeTTL is how long a failed resolution is trusted before mvn is asked again (Maven's
