@@ -142,7 +142,9 @@ func WaitKoPServes(ctx context.Context, c Cluster, p int32, timeout time.Duratio
 
 // ReloadOffsetsPartition makes c's KoP load offsets partition p afresh the way `reload`
 // does (its bundle of public/__kafka unloaded, then the partition looked up) and waits until
-// KoP serves it. Tests use it to put back a partition they left unloaded.
+// KoP serves every offsets partition again: an unload while KoP still loads a partition can
+// leave it unloaded for good (issue 15), so the next unload must wait for this one. Tests use
+// it to make KoP load what they wrote, or to put back a partition they left unloaded.
 func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
 	a, err := NewAdmin(c)
 	if err != nil {
@@ -170,5 +172,10 @@ func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
 	if err != nil {
 		return fmt.Errorf("%s: look up %s: %w", c.Name, tn, err)
 	}
-	return WaitKoPServes(ctx, c, p, 2*time.Minute)
+	for q := int32(0); q < OffsetsTopicPartitions; q++ {
+		if err := WaitKoPServes(ctx, c, q, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
 }
