@@ -68,6 +68,8 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 		return 0, false, err
 	}
 	defer cl.Close()
+	// All topics: KoP 3.1 answers a fetch for named topics with -1 when they are asked by
+	// their short name, and names the topics of its answer tenant/ns/topic.
 	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 	if err == nil {
 		err = resp.Error()
@@ -75,11 +77,25 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 	if err != nil {
 		return 0, false, fmt.Errorf("%s: OffsetFetch %s through KoP (%s): %w", c.Name, group, c.KafkaBootstrap, err)
 	}
-	o, found := resp.Lookup(KafkaTopic(topic), partition)
-	if !found || o.At < 0 {
-		return 0, false, nil
+	want := fullTopic(topic)
+	for name, ps := range resp {
+		if o, found := ps[partition]; found && fullTopic(name) == want && o.At >= 0 {
+			return o.At, true, nil
+		}
 	}
-	return o.At, true, nil
+	return 0, false, nil
+}
+
+// fullTopic returns a topic's full Pulsar name from a full name, tenant/ns/topic, or a short
+// name in the default Kafka namespace.
+func fullTopic(s string) string {
+	switch {
+	case strings.HasPrefix(s, "persistent://"):
+		return s
+	case strings.Count(s, "/") == 2:
+		return "persistent://" + s
+	}
+	return "persistent://" + DefaultNamespace + "/" + s
 }
 
 // Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka

@@ -200,3 +200,17 @@ func TestRenderBrokerConfBYO(t *testing.T) {
 		t.Errorf("versions not rendered:\n%s", out)
 	}
 }
+
+func TestTopicNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"topic-1": "persistent://public/default/topic-1", "public/default/topic-1": "persistent://public/default/topic-1",
+		"persistent://t/n/x": "persistent://t/n/x", "t/n/x": "persistent://t/n/x",
+	} {
+		if got := fullTopic(in); got != want {
+			t.Errorf("fullTopic(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if KafkaTopic("persistent://public/default/topic-1") != "topic-1" || KafkaTopic("persistent://t/n/x") != "t/n/x" || KafkaTopic("topic-1") != "topic-1" {
+		t.Error("KafkaTopic")
+	}
+}

@@ -139,7 +139,8 @@ func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
 
 // TestSingleTopicUnload: unloading one offsets partition (not its bundle) clears KoP's cache
 // of it and does not load it again: KoP answers NOT_COORDINATOR for its groups, for good,
-// and check calls them coordinator_unavailable. A bundle reload brings it back.
+// and check calls them coordinator_unavailable. reload refuses such a group (its activity is
+// unknown) unless --allow-active, and that bundle reload brings it back.
 func TestSingleTopicUnload(t *testing.T) {
 	topic := newTopic(t, "single-unload")
 	group := newName("single-unload-group")
@@ -175,10 +176,15 @@ func TestSingleTopicUnload(t *testing.T) {
 		t.Fatalf("check: exit %d, wus %+v", code, w)
 	}
 
-	// The bundle reload (what reload does) brings it back.
-	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
+	// reload refuses it as it is: KoP does not answer for the group, so it is not proven idle.
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "-o", "json")
+	if code != 4 {
+		t.Errorf("reload of a group KoP does not answer for: exit %d, want 4 (refused: activity unknown)", code)
+	}
+	// The bundle reload (what reload does, here with --allow-active) brings it back.
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--allow-active", "--wait", "60s", "-o", "json")
 	if code != 0 {
-		t.Errorf("reload after the single-topic unload: exit %d", code)
+		t.Errorf("reload --allow-active after the single-topic unload: exit %d", code)
 	}
 	if got := served(t, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s after the bundle reload, want 42", got)
