@@ -1,7 +1,9 @@
 // Command kop-lab starts, inspects and stops the project's lab: two geo-replicated Apache
 // Pulsar standalone clusters (scus, wus) on 127.0.0.1, with KoP when it can be resolved.
 //
-//	kop-lab up [--fresh]   start (or reuse) the lab and leave it running
+//	kop-lab up [--fresh] [--kop-nar FILE]
+//	                       start (or reuse) the lab and leave it running; --kop-nar (or
+//	                       KOP_NAR) loads that KoP protocol handler NAR
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         pid, RSS, ports, health and KoP of each cluster
@@ -10,8 +12,10 @@
 //	                       write one offset commit in KoP's format into a lab cluster's
 //	                       offsets topic (stands in for KoP's writer while KoP is unavailable)
 //
-// Environment: KOP=off|auto|required (default auto), KOP_VERSION, KOP_PROBE=1 (ask Maven for
-// KoP again), KOP_LAB_START_TIMEOUT (per cluster, default 4m), KOP_LAB_ROOT (repository root).
+// Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
+// KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
+// used without KOP_NAR), KOP_LAB_START_TIMEOUT (per cluster, default 4m), KOP_LAB_ROOT
+// (repository root).
 package main
 
 import (
@@ -39,7 +43,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N")
 }
 
 func run(args []string) error {
@@ -52,11 +56,12 @@ func run(args []string) error {
 	case "up":
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		fresh := fs.Bool("fresh", false, "wipe the clusters' data directories before starting")
+		nar := fs.String("kop-nar", "", "KoP protocol handler NAR to load (default $KOP_NAR)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
 		t := time.Now()
-		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh})
+		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar})
 		if err != nil {
 			return err
 		}
@@ -64,7 +69,7 @@ func run(args []string) error {
 		if l.Started {
 			verb = "started lab"
 		}
-		fmt.Printf("%s in %s (KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), onOff(l.KoP.Enabled), l.KoP.Reason)
+		fmt.Printf("%s in %s (Pulsar %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, onOff(l.KoP.Enabled), l.KoP.Reason)
 		if l.Timings.MavenRan {
 			fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
 		}
@@ -113,7 +118,12 @@ func printStatus(r *lab.StatusReport) {
 		}
 		fmt.Printf("lab running, %s; config %s\n", keep, r.ConfigPath)
 	}
+	fmt.Printf("Pulsar %s\n", r.PulsarVersion)
 	fmt.Printf("KoP %s (mode %s, version %s): %s\n", onOff(r.KoP.Enabled), r.KoP.Mode, r.KoP.Version, r.KoP.Reason)
+	if r.KoP.Enabled {
+		fmt.Printf("  nar %s (from %s %s), sha256 %s, handler %s, version from %s\n",
+			r.KoP.Nar, r.KoP.Source, r.KoP.Origin, r.KoP.SHA256, r.KoP.HandlerClass, r.KoP.VersionFrom)
+	}
 	if r.KoP.Command != "" && !r.KoP.Enabled {
 		fmt.Printf("  tried: %s\n", r.KoP.Command)
 	}

@@ -3,7 +3,9 @@
 package lab
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +17,9 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // One lab per go test run: Ensure starts it (or reuses a running one); Main releases it and
@@ -42,10 +47,19 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
+	// The record is a valid offset commit in KoP's format (testkit) of a group of this run that
+	// lives in partition 5: KoP loads this shared offsets topic, and a record it cannot parse
+	// would make it fail the whole partition on every load (issue 15).
 	const partition = 5
 	topic := fmt.Sprintf("%s-partition-%d", OffsetsTopic, partition)
-	payload := []byte(fmt.Sprintf("kop-lab e2e %d", time.Now().UnixNano()))
-	key := "e2e-key-" + fmt.Sprint(time.Now().UnixNano())
+	var group string
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("lab-e2e-%d-%d", time.Now().UnixNano(), i); offsets.PartitionFor(g, OffsetsTopicPartitions) == partition {
+			group = g
+		}
+	}
+	_, payload := testkit.Encode(testkit.OffsetCommit{Group: group, Topic: Topic1, Partition: 0, Offset: 1})
+	key := base64.StdEncoding.EncodeToString(testkit.PulsarKey(group))
 
 	for _, c := range []Cluster{scus, wus} {
 		a, err := NewAdmin(c)
@@ -77,7 +91,7 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send on scus: %v", err)
 	}
-	t.Logf("sent %q to %s on scus at %v", payload, topic, id)
+	t.Logf("sent an offset commit of %s (%d bytes) to %s on scus at %v", group, len(payload), topic, id)
 
 	// Wait for the scus -> wus replicator of that partition to drain.
 	sa, _ := NewAdmin(scus)
@@ -117,19 +131,19 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	for {
 		msg, err := rd.Next(rctx)
 		if err != nil {
-			t.Fatalf("wus: message %q not found after reading %d messages: %v", payload, read, err)
+			t.Fatalf("wus: the commit of %s not found after reading %d messages: %v", group, read, err)
 		}
 		read++
 		if msg.Key() != key {
 			continue
 		}
-		if string(msg.Payload()) != string(payload) {
-			t.Fatalf("wus: key %s has payload %q, want %q", key, msg.Payload(), payload)
+		if !bytes.Equal(msg.Payload(), payload) {
+			t.Fatalf("wus: key %s has payload %x, want %x", key, msg.Payload(), payload)
 		}
 		if !msg.IsReplicated() || msg.GetReplicatedFrom() != "scus" {
 			t.Fatalf("wus: message not marked as replicated from scus (replicated=%v from=%q)", msg.IsReplicated(), msg.GetReplicatedFrom())
 		}
-		t.Logf("wus: read %q (key %s) replicated from %s at %v after %d messages", msg.Payload(), msg.Key(), msg.GetReplicatedFrom(), msg.ID(), read)
+		t.Logf("wus: read the commit of %s (key %s) replicated from %s at %v after %d messages", group, msg.Key(), msg.GetReplicatedFrom(), msg.ID(), read)
 		break
 	}
 
@@ -171,20 +185,76 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	}
 }
 
-// TestKoPAbsenceReported: without a KoP NAR the lab runs Pulsar only and says why, with the
-// mvn error, in the state, the status and config.yaml.
-func TestKoPAbsenceReported(t *testing.T) {
+// TestKoPModeReported: the lab says in its state, its status and config.yaml which KoP it
+// loaded and from where (with KOP_NAR: that file, by sha256, answering on both Kafka ports),
+// or why it runs without one (the mvn error, or KOP=off) and that nothing answers Kafka.
+func TestKoPModeReported(t *testing.T) {
 	l := ensureLab(t)
-	if l.KoP.Enabled {
-		t.Skipf("KoP is on (%s)", l.KoP.Reason)
+	r, err := Status(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if l.KoP.Mode == KoPOff {
-		t.Skip("KOP=off")
+	y, err := os.ReadFile(l.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.HasPrefix(l.KoP.MavenError, "[ERROR]") || !strings.Contains(l.KoP.MavenError, "pulsar-protocol-handler-kafka") {
+	if !l.KoP.Enabled {
+		assertKoPAbsent(t, l, r, string(y))
+		return
+	}
+	k := l.KoP
+	if k.SHA256 == "" || k.Version == "" || k.HandlerClass == "" || k.HandlerDir == "" {
+		t.Errorf("KoP on but not described: %+v", k)
+	}
+	if sum, err := fileSHA256(k.Nar); err != nil || sum != k.SHA256 {
+		t.Errorf("loaded NAR %s: sha256 %s (%v), recorded %s", k.Nar, sum, err, k.SHA256)
+	}
+	if nar := os.Getenv("KOP_NAR"); nar != "" {
+		if sum, err := fileSHA256(nar); err != nil || sum != k.SHA256 || k.Source != "KOP_NAR" {
+			t.Errorf("KOP_NAR=%s: sha256 %s (%v); the lab loaded %s from %s", nar, sum, err, k.SHA256, k.Source)
+		}
+	}
+	entries, err := os.ReadDir(k.HandlerDir)
+	var nars []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".nar") {
+			nars = append(nars, e.Name())
+		}
+	}
+	if err != nil || (k.Source == "KOP_NAR" && len(nars) != 1) {
+		t.Errorf("handler directory %s holds %v (%v): the brokers would load each", k.HandlerDir, nars, err)
+	}
+	for _, c := range l.Clusters {
+		if !c.KoP {
+			t.Errorf("%s: KoP off in a KoP lab", c.Name)
+		}
+		if err := KafkaMetadata(context.Background(), c); err != nil {
+			t.Errorf("%s: KoP does not answer: %v", c.Name, err)
+		}
+		conf, err := os.ReadFile(l.Paths.BrokerConf(c.Name))
+		if err != nil || !strings.Contains(string(conf), "protocolHandlerDirectory="+k.HandlerDir+"\n") {
+			t.Errorf("%s: broker.conf does not load handlers from %s (%v)", c.Name, k.HandlerDir, err)
+		}
+	}
+	if !r.KoP.Enabled || r.KoP.SHA256 != k.SHA256 || r.KoP.Version != k.Version || r.PulsarVersion != l.State.PulsarVersion {
+		t.Errorf("status KoP %+v, Pulsar %s", r.KoP, r.PulsarVersion)
+	}
+	if !strings.Contains(string(y), "# KoP "+k.Version+": on") || !strings.Contains(string(y), k.SHA256) {
+		t.Errorf("config.yaml does not name the KoP and its sha256:\n%s", y)
+	}
+	t.Logf("KoP %s (version from %s), sha256 %s, from %s %s, on Pulsar %s", k.Version, k.VersionFrom, k.SHA256, k.Source, k.Origin, l.State.PulsarVersion)
+}
+
+func assertKoPAbsent(t *testing.T, l *Lab, r *StatusReport, y string) {
+	t.Helper()
+	switch {
+	case l.KoP.Mode == KoPOff:
+		if !strings.HasPrefix(l.KoP.Reason, "KOP=off") {
+			t.Errorf("KOP=off, reason %q", l.KoP.Reason)
+		}
+	case !strings.HasPrefix(l.KoP.MavenError, "[ERROR]") || !strings.Contains(l.KoP.MavenError, "pulsar-protocol-handler-kafka"):
 		t.Errorf("mvn error not recorded: %q", l.KoP.MavenError)
-	}
-	if !strings.Contains(l.KoP.Reason, l.KoP.MavenError) || !strings.Contains(l.KoP.Command, "-Pkop") {
+	case !strings.Contains(l.KoP.Reason, l.KoP.MavenError) || !strings.Contains(l.KoP.Command, "-Pkop") || !strings.Contains(l.KoP.Reason, "KOP_NAR"):
 		t.Errorf("reason %q / command %q", l.KoP.Reason, l.KoP.Command)
 	}
 	for _, c := range l.Clusters {
@@ -195,39 +265,43 @@ func TestKoPAbsenceReported(t *testing.T) {
 			t.Errorf("%s: something answers Kafka on %s although KoP is off", c.Name, c.KafkaBootstrap)
 		}
 	}
-	r, err := Status(context.Background(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if r.KoP.Enabled || r.KoP.MavenError != l.KoP.MavenError {
 		t.Errorf("status KoP %+v", r.KoP)
 	}
-	y, err := os.ReadFile(l.ConfigPath)
-	if err != nil || !strings.Contains(string(y), "# KoP: off (") || !strings.Contains(string(y), "pulsar-protocol-handler-kafka") {
-		t.Errorf("config.yaml does not say KoP is off and why: %v\n%s", err, y)
+	if !strings.Contains(y, "# KoP: off (") || l.KoP.Mode != KoPOff && !strings.Contains(y, "pulsar-protocol-handler-kafka") {
+		t.Errorf("config.yaml does not say KoP is off and why:\n%s", y)
 	}
 }
 
-// TestKoPRequiredFailsLoudly: KOP=required asks Maven again (KOP_PROBE=1), fails with the mvn
-// error, and leaves the running lab alone.
-func TestKoPRequiredFailsLoudly(t *testing.T) {
+// TestKoPRequired: KOP=required on a KoP lab reuses it as it is; on a lab without KoP (and no
+// KOP_NAR) it asks Maven again (KOP_PROBE=1), fails with the mvn error naming KOP_NAR, and
+// leaves the running lab alone.
+func TestKoPRequired(t *testing.T) {
 	l := ensureLab(t)
-	if l.KoP.Enabled {
-		t.Skipf("KoP is on (%s)", l.KoP.Reason)
-	}
-	if _, err := os.Stat(l.Paths.KoPNar(l.KoP.Version)); err == nil {
-		t.Skipf("a KoP NAR is present (%s): KOP=required would restart the lab with it", l.Paths.KoPNar(l.KoP.Version))
-	}
-	t.Setenv("KOP_PROBE", "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	if l.KoP.Enabled {
+		again, err := Up(ctx, Options{KoP: KoPRequired, Log: testWriter{t}})
+		if err != nil || again.Started || again.KoP.SHA256 != l.KoP.SHA256 {
+			t.Fatalf("KOP=required on a KoP lab: started %v, KoP %+v, %v", again != nil && again.Started, again, err)
+		}
+		return
+	}
+	if l.KoP.Mode == KoPOff {
+		t.Fatalf("KOP=off: run the lab's tests without KOP=off (KOP=required would replace the lab)")
+	}
+	if _, err := os.Stat(l.Paths.KoPNar(l.KoP.Version)); err == nil {
+		t.Fatalf("a KoP NAR is present (%s) but the lab runs without KoP: restart it (kop-lab down)", l.Paths.KoPNar(l.KoP.Version))
+	}
+	t.Setenv("KOP_PROBE", "1")
 	_, err := Up(ctx, Options{KoP: KoPRequired, Log: testWriter{t}})
 	if !errors.Is(err, ErrKoPRequired) {
 		t.Fatalf("KOP=required: got %v, want ErrKoPRequired", err)
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "[ERROR]") || !strings.Contains(msg, "pulsar-protocol-handler-kafka") || !strings.Contains(msg, "mvn ") {
-		t.Errorf("error does not carry the mvn command and error:\n%s", msg)
+	if !strings.Contains(msg, "[ERROR]") || !strings.Contains(msg, "pulsar-protocol-handler-kafka") || !strings.Contains(msg, "mvn ") ||
+		!strings.Contains(msg, "KOP_NAR") {
+		t.Errorf("error does not carry the mvn command and error, or name KOP_NAR:\n%s", msg)
 	}
 	t.Logf("KOP=required: %v", err)
 	st, err := ReadState(l.Paths.StateFile())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -15,11 +16,18 @@ import (
 const DefaultStartTimeout = 4 * time.Minute
 
 // Options configure Up, Down, Status and Ensure. The zero value means: repository root found
-// from the working directory, KoP mode from $KOP (default auto), KoP version from
-// $KOP_VERSION (default DefaultKoPVersion), DefaultClusters, DefaultStartTimeout, logs to stderr.
+// from the working directory, Pulsar version from $PULSAR_VERSION (default
+// DefaultPulsarVersion), KoP mode from $KOP (default auto), the NAR from $KOP_NAR, KoP version
+// from $KOP_VERSION (default DefaultKoPVersion, for the Maven probe), DefaultClusters,
+// DefaultStartTimeout, logs to stderr.
 type Options struct {
-	Root         string
-	KoP          KoPMode
+	Root          string
+	PulsarVersion string
+	KoP           KoPMode
+	// KoPNar is a KoP protocol handler NAR brought by the user. It is checked, linked or
+	// copied into lab/run/protocols/byo/ and loaded instead of asking Maven; with KOP=auto a
+	// NAR that fails the check is an error, not a reason to carry on without KoP.
+	KoPNar       string
 	KoPVersion   string
 	Clusters     []Cluster
 	StartTimeout time.Duration
@@ -42,6 +50,15 @@ func (o Options) resolve() (Options, error) {
 			return o, err
 		}
 		o.Root = r
+	}
+	if o.PulsarVersion == "" {
+		o.PulsarVersion = os.Getenv("PULSAR_VERSION")
+	}
+	if o.PulsarVersion == "" {
+		o.PulsarVersion = DefaultPulsarVersion
+	}
+	if o.KoPNar == "" {
+		o.KoPNar = os.Getenv("KOP_NAR")
 	}
 	if o.KoP == "" {
 		m, err := ParseKoPMode(os.Getenv("KOP"))
@@ -145,14 +162,14 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 	// running lab untouched.
 	var tm Timings
 	ms := time.Now()
-	ran, err := EnsureDist(ctx, p, o.Log)
+	ran, err := EnsureDist(ctx, p, o.PulsarVersion, o.Log)
 	if err != nil {
 		return nil, err
 	}
 	if ran {
 		tm.Maven, tm.MavenRan = time.Since(ms), true
 	}
-	kop, err := ResolveKoP(ctx, p, o.KoP, o.KoPVersion, o.Log)
+	kop, err := resolveKoP(ctx, p, o)
 	if err != nil {
 		return nil, err
 	}
@@ -177,14 +194,14 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 				return nil, err
 			}
 		}
-		if _, err := writeBrokerConf(p, cs[i], o.KoPVersion); err != nil {
+		if _, err := writeBrokerConf(p, cs[i], o.PulsarVersion, kop); err != nil {
 			return nil, err
 		}
 	}
 
-	st = &State{PulsarVersion: PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC()}
+	st = &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC()}
 	for _, c := range cs {
-		pid, err := startJVM(p, c)
+		pid, err := startJVM(p, c, o.PulsarVersion)
 		if err != nil {
 			_ = stopAll(ctx, st, o.Log)
 			return nil, err
@@ -249,7 +266,7 @@ func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*
 	if err := Configure(ctx, cs, o.Log); err != nil {
 		return nil, err
 	}
-	y, err := RenderCLIConfig(cs, st.KoP)
+	y, err := RenderCLIConfig(cs, st.PulsarVersion, st.KoP)
 	if err != nil {
 		return nil, err
 	}
@@ -265,10 +282,24 @@ func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*
 	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
 }
 
-// reusable: the state describes the wanted clusters, all JVMs are alive, and KoP matches the
-// wanted mode (off wants it off; required wants it on).
+// resolveKoP decides what KoP the lab loads: the NAR brought with KOP_NAR, else the one in
+// lab/run/protocols/ or from Maven (ResolveKoP).
+func resolveKoP(ctx context.Context, p Paths, o Options) (KoPStatus, error) {
+	if o.KoPNar != "" {
+		st, err := ResolveBYO(p, o.KoP, o.KoPNar)
+		if err == nil && st.Enabled {
+			fmt.Fprintf(o.Log, "lab: %s\n", st.Reason)
+		}
+		return st, err
+	}
+	return ResolveKoP(ctx, p, o.KoP, o.KoPVersion, o.Log)
+}
+
+// reusable: the state describes the wanted clusters and Pulsar version, all JVMs are alive,
+// and KoP matches the wanted mode (off wants it off; required wants it on; a NAR brought with
+// KOP_NAR wants that very file, by sha256).
 func reusable(st *State, o Options) bool {
-	if st.PulsarVersion != PulsarVersion || len(st.Clusters) != len(o.Clusters) {
+	if st.PulsarVersion != o.PulsarVersion || len(st.Clusters) != len(o.Clusters) {
 		return false
 	}
 	for i, c := range o.Clusters {
@@ -277,10 +308,28 @@ func reusable(st *State, o Options) bool {
 			return false
 		}
 	}
-	switch o.KoP {
-	case KoPOff:
+	if o.KoP == KoPOff {
 		return !st.KoP.Enabled
-	case KoPRequired:
+	}
+	if o.KoPNar != "" {
+		if !st.KoP.Enabled {
+			return false
+		}
+		abs, err := filepath.Abs(o.KoPNar)
+		if err != nil {
+			return false
+		}
+		// Same path and size as the running NAR: trust its recorded sha256 rather than hash a
+		// large file on every reuse; otherwise hash it.
+		if fi, err := os.Stat(abs); err == nil && abs == st.KoP.Origin {
+			if nfi, err := os.Stat(st.KoP.Nar); err == nil && nfi.Size() == fi.Size() && os.SameFile(fi, nfi) {
+				return true
+			}
+		}
+		sum, err := fileSHA256(abs)
+		return err == nil && sum == st.KoP.SHA256
+	}
+	if o.KoP == KoPRequired {
 		return st.KoP.Enabled
 	}
 	return true
@@ -403,8 +452,10 @@ type StatusReport struct {
 	ConfigPath string
 	Running    bool // a state file exists
 	Keep       bool
-	KoP        KoPStatus
-	Clusters   []ClusterStatus
+	// PulsarVersion is the running lab's, else the one the next Up would start.
+	PulsarVersion string
+	KoP           KoPStatus
+	Clusters      []ClusterStatus
 }
 
 // Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.
@@ -418,18 +469,20 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML()}
+	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML(), PulsarVersion: o.PulsarVersion}
 	if st == nil {
 		for _, c := range o.Clusters {
 			r.Clusters = append(r.Clusters, ClusterStatus{Cluster: c, Health: errors.New("not started")})
 		}
 		r.KoP = KoPStatus{Mode: o.KoP, Version: o.KoPVersion, Reason: "lab not started"}
-		if cached, ok := readProbe(p, o.KoPVersion); ok {
+		if o.KoPNar != "" {
+			r.KoP.Source, r.KoP.Origin, r.KoP.Reason = "KOP_NAR", o.KoPNar, "lab not started; KOP_NAR="+o.KoPNar
+		} else if cached, ok := readProbe(p, o.KoPVersion); ok {
 			r.KoP.Reason = "KoP " + o.KoPVersion + " not resolvable from Maven: " + cached.MavenError
 		}
 		return r, nil
 	}
-	r.Running, r.Keep, r.KoP = true, st.Keep, st.KoP
+	r.Running, r.Keep, r.KoP, r.PulsarVersion = true, st.Keep, st.KoP, st.PulsarVersion
 	for _, c := range st.Clusters {
 		cs := ClusterStatus{Cluster: c.Cluster, PID: c.PID, ReadySeconds: c.ReadySeconds, LogPath: c.LogPath}
 		cs.Running = IsLabJVM(c.PID, c.Name)

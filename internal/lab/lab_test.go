@@ -84,7 +84,7 @@ func TestRenderBrokerConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	wus := DefaultClusters()[1]
-	out, err := RenderBrokerConf(string(tmpl), p, wus, "4.0.6.5")
+	out, err := RenderBrokerConf(string(tmpl), p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestRenderBrokerConf(t *testing.T) {
 	}
 
 	wus.KoP = true
-	out, err = RenderBrokerConf(string(tmpl), p, wus, "4.0.6.5")
+	out, err = RenderBrokerConf(string(tmpl), p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestRenderBrokerConf(t *testing.T) {
 }
 
 func TestRenderBrokerConfBadTemplate(t *testing.T) {
-	if _, err := RenderBrokerConf("x={{.Nope}}", Paths{Root: "/r"}, DefaultClusters()[0], ""); err == nil {
+	if _, err := RenderBrokerConf("x={{.Nope}}", Paths{Root: "/r"}, DefaultClusters()[0], DefaultPulsarVersion, KoPStatus{}); err == nil {
 		t.Fatal("unknown field rendered without error")
 	}
 }
@@ -143,7 +143,7 @@ func TestRenderBrokerConfBadTemplate(t *testing.T) {
 func TestJavaArgs(t *testing.T) {
 	p := Paths{Root: "/repo"}
 	scus := DefaultClusters()[0]
-	args := JavaArgs(p, scus)
+	args := JavaArgs(p, scus, "3.3.6")
 	joined := strings.Join(args, " ")
 	for _, want := range []string{
 		"-Xms256m -Xmx1g -XX:MaxDirectMemorySize=512m",
@@ -151,7 +151,7 @@ func TestJavaArgs(t *testing.T) {
 		"-Djava.io.tmpdir=/repo/lab/run/scus/tmp",
 		"-Dlog4j2.configurationFile=/repo/lab/conf/log4j2.xml",
 		"--add-opens java.base/jdk.internal.misc=ALL-UNNAMED",
-		"-cp /repo/lab/run/dist/apache-pulsar-" + PulsarVersion + "/lib/*",
+		"-cp /repo/lab/run/dist/apache-pulsar-3.3.6/lib/*",
 		"org.apache.pulsar.PulsarStandaloneStarter -c /repo/lab/run/scus/conf/broker.conf -nfw -nss",
 		"--metadata-dir /repo/lab/run/scus/data/metadata",
 		"--bookkeeper-dir /repo/lab/run/scus/data/bookkeeper --bookkeeper-port 13181",
@@ -164,7 +164,7 @@ func TestJavaArgs(t *testing.T) {
 
 func TestRenderCLIConfig(t *testing.T) {
 	cs := DefaultClusters()
-	out, err := RenderCLIConfig(cs, KoPStatus{Reason: "KoP 4.0.6.5 not resolvable from Maven: [ERROR] x"})
+	out, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Reason: "KoP 4.0.6.5 not resolvable from Maven: [ERROR] x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestRenderCLIConfig(t *testing.T) {
 		w.Tenant != "public" || w.MetadataNamespace != "__kafka" || w.KafkaNamespace != "public/default" {
 		t.Errorf("wus rendered as %+v", w)
 	}
-	on, err := RenderCLIConfig(cs, KoPStatus{Enabled: true, Version: "4.0.6.5"})
+	on, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Enabled: true, Version: "4.0.6.5"})
 	if err != nil || !strings.Contains(string(on), "# KoP 4.0.6.5: on") {
 		t.Errorf("KoP on header missing: %v\n%s", err, on)
 	}
@@ -205,7 +205,7 @@ func TestStateRoundTrip(t *testing.T) {
 	if st, err := ReadState(path); st != nil || err != nil {
 		t.Fatalf("missing state: %v %v", st, err)
 	}
-	in := &State{PulsarVersion: PulsarVersion, Keep: true, StartedAt: time.Unix(1700000000, 0).UTC(),
+	in := &State{PulsarVersion: DefaultPulsarVersion, Keep: true, StartedAt: time.Unix(1700000000, 0).UTC(),
 		KoP: KoPStatus{Mode: KoPAuto, Version: "4.0.6.5", Reason: "r", MavenError: "[ERROR] e"}}
 	for _, c := range DefaultClusters() {
 		in.Clusters = append(in.Clusters, ClusterState{Cluster: c, PID: 4242, ReadySeconds: 12.5})
@@ -281,8 +281,12 @@ func TestResolveKoPFromCachedProbe(t *testing.T) {
 	if err := os.WriteFile(p.KoPNar("9.9"), []byte("nar"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if _, err = ResolveKoP(context.Background(), p, KoPRequired, "9.9", &log); err == nil || !strings.Contains(err.Error(), p.KoPNar("9.9")) {
+		t.Errorf("a NAR that is not a zip: %v", err)
+	}
+	writeZip(t, p.ProtocolsDir(), filepath.Base(p.KoPNar("9.9")), map[string]string{HandlerDescriptor: kopDescriptor})
 	st, err = ResolveKoP(context.Background(), p, KoPRequired, "9.9", &log)
-	if err != nil || !st.Enabled || st.Nar != p.KoPNar("9.9") {
+	if err != nil || !st.Enabled || st.Nar != p.KoPNar("9.9") || st.Source != "protocols" || st.SHA256 != sha(t, st.Nar) || st.HandlerDir != p.ProtocolsDir() {
 		t.Errorf("with NAR: %+v %v", st, err)
 	}
 }

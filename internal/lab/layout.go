@@ -1,12 +1,13 @@
 // Package lab starts, checks and stops the project's lab: two real Apache Pulsar standalone
 // clusters (scus and wus) on 127.0.0.1, geo-replicated both ways, with the KoP protocol
-// handler wired in and switched on only when a KoP NAR can be resolved from Maven.
+// handler wired in and switched on when a KoP NAR is brought (KOP_NAR) or resolves from Maven.
 //
 // The artifacts come from lab/pom.xml (Maven, into ~/.m2), the broker configuration from
 // lab/conf/broker.conf.tmpl, and everything a run creates lives under lab/run/ (git-ignored):
 //
 //	lab/run/dist/apache-pulsar-<v>/   the unpacked distribution (+ .version marker)
-//	lab/run/protocols/                the KoP NAR when resolvable, and the probe result
+//	lab/run/protocols/                the KoP NAR when Maven resolves it, and the probe result
+//	lab/run/protocols/byo/            the NAR brought with KOP_NAR (a link or a copy)
 //	lab/run/<cluster>/conf/           rendered broker.conf
 //	lab/run/<cluster>/data/           RocksDB metadata store and bookie data
 //	lab/run/<cluster>/logs/broker.log the JVM's stdout and stderr
@@ -24,11 +25,13 @@ import (
 	"strings"
 )
 
-// Versions pinned by the lab. PulsarVersion must match lab/pom.xml's pulsar.version.
+// Versions the lab defaults to. DefaultPulsarVersion must match lab/pom.xml's pulsar.version;
+// PULSAR_VERSION picks another served version of org.apache.pulsar:pulsar-server-distribution
+// (a KoP NAR is built for one Pulsar line).
 const (
-	PulsarVersion     = "4.0.8"
-	DefaultKoPVersion = "4.0.6.5"
-	ModulePath        = "github.com/kop-offsets/kop-offsets"
+	DefaultPulsarVersion = "4.0.8"
+	DefaultKoPVersion    = "4.0.6.5"
+	ModulePath           = "github.com/kop-offsets/kop-offsets"
 )
 
 // Names of the things the lab creates on both clusters.
@@ -120,8 +123,8 @@ func (p Paths) RunDir() string { return filepath.Join(p.LabDir(), "run") }
 // DistRoot is where the Pulsar distributions are unpacked.
 func (p Paths) DistRoot() string { return filepath.Join(p.RunDir(), "dist") }
 
-// DistMarker records the Pulsar version of the unpacked distribution.
-func (p Paths) DistMarker() string { return filepath.Join(p.DistRoot(), ".version") }
+// DistMarker says that the distribution of version v was unpacked completely.
+func (p Paths) DistMarker(v string) string { return filepath.Join(p.DistRoot(), ".ready-"+v) }
 
 // ProtocolsDir holds the KoP protocol handler NARs.
 func (p Paths) ProtocolsDir() string { return filepath.Join(p.RunDir(), "protocols") }
@@ -145,6 +148,10 @@ func (p Paths) Dist(v string) string { return filepath.Join(p.DistRoot(), "apach
 func (p Paths) KoPNar(v string) string {
 	return filepath.Join(p.ProtocolsDir(), "pulsar-protocol-handler-kafka-"+v+".nar")
 }
+
+// BYONarDir holds the one NAR brought with KOP_NAR (or kop-lab up --kop-nar); the brokers
+// then load handlers from this directory only.
+func (p Paths) BYONarDir() string { return filepath.Join(p.ProtocolsDir(), "byo") }
 
 // KoPProbe caches the result of the last attempt to resolve KoP version v.
 func (p Paths) KoPProbe(v string) string {

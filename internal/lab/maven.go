@@ -40,14 +40,22 @@ func ParseKoPMode(s string) (KoPMode, error) {
 
 // KoPStatus records whether KoP is loaded and why.
 type KoPStatus struct {
-	Mode       KoPMode   `json:"mode"`
-	Version    string    `json:"version"`
-	Enabled    bool      `json:"enabled"`
-	Reason     string    `json:"reason"`
-	Nar        string    `json:"nar,omitempty"`
-	Command    string    `json:"command,omitempty"`    // the mvn command that tried to resolve it
-	MavenError string    `json:"mavenError,omitempty"` // its first [ERROR] line
-	ProbedAt   time.Time `json:"probedAt,omitzero"`
+	Mode    KoPMode `json:"mode"`
+	Version string  `json:"version"`
+	Enabled bool    `json:"enabled"`
+	Reason  string  `json:"reason"`
+	Nar     string  `json:"nar,omitempty"` // the NAR the brokers load
+	// Source says where the NAR came from: "KOP_NAR" (brought by the user), "maven" (the kop
+	// profile of lab/pom.xml) or "protocols" (found in lab/run/protocols/).
+	Source       string    `json:"source,omitempty"`
+	Origin       string    `json:"origin,omitempty"` // the file KOP_NAR named
+	SHA256       string    `json:"sha256,omitempty"`
+	HandlerClass string    `json:"handlerClass,omitempty"`
+	VersionFrom  string    `json:"versionFrom,omitempty"` // where Version was read from the NAR
+	HandlerDir   string    `json:"handlerDir,omitempty"`  // protocolHandlerDirectory of the brokers
+	Command      string    `json:"command,omitempty"`     // the mvn command that tried to resolve it
+	MavenError   string    `json:"mavenError,omitempty"`  // its first [ERROR] line
+	ProbedAt     time.Time `json:"probedAt,omitzero"`
 }
 
 // KoPProbeTTL is how long a failed resolution is trusted before mvn is asked again (Maven's
@@ -88,40 +96,74 @@ func runMaven(ctx context.Context, p Paths, args ...string) (string, string, err
 	return "mvn " + strings.Join(full, " "), ansi.ReplaceAllString(out.String(), ""), err
 }
 
-// DistReady reports whether the unpacked distribution of PulsarVersion is in place.
-func DistReady(p Paths) bool {
-	b, err := os.ReadFile(p.DistMarker())
-	if err != nil || strings.TrimSpace(string(b)) != PulsarVersion {
+// DistReady reports whether the unpacked distribution of Pulsar version v is in place.
+func DistReady(p Paths, v string) bool {
+	if _, err := os.Stat(p.DistMarker(v)); err != nil {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(p.Dist(PulsarVersion), "lib", "org.apache.pulsar-pulsar-broker-"+PulsarVersion+".jar"))
+	_, err := os.Stat(filepath.Join(p.Dist(v), "lib", "org.apache.pulsar-pulsar-broker-"+v+".jar"))
 	return err == nil
 }
 
-// EnsureDist resolves and unpacks the Pulsar distribution through lab/pom.xml, unless the
-// version marker says it is already there (then mvn is not run at all).
-func EnsureDist(ctx context.Context, p Paths, log io.Writer) (ran bool, err error) {
-	if DistReady(p) {
+// EnsureDist resolves and unpacks the Pulsar distribution of version v through lab/pom.xml
+// (-Dpulsar.version), unless its marker says it is already there (then mvn is not run at all).
+func EnsureDist(ctx context.Context, p Paths, v string, log io.Writer) (ran bool, err error) {
+	if DistReady(p, v) {
 		return false, nil
 	}
 	start := time.Now()
-	fmt.Fprintf(log, "lab: resolving org.apache.pulsar:pulsar-server-distribution:%s:tar.gz:bin with Maven\n", PulsarVersion)
-	cmdline, out, err := runMaven(ctx, p, "package")
+	fmt.Fprintf(log, "lab: resolving org.apache.pulsar:pulsar-server-distribution:%s:tar.gz:bin with Maven\n", v)
+	cmdline, out, err := runMaven(ctx, p, "-Dpulsar.version="+v, "package")
 	if err != nil {
 		msg := FirstMavenError(out)
 		if msg == "" {
 			msg = tail(out, 20)
 		}
-		return true, fmt.Errorf("lab: %s failed: %w\n%s", cmdline, err, msg)
+		return true, fmt.Errorf("lab: Pulsar %s (PULSAR_VERSION): %s failed: %w\n%s", v, cmdline, err, msg)
 	}
-	if _, err := os.Stat(filepath.Join(p.Dist(PulsarVersion), "lib")); err != nil {
-		return true, fmt.Errorf("lab: %s succeeded but %s is missing", cmdline, p.Dist(PulsarVersion))
+	if _, err := os.Stat(filepath.Join(p.Dist(v), "lib")); err != nil {
+		return true, fmt.Errorf("lab: %s succeeded but %s is missing", cmdline, p.Dist(v))
 	}
-	if err := os.WriteFile(p.DistMarker(), []byte(PulsarVersion+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(p.DistMarker(v), []byte(v+"\n"), 0o644); err != nil {
 		return true, err
 	}
-	fmt.Fprintf(log, "lab: distribution ready in %s (%s)\n", p.Dist(PulsarVersion), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(log, "lab: distribution ready in %s (%s)\n", p.Dist(v), time.Since(start).Round(time.Millisecond))
 	return true, nil
+}
+
+// ResolveBYO checks and installs the NAR the user brought (KOP_NAR, kop-lab up --kop-nar).
+// KOP=off still wins: the NAR is then not even read.
+func ResolveBYO(p Paths, mode KoPMode, nar string) (KoPStatus, error) {
+	st := KoPStatus{Mode: mode, Source: "KOP_NAR", Origin: nar}
+	if mode == KoPOff {
+		st.Reason = "KOP=off (KOP_NAR=" + nar + " not used)"
+		return st, nil
+	}
+	info, err := InspectNar(nar)
+	if err != nil {
+		return st, err
+	}
+	dst, err := installNar(p, info)
+	if err != nil {
+		return st, err
+	}
+	st.Origin = info.Path
+	st.Enabled, st.Nar, st.HandlerDir = true, dst, p.BYONarDir()
+	st.Version, st.VersionFrom, st.SHA256, st.HandlerClass = info.Version, info.VersionFrom, info.SHA256, info.HandlerClass
+	st.Reason = fmt.Sprintf("KoP %s from KOP_NAR=%s (sha256 %s)", info.Version, info.Path, info.SHA256)
+	return st, nil
+}
+
+// describeNar checks a NAR found in lab/run/protocols/ (Maven's copy, or one put there by
+// hand) the same way as a brought one, and records what it is.
+func describeNar(st *KoPStatus, p Paths, nar, source string) error {
+	info, err := InspectNar(nar)
+	if err != nil {
+		return err
+	}
+	st.Enabled, st.Nar, st.Source, st.HandlerDir = true, nar, source, p.ProtocolsDir()
+	st.SHA256, st.HandlerClass, st.VersionFrom = info.SHA256, info.HandlerClass, info.VersionFrom
+	return nil
 }
 
 // ResolveKoP decides whether KoP is loaded: it looks for the NAR, else asks Maven for it
@@ -136,8 +178,10 @@ func ResolveKoP(ctx context.Context, p Paths, mode KoPMode, version string, log 
 	}
 	nar := p.KoPNar(version)
 	if fi, err := os.Stat(nar); err == nil && fi.Size() > 0 {
-		st.Enabled, st.Nar = true, nar
-		st.Reason = "KoP " + version + " NAR at " + nar
+		if err := describeNar(&st, p, nar, "protocols"); err != nil {
+			return st, err
+		}
+		st.Reason = "KoP " + version + " NAR at " + nar + " (sha256 " + st.SHA256 + ")"
 		return st, nil
 	}
 	if cached, ok := readProbe(p, version); ok && os.Getenv("KOP_PROBE") != "1" {
@@ -153,8 +197,10 @@ func ResolveKoP(ctx context.Context, p Paths, mode KoPMode, version string, log 
 		if err == nil {
 			if fi, serr := os.Stat(nar); serr == nil && fi.Size() > 0 {
 				_ = os.Remove(p.KoPProbe(version))
-				st.Enabled, st.Nar = true, nar
-				st.Reason = "KoP " + version + " NAR resolved to " + nar
+				if err := describeNar(&st, p, nar, "maven"); err != nil {
+					return st, err
+				}
+				st.Reason = "KoP " + version + " NAR resolved to " + nar + " (sha256 " + st.SHA256 + ")"
 				return st, nil
 			}
 			st.MavenError = "mvn succeeded but " + nar + " is missing"
@@ -166,7 +212,7 @@ func ResolveKoP(ctx context.Context, p Paths, mode KoPMode, version string, log 
 		}
 		writeProbe(p, version, st)
 	}
-	st.Reason = "KoP " + version + " not resolvable from Maven: " + st.MavenError
+	st.Reason = "KoP " + version + " not resolvable from Maven: " + st.MavenError + "; bring a NAR with KOP_NAR=/path/to/pulsar-protocol-handler-kafka-<v>.nar (docs/lab.md)"
 	if mode == KoPRequired {
 		return st, fmt.Errorf("%w: %s\n  command: %s", ErrKoPRequired, st.Reason, st.Command)
 	}

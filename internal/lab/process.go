@@ -31,7 +31,7 @@ func javaBinary() string {
 // startJVM starts cluster c's standalone JVM in its own process group (so that it outlives
 // the caller and ^C in a terminal does not reach it) with stdout and stderr appended to its
 // broker.log. It returns the pid.
-func startJVM(p Paths, c Cluster) (int, error) {
+func startJVM(p Paths, c Cluster, pulsarVersion string) (int, error) {
 	for _, d := range []string{p.ClusterDir(c.Name), p.DataDir(c.Name), p.TmpDir(c.Name),
 		p.NarExtractionDir(c.Name), filepath.Dir(p.LogFile(c.Name))} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -43,7 +43,7 @@ func startJVM(p Paths, c Cluster) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = logf.Close() }()
-	args := JavaArgs(p, c)
+	args := JavaArgs(p, c, pulsarVersion)
 	fmt.Fprintf(logf, "\n=== kop-lab: starting %s at %s\n=== %s %s\n", c.Name,
 		time.Now().UTC().Format(time.RFC3339), javaBinary(), strings.Join(args, " "))
 	cmd := exec.Command(javaBinary(), args...)

@@ -22,8 +22,13 @@ type brokerConfData struct {
 	NarExtractionDir string
 }
 
-// RenderBrokerConf renders the broker configuration template tmpl for cluster c.
-func RenderBrokerConf(tmpl string, p Paths, c Cluster, kopVersion string) ([]byte, error) {
+// RenderBrokerConf renders the broker configuration template tmpl for cluster c on Pulsar
+// pulsarVersion; the KoP block (when c.KoP) loads handlers from kop.HandlerDir.
+func RenderBrokerConf(tmpl string, p Paths, c Cluster, pulsarVersion string, kop KoPStatus) ([]byte, error) {
+	dir := kop.HandlerDir
+	if dir == "" {
+		dir = p.ProtocolsDir()
+	}
 	t, err := template.New("broker.conf").Option("missingkey=error").Parse(tmpl)
 	if err != nil {
 		return nil, fmt.Errorf("lab: parse broker.conf template: %w", err)
@@ -32,10 +37,10 @@ func RenderBrokerConf(tmpl string, p Paths, c Cluster, kopVersion string) ([]byt
 	err = t.Execute(&b, brokerConfData{
 		Name:             c.Name,
 		Ports:            c.Ports,
-		PulsarVersion:    PulsarVersion,
+		PulsarVersion:    pulsarVersion,
 		KoP:              c.KoP,
-		KoPVersion:       kopVersion,
-		ProtocolsDir:     p.ProtocolsDir(),
+		KoPVersion:       kop.Version,
+		ProtocolsDir:     dir,
 		NarExtractionDir: p.NarExtractionDir(c.Name),
 	})
 	if err != nil {
@@ -45,12 +50,12 @@ func RenderBrokerConf(tmpl string, p Paths, c Cluster, kopVersion string) ([]byt
 }
 
 // writeBrokerConf renders the template from lab/conf and writes lab/run/<c>/conf/broker.conf.
-func writeBrokerConf(p Paths, c Cluster, kopVersion string) (string, error) {
+func writeBrokerConf(p Paths, c Cluster, pulsarVersion string, kop KoPStatus) (string, error) {
 	tmpl, err := os.ReadFile(p.ConfTemplate())
 	if err != nil {
 		return "", err
 	}
-	out, err := RenderBrokerConf(string(tmpl), p, c, kopVersion)
+	out, err := RenderBrokerConf(string(tmpl), p, c, pulsarVersion, kop)
 	if err != nil {
 		return "", err
 	}
@@ -79,9 +84,9 @@ var addOpens = []string{
 func ProcessMarker(name string) string { return "-Dkop.lab.cluster=" + name }
 
 // JavaArgs returns the java command line (without the java binary) that starts cluster c as a
-// standalone: broker, one in-process bookie, RocksDB metadata store, no functions worker, no
-// stream storage.
-func JavaArgs(p Paths, c Cluster) []string {
+// standalone of Pulsar pulsarVersion: broker, one in-process bookie, RocksDB metadata store, no
+// functions worker, no stream storage.
+func JavaArgs(p Paths, c Cluster, pulsarVersion string) []string {
 	args := append([]string{}, JVMMemory...)
 	args = append(args,
 		"-XX:+UseG1GC",
@@ -108,7 +113,7 @@ func JavaArgs(p Paths, c Cluster) []string {
 		args = append(args, "--add-opens", o+"=ALL-UNNAMED")
 	}
 	args = append(args, "--enable-native-access=ALL-UNNAMED",
-		"-cp", filepath.Join(p.Dist(PulsarVersion), "lib")+"/*",
+		"-cp", filepath.Join(p.Dist(pulsarVersion), "lib")+"/*",
 		"org.apache.pulsar.PulsarStandaloneStarter",
 		"-c", p.BrokerConf(c.Name),
 		"-nfw", "-nss",
@@ -135,7 +140,7 @@ type cliCluster struct {
 }
 
 // RenderCLIConfig renders a kop-offsets configuration (docs/config.md) for the clusters.
-func RenderCLIConfig(cs []Cluster, kop KoPStatus) ([]byte, error) {
+func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte, error) {
 	cfg := cliConfig{}
 	for _, c := range cs {
 		cfg.Clusters = append(cfg.Clusters, cliCluster{
@@ -159,9 +164,12 @@ func RenderCLIConfig(cs []Cluster, kop KoPStatus) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# kop-offsets configuration for the lab, written by internal/lab (kop-lab up).\n")
-	fmt.Fprintf(&b, "# Apache Pulsar %s standalone clusters on %s.\n", PulsarVersion, Host)
+	fmt.Fprintf(&b, "# Apache Pulsar %s standalone clusters on %s.\n", pulsarVersion, Host)
 	if kop.Enabled {
 		fmt.Fprintf(&b, "# KoP %s: on (kafkaBootstrap answers).\n", kop.Version)
+		if kop.SHA256 != "" {
+			fmt.Fprintf(&b, "# KoP NAR %s, sha256 %s.\n", kop.Nar, kop.SHA256)
+		}
 	} else {
 		fmt.Fprintf(&b, "# KoP: off (%s); nothing listens on kafkaBootstrap.\n", oneLine(kop.Reason))
 	}

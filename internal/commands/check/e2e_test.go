@@ -2,11 +2,13 @@
 
 package check
 
-// End-to-end tests of `check` on the real lab (two Apache Pulsar 4.0.8 clusters, scus and
-// wus, geo-replicated). KoP is not available on this machine (docs/lab.md): nothing listens
-// on the Kafka ports, so the cached side is asserted to fail truthfully, and the cross-
-// cluster statuses are asserted with --persisted-only. Offset commits are written with
-// internal/testkit, which writes what KoP's writer would write.
+// End-to-end tests of `check` on the real lab (two Apache Pulsar clusters, scus and wus,
+// geo-replicated), with or without KoP (KOP_NAR, docs/lab.md). Without KoP nothing listens
+// on the Kafka ports, so the cached side is asserted to fail truthfully; with KoP the commits
+// of the shared offsets topic go through KoP's Kafka path and the cached side is asserted as
+// KoP serves it. The cross-cluster statuses are asserted with --persisted-only, in namespaces
+// of the tests' own written with internal/testkit (what KoP's writer would write), which no
+// KoP loads.
 
 import (
 	"bytes"
@@ -159,18 +161,26 @@ func subscriptions(t *testing.T, a pulsaradmin.Client, topic string) []string {
 	return subs
 }
 
-// TestE2EPersistedBothClusters: commits written on scus's public/__kafka, replicated to wus,
-// are read back on both clusters; the cached side fails because KoP is absent; check leaves
-// no subscription behind.
+// TestE2EPersistedBothClusters: commits made on scus (through KoP when it runs, else written
+// as KoP writes them into public/__kafka) are replicated to wus and read back on both
+// clusters; check leaves no subscription behind. The cached side per mode: without KoP it
+// fails on both clusters (exit 3); with KoP, scus serves its commit and wus, which loaded the
+// group's partition before the commits arrived, serves no offset: stale_cache (exit 1).
 func TestE2EPersistedBothClusters(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	group := fmt.Sprintf("e2e-check-%d", time.Now().UnixNano())
-	w := testkit.NewWriter(e.pc["scus"], lab.OffsetsTopic, lab.OffsetsTopicPartitions)
-	defer w.Close()
+	kop := e.l.Cluster("scus").KoP
+	if kop {
+		// Make wus's KoP load the group's partition now (OffsetFetch finds the coordinator),
+		// before any commit of the group exists.
+		if off, ok, err := lab.FetchThroughKoP(ctx, e.l.Cluster("wus"), group, lab.Topic1, 0); err != nil || ok {
+			t.Fatalf("wus before any commit: offset %d (%v) %v", off, ok, err)
+		}
+	}
 	var part int32
 	for _, off := range []int64{500, 10900} {
-		p, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
+		p, err := e.l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,14 +200,21 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 		t.Errorf("persisted-only: exit %d row %+v scus %+v wus %+v", code, r, s, wc)
 	}
 
-	// Full check: KoP is not running, so the cached side is an error on both clusters (exit 3),
-	// with the persisted values still correct.
 	rep, code, stderr := runCheck(t, cfg, "--group", group)
 	r, s = cell(t, rep, group, "scus")
 	wc = r.Clusters["wus"]
-	if code != 3 || r.Status != offsets.StatusError || s.Status != offsets.StatusError || wc.Status != offsets.StatusError ||
-		val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" || s.Cached != nil ||
-		!strings.Contains(s.Error, "connection refused") || !strings.Contains(stderr, "cluster wus: kafka") {
+	if val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" {
+		t.Errorf("full: persisted scus %s wus %s, want 10900", val(s.Persisted), val(wc.Persisted))
+	}
+	if kop {
+		// scus serves what it committed; wus serves nothing although its topic holds 10900.
+		if code != 1 || r.Status != offsets.StatusStaleCache || s.Status != offsets.StatusOK || val(s.Cached) != "10900" ||
+			wc.Status != offsets.StatusStaleCache || wc.Cached != nil || wc.Error != "" {
+			t.Errorf("full (KoP): exit %d row %+v scus %+v wus %+v\n%s", code, r, s, wc, stderr)
+		}
+	} else if code != 3 || r.Status != offsets.StatusError || s.Status != offsets.StatusError || wc.Status != offsets.StatusError ||
+		s.Cached != nil || !strings.Contains(s.Error, "connection refused") || !strings.Contains(stderr, "cluster wus: kafka") {
+		// KoP is not running: the cached side is an error on both clusters (exit 3).
 		t.Errorf("full: exit %d row %+v scus %+v wus %+v\n%s", code, r, s, wc, stderr)
 	}
 
@@ -215,9 +232,7 @@ func TestE2EClusterUnreachable(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	group := fmt.Sprintf("e2e-down-%d", time.Now().UnixNano())
-	w := testkit.NewWriter(e.pc["scus"], lab.OffsetsTopic, lab.OffsetsTopicPartitions)
-	defer w.Close()
-	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 77}); err != nil {
+	if _, err := e.l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 77}); err != nil {
 		t.Fatal(err)
 	}
 	rep, code, stderr := runCheck(t, e.writeConfig(t, "__kafka", "wus"), "--persisted-only", "--group", group)

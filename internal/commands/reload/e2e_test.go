@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands"
@@ -29,11 +28,12 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
-// The lab: two real Pulsar 4.0.8 clusters, public/__kafka with 4 bundles, an offsets topic of
-// 8 partitions. KoP is NOT available here (no NAR), so nothing answers on the Kafka ports:
-// group activity is unknown and the cache cannot be verified. These tests assert what the
-// brokers really answer about the bundle unload and the load trigger, and that reload says
-// exactly that it could not verify the cache.
+// The lab: two real Pulsar clusters, public/__kafka with 4 bundles, an offsets topic of 8
+// partitions, with or without KoP (KOP_NAR, docs/lab.md). These tests assert what the brokers
+// really answer about the bundle unload and the load trigger and, per mode, what reload says
+// about the cache: without KoP nothing answers on the Kafka ports, so group activity is
+// unknown and reload says exactly that it could not verify the cache; with KoP the group
+// (committed through KoP, no members) is idle and the reload is verified.
 //
 // They work on bundle 0x40000000_0x80000000 (offsets partitions 1 and 5), which holds none of
 // the user's scenario group G (partition 7), with a group of their own.
@@ -75,14 +75,8 @@ func setup(t *testing.T) *env {
 			break
 		}
 	}
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: sc.ServiceURL, OperationTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	w := testkit.NewWriter(pc, pulsarx.OffsetsTopic("public", "__kafka"), lab.OffsetsTopicPartitions)
-	defer w.Close()
-	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
+	// Through KoP when it runs, else written as KoP writes it.
+	if _, err := l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{lab: l, admin: adm, group: group}
@@ -259,8 +253,10 @@ func TestE2EDryRunChangesNothing(t *testing.T) {
 	if len(d.Plan.Bundles) != 1 || d.Plan.Bundles[0].Range != bundle || !slices.Equal(d.Plan.Bundles[0].OffsetsPartitions, bundleParts) {
 		t.Fatalf("bundles %+v", d.Plan.Bundles)
 	}
-	if !slices.Contains(d.Plan.Bundles[0].Groups, e.group) || !d.Plan.Bundles[0].Refused || !strings.Contains(d.Plan.Bundles[0].Reason, "not proven idle") {
-		t.Errorf("bundle %+v", d.Plan.Bundles[0])
+	kop := e.lab.Cluster("scus").KoP
+	if b := d.Plan.Bundles[0]; !slices.Contains(b.Groups, e.group) ||
+		!kop && (!b.Refused || !strings.Contains(b.Reason, "not proven idle")) || kop && b.Refused {
+		t.Errorf("bundle %+v (KoP %v)", b, kop)
 	}
 	var found bool
 	for _, g := range d.Plan.Groups {
@@ -272,7 +268,11 @@ func TestE2EDryRunChangesNothing(t *testing.T) {
 			t.Errorf("group %+v", g)
 		}
 		for _, c := range []string{"scus", "wus"} {
-			if a := g.Activity[c]; a.Status != "unknown" || !strings.Contains(a.Error, "connection refused") {
+			a := g.Activity[c]
+			if kop && (a.Status != "idle" || a.Error != "") {
+				t.Errorf("activity on %s: %+v (KoP answers: a group without members is idle)", c, a)
+			}
+			if !kop && (a.Status != "unknown" || !strings.Contains(a.Error, "connection refused")) {
 				t.Errorf("activity on %s: %+v (KoP does not listen)", c, a)
 			}
 		}
@@ -328,30 +328,42 @@ func TestE2EUnloadAndLoad(t *testing.T) {
 	e := setup(t)
 	before := e.observe(t)
 
-	// Without --allow-active: refused (KoP does not answer, so no group is proven idle).
-	code, out, errOut := e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "-o", "json")
-	if d := parse(t, out); code != 4 || d.Execution != nil || !strings.Contains(d.Refusal, "nothing was unloaded") {
-		t.Fatalf("refusal: exit %d %+v stderr %s", code, d, errOut)
-	}
-	if mid := e.observe(t); fmt.Sprintf("%+v", mid) != fmt.Sprintf("%+v", before) {
-		t.Fatalf("a refused reload changed the broker: %+v -> %+v", before, mid)
-	}
-
+	kop := e.lab.Cluster("scus").KoP
 	start := time.Now().UTC()
-	code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "--allow-active", "--wait", "3s", "-o", "json")
+	var code int
+	var out, errOut string
+	if kop {
+		// KoP answers and the group has no members: idle, so no --allow-active is needed.
+		code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "10s", "reload", "--group", e.group, "--yes", "--wait", "30s", "-o", "json")
+	} else {
+		// Without --allow-active: refused (KoP does not answer, so no group is proven idle).
+		code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "-o", "json")
+		if d := parse(t, out); code != 4 || d.Execution != nil || !strings.Contains(d.Refusal, "nothing was unloaded") {
+			t.Fatalf("refusal: exit %d %+v stderr %s", code, d, errOut)
+		}
+		if mid := e.observe(t); fmt.Sprintf("%+v", mid) != fmt.Sprintf("%+v", before) {
+			t.Fatalf("a refused reload changed the broker: %+v -> %+v", before, mid)
+		}
+		start = time.Now().UTC()
+		code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "--allow-active", "--wait", "3s", "-o", "json")
+	}
 	after := e.observe(t)
 	d := parse(t, out)
 	t.Logf("result: %s", out)
-	if code != 3 || d.ExitCode != 3 || d.Execution == nil {
-		t.Fatalf("want exit 3 (cache not verifiable, KoP does not answer), got %d: %+v", code, d)
+	wantCode, bundleStatus, groupStatus := 3, "unverified", "unverified"
+	if kop {
+		wantCode, bundleStatus, groupStatus = 0, "verified", "fresh"
+	}
+	if code != wantCode || d.ExitCode != wantCode || d.Execution == nil {
+		t.Fatalf("want exit %d (KoP %v), got %d: %+v", wantCode, kop, code, d)
 	}
 	ex := d.Execution
 	if len(ex.Bundles) != 1 {
 		t.Fatalf("bundles %+v", ex.Bundles)
 	}
 	b := ex.Bundles[0]
-	if b.Range != bundle || b.Status != "unverified" || !b.Unloaded || !b.Loaded || b.Owner != e.lab.Cluster("scus").ServiceURL ||
-		!strings.Contains(b.Error, "could not be asked") {
+	if b.Range != bundle || b.Status != bundleStatus || !b.Unloaded || !b.Loaded || b.Owner != e.lab.Cluster("scus").ServiceURL ||
+		!kop && !strings.Contains(b.Error, "could not be asked") || kop && b.Error != "" {
 		t.Errorf("bundle result %+v", b)
 	}
 	if !slices.Equal(ex.Unloaded, []string{bundle}) || len(ex.NotUnloaded) != 0 {
@@ -365,7 +377,7 @@ func TestE2EUnloadAndLoad(t *testing.T) {
 				t.Errorf("persisted after the load: %+v", g.Persisted)
 			}
 		}
-		if g.Status != "unverified" || g.After == nil || g.After.ErrorKind != "unreachable" {
+		if g.Status != groupStatus || g.After == nil || !kop && g.After.ErrorKind != "unreachable" || kop && g.After.ErrorKind != "" {
 			t.Errorf("group %+v after %+v", g, g.After)
 		}
 	}

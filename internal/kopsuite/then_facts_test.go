@@ -1,0 +1,244 @@
+//go:build kop
+
+package kopsuite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// TestOtherFormNoOffset: wus's KoP owned the group's partition before the commit arrived, so
+// it serves no offset at all while its topic holds 500; check calls it stale_cache and a
+// reload of wus makes it serve 500.
+func TestOtherFormNoOffset(t *testing.T) {
+	topic := newTopic(t, "other-form")
+	group := newName("other-form-group")
+	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	settle(t, group)
+	produce(t, theLab.Cluster("scus"), topic, 600)
+	waitEndOffset(t, theLab.Cluster("wus"), topic, 600)
+
+	loadOn(t, "wus", group) // wus serves the partition now, before any commit of the group
+	if got := served(t, "wus", group, topic); got != "none" {
+		t.Fatalf("wus serves %s before any commit", got)
+	}
+	commit(t, "scus", group, topic, 500)
+	waitReplicated(t, "scus", "wus", part)
+	if got := served(t, "wus", group, topic); got != "none" {
+		t.Fatalf("wus serves %s after the replicated commit, want no offset (loaded before it arrived)", got)
+	}
+	rep, code := check(t, "--group", group)
+	r := row(t, rep, group)
+	w := r.Clusters["wus"]
+	if code != 1 || w.Status != offsets.StatusStaleCache || w.Cached != nil || val(w.Persisted) != "500" ||
+		r.Clusters["scus"].Status != offsets.StatusOK {
+		t.Fatalf("check: exit %d, wus %+v, scus %+v", code, w, r.Clusters["scus"])
+	}
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
+	if code != 0 {
+		t.Fatalf("reload: exit %d", code)
+	}
+	if got := served(t, "wus", group, topic); got != "500" {
+		t.Fatalf("wus serves %s after reload, want 500", got)
+	}
+}
+
+// TestLiveGroupRefused: a group with a live member on wus is refused by reload (it would
+// rebalance), and reloaded with --allow-active.
+func TestLiveGroupRefused(t *testing.T) {
+	topic := newTopic(t, "live")
+	group := newName("live-group")
+	settle(t, group)
+	wus := theLab.Cluster("wus")
+	produce(t, wus, topic, 20)
+	commit(t, "wus", group, topic, 5)
+
+	// A live member: joined, and polling in the background until the test ends.
+	cl := kafka(t, wus, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitGroupState(t, wus, group, "Stable")
+
+	code, out := run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "-o", "json")
+	var d struct {
+		Refusal   string
+		Execution json.RawMessage
+		Plan      struct {
+			Groups []struct {
+				Group    string
+				Activity map[string]struct{ Status string }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("reload: exit %d: %v", code, err)
+	}
+	if code != 4 || !strings.Contains(d.Refusal, "nothing was unloaded") || (len(d.Execution) > 0 && string(d.Execution) != "null") {
+		t.Fatalf("live group not refused: exit %d, refusal %q", code, d.Refusal)
+	}
+	live := false
+	for _, g := range d.Plan.Groups {
+		live = live || g.Group == group && g.Activity["wus"].Status == "live"
+	}
+	if !live {
+		t.Errorf("the plan does not call %s live on wus: %+v", group, d.Plan.Groups)
+	}
+
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--allow-active", "--wait", "60s", "-o", "json")
+	if code != 0 {
+		t.Fatalf("reload --allow-active: exit %d", code)
+	}
+	if got := served(t, "wus", group, topic); got != "5" {
+		t.Fatalf("wus serves %s after the reload, want 5", got)
+	}
+}
+
+// waitGroupState waits until KoP on c describes group in state.
+func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
+	t.Helper()
+	adm := kadm.NewClient(kafka(t, c))
+	deadline := time.Now().Add(time.Minute)
+	last := ""
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		gs, err := adm.DescribeGroups(ctx, group)
+		cancel()
+		if err == nil {
+			if g, ok := gs[group]; ok && g.Err == nil {
+				last = g.State
+				if g.State == state && len(g.Members) > 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s: group %s is %q, not %s", c.Name, group, last, state)
+}
+
+// TestSingleTopicUnload: unloading one offsets partition (not its bundle) clears KoP's cache
+// of it and does not load it again: KoP answers NOT_COORDINATOR for its groups, for good,
+// and check calls them coordinator_unavailable. reload refuses such a group (its activity is
+// unknown) unless --allow-active, and that bundle reload brings it back.
+func TestSingleTopicUnload(t *testing.T) {
+	topic := newTopic(t, "single-unload")
+	group := newName("single-unload-group")
+	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	settle(t, group) // loads the partition again at the end, whatever happens
+	wus := theLab.Cluster("wus")
+	produce(t, wus, topic, 50)
+	commit(t, "wus", group, topic, 42)
+	if got := served(t, "wus", group, topic); got != "42" {
+		t.Fatalf("wus serves %s, want 42", got)
+	}
+	if err := rawOffsetFetch(t, wus, group); err != nil {
+		t.Fatalf("OffsetFetch before the unload: %v", err)
+	}
+
+	tn, _ := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, part))
+	if err := admin(t, wus).Topics().Unload(*tn); err != nil {
+		t.Fatalf("wus: unload %s: %v", tn, err)
+	}
+	t.Logf("wus: unloaded %s alone", tn)
+	// Not reloaded: NOT_COORDINATOR now and still 20 s later.
+	for i := 0; i < 5; i++ {
+		if err := rawOffsetFetch(t, wus, group); !errors.Is(err, errNotCoordinator) {
+			t.Fatalf("OffsetFetch %ds after the single-topic unload: %v, want NOT_COORDINATOR", i*5, err)
+		}
+		time.Sleep(5 * time.Second)
+	}
+
+	// coordinator_unavailable: check retries for --coordinator-wait, then says so.
+	rep, code := check(t, "--cluster", "wus", "--group", group, "--coordinator-wait", "5s")
+	r := row(t, rep, group)
+	if w := r.Clusters["wus"]; w.Status != offsets.StatusCoordinatorUnavailable || w.Cached != nil || val(w.Persisted) != "42" || code == 0 {
+		t.Fatalf("check: exit %d, wus %+v", code, w)
+	}
+
+	// reload refuses it as it is: KoP does not answer for the group, so it is not proven idle.
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "-o", "json")
+	if code != 4 {
+		t.Errorf("reload of a group KoP does not answer for: exit %d, want 4 (refused: activity unknown)", code)
+	}
+	// The bundle reload (what reload does, here with --allow-active) brings it back.
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--allow-active", "--wait", "60s", "-o", "json")
+	if code != 0 {
+		t.Errorf("reload --allow-active after the single-topic unload: exit %d", code)
+	}
+	if got := served(t, "wus", group, topic); got != "42" {
+		t.Fatalf("wus serves %s after the bundle reload, want 42", got)
+	}
+}
+
+// TestMisaligned: a record written on wus alone (not replicated) shifts wus's offsets by one,
+// so the same committed offset denotes different records on the two clusters; check
+// --verify-alignment calls the row misaligned.
+func TestMisaligned(t *testing.T) {
+	topic := newTopic(t, "misaligned")
+	group := newName("misaligned-group")
+	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	settle(t, group)
+	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
+	produce(t, scus, topic, 100)
+	waitEndOffset(t, wus, topic, 100)
+
+	// One record on wus only: a Pulsar producer on the partition with replication disabled.
+	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: wus.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	prod, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/" + topic + "-partition-0", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prod.Send(context.Background(), &pulsar.ProducerMessage{Key: "local-wus", Payload: []byte("written on wus only"), DisableReplication: true})
+	prod.Close()
+	if err != nil {
+		t.Fatalf("wus: local record: %v", err)
+	}
+	waitEndOffset(t, wus, topic, 101)
+
+	produce(t, scus, topic, 50)
+	waitEndOffset(t, scus, topic, 150)
+	waitEndOffset(t, wus, topic, 151)
+
+	commit(t, "scus", group, topic, 120)
+	waitReplicated(t, "scus", "wus", part)
+	loadOn(t, "wus", group) // wus serves 120 too: the numbers agree
+	if got := served(t, "wus", group, topic); got != "120" {
+		t.Fatalf("wus serves %s, want 120", got)
+	}
+
+	rep, code := check(t, "--group", group)
+	if r := row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
+		t.Fatalf("check without alignment: exit %d, %+v", code, r)
+	}
+	rep, code = check(t, "--group", group, "--verify-alignment")
+	r := row(t, rep, group)
+	if code != 1 || r.Status != offsets.StatusMisaligned {
+		t.Fatalf("check --verify-alignment: exit %d, row %s, %+v", code, r.Status, r.Clusters)
+	}
+	t.Logf("misaligned: scus %+v, wus %+v", r.Clusters["scus"], r.Clusters["wus"])
+}

@@ -1,0 +1,197 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+// KafkaClient returns a franz-go client for c's KoP listener, built like the CLI's
+// (internal/connect: capped at Kafka 3.8 request versions, which KoP negotiates).
+func KafkaClient(c Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
+	return connect.NewKafkaClient(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}},
+		connect.Options{RequestTimeout: 30 * time.Second}, extra...)
+}
+
+// KafkaTopic is the name a Kafka client uses for a KoP topic: the short name in the default
+// Kafka namespace (public/default), tenant/ns/topic elsewhere.
+func KafkaTopic(full string) string {
+	s := strings.TrimPrefix(full, "persistent://")
+	if rest, ok := strings.CutPrefix(s, DefaultNamespace+"/"); ok {
+		return rest
+	}
+	return s
+}
+
+// CommitThroughKoP commits group's offset on cluster c through KoP's Kafka path (an
+// OffsetCommit without a member, as an admin tool sends it), so that KoP writes the record and
+// caches the value. topic may be a full persistent:// name or a Kafka name.
+func CommitThroughKoP(ctx context.Context, c Cluster, group, topic string, partition int32, offset int64) error {
+	cl, err := KafkaClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: KafkaTopic(topic), Partition: partition, At: offset, LeaderEpoch: -1})
+	// KoP answers COORDINATOR_LOAD_IN_PROGRESS while it loads the group's partition; franz-go
+	// retries that within its retry timeout.
+	resp, err := adm.CommitOffsets(ctx, group, offs)
+	if err != nil {
+		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s): %w", c.Name, group, KafkaTopic(topic), partition, offset, c.KafkaBootstrap, err)
+	}
+	if err := resp.Error(); err != nil {
+		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s): %w", c.Name, group, KafkaTopic(topic), partition, offset, c.KafkaBootstrap, err)
+	}
+	return nil
+}
+
+// FetchThroughKoP returns what KoP on c serves for group's topic/partition: the offset, or
+// ok false when it has none (-1 on the wire).
+func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partition int32) (offset int64, ok bool, err error) {
+	cl, err := KafkaClient(c)
+	if err != nil {
+		return 0, false, err
+	}
+	defer cl.Close()
+	// All topics: KoP 3.1 answers a fetch for named topics with -1 when they are asked by
+	// their short name, and names the topics of its answer tenant/ns/topic.
+	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: OffsetFetch %s through KoP (%s): %w", c.Name, group, c.KafkaBootstrap, err)
+	}
+	want := fullTopic(topic)
+	for name, ps := range resp {
+		if o, found := ps[partition]; found && fullTopic(name) == want && o.At >= 0 {
+			return o.At, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// fullTopic returns a topic's full Pulsar name from a full name, tenant/ns/topic, or a short
+// name in the default Kafka namespace.
+func fullTopic(s string) string {
+	switch {
+	case strings.HasPrefix(s, "persistent://"):
+		return s
+	case strings.Count(s, "/") == 2:
+		return "persistent://" + s
+	}
+	return "persistent://" + DefaultNamespace + "/" + s
+}
+
+// Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka
+// path when KoP runs (KoP writes the record and caches it), else with testkit, byte for byte
+// what KoP would write into the offsets topic. It returns the offsets partition of the group.
+func (l *Lab) Commit(ctx context.Context, name string, c testkit.OffsetCommit) (int32, error) {
+	cl := l.Cluster(name)
+	part := offsets.PartitionFor(c.Group, OffsetsTopicPartitions)
+	if cl.KoP {
+		return part, CommitThroughKoP(ctx, cl, c.Group, c.Topic, c.Partition, c.Offset)
+	}
+	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: cl.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		return 0, err
+	}
+	defer pc.Close()
+	w := testkit.NewWriter(pc, OffsetsTopic, OffsetsTopicPartitions)
+	defer w.Close()
+	p, _, err := w.Commit(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	if p != part {
+		return p, errors.New("lab: testkit wrote to another offsets partition than KoP's mapping")
+	}
+	return p, nil
+}
+
+// GroupInPartition returns a group name (prefix-N) that KoP keeps in offsets partition p.
+func GroupInPartition(prefix string, p int32) string {
+	for i := 0; ; i++ {
+		if g := fmt.Sprintf("%s-%d", prefix, i); offsets.PartitionFor(g, OffsetsTopicPartitions) == p {
+			return g
+		}
+	}
+}
+
+// WaitKoPServes waits until c's KoP answers OffsetFetch for a group of offsets partition p
+// (it has loaded the partition and is its coordinator).
+func WaitKoPServes(ctx context.Context, c Cluster, p int32, timeout time.Duration) error {
+	g := GroupInPartition("lab-probe", p)
+	deadline := time.Now().Add(timeout)
+	for {
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, _, err := FetchThroughKoP(fctx, c, g, Topic1, 0)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: KoP does not serve offsets partition %d after %s: %w", c.Name, p, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// ReloadOffsetsPartition makes c's KoP load offsets partition p afresh the way `reload`
+// does (its bundle of public/__kafka unloaded, then the partition looked up) and waits until
+// KoP serves every offsets partition again: an unload while KoP still loads a partition can
+// leave it unloaded for good (issue 15), so the next unload must wait for this one. Tests use
+// it to make KoP load what they wrote, or to put back a partition they left unloaded.
+func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
+	a, err := NewAdmin(c)
+	if err != nil {
+		return err
+	}
+	tn, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", OffsetsTopic, p))
+	if err != nil {
+		return err
+	}
+	rng, err := a.Topics().GetBundleRangeWithContext(ctx, *tn)
+	if err != nil {
+		return fmt.Errorf("%s: bundle of %s: %w", c.Name, tn, err)
+	}
+	rng = strings.Trim(strings.TrimSpace(rng), `"`)
+	if err := a.Namespaces().UnloadNamespaceBundleWithContext(ctx, MetadataNamespace, rng); err != nil {
+		return fmt.Errorf("%s: unload bundle %s/%s: %w", c.Name, MetadataNamespace, rng, err)
+	}
+	// A lookup right after the unload may still see the closing owner: retry for a while.
+	for i := 0; ; i++ {
+		if _, err = a.Topics().LookupWithContext(ctx, *tn); err == nil || i == 20 {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: look up %s: %w", c.Name, tn, err)
+	}
+	for q := int32(0); q < OffsetsTopicPartitions; q++ {
+		if err := WaitKoPServes(ctx, c, q, 2*time.Minute); err != nil {
+			return err
+		}
+	}
+	return nil
+}
