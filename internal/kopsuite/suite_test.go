@@ -145,6 +145,7 @@ func repair(t *testing.T, args ...string) (int, repairDoc) {
 // repairDoc is the part of `repair -o json` the suite reads.
 type repairDoc struct {
 	Stale    []repairRow
+	Left     []repairRow
 	Clusters []struct {
 		Cluster   string
 		Groups    []string
@@ -159,7 +160,7 @@ type repairDoc struct {
 }
 
 type repairRow struct {
-	Cluster, Group, Topic, Status string
+	Cluster, Group, Topic, Status, Reason string
 	Partition                     int32
 }
 

@@ -1,0 +1,274 @@
+//go:build kop
+
+package kopsuite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// TestExactlyOnceGroupLeftAlone: a group that commits its offsets inside Kafka transactions
+// (franz-go GroupTransactSession, read_committed). KoP's live path applies the commit; its
+// loader never can (the COMMIT marker is a Pulsar marker entry no reader sees). check must
+// not call the healthy cache stale, repair must leave it alone, reload must refuse, and KoP
+// must still serve the offset afterwards.
+func TestExactlyOnceGroupLeftAlone(t *testing.T) {
+	in, out := newTopic(t, "txn-in"), newTopic(t, "txn-out")
+	group := newName("txn-group")
+	settle(t, group)
+	scus := theLab.Cluster("scus")
+	produce(t, scus, in, 600)
+
+	base, err := connect.KafkaOpts(config.Cluster{Name: scus.Name, KafkaBootstrap: []string{scus.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(append(base,
+		kgo.TransactionalID(newName("txn-id")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic(out), kgo.RequireStableFetchOffsets())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	consumed := 0
+	for consumed < 600 {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of 600 transactionally: %v", consumed, ctx.Err())
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s/%d: %v", tp, p, err) })
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			consumed++
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil || !committed {
+			t.Fatalf("end transaction: committed %v, %v", committed, err)
+		}
+	}
+	sess.Close()
+	t.Logf("scus: %s consumed 600 records of %s in transactions", group, in)
+	if got := served(t, "scus", group, in); got != "600" {
+		t.Fatalf("scus serves %s for the transactional group, want 600", got)
+	}
+
+	rep, code := check(t, "--cluster", "scus", "--group", group)
+	r := row(t, rep, group)
+	c := r.Clusters["scus"]
+	if c.Status != offsets.StatusCacheAhead || val(c.Cached) != "600" || !strings.Contains(c.Detail, "transactional") {
+		t.Fatalf("check: exit %d, status %s, cell %+v (want cache_ahead with a transactional detail)", code, r.Status, c)
+	}
+	if c.Status == offsets.StatusStaleCache {
+		t.Fatal("check calls a healthy transactional cache stale")
+	}
+
+	code, d := repair(t, "--cluster", "scus", "--yes", "--max-bundles", "8")
+	for _, cr := range d.Clusters {
+		if cr.Execution != nil && len(cr.Execution.Unloaded) > 0 {
+			t.Errorf("repair unloaded %v on %s with the transactional group in the lab", cr.Execution.Unloaded, cr.Cluster)
+		}
+	}
+	left := false
+	for _, l := range d.Left {
+		if l.Group == group && strings.Contains(l.Reason, "would lose") {
+			left = true
+		}
+	}
+	if !left {
+		t.Errorf("repair exit %d: the transactional group is not among the rows it left, with the reason: %+v", code, d.Left)
+	}
+
+	code, outText := run(t, "--timeout", "10s", "reload", "--cluster", "scus", "--group", group, "--yes")
+	if code != 4 || !strings.Contains(outText, "would serve none") {
+		t.Errorf("reload of the transactional group's bundle: exit %d (want 4, refused with the loss named)", code)
+	}
+	if got := served(t, "scus", group, in); got != "600" {
+		t.Fatalf("scus serves %s after repair and reload, want 600 still", got)
+	}
+}
+
+// TestPoisonedPartitionPredicted: a record KoP cannot parse (raw bytes, not a record batch)
+// in an offsets partition of wus, written with a Pulsar producer without replication. check
+// names the partition unloadable; repair does not bounce its bundle; reload refuses; with
+// --accept-loss the reload shows the prediction was right (KoP then serves nothing for the
+// partition); the record is then removed (an empty message with its key, and compaction)
+// and a reload brings the offset back.
+func TestPoisonedPartitionPredicted(t *testing.T) {
+	topic := newTopic(t, "poison")
+	group := newName("poison-group")
+	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	wus := theLab.Cluster("wus")
+	settle(t, group)
+	commit(t, "wus", group, topic, 42)
+	if got := served(t, "wus", group, topic); got != "42" {
+		t.Fatalf("wus serves %s, want 42", got)
+	}
+
+	partTopic := fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, part)
+	key := "kop-offsets-kopsuite-poison"
+	send := func(value []byte) {
+		t.Helper()
+		pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: wus.ServiceURL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		p, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: partTopic, DisableBatching: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Key: key, Payload: value, DisableReplication: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cleaned := false
+	cleanup := func() {
+		if cleaned {
+			return
+		}
+		cleaned = true
+		send(nil) // compaction drops the key: the loader's compacted view no longer has the record
+		compact(t, wus, partTopic)
+	}
+	t.Cleanup(cleanup)
+	send([]byte("kop-offsets kop suite: not a record batch"))
+
+	rep, code := check(t, "--cluster", "wus", "--group", group)
+	r := row(t, rep, group)
+	c := r.Clusters["wus"]
+	if code != 1 || c.Status != offsets.StatusUnloadable || !strings.Contains(c.Detail, fmt.Sprintf("offsets partition %d", part)) {
+		t.Fatalf("check: exit %d, cell %+v", code, c)
+	}
+	warned := false
+	for _, w := range rep.Warnings {
+		warned = warned || strings.Contains(w, fmt.Sprintf("offsets partition %d: KoP cannot load it", part))
+	}
+	if !warned {
+		t.Errorf("check warnings do not name the partition: %v", rep.Warnings)
+	}
+
+	_, d := repair(t, "--cluster", "wus", "--yes", "--max-bundles", "8")
+	for _, cr := range d.Clusters {
+		if cr.Execution != nil && len(cr.Execution.Unloaded) > 0 {
+			t.Errorf("repair bounced bundles %v on %s", cr.Execution.Unloaded, cr.Cluster)
+		}
+	}
+	if got := served(t, "wus", group, topic); got != "42" {
+		t.Fatalf("wus serves %s after repair, want 42 (nothing reloaded)", got)
+	}
+	if code, _ := run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 4 {
+		t.Errorf("reload of the poisoned partition's bundle: exit %d, want 4 (refused)", code)
+	}
+
+	// The prediction, shown on KoP: with the loss accepted, KoP loads nothing of it.
+	code, _ = run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes", "--accept-loss", "--allow-active", "--wait", "15s")
+	if got := served(t, "wus", group, topic); got != "none" {
+		t.Fatalf("reload --accept-loss exit %d: wus serves %s for a group of a partition KoP cannot load, want none", code, got)
+	}
+	t.Logf("KoP on wus serves no offset for %s after loading poisoned offsets partition %d, as predicted", group, part)
+
+	cleanup()
+	rep, _ = check(t, "--cluster", "wus", "--persisted-only", "--group", group)
+	if c := row(t, rep, group).Clusters["wus"]; c.Status == offsets.StatusUnloadable {
+		t.Fatalf("after compaction the partition is still unloadable: %+v", c)
+	}
+	if code, _ := run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 0 {
+		t.Fatalf("reload after cleanup: exit %d", code)
+	}
+	if got := served(t, "wus", group, topic); got != "42" {
+		t.Fatalf("wus serves %s after cleanup and reload, want 42", got)
+	}
+}
+
+// compact triggers compaction of one topic on c and waits for it to succeed.
+func compact(t *testing.T, c lab.Cluster, topic string) {
+	t.Helper()
+	tn, err := utils.GetTopicName(topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := admin(t, c)
+	if err := a.Topics().Compact(*tn); err != nil {
+		t.Fatalf("%s: compact %s: %v", c.Name, topic, err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := a.Topics().CompactStatus(*tn)
+		if err == nil && st.Status == utils.SUCCESS {
+			return
+		}
+		if err == nil && st.Status == utils.ERROR {
+			t.Fatalf("%s: compaction of %s failed: %s", c.Name, topic, st.LastError)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: compaction of %s not done: %+v %v", c.Name, topic, st, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestRepairManyBundlesLeavesEveryPartitionLoaded: stale caches in every bundle of wus;
+// repair --max-bundles 8 reloads them one after the other, each only once KoP answers for
+// every partition of the previous one, and afterwards KoP answers for all 8 partitions.
+func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
+	topic := newTopic(t, "paced")
+	var groups []string
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		g := offsets.ProbeGroup(p, lab.OffsetsTopicPartitions) + "-" + newName("paced")
+		for offsets.PartitionFor(g, lab.OffsetsTopicPartitions) != p {
+			g = newName(fmt.Sprintf("paced-%d", p))
+		}
+		groups = append(groups, g)
+	}
+	settle(t, groups...)
+	for _, g := range groups {
+		commit(t, "scus", g, topic, 1)
+	}
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		waitReplicated(t, "scus", "wus", p)
+	}
+	for _, g := range groups {
+		loadOn(t, "wus", g) // wus caches 1
+	}
+	for _, g := range groups {
+		commit(t, "scus", g, topic, 2)
+	}
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		waitReplicated(t, "scus", "wus", p)
+	}
+	code, d := repair(t, "--cluster", "wus", "--yes", "--max-bundles", "8")
+	if code != 0 || d.After == nil || len(d.After.Stale) != 0 {
+		t.Fatalf("repair: exit %d, after %+v", code, d.After)
+	}
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		if err := rawOffsetFetch(t, theLab.Cluster("wus"), offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+			t.Errorf("wus offsets partition %d after repair: %v", p, err)
+		}
+	}
+	for _, g := range groups {
+		if got := served(t, "wus", g, topic); got != "2" {
+			t.Errorf("wus serves %s for %s, want 2", got, g)
+		}
+	}
+}
