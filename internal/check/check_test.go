@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -328,5 +329,14 @@ func TestFetchOffsetsDeadlinePerRequestNotSweep(t *testing.T) {
 	}
 	if kop.fetches != 12 {
 		t.Errorf("%d OffsetFetch requests, want 12", kop.fetches)
+	}
+}
+
+// A deleted topic is a topic-level error: the warning names the topic, not a partition -1.
+func TestEndOffsetsDeletedTopic(t *testing.T) {
+	kop := newFakeKoP(t, 1)
+	_, err := kop.fetcher(t).EndOffsets(context.Background(), []string{"topic-1", "gone"})
+	if err == nil || !strings.Contains(err.Error(), "topic gone: ") || strings.Contains(err.Error(), "[-1]") {
+		t.Fatalf("err %v", err)
 	}
 }

@@ -294,7 +294,11 @@ func (f *KafkaFetcher) EndOffsets(ctx context.Context, topics []string) (map[str
 	var errs []error
 	ls.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err))
+			if o.Partition < 0 { // a topic-level error (a deleted topic): no partition to name
+				errs = append(errs, fmt.Errorf("topic %s: %w", o.Topic, o.Err))
+			} else {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", o.Topic, o.Partition, o.Err))
+			}
 			return
 		}
 		if out[o.Topic] == nil {
