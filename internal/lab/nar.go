@@ -174,8 +174,12 @@ func installNar(p Paths, info NarInfo) (string, error) {
 		_ = os.Remove(dst)
 		return "", fmt.Errorf("lab: copy KoP NAR %s to %s: %w", info.Path, dst, err)
 	}
-	if sum, err := fileSHA256(dst); err != nil || sum != info.SHA256 {
-		return "", fmt.Errorf("lab: copy of KoP NAR %s at %s has sha256 %s, want %s (%v)", info.Path, dst, sum, info.SHA256, err)
+	sum, err := fileSHA256(dst)
+	if err != nil {
+		return "", fmt.Errorf("lab: copy of KoP NAR %s at %s: %w", info.Path, dst, err)
+	}
+	if sum != info.SHA256 {
+		return "", fmt.Errorf("lab: copy of KoP NAR %s at %s has sha256 %s, want %s", info.Path, dst, sum, info.SHA256)
 	}
 	return dst, nil
 }
