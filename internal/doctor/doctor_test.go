@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -338,5 +340,27 @@ func TestSingleClusterHasNoPairRules(t *testing.T) {
 	r := runWith(t, Options{}, s)
 	if n := len(only(r, SeverityError, "")); n != 0 {
 		t.Errorf("%+v", r.Findings)
+	}
+}
+
+func TestGroupInPartitionKoPCannotLoad(t *testing.T) {
+	s, w := healthy("scus"), healthy("wus")
+	gt := func(_ context.Context, cl *Cluster, g string) ([]string, error) {
+		topics := []string{"persistent://public/default/topic-1"}
+		if cl.Name == "wus" {
+			return topics, &UnloadableError{Failure: offsets.LoadFailure{Partition: 5, MessageID: "12:3:5:-1", Reason: "record batch: field magic: unsupported magic 49"}}
+		}
+		return topics, nil
+	}
+	r := runWith(t, Options{Groups: []string{"g1"}, GroupTopics: gt}, s, w)
+	f := only(r, SeverityError, CheckOffsetsLoadable)
+	if len(f) != 1 || f[0].Cluster != "wus" || !strings.Contains(f[0].Message, "offsets partition 5") || !strings.Contains(f[0].Fix, "--partition 5") {
+		t.Fatalf("%+v", r.Findings)
+	}
+	if len(only(r, SeverityError, CheckGroupTopics)) != 0 {
+		t.Error("an unloadable partition is not a read failure")
+	}
+	if len(only(r, SeverityWarning, CheckTopicOffsetAlignment)) != 1 {
+		t.Error("the group's topic was not audited")
 	}
 }

@@ -12,6 +12,8 @@ package doctor
 import (
 	"cmp"
 	"slices"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
 // Severity of a finding.
@@ -53,6 +55,7 @@ const (
 	CheckOffsetsCompaction    = "offsets-compaction"
 	CheckOffsetsTTL           = "offsets-message-ttl"
 	CheckOffsetsExpiry        = "offsets-expiry-replication"
+	CheckOffsetsLoadable      = "offsets-partition-loadable"
 	CheckGroupTopics          = "group-topics"
 	CheckTopicExists          = "topic-exists"
 	CheckTopicPartitions      = "topic-partitions"
@@ -84,3 +87,9 @@ type Finding struct {
 func SortFindings(fs []Finding) {
 	slices.SortStableFunc(fs, func(a, b Finding) int { return cmp.Compare(a.Severity.rank(), b.Severity.rank()) })
 }
+
+// UnloadableError is returned by Options.GroupTopics, with the topics it found, when KoP
+// cannot load the group's offsets partition.
+type UnloadableError struct{ Failure offsets.LoadFailure }
+
+func (e *UnloadableError) Error() string { return e.Failure.String() }

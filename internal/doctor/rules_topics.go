@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,6 +34,16 @@ func topicsToAudit(ctx context.Context, r *run) ([]string, []Finding) {
 		found := map[string][]string{}
 		for _, cl := range r.upClusters() {
 			ts, err := r.opts.GroupTopics(ctx, r.orig[cl.Name], g)
+			var ue *UnloadableError
+			if errors.As(err, &ue) {
+				out = append(out, Finding{Severity: SeverityError, Check: CheckOffsetsLoadable, Cluster: cl.Name, Subject: g,
+					Message: fmt.Sprintf("KoP on %s cannot load offsets partition %d, which holds group %s: message %s: %s. After any load (a broker restart, a bundle move, a reload) KoP serves no offset to any group of that partition",
+						cl.Name, ue.Failure.Partition, g, ue.Failure.MessageID, ue.Failure.Reason),
+					Evidence: map[string]any{"offsetsPartition": ue.Failure.Partition, "messageId": ue.Failure.MessageID, "reason": ue.Failure.Reason},
+					Fix:      "kop-offsets dump --cluster " + cl.Name + " --partition " + fmt.Sprint(ue.Failure.Partition) + " --kind undecodable   # find the record; remove it by publishing an empty message with its Pulsar key and compacting the partition (docs/kop-facts.md)",
+				})
+				err = nil
+			}
 			if err != nil {
 				out = append(out, Finding{Severity: SeverityError, Check: CheckGroupTopics, Cluster: cl.Name, Subject: g,
 					Message:  fmt.Sprintf("cannot read the persisted offsets of group %s on %s", g, cl.Name),

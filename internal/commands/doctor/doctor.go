@@ -216,6 +216,9 @@ func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doct
 				topics = append(topics, c.Topic)
 			}
 		}
+		if f, failed := po.LoadFailure(offsets.PartitionFor(group, n)); failed {
+			return topics, &doctor.UnloadableError{Failure: f}
+		}
 		return topics, nil
 	}
 }
