@@ -84,12 +84,16 @@ Checks (the check ids are stable, for scripts):
                                   the metadata namespace keeps commits at least as long as
                                   KoP's offsets retention (--offsets-retention), is
                                   compacted, and its TTL does not expire unreplicated commits
+  offsets-expiry-replication      (info) KoP's offset-expiry tombstones replicate: a stale
+                                  standby can delete the primary's newer offset
   topic-exists, topic-partitions, topic-namespace-replication, topic-offsets-alignment
                                   for --topic and the topics of --group: present everywhere
                                   with the same partition count, in a namespace replicated
                                   everywhere, and a warning that Kafka offsets are per-cluster
                                   numbers
   group-topics                    what --group found in the persisted offsets
+  offsets-partition-loadable      --group: KoP can parse every record of the group's offsets
+                                  partition (else it serves no group of it after a load)
 
 Nothing is written; reading a topic's stats loads it on its broker, as any stats call does.
 --group reads the group's offsets partition with a non-durable reader.
