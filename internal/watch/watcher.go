@@ -109,6 +109,7 @@ type clusterRT struct {
 	// Owned by the cycle.
 	up, kopUp  bool
 	probed     bool // up is known
+	adminDown  bool // the last probe of the admin API failed
 	kopKnown   bool // kopUp is known
 	cached     map[string]check.GroupFetch
 	repl       map[int32]map[string]offsets.Inbound
@@ -403,7 +404,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 				w.log.Warn("cluster down", "cluster", c.Name, "err", msg)
 			}
 		}
-		c.up, c.probed = up, true
+		c.up, c.probed, c.adminDown = up, true, err != nil
 		w.m.up.WithLabelValues(c.Name).Set(b2f(up))
 		w.m.following.WithLabelValues(c.Name).Set(float64(following))
 	})
@@ -501,8 +502,8 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	ready := true
 	for _, c := range w.clusters {
 		n, parts := c.partitions()
-		if !c.up {
-			continue
+		if c.adminDown {
+			continue // a cluster that does not answer does not hold the others back
 		}
 		if n == 0 {
 			ready = false
