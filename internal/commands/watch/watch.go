@@ -200,7 +200,17 @@ func watchRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer func() {
+		// Closing the clients of a cluster that went away can wait on reconnects: the
+		// process ends anyway, so do not let it hold the exit up.
+		done := make(chan struct{})
+		go func() { release(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			opts.Logger.Warn("clients still closing after 3s; exiting")
+		}
+	}()
 
 	w := watch.New(cls, watch.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
