@@ -21,19 +21,18 @@ import (
 )
 
 type env struct {
-	t          *testing.T
-	scus, wus  *memTail
-	kScus      *fakeKoP
-	kWus       *fakeKoP
-	repl       check.StaticReplication // scus -> wus, by offsets partition
-	reloader   *fakeReloader
-	clock      *clock
-	logs       *bytes.Buffer
-	w          *Watcher
-	cancel     context.CancelFunc
-	ctx        context.Context
-	waitStop   func()
-	clustersFn func(e *env) []Cluster
+	t         *testing.T
+	scus, wus *memTail
+	kScus     *fakeKoP
+	kWus      *fakeKoP
+	repl      check.StaticReplication // scus -> wus, by offsets partition
+	reloader  *fakeReloader
+	clock     *clock
+	logs      *bytes.Buffer
+	w         *Watcher
+	cancel    context.CancelFunc
+	ctx       context.Context
+	waitStop  func()
 }
 
 const nParts = 4
@@ -254,7 +253,7 @@ func scrape(t *testing.T, w *Watcher, path string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)

@@ -61,8 +61,9 @@ func freeAddr(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
 }
 
 func buildBinary(t *testing.T) string {
@@ -83,7 +84,7 @@ func scrape(t *testing.T, base, series string) (float64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return 0, false, fmt.Errorf("/metrics: %s", resp.Status)
 	}
@@ -158,7 +159,9 @@ func TestE2EWatch(t *testing.T) {
 	defer func() {
 		if cmd.ProcessState == nil {
 			_ = cmd.Process.Kill()
-			<-exited
+			if err := <-exited; err != nil {
+				t.Logf("watch killed: %v", err)
+			}
 		}
 		if t.Failed() {
 			t.Logf("watch stderr:\n%s", stderr.String())
@@ -170,7 +173,7 @@ func TestE2EWatch(t *testing.T) {
 	for {
 		resp, err := http.Get(base + "/readyz")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				break
 			}
@@ -238,8 +241,13 @@ func TestE2EWatch(t *testing.T) {
 	waitSeries(t, base, "kop_offsets_persisted_offset"+labels("scus"), 3*budget, eq(11000))
 	waitSeries(t, base, `kop_offsets_watch_cluster_up{cluster="scus"}`, budget, eq(1))
 	waitSeries(t, base, `kop_offsets_status{cluster="wus",group="`+group+`",partition="0",status="error",topic="topic-1"}`, 3*budget, eq(1))
-	if resp, err := http.Get(base + "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
-		t.Errorf("/healthz with wus down: %v %v", resp, err)
+	if resp, err := http.Get(base + "/healthz"); err != nil {
+		t.Errorf("/healthz with wus down: %v", err)
+	} else {
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("/healthz with wus down: %s", resp.Status)
+		}
 	}
 
 	// SIGTERM: a clean end within a few seconds.

@@ -195,7 +195,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("--listen %s: %w", opts.Listen, err))
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // Shutdown closes it first; a second close only errs
 	cls, release, err := opts.Build(sel, all, opts)
 	if err != nil {
 		return err
@@ -240,7 +240,9 @@ func watchRun(ctx context.Context, opts *Options) error {
 		opts.Logger.Error("HTTP server failed: stopping", "err", err.Error())
 	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		opts.Logger.Error("watch ended with an error", "err", err.Error())
+	}
 	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer scancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
