@@ -161,7 +161,7 @@ type repairDoc struct {
 
 type repairRow struct {
 	Cluster, Group, Topic, Status, Reason string
-	Partition                     int32
+	Partition                             int32
 }
 
 // check runs `kop-offsets check -o json` and returns the report and the exit code.
