@@ -189,7 +189,7 @@ func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), CoordinatorWait: time.Second}
+	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: time.Second}
 }
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {

@@ -858,8 +858,8 @@ func (w *Watcher) buildReport() *check.Report {
 // the groups asked this cycle. Policy, per group then per bundle:
 //   - refuse a group whose offsets partition still has replication backlog toward c (the
 //     reload would load a value about to change);
-//   - refuse a bundle reload refuses (live or not-proven-idle members on c, and whatever
-//     else internal/reload refuses);
+//   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
+//     loader model says the reload would move back or drop, whatever else it refuses;
 //   - refuse a bundle reloaded less than Cooldown ago, or beyond MaxBundles this cycle;
 //   - report, not refuse, groups live on other clusters: the cache will lag again.
 func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
@@ -915,7 +915,10 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 		switch {
 		case pb.Refused:
 			reason := "refused_by_reload"
-			if len(pb.Active) > 0 {
+			switch {
+			case len(pb.Losses) > 0:
+				reason = "would_lose_offsets"
+			case len(pb.Active) > 0:
 				reason = "live_members"
 			}
 			w.refuse(c, reason, pb.Range, bg, pb.Reason)

@@ -518,3 +518,27 @@ func TestRepairStopsAtShutdown(t *testing.T) {
 		t.Error("the second bundle was not skipped as stopping")
 	}
 }
+
+func TestRepairRefusesWhatReloadSaysWouldLoseOffsets(t *testing.T) {
+	e := newEnv(t, Options{Repair: true})
+	staleOnWus(e, "eos")
+	e.w.clusters[1].Reloader = lossReloader{e.reloader}
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "would_lose_offsets") > 0 })
+	if got := e.reloader.reloads(); len(got) != 0 {
+		t.Errorf("reloaded a bundle reload refused: %v", got)
+	}
+}
+
+// lossReloader plans as fakeReloader, with every bundle refused for a loss.
+type lossReloader struct{ *fakeReloader }
+
+func (l lossReloader) Plan(ctx context.Context, groups []string) (*reload.Plan, error) {
+	p, err := l.fakeReloader.Plan(ctx, groups)
+	for i := range p.Bundles {
+		p.Bundles[i].Refused, p.Bundles[i].Reason = true, "a reload would move eos back"
+		p.Bundles[i].Losses = []reload.Loss{{}}
+	}
+	return p, err
+}

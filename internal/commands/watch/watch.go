@@ -85,6 +85,8 @@ holding stale_cache rows on the selected clusters, under a policy; each refusal 
 and counted in kop_offsets_watch_reloads_refused_total{reason}:
   live_members           a group of the bundle has members (or unknown activity) on the
                          cluster written to; live elsewhere is only reported
+  would_lose_offsets     reload's loader model says the reload would move an offset KoP
+                         serves back, or drop it
   refused_by_reload      reload refused the bundle for another reason
   replication_backlog    the group's offsets partition still has replication backlog
                          toward this cluster
@@ -290,7 +292,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			default:
 				closers = append(closers, kc.Close)
 				ka := kadm.NewClient(kc)
-				wc.Fetcher = &chk.KafkaFetcher{Admin: ka, CoordinatorWait: o.CoordinatorWait}
+				wc.Fetcher = &chk.KafkaFetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
 				wc.Describer = reload.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
 			}
 			if o.Repair {
