@@ -488,6 +488,10 @@ func (w *Watcher) Cycle(ctx context.Context) {
 		w.rows[g] = rs
 	}
 
+	if resync {
+		w.prune(ask, start)
+	}
+
 	// 5. Staleness, metrics.
 	now := w.o.Now()
 	for _, c := range w.clusters {
@@ -533,6 +537,29 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
 	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
 	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+}
+
+// prune forgets, after a full sweep, what belongs to groups that exist nowhere any more
+// (neither persisted on a cluster nor listed by KoP), and cooldowns that have passed: memory
+// stays bounded by the live groups over hours.
+func (w *Watcher) prune(known map[string]bool, now time.Time) {
+	for _, c := range w.clusters {
+		for g := range c.cached {
+			if !known[g] {
+				delete(c.cached, g)
+			}
+		}
+		for k := range c.pending {
+			if !known[k.group] {
+				delete(c.pending, k)
+			}
+		}
+		for r, at := range c.lastReload {
+			if now.Sub(at) >= w.o.Cooldown {
+				delete(c.lastReload, r)
+			}
+		}
+	}
 }
 
 func b2f(b bool) float64 {

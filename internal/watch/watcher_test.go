@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 type env struct {
@@ -541,4 +542,27 @@ func (l lossReloader) Plan(ctx context.Context, groups []string) (*reload.Plan, 
 		p.Bundles[i].Losses = []reload.Loss{{}}
 	}
 	return p, err
+}
+
+func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
+	e := newEnv(t, Options{Resync: time.Hour})
+	e.scus.commit("", commit("gone", 0, 1))
+	e.kScus.set("gone", 0, 1)
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil("known", persistedIs("gone", "scus", 1))
+	if _, ok := e.w.clusters[0].cached["gone"]; !ok {
+		t.Fatal("no cached answer kept")
+	}
+	// The group is deleted (offset tombstone) and KoP forgets it.
+	e.scus.commit("", testkit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
+	e.kScus.mu.Lock()
+	delete(e.kScus.cache, "gone")
+	e.kScus.mu.Unlock()
+	e.cycleUntil("deleted", func(rep *check.Report) bool { return len(rep.Rows) == 0 })
+	e.clock.add(2 * time.Hour)
+	e.w.Cycle(e.ctx)
+	if _, ok := e.w.clusters[0].cached["gone"]; ok {
+		t.Error("cached answer of a group gone everywhere kept after a resync")
+	}
 }
