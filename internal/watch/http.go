@@ -16,6 +16,9 @@ func Handler(w *Watcher) http.Handler {
 	// A cycle does at most a few bounded calls per cluster, a reload included: three
 	// intervals plus the reload's own bounds without one means the loop is stuck.
 	stuck := 3*w.o.Interval + 5*w.o.CallTimeout + 2*time.Minute
+	if w.o.Repair {
+		stuck += time.Duration(w.o.MaxBundles) * (w.o.RepairWait + 3*w.o.CallTimeout)
+	}
 	started := w.o.Now()
 	mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) {
 		last := w.LastCycle()

@@ -58,7 +58,7 @@ type Metrics struct {
 	dropped         *prometheus.CounterVec
 	lastCycle       prometheus.Gauge
 
-	report atomic.Pointer[prometheus.Registry]
+	report atomic.Pointer[check.Report]
 }
 
 // Buckets for durations from a few milliseconds (a fetch) to an hour (a stale standby).
@@ -113,22 +113,21 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// setReport publishes the series of rep (check's names, see check.Registry).
-func (m *Metrics) setReport(rep *check.Report) error {
-	reg, err := check.Registry(rep)
-	if err != nil {
-		return err
-	}
-	m.report.Store(reg)
-	return nil
-}
+// setReport publishes rep; its series (check's names, see check.Registry) are built when
+// scraped, so a cycle does not pay for them.
+func (m *Metrics) setReport(rep *check.Report) { m.report.Store(rep) }
 
 // Gatherer gathers watch's collectors and the latest report.
 func (m *Metrics) Gatherer() prometheus.Gatherer {
 	return prometheus.Gatherers{m.Registry, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		if r := m.report.Load(); r != nil {
-			return r.Gather()
+		rep := m.report.Load()
+		if rep == nil {
+			return nil, nil
 		}
-		return nil, nil
+		reg, err := check.Registry(rep)
+		if err != nil {
+			return nil, err
+		}
+		return reg.Gather()
 	})}
 }

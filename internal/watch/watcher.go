@@ -67,6 +67,9 @@ type Options struct {
 	DryRun     bool          // with Repair: log and count what would be reloaded, write nothing
 	MaxBundles int           // reloads per cluster and cycle (one cycle per Interval)
 	Cooldown   time.Duration // between two reloads of one bundle
+	// RepairWait is how long one bundle's reload may take (the executor's verification
+	// wait); it only widens the bound /healthz allows a cycle.
+	RepairWait time.Duration
 
 	Backoff, MaxBackoff time.Duration // reconnects of a failed reader or admin call
 
@@ -391,8 +394,10 @@ func (w *Watcher) Cycle(ctx context.Context) {
 				failing++
 			}
 		}
-		up := err == nil && len(parts) > 0 && failing == 0
-		if ctx.Err() == nil && (up != c.up || !c.probed) {
+		// Up: the admin API answers and no reader is failing (partitions still replaying
+		// count as up: their cells say so).
+		up := err == nil && failing == 0
+		if ctx.Err() == nil && ((c.probed && up != c.up) || (!c.probed && !up)) {
 			if up {
 				w.log.Info("cluster up", "cluster", c.Name, "partitionsFollowing", following)
 			} else {
@@ -499,9 +504,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	rep := w.buildReport()
 	w.report.Store(rep)
-	if err := w.m.setReport(rep); err != nil {
-		w.log.Error("metrics of the report", "err", err.Error())
-	}
+	w.m.setReport(rep)
 
 	ready := true
 	for _, c := range w.clusters {

@@ -216,7 +216,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 
 	w := watch.New(cls, watch.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
-		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown,
+		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,
 		Logger: opts.Logger,
 	})
 	srv := &http.Server{Handler: watch.Handler(w), ReadHeaderTimeout: 10 * time.Second}
