@@ -30,12 +30,14 @@ type fakeMsg struct {
 	key            string
 	value          []byte
 	at             time.Time
+	from           string // replicated from
 }
 
-func (m fakeMsg) ID() pulsar.MessageID   { return m.id }
-func (m fakeMsg) Key() string            { return m.key }
-func (m fakeMsg) Payload() []byte        { return m.value }
-func (m fakeMsg) PublishTime() time.Time { return m.at }
+func (m fakeMsg) ID() pulsar.MessageID      { return m.id }
+func (m fakeMsg) Key() string               { return m.key }
+func (m fakeMsg) Payload() []byte           { return m.value }
+func (m fakeMsg) PublishTime() time.Time    { return m.at }
+func (m fakeMsg) GetReplicatedFrom() string { return m.from }
 
 // single builds a non-batched message as pulsar-client-go reports it (index 0 of 1).
 func single(ledger, entry int64, key, value string) fakeMsg {

@@ -18,6 +18,7 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	repaircmd "github.com/kop-offsets/kop-offsets/internal/commands/repair"
 	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
+	watchcmd "github.com/kop-offsets/kop-offsets/internal/commands/watch"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -125,6 +126,7 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 
 	add(cmd, GroupRepair, reloadcmd.NewCmdReload(f, nil))
 	add(cmd, GroupRepair, repaircmd.NewCmdRepair(f, nil))
+	add(cmd, GroupRepair, watchcmd.NewCmdWatch(f, nil))
 
 	markOnRun(cmd)
 	return cmd

@@ -1,0 +1,185 @@
+//go:build e2e && soak
+
+package watch
+
+// Soak of `kop-offsets watch` on the real lab: the built binary follows both clusters while
+// commits are written to scus (and replicated to wus) at a steady rate; its resident memory
+// and goroutines, read from its own /metrics, must stay flat after a warm-up, and it must
+// log no error. Run under the lab lock:
+//
+//	flock /tmp/kop-lab.flock go test -tags 'e2e soak' -run TestSoak -timeout 60m -v ./internal/commands/watch/
+//
+// KOP_SOAK_DURATION sets the load's duration (default 30m), KOP_SOAK_RATE commits per
+// second (default 50).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return d
+	}
+	return def
+}
+
+func TestSoak(t *testing.T) {
+	dur := envDuration(t, "KOP_SOAK_DURATION", 30*time.Minute)
+	rate := 50
+	if v := os.Getenv("KOP_SOAK_RATE"); v != "" {
+		rate, _ = strconv.Atoi(v)
+	}
+	ctx := context.Background()
+	lctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	defer cancel()
+	l, err := lab.Ensure(lctx)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	bin := buildBinary(t)
+	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: l.Cluster("scus").ServiceURL, OperationTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	wr := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	defer wr.Close()
+
+	prefix := fmt.Sprintf("soak-%d-", time.Now().UnixNano())
+	const groups = 200
+	addr := freeAddr(t)
+	base := "http://" + addr
+	stderr := newSyncBuf()
+	cmd := exec.Command(bin, "--config", l.ConfigPath, "--timeout", "5s", "watch",
+		"--interval", "5s", "--resync", "1m", "--listen", addr, "--group", prefix+"*", "--coordinator-wait", "1s")
+	cmd.Stdout, cmd.Stderr = io.Discard, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			if err := <-exited; err != nil {
+				t.Logf("watch killed: %v", err)
+			}
+		}
+	}()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not ready after 2m")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	// The load, in the background.
+	lctx2, stopLoad := context.WithCancel(ctx)
+	loadDone := make(chan int64, 1)
+	go func() {
+		var n int64
+		tick := time.NewTicker(time.Second / time.Duration(max(rate, 1)))
+		defer tick.Stop()
+		for {
+			select {
+			case <-lctx2.Done():
+				loadDone <- n
+				return
+			case <-tick.C:
+			}
+			g := fmt.Sprintf("%s%d", prefix, n%groups)
+			if _, _, err := wr.Commit(lctx2, testkit.OffsetCommit{Group: g, Topic: lab.Topic1, Partition: int32(n % 3), Offset: n}); err == nil {
+				n++
+			}
+		}
+	}()
+
+	type sample struct {
+		at         time.Duration
+		rss, gorou float64
+		msgs       float64
+	}
+	var samples []sample
+	t0 := time.Now()
+	step := max(dur/20, 15*time.Second)
+	for time.Since(t0) < dur {
+		time.Sleep(step)
+		rss, ok1, _ := scrape(t, base, "process_resident_memory_bytes")
+		gr, ok2, _ := scrape(t, base, "go_goroutines")
+		msgs, _, _ := scrape(t, base, `kop_offsets_watch_messages_total{cluster="wus"}`)
+		if !ok1 || !ok2 {
+			t.Fatalf("/metrics lacks the process collectors")
+		}
+		samples = append(samples, sample{time.Since(t0).Round(time.Second), rss, gr, msgs})
+		t.Logf("t=%s rss=%.1fMB goroutines=%.0f wus messages=%.0f", samples[len(samples)-1].at, rss/1e6, gr, msgs)
+	}
+	stopLoad()
+	written := <-loadDone
+
+	// Flat after warm-up: the first fifth of the run.
+	warm := samples[len(samples)/5]
+	maxRSS, minG, maxG := 0.0, math.Inf(1), 0.0
+	for _, s := range samples[len(samples)/5:] {
+		maxRSS = max(maxRSS, s.rss)
+		minG, maxG = min(minG, s.gorou), max(maxG, s.gorou)
+	}
+	t.Logf("commits written %d; after warm-up: rss %.1fMB -> max %.1fMB, goroutines %.0f..%.0f",
+		written, warm.rss/1e6, maxRSS/1e6, minG, maxG)
+	if maxRSS > warm.rss*1.25+16e6 {
+		t.Errorf("RSS grew after warm-up: %.1fMB -> %.1fMB", warm.rss/1e6, maxRSS/1e6)
+	}
+	if maxG-minG > 10 {
+		t.Errorf("goroutines vary after warm-up: %.0f..%.0f", minG, maxG)
+	}
+	if last := samples[len(samples)-1]; last.msgs < float64(written)*0.9 {
+		t.Errorf("wus read %.0f messages after the replay, %d were written on scus", last.msgs, written)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running 10s after SIGTERM")
+	}
+	var errorsLogged []string
+	for _, ln := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(ln, `"level":"ERROR"`) {
+			errorsLogged = append(errorsLogged, ln)
+		}
+	}
+	if len(errorsLogged) > 0 {
+		t.Errorf("%d error lines, first: %s", len(errorsLogged), errorsLogged[0])
+	}
+}

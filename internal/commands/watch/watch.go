@@ -1,0 +1,316 @@
+// Package watch implements `kop-offsets watch`: a long-running exporter that follows every
+// cluster's offsets topic, serves Prometheus metrics over HTTP and, with --repair, reloads
+// stale bundles under a policy. The engine is internal/watch; this package binds flags,
+// builds the clients from the Factory and runs the HTTP server.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	chk "github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/watch"
+)
+
+// DefaultListen is the default of --listen: loopback only; expose it on purpose.
+const DefaultListen = "127.0.0.1:9464"
+
+// BuildFunc builds the watched clusters from the selected ones; all is every configured
+// cluster. release closes the clients.
+type BuildFunc func(sel, all []config.Cluster, o *Options) (cls []watch.Cluster, release func(), err error)
+
+// Options of `watch`.
+type Options struct {
+	IO       *iostreams.IOStreams
+	Targets  func() (sel, all []config.Cluster, err error)
+	Build    BuildFunc
+	Logger   *slog.Logger
+	Listener func(addr string) (net.Listener, error)
+
+	Groups          []string
+	Topics          []string
+	Interval        time.Duration
+	Resync          time.Duration
+	Listen          string
+	Repair          bool
+	DryRun          bool
+	MaxBundles      int
+	Cooldown        time.Duration
+	Wait            time.Duration
+	CoordinatorWait time.Duration
+	Timeout         time.Duration
+}
+
+// NewCmdWatch returns `watch`. runF replaces the run function in tests.
+func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Follow every cluster's offsets topic, export Prometheus metrics, optionally repair stale caches",
+		Long: strings.TrimSpace(`
+A long-running exporter. For every selected cluster (--cluster; default all) it replays each
+offsets partition once, as KoP's loader does, then follows it with non-durable readers: the
+work of a cycle grows with the commits that arrived, not with the topic. Every --interval it
+asks KoP (OffsetFetch, batched) about the groups whose persisted offsets changed, the groups
+still stale, and every --resync all groups, and classifies them as 'check' does.
+
+Commits that arrived by geo-replication are noticed (the message's replicated-from cluster):
+kop_offsets_staleness_seconds is, per cluster, the age of the oldest replicated commit KoP
+does not serve yet, and kop_offsets_staleness_served_seconds the time it took once served.
+
+HTTP on --listen: /metrics (the series of 'check --prometheus-file' plus watch's own),
+/healthz (the cycle loop runs), /readyz (the initial replay is done on every cluster that
+answers). Logs: JSON lines on stderr, one per decision.
+
+--repair reloads (as 'kop-offsets reload' does: unload, lookup, verification) the bundles
+holding stale_cache rows on the selected clusters, under a policy; each refusal is logged
+and counted in kop_offsets_watch_reloads_refused_total{reason}:
+  live_members           a group of the bundle has members (or unknown activity) on the
+                         cluster written to; live elsewhere is only reported
+  would_lose_offsets     reload's loader model says the reload would move an offset KoP
+                         serves back, or drop it
+  refused_by_reload      reload refused the bundle for another reason
+  replication_backlog    the group's offsets partition still has replication backlog
+                         toward this cluster
+  cooldown               the bundle was reloaded less than --cooldown ago
+  max_bundles            --max-bundles bundles were already reloaded this interval
+  earlier_bundle_failed  a reload of this cycle did not end verified
+  stopping               SIGINT/SIGTERM arrived; an unload in flight is looked up again
+--dry-run logs what it would reload and writes nothing.
+
+A cluster that goes away is marked down (kop_offsets_watch_cluster_up 0) and reconnected
+with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few seconds.`),
+		Example: cmdutil.Examples(`
+  kop-offsets watch
+  kop-offsets watch --listen 0.0.0.0:9464 --interval 15s
+  kop-offsets watch --repair --cluster wus --dry-run
+  kop-offsets watch --repair --group 'orders-*' --max-bundles 2 --cooldown 5m`),
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(); err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if f.Flags.Verbose {
+				level = slog.LevelDebug
+			}
+			if opts.Logger == nil {
+				lg := slog.New(slog.NewJSONHandler(f.IOStreams.ErrOut, &slog.HandlerOptions{Level: level}))
+				opts.Logger = lg
+				// The client libraries (with --verbose) log through the Factory: JSON too.
+				f.Logger = func() *slog.Logger { return lg }
+			}
+			opts.Timeout = f.Flags.Timeout
+			if opts.Targets == nil {
+				opts.Targets = func() ([]config.Cluster, []config.Cluster, error) {
+					cfg, err := f.Config()
+					if err != nil {
+						return nil, nil, err
+					}
+					sel, err := f.Clusters()
+					return sel, cfg.Clusters, err
+				}
+			}
+			if opts.Build == nil {
+				opts.Build = FactoryBuild(f)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return watchRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&opts.Groups, "group", nil, "group name or glob (path.Match), repeatable (default: every group)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic name or glob, short or full name, repeatable (default: every topic)")
+	fl.DurationVar(&opts.Interval, "interval", watch.DefaultInterval, "time between two cycles (KoP asked about what changed)")
+	fl.DurationVar(&opts.Resync, "resync", watch.DefaultResync, "time between two full sweeps (every group asked)")
+	fl.StringVar(&opts.Listen, "listen", DefaultListen, "address of the HTTP server (/metrics, /healthz, /readyz)")
+	fl.BoolVar(&opts.Repair, "repair", false, "reload bundles holding stale_cache rows, under the policy")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --repair: log what would be reloaded, write nothing")
+	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded per cluster and interval")
+	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
+	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "with --repair: how long to wait, per bundle, for KoP to serve the persisted offsets")
+	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", 5*time.Second, "how long to retry groups KoP is loading or not coordinating")
+	return cmd
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.Interval <= 0:
+		return cmdutil.FlagErrorf("--interval must be positive, got %s", o.Interval)
+	case o.Resync < o.Interval:
+		return cmdutil.FlagErrorf("--resync (%s) must not be shorter than --interval (%s)", o.Resync, o.Interval)
+	case o.MaxBundles < 1:
+		return cmdutil.FlagErrorf("--max-bundles must be at least 1, got %d", o.MaxBundles)
+	case o.Cooldown < 0:
+		return cmdutil.FlagErrorf("--cooldown must not be negative, got %s", o.Cooldown)
+	case o.Wait <= 0:
+		return cmdutil.FlagErrorf("--wait must be positive, got %s", o.Wait)
+	case o.CoordinatorWait <= 0:
+		return cmdutil.FlagErrorf("--coordinator-wait must be positive, got %s", o.CoordinatorWait)
+	case o.DryRun && !o.Repair:
+		return cmdutil.FlagErrorf("--dry-run only applies to --repair")
+	}
+	for _, g := range append(append([]string{}, o.Groups...), o.Topics...) {
+		if _, err := path.Match(g, ""); err != nil {
+			return cmdutil.FlagErrorf("bad glob %q: %v", g, err)
+		}
+	}
+	if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+		return cmdutil.FlagErrorf("--listen %q: %v", o.Listen, err)
+	}
+	return nil
+}
+
+func watchRun(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	sel, all, err := opts.Targets()
+	if err != nil {
+		return err
+	}
+	listen := opts.Listener
+	if listen == nil {
+		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+	}
+	ln, err := listen(opts.Listen)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("--listen %s: %w", opts.Listen, err))
+	}
+	defer func() { _ = ln.Close() }() // Shutdown closes it first; a second close only errs
+	cls, release, err := opts.Build(sel, all, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Closing the clients of a cluster that went away can wait on reconnects: the
+		// process ends anyway, so do not let it hold the exit up.
+		done := make(chan struct{})
+		go func() { release(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			opts.Logger.Warn("clients still closing after 3s; exiting")
+		}
+	}()
+
+	w := watch.New(cls, watch.Options{
+		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
+		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,
+		Logger: opts.Logger,
+	})
+	srv := &http.Server{Handler: watch.Handler(w), ReadHeaderTimeout: 10 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.Serve(ln) }()
+	var names []string
+	for _, c := range cls {
+		names = append(names, c.Name)
+	}
+	opts.Logger.Info("watch started", "listen", ln.Addr().String(), "clusters", names, "interval", opts.Interval.String(),
+		"resync", opts.Resync.String(), "repair", opts.Repair, "dryRun", opts.DryRun)
+
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	var runErr error
+	select {
+	case <-ctx.Done():
+		opts.Logger.Info("signal received: stopping")
+	case err := <-srvErr:
+		runErr = cmdutil.UnreachableError(fmt.Errorf("HTTP server on %s: %w", opts.Listen, err))
+		opts.Logger.Error("HTTP server failed: stopping", "err", err.Error())
+	}
+	cancel()
+	if err := <-done; err != nil {
+		opts.Logger.Error("watch ended with an error", "err", err.Error())
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = srv.Close()
+	}
+	return runErr
+}
+
+// FactoryBuild builds the real clients from f: a pulsarx.Reader (loader view) and Admin per
+// cluster, kadm for KoP, and with --repair a reload session (Planner, Executor) per
+// selected cluster, its planner asking activity on that cluster only.
+func FactoryBuild(f *cmdutil.Factory) BuildFunc {
+	return func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
+		var closers []func()
+		release := func() {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+		var out []watch.Cluster
+		for _, cl := range sel {
+			admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
+			if err != nil {
+				release()
+				return nil, nil, cmdutil.ConfigError(err)
+			}
+			pc, err := f.PulsarClient(cl)
+			if err != nil {
+				release()
+				return nil, nil, cmdutil.ConfigError(err)
+			}
+			closers = append(closers, pc.Close)
+			wc := watch.Cluster{
+				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
+				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
+				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
+			}
+			kc, err := f.KafkaClient(cl, chk.FetcherClientOpts(f.Flags.Timeout)...)
+			switch {
+			case errors.Is(err, connect.ErrNotConfigured):
+				// No kafkaBootstrap: the persisted side only.
+			case err != nil:
+				release()
+				return nil, nil, cmdutil.ConfigError(err)
+			default:
+				closers = append(closers, kc.Close)
+				ka := kadm.NewClient(kc)
+				wc.Fetcher = &chk.KafkaFetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
+				wc.Describer = reload.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
+			}
+			if o.Repair {
+				sess, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
+					o.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
+				})(cl, all)
+				if err != nil {
+					release()
+					return nil, nil, cmdutil.ConfigError(err)
+				}
+				closers = append(closers, sess.Close)
+				// The policy refuses only live members on the cluster written to.
+				sess.Planner.Describers = map[string]reload.GroupDescriber{cl.Name: sess.Planner.Describers[cl.Name]}
+				sess.Executor.Wait = o.Wait
+				wc.Reloader = watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
+			}
+			out = append(out, wc)
+		}
+		return out, release, nil
+	}
+}

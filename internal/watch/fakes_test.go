@@ -1,0 +1,275 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+const topic1 = "persistent://public/default/topic-1"
+
+// memTail is an in-memory Tailer: messages appended with commit are delivered to every
+// open Tail, in order.
+type memTail struct {
+	n      int32
+	mu     sync.Mutex
+	msgs   map[int32][]pulsarx.TailMessage
+	wake   chan struct{}
+	down   error // Partitions fails (admin down)
+	tailEr error // Tail fails at once
+	tails  map[int32]int
+}
+
+func newMemTail(n int32) *memTail {
+	return &memTail{n: n, msgs: map[int32][]pulsarx.TailMessage{}, wake: make(chan struct{}), tails: map[int32]int{}}
+}
+
+// commit appends commits as KoP would write them; from names the cluster they were
+// replicated from ("" for local commits).
+func (m *memTail) commit(from string, cs ...testkit.OffsetCommit) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range cs {
+		p := offsets.PartitionFor(c.Group, m.n)
+		msg := testkit.Message(p, len(m.msgs[p]), c)
+		m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg, ReplicatedFrom: from})
+	}
+	close(m.wake)
+	m.wake = make(chan struct{})
+}
+
+func (m *memTail) setDown(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.down = err
+}
+
+func (m *memTail) tailCalls(p int32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tails[p]
+}
+
+func (m *memTail) Partitions(context.Context) (int32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down != nil {
+		return 0, m.down
+	}
+	return m.n, nil
+}
+
+func (m *memTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage) error, caughtUp func()) error {
+	m.mu.Lock()
+	m.tails[p]++
+	if m.tailEr != nil {
+		m.mu.Unlock()
+		return m.tailEr
+	}
+	bound := len(m.msgs[p])
+	m.mu.Unlock()
+	next := 0
+	if bound == 0 {
+		caughtUp()
+	}
+	for {
+		m.mu.Lock()
+		msgs, wake := m.msgs[p], m.wake
+		m.mu.Unlock()
+		for ; next < len(msgs); next++ {
+			if err := fn(msgs[next]); err != nil {
+				return err
+			}
+			if next+1 == bound {
+				caughtUp()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		}
+	}
+}
+
+// fakeKoP is a kfake cluster whose OffsetFetch answers come from a table: KoP's cache.
+type fakeKoP struct {
+	c      *kfake.Cluster
+	mu     sync.Mutex
+	cache  map[string]map[int32]int64 // group -> partition of topic-1 -> offset
+	asked  [][]string                 // groups of each OffsetFetch request
+	broken bool                       // answer every group with an error
+}
+
+func newFakeKoP(t *testing.T) *fakeKoP {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "topic-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	f := &fakeKoP{c: c, cache: map[string]map[int32]int64{}}
+	c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := kr.(*kmsg.OffsetFetchRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		var asked []string
+		for _, rg := range req.Groups {
+			asked = append(asked, rg.Group)
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group = rg.Group
+			if f.broken {
+				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				resp.Groups = append(resp.Groups, g)
+				continue
+			}
+			if ps := f.cache[rg.Group]; len(ps) > 0 {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = "topic-1"
+				for p, o := range ps {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g.Topics = append(g.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, g)
+		}
+		slices.Sort(asked)
+		f.asked = append(f.asked, asked)
+		return resp, nil, true
+	})
+	return f
+}
+
+func (f *fakeKoP) set(group string, p int32, off int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cache[group] == nil {
+		f.cache[group] = map[int32]int64{}
+	}
+	f.cache[group][p] = off
+}
+
+// takeAsked returns the groups asked since the last call, sorted, deduplicated.
+func (f *fakeKoP) takeAsked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []string
+	for _, a := range f.asked {
+		all = append(all, a...)
+	}
+	f.asked = nil
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
+func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
+	cl, err := kgo.NewClient(append(check.FetcherClientOpts(5*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
+		kgo.MaxVersions(kversion.V3_6_0()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: time.Second}
+}
+
+func commit(group string, p int32, off int64) testkit.OffsetCommit {
+	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1_700_000_000_000 + off)}
+}
+
+// clock is a settable Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// fakeReloader plans one bundle per offsets partition (n partitions) and records reloads.
+type fakeReloader struct {
+	mu       sync.Mutex
+	n        int32
+	live     map[string]bool // groups live on the target: their bundle is refused
+	planned  [][]string
+	reloaded []string
+	result   string
+	onReload func()
+}
+
+func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.planned = append(r.planned, slices.Clone(groups))
+	plan := &reload.Plan{Cluster: "wus"}
+	byRange := map[string]int{}
+	for _, g := range groups {
+		rng := bundleOf(offsets.PartitionFor(g, r.n))
+		i, ok := byRange[rng]
+		if !ok {
+			i = len(plan.Bundles)
+			byRange[rng] = i
+			plan.Bundles = append(plan.Bundles, reload.PlannedBundle{Range: rng, OffsetsPartitions: []int32{offsets.PartitionFor(g, r.n)}, Active: []string{}})
+		}
+		pb := &plan.Bundles[i]
+		pb.Groups = append(pb.Groups, g)
+		if r.live[g] {
+			pb.Active = append(pb.Active, g)
+			pb.Refused, pb.Reason = true, "live members: "+g+"@wus"
+		}
+		plan.Groups = append(plan.Groups, reload.AffectedGroup{Group: g, Bundle: rng, Requested: true})
+	}
+	return plan, nil
+}
+
+func (r *fakeReloader) Reload(_ context.Context, _ *reload.Plan, pb reload.PlannedBundle) reload.BundleResult {
+	if r.onReload != nil {
+		r.onReload()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reloaded = append(r.reloaded, pb.Range)
+	st := r.result
+	if st == "" {
+		st = reload.BundleVerified
+	}
+	return reload.BundleResult{Range: pb.Range, Status: st, Unloaded: true, Loaded: true}
+}
+
+func (r *fakeReloader) reloads() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reloaded)
+}
+
+func bundleOf(p int32) string { return "0x" + string(rune('a'+p)) }
+
+var errDown = errors.New("connection refused")

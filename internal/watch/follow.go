@@ -1,0 +1,160 @@
+package watch
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Tailer follows the offsets topic of one cluster; *pulsarx.Reader implements it.
+type Tailer interface {
+	// Partitions returns the partition count of the offsets topic (an admin call: watch
+	// also uses it to see whether the cluster answers).
+	Partitions(ctx context.Context) (int32, error)
+	// Tail reads partition from the earliest message, then every new one until ctx ends
+	// (nil). caughtUp is called once, from fn's goroutine, when what existed at the start
+	// has been read. See pulsarx.Reader.Tail.
+	Tail(ctx context.Context, partition int32, fn func(pulsarx.TailMessage) error, caughtUp func()) error
+}
+
+var _ Tailer = (*pulsarx.Reader)(nil)
+
+// rowKey is one group/topic/partition; topic is KoP's full name.
+type rowKey struct {
+	group, topic string
+	partition    int32
+}
+
+func (k rowKey) compare(o rowKey) int {
+	return cmp.Or(strings.Compare(k.group, o.group), strings.Compare(k.topic, o.topic), cmp.Compare(k.partition, o.partition))
+}
+
+// arrival is a commit that reached this cluster through replication.
+type arrival struct {
+	key       rowKey
+	offset    int64
+	at        time.Time // when watch read it here
+	from      string    // the cluster it was replicated from
+	committed time.Time // the commit timestamp the source wrote
+}
+
+// maxArrivalsPerCycle bounds the replicated commits a partition keeps between two cycles;
+// beyond it the newest are dropped (counted), so a flood cannot grow memory.
+const maxArrivalsPerCycle = 10000
+
+// partition is the loader view of one offsets partition: fed by its tail goroutine,
+// read by the cycle. Memory: the Replayer's live keys, the dirty groups and at most
+// maxArrivalsPerCycle arrivals.
+type partition struct {
+	index int32
+
+	mu        sync.Mutex
+	rep       *offsets.Replayer // after the first catch-up; nil before
+	changed   bool              // messages since the last take
+	all       bool              // a new replay replaced the view: every group is dirty
+	dirty     map[string]struct{}
+	arrivals  []arrival
+	dropped   int
+	following bool // the tail is open and caught up
+	lastErr   error
+
+	// Owned by the cycle (no lock): the view at the last take, indexed by group.
+	byGroup map[string][]offsets.CommittedOffset
+	caught  bool // byGroup holds a complete replay
+}
+
+func newPartition(i int32) *partition {
+	return &partition{index: i, dirty: map[string]struct{}{}}
+}
+
+// swap installs a replay that has just caught up.
+func (p *partition) swap(r *offsets.Replayer) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rep, p.changed, p.all, p.following, p.lastErr = r, true, true, true, nil
+	clear(p.dirty)
+}
+
+// apply feeds one live message and records what it touched. It returns the replicated
+// offset commits it holds (for the metrics).
+func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
+	recs, _ := offsets.Decode(m.Key, m.Value) // undecodable parts are counted by the Replayer
+	var arr []arrival
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.rep.ApplyMessage(m.Message)
+	p.changed = true
+	for _, r := range recs {
+		if r.Group == "" {
+			continue
+		}
+		if _, ok := p.dirty[r.Group]; !ok {
+			p.dirty[strings.Clone(r.Group)] = struct{}{}
+		}
+		if m.ReplicatedFrom == "" || r.Kind != offsets.KindOffsetCommit || r.Offset == nil || r.Partition == nil {
+			continue
+		}
+		a := arrival{key: rowKey{r.Group, r.Topic, *r.Partition}, offset: *r.Offset, at: now, from: m.ReplicatedFrom}
+		if r.CommitTimestamp != nil {
+			a.committed = r.CommitTimestamp.Time()
+		}
+		arr = append(arr, a)
+		if len(p.arrivals) < maxArrivalsPerCycle {
+			p.arrivals = append(p.arrivals, a)
+		} else {
+			p.dropped++
+		}
+	}
+	return arr
+}
+
+func (p *partition) failed(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.following, p.lastErr = false, err
+}
+
+// take refreshes the cycle's view when messages arrived and returns what changed since the
+// last take: the dirty groups (all: every group of the partition), the replicated commits.
+func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int, following, failing bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	following, failing = p.following, p.lastErr != nil
+	if p.rep == nil {
+		return nil, false, nil, 0, following, failing
+	}
+	if p.changed {
+		view := p.rep.Result()
+		byGroup := map[string][]offsets.CommittedOffset{}
+		for _, co := range view.Offsets() {
+			byGroup[co.Group] = append(byGroup[co.Group], co)
+		}
+		for _, g := range view.Groups() {
+			if _, ok := byGroup[g.Group]; !ok {
+				byGroup[g.Group] = nil // known by its metadata only
+			}
+		}
+		if p.all {
+			// Groups gone from the new replay are dirty too: their rows must be rebuilt.
+			for g := range p.byGroup {
+				dirty = append(dirty, g)
+			}
+		}
+		p.byGroup, p.caught, p.changed = byGroup, true, false
+	}
+	all, p.all = p.all, false
+	for g := range p.dirty {
+		dirty = append(dirty, g)
+	}
+	clear(p.dirty)
+	arr, p.arrivals = p.arrivals, nil
+	dropped, p.dropped = p.dropped, 0
+	slices.Sort(dirty)
+	return slices.Compact(dirty), all, arr, dropped, following, failing
+}

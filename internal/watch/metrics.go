@@ -1,0 +1,133 @@
+package watch
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kop-offsets/kop-offsets/internal/check"
+)
+
+// Names of the series watch adds to those of check (check.Metric*).
+const (
+	MetricCycles          = "kop_offsets_watch_cycles_total"
+	MetricCycleDuration   = "kop_offsets_watch_cycle_duration_seconds"
+	MetricReplayDuration  = "kop_offsets_watch_replay_duration_seconds"
+	MetricFetchDuration   = "kop_offsets_watch_fetch_duration_seconds"
+	MetricErrors          = "kop_offsets_watch_errors_total"
+	MetricMessages        = "kop_offsets_watch_messages_total"
+	MetricGroupsFetched   = "kop_offsets_watch_groups_fetched_total"
+	MetricClusterUp       = "kop_offsets_watch_cluster_up"
+	MetricKoPUp           = "kop_offsets_watch_kop_up"
+	MetricPartitionsLive  = "kop_offsets_watch_partitions_following"
+	MetricReloads         = "kop_offsets_watch_reloads_total"
+	MetricReloadsRefused  = "kop_offsets_watch_reloads_refused_total"
+	MetricReplicated      = "kop_offsets_replicated_commits_total"
+	MetricReplicationLag  = "kop_offsets_replication_delay_seconds"
+	MetricStaleness       = "kop_offsets_staleness_seconds"
+	MetricStalenessServed = "kop_offsets_staleness_served_seconds"
+	MetricStaleCommits    = "kop_offsets_stale_replicated_commits"
+	MetricArrivalsDropped = "kop_offsets_watch_arrivals_dropped_total"
+	MetricLastCycle       = "kop_offsets_watch_last_cycle_timestamp_seconds"
+)
+
+// Metrics are watch's own collectors, plus the series of the latest report in check's
+// names and labels (check.Registry), swapped after every cycle.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	cycles          prometheus.Counter
+	cycleDuration   prometheus.Histogram
+	replayDuration  *prometheus.HistogramVec
+	fetchDuration   *prometheus.HistogramVec
+	errors          *prometheus.CounterVec
+	messages        *prometheus.CounterVec
+	groupsFetched   *prometheus.CounterVec
+	up              *prometheus.GaugeVec
+	kopUp           *prometheus.GaugeVec
+	following       *prometheus.GaugeVec
+	reloads         *prometheus.CounterVec
+	refused         *prometheus.CounterVec
+	replicated      *prometheus.CounterVec
+	replDelay       *prometheus.HistogramVec
+	staleness       *prometheus.GaugeVec
+	stalenessServed *prometheus.HistogramVec
+	staleCommits    *prometheus.GaugeVec
+	dropped         *prometheus.CounterVec
+	lastCycle       prometheus.Gauge
+
+	report atomic.Pointer[check.Report]
+}
+
+// Buckets for durations from a few milliseconds (a fetch) to an hour (a stale standby).
+var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+
+// NewMetrics registers the collectors (and the Go and process collectors) in a new registry.
+func NewMetrics() *Metrics {
+	c, cl := []string{"cluster"}, "cluster"
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		cycles:   prometheus.NewCounter(prometheus.CounterOpts{Name: MetricCycles, Help: "Watch cycles completed."}),
+		cycleDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricCycleDuration,
+			Help: "Duration of a watch cycle (fetch, classification, repair).", Buckets: durationBuckets}),
+		replayDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricReplayDuration,
+			Help: "Time to replay one offsets partition up to its last message at the start (the initial replay, and after a reconnect).", Buckets: durationBuckets}, c),
+		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricFetchDuration,
+			Help: "Duration of the OffsetFetch of one cycle on one cluster (all batches).", Buckets: durationBuckets}, c),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricErrors,
+			Help: "Failures per cluster and endpoint (pulsar: offsets topic, admin: admin API, kafka: KoP, reload)."}, []string{cl, "endpoint"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricMessages,
+			Help: "Offsets-topic messages read after the initial replay."}, c),
+		groupsFetched: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricGroupsFetched,
+			Help: "Groups asked with OffsetFetch."}, c),
+		up: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricClusterUp,
+			Help: "1 when the cluster's admin API answered in the last cycle and every offsets partition is followed."}, c),
+		kopUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricKoPUp,
+			Help: "1 when KoP answered OffsetFetch in the last cycle that asked it."}, c),
+		following: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPartitionsLive,
+			Help: "Offsets partitions caught up and followed."}, c),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReloads,
+			Help: "Bundle reloads by result (reload's bundle statuses; dry_run: logged, not done)."}, []string{cl, "result"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReloadsRefused,
+			Help: "Reloads the policy refused, by reason."}, []string{cl, "reason"}),
+		replicated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReplicated,
+			Help: "Offset commits that arrived on the cluster by geo-replication, by source cluster."}, []string{cl, "from"}),
+		replDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricReplicationLag,
+			Help: "Arrival of a replicated commit on the cluster minus its commit timestamp on the source.", Buckets: durationBuckets}, []string{cl, "from"}),
+		staleness: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStaleness,
+			Help: "Age of the oldest replicated commit KoP on the cluster does not serve yet (0: KoP serves every replicated commit)."}, c),
+		stalenessServed: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricStalenessServed,
+			Help: "Time from a replicated commit's arrival to KoP on the cluster serving it (as seen by the cycles).", Buckets: durationBuckets}, c),
+		staleCommits: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStaleCommits,
+			Help: "Group/topic/partitions with a replicated commit KoP does not serve yet."}, c),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricArrivalsDropped,
+			Help: "Replicated commits not tracked for staleness because too many arrived within one cycle."}, c),
+		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricLastCycle, Help: "Unix time of the end of the last cycle."}),
+	}
+	m.Registry.MustRegister(m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
+		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
+		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// setReport publishes rep; its series (check's names, see check.Registry) are built when
+// scraped, so a cycle does not pay for them.
+func (m *Metrics) setReport(rep *check.Report) { m.report.Store(rep) }
+
+// Gatherer gathers watch's collectors and the latest report.
+func (m *Metrics) Gatherer() prometheus.Gatherer {
+	return prometheus.Gatherers{m.Registry, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		rep := m.report.Load()
+		if rep == nil {
+			return nil, nil
+		}
+		reg, err := check.Registry(rep)
+		if err != nil {
+			return nil, err
+		}
+		return reg.Gather()
+	})}
+}

@@ -1,0 +1,1041 @@
+package watch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// Cluster is one watched cluster and how to reach each side of it.
+type Cluster struct {
+	Name           string
+	KafkaNamespace string // KoP's kafkaTenant/kafkaNamespace, for topic names
+
+	// Tailer follows the offsets topic (persisted side). Required.
+	Tailer Tailer
+	// Replication gives this cluster's replicators of its offsets partitions toward the
+	// others. Nil: no backlog is known from this cluster.
+	Replication check.ReplicationSource
+	// Fetcher asks KoP (cached side). Nil: the cached side is not asked.
+	Fetcher check.OffsetFetcher
+	// Reloader writes to this cluster (--repair). Nil: watch never writes here.
+	Reloader Reloader
+	// Describer says whether groups are live on this cluster, to report (not refuse) a
+	// reload elsewhere of a group that is live here. Nil: not reported.
+	Describer reload.GroupDescriber
+}
+
+// Defaults of Options.
+const (
+	DefaultInterval   = 30 * time.Second
+	DefaultResync     = 10 * time.Minute
+	DefaultMaxBundles = 1
+	DefaultCooldown   = 10 * time.Minute
+	DefaultBackoff    = time.Second
+	DefaultMaxBackoff = time.Minute
+)
+
+// maxPending bounds the replicated commits tracked for staleness per cluster.
+const maxPending = 100000
+
+// Options tune a Watcher. The zero value works (defaults above, no repair).
+type Options struct {
+	Groups []string // globs (path.Match); none: every group
+	Topics []string // globs on the short and the full topic name; none: every topic
+
+	Interval time.Duration // between cycles
+	Resync   time.Duration // between full sweeps (every group asked)
+	// CallTimeout bounds each remote call of a cycle on one cluster (default Interval,
+	// at most 30s), so that a cluster that hangs delays no other.
+	CallTimeout time.Duration
+
+	Repair     bool
+	DryRun     bool          // with Repair: log and count what would be reloaded, write nothing
+	MaxBundles int           // reloads per cluster and cycle (one cycle per Interval)
+	Cooldown   time.Duration // between two reloads of one bundle
+	// RepairWait is how long one bundle's reload may take (the executor's verification
+	// wait); it only widens the bound /healthz allows a cycle.
+	RepairWait time.Duration
+
+	Backoff, MaxBackoff time.Duration // reconnects of a failed reader or admin call
+
+	Logger  *slog.Logger // decisions, one JSON line each; default: discarded
+	Metrics *Metrics     // default: NewMetrics()
+	Now     func() time.Time
+}
+
+// Watcher watches clusters. Create it with New, run it with Run.
+type Watcher struct {
+	o        Options
+	m        *Metrics
+	log      *slog.Logger
+	clusters []*clusterRT
+
+	// Owned by the cycle.
+	rows       map[string][]row // by group
+	lastResync time.Time
+
+	report atomic.Pointer[check.Report]
+	ready  atomic.Bool
+	cycles atomic.Int64
+	last   atomic.Int64 // unix nanos of the last cycle end
+}
+
+type row struct {
+	key    rowKey
+	cells  map[string]check.Cell
+	status offsets.Status
+}
+
+// clusterRT is the run-time state of one cluster.
+type clusterRT struct {
+	Cluster
+
+	mu    sync.Mutex // n and parts, set once the partition count is known
+	n     int32
+	parts []*partition
+
+	// Owned by the cycle.
+	up, kopUp  bool
+	probed     bool // up is known
+	adminDown  bool // the last probe of the admin API failed
+	kopKnown   bool // kopUp is known
+	cached     map[string]check.GroupFetch
+	repl       map[int32]map[string]offsets.Inbound
+	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
+	pending    map[rowKey]arrival
+	lastReload map[string]time.Time
+}
+
+// New returns a Watcher of clusters.
+func New(clusters []Cluster, o Options) *Watcher {
+	o.Interval = cmp.Or(o.Interval, DefaultInterval)
+	o.Resync = cmp.Or(o.Resync, DefaultResync)
+	o.CallTimeout = cmp.Or(o.CallTimeout, min(o.Interval, 30*time.Second))
+	o.MaxBundles = cmp.Or(o.MaxBundles, DefaultMaxBundles)
+	o.Cooldown = cmp.Or(o.Cooldown, DefaultCooldown)
+	o.Backoff = cmp.Or(o.Backoff, DefaultBackoff)
+	o.MaxBackoff = max(cmp.Or(o.MaxBackoff, DefaultMaxBackoff), o.Backoff)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
+	lg := o.Logger
+	if lg == nil {
+		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]row{}}
+	for _, c := range clusters {
+		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]check.GroupFetch{},
+			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
+			pending: map[rowKey]arrival{}, lastReload: map[string]time.Time{}})
+	}
+	return w
+}
+
+// Metrics returns the collectors the watcher updates.
+func (w *Watcher) Metrics() *Metrics { return w.m }
+
+// Report returns the rows as of the last cycle (nil before the first), in check's shape.
+func (w *Watcher) Report() *check.Report { return w.report.Load() }
+
+// Ready reports whether a cycle has run and every cluster that answers has replayed all
+// of its offsets partitions.
+func (w *Watcher) Ready() bool { return w.ready.Load() }
+
+// LastCycle returns when the last cycle ended (zero before the first).
+func (w *Watcher) LastCycle() time.Time {
+	if n := w.last.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// Run follows every cluster and runs a cycle every Interval until ctx ends. It returns
+// after the readers are closed (at most a few seconds after ctx ends).
+func (w *Watcher) Run(ctx context.Context) error {
+	wait := w.Start(ctx)
+	t := time.NewTicker(w.o.Interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		w.Cycle(ctx)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	wait()
+	w.log.Info("stopped", "cycles", w.cycles.Load())
+	return nil
+}
+
+// Start starts the followers of every cluster (they stop when ctx ends); cycles are then
+// run with Cycle. wait returns once the followers have stopped, or after 5 seconds.
+func (w *Watcher) Start(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	for _, c := range w.clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.startCluster(ctx, c, &wg)
+		}()
+	}
+	return func() {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			w.log.Warn("stopping: readers still closing after 5s; leaving them to the process exit")
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// startCluster learns the partition count (retrying with backoff while the cluster does
+// not answer) and starts one follower per offsets partition.
+func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitGroup) {
+	backoff := w.o.Backoff
+	var n int32
+	for {
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		var err error
+		n, err = c.Tailer.Partitions(cctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.m.errors.WithLabelValues(c.Name, "admin").Inc()
+		w.log.Warn("offsets topic not readable; retrying", "cluster", c.Name, "err", err.Error(), "retryIn", backoff.String())
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, w.o.MaxBackoff)
+	}
+	parts := make([]*partition, n)
+	for i := range parts {
+		parts[i] = newPartition(int32(i))
+	}
+	c.mu.Lock()
+	c.n, c.parts = n, parts
+	c.mu.Unlock()
+	w.log.Info("following offsets topic", "cluster", c.Name, "partitions", n)
+	for _, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.follow(ctx, c, p)
+		}()
+	}
+}
+
+// follow replays one offsets partition, then follows it; after a failure it starts over
+// with a new replay (the old view stays in use until the new one has caught up).
+func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
+	backoff := w.o.Backoff
+	for ctx.Err() == nil {
+		next := offsets.NewReplayer(p.index, offsets.OrderingKoP)
+		live := false
+		start := w.o.Now()
+		err := c.Tailer.Tail(ctx, p.index, func(m pulsarx.TailMessage) error {
+			if !live {
+				_ = next.ApplyMessage(m.Message) // decode errors are counted, never fatal
+				return nil
+			}
+			w.m.messages.WithLabelValues(c.Name).Inc()
+			for _, a := range p.apply(m, w.o.Now()) {
+				w.m.replicated.WithLabelValues(c.Name, a.from).Inc()
+				if !a.committed.IsZero() {
+					w.m.replDelay.WithLabelValues(c.Name, a.from).Observe(max(0, a.at.Sub(a.committed).Seconds()))
+				}
+			}
+			return nil
+		}, func() {
+			live = true
+			p.swap(next)
+			d := w.o.Now().Sub(start)
+			w.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
+			w.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
+				"messages", next.Counts().Messages, "seconds", d.Seconds())
+			backoff = w.o.Backoff
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("reader ended")
+		}
+		p.failed(err)
+		w.m.errors.WithLabelValues(c.Name, "pulsar").Inc()
+		w.log.Warn("offsets partition reader failed; replaying again", "cluster", c.Name, "partition", p.index,
+			"err", err.Error(), "retryIn", backoff.String())
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, w.o.MaxBackoff)
+	}
+}
+
+func (w *Watcher) parallel(fn func(c *clusterRT)) {
+	var wg sync.WaitGroup
+	for _, c := range w.clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(c)
+		}()
+	}
+	wg.Wait()
+}
+
+func matchAny(globs []string, names ...string) bool {
+	if len(globs) == 0 {
+		return true
+	}
+	for _, g := range globs {
+		for _, n := range names {
+			if ok, _ := path.Match(g, n); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// partitionOf returns the view of the offsets partition holding group, nil when the
+// cluster has not replayed it yet.
+func (c *clusterRT) partitionOf(group string) *partition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n <= 0 {
+		return nil
+	}
+	p := c.parts[offsets.PartitionFor(group, c.n)]
+	if !p.caught {
+		return nil
+	}
+	return p
+}
+
+func (c *clusterRT) partitions() (int32, []*partition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n, c.parts
+}
+
+// Cycle runs one cycle: take what the followers read, ask KoP about the groups that
+// changed (all groups when a resync is due), classify, publish the metrics, and repair
+// when enabled. Run calls it every Interval; tests call it directly.
+func (w *Watcher) Cycle(ctx context.Context) {
+	start := w.o.Now()
+	resync := w.lastResync.IsZero() || start.Sub(w.lastResync) >= w.o.Resync
+	if resync {
+		w.lastResync = start
+	}
+
+	// 1. Per cluster: is it up; what changed.
+	dirty := make([][]string, len(w.clusters))
+	w.parallel(func(c *clusterRT) {
+		i := slices.Index(w.clusters, c)
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		_, err := c.Tailer.Partitions(cctx)
+		cancel()
+		_, parts := c.partitions()
+		following, failing := 0, 0
+		for _, p := range parts {
+			d, all, arr, dropped, fol, fail := p.take()
+			if all {
+				for g := range p.byGroup {
+					d = append(d, g)
+				}
+			}
+			dirty[i] = append(dirty[i], d...)
+			if dropped > 0 {
+				w.m.dropped.WithLabelValues(c.Name).Add(float64(dropped))
+			}
+			if c.Fetcher != nil {
+				for _, a := range arr {
+					c.track(a, w.m)
+				}
+			}
+			if fol {
+				following++
+			}
+			if fail {
+				failing++
+			}
+		}
+		// Up: the admin API answers and no reader is failing (partitions still replaying
+		// count as up: their cells say so).
+		up := err == nil && failing == 0
+		if ctx.Err() == nil && ((c.probed && up != c.up) || (!c.probed && !up)) {
+			if up {
+				w.log.Info("cluster up", "cluster", c.Name, "partitionsFollowing", following)
+			} else {
+				msg := "offsets partitions not followed"
+				if err != nil {
+					msg = err.Error()
+					w.m.errors.WithLabelValues(c.Name, "admin").Inc()
+				}
+				w.log.Warn("cluster down", "cluster", c.Name, "err", msg)
+			}
+		}
+		c.up, c.probed, c.adminDown = up, true, err != nil
+		w.m.up.WithLabelValues(c.Name).Set(b2f(up))
+		w.m.following.WithLabelValues(c.Name).Set(float64(following))
+	})
+	if ctx.Err() != nil {
+		return
+	}
+
+	// 2. The groups to ask: changed, still unsettled, and every group on a resync.
+	ask := map[string]bool{}
+	for _, d := range dirty {
+		for _, g := range d {
+			ask[g] = true
+		}
+	}
+	for g, rs := range w.rows {
+		for _, r := range rs {
+			switch r.status {
+			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
+				ask[g] = true
+			}
+		}
+	}
+	for _, c := range w.clusters {
+		for k := range c.pending {
+			ask[k.group] = true
+		}
+	}
+	if resync {
+		for _, c := range w.clusters {
+			_, parts := c.partitions()
+			for _, p := range parts {
+				for g := range p.byGroup {
+					ask[g] = true
+				}
+			}
+		}
+		var mu sync.Mutex
+		w.parallel(func(c *clusterRT) {
+			if c.Fetcher == nil || !c.up {
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+			defer cancel()
+			ls, err := c.Fetcher.ListGroups(cctx)
+			if err != nil {
+				return // the fetch below counts KoP's failure
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, g := range ls {
+				ask[g.Group] = true
+			}
+		})
+		for g := range w.rows {
+			ask[g] = true // rebuilt (or dropped when gone everywhere)
+		}
+	}
+	var groups []string
+	for g := range ask {
+		if matchAny(w.o.Groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	slices.Sort(groups)
+
+	// 3. Replication, cached side, log-end offsets: per cluster in parallel.
+	if len(groups) > 0 {
+		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, groups) })
+	}
+	if ctx.Err() != nil {
+		return
+	}
+
+	// 4. Rows of the groups asked.
+	for _, g := range groups {
+		rs := w.buildRows(g)
+		if len(rs) == 0 {
+			delete(w.rows, g)
+			continue
+		}
+		w.rows[g] = rs
+	}
+
+	if resync {
+		w.prune(ask, start)
+	}
+
+	// 5. Staleness, metrics.
+	now := w.o.Now()
+	for _, c := range w.clusters {
+		w.settle(c, ask, now)
+	}
+	rep := w.buildReport()
+	w.report.Store(rep)
+	w.m.setReport(rep)
+
+	ready := true
+	for _, c := range w.clusters {
+		n, parts := c.partitions()
+		if c.adminDown {
+			continue // a cluster that does not answer does not hold the others back
+		}
+		if n == 0 {
+			ready = false
+		}
+		for _, p := range parts {
+			if !p.caught {
+				ready = false
+			}
+		}
+	}
+	w.ready.Store(ready)
+
+	// 6. Repair.
+	// Only once every cluster that answers has replayed its offsets topic.
+	if w.o.Repair && ready {
+		for _, c := range w.clusters {
+			if c.Reloader != nil && c.up {
+				w.repair(ctx, c, groups)
+			}
+		}
+	}
+
+	end := w.o.Now()
+	w.cycles.Add(1)
+	w.last.Store(end.UnixNano())
+	w.m.cycles.Inc()
+	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
+	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
+	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+}
+
+// prune forgets, after a full sweep, what belongs to groups that exist nowhere any more
+// (neither persisted on a cluster nor listed by KoP), and cooldowns that have passed: memory
+// stays bounded by the live groups over hours.
+func (w *Watcher) prune(known map[string]bool, now time.Time) {
+	for _, c := range w.clusters {
+		for g := range c.cached {
+			if !known[g] {
+				delete(c.cached, g)
+			}
+		}
+		for k := range c.pending {
+			if !known[k.group] {
+				delete(c.pending, k)
+			}
+		}
+		for r, at := range c.lastReload {
+			if now.Sub(at) >= w.o.Cooldown {
+				delete(c.lastReload, r)
+			}
+		}
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// track records a replicated commit KoP on c has to serve; the earliest arrival of a key
+// stays (the staleness is since the first commit KoP did not serve), the offset is the
+// newest.
+func (c *clusterRT) track(a arrival, m *Metrics) {
+	if old, ok := c.pending[a.key]; ok {
+		a.at = old.at
+		a.offset = max(a.offset, old.offset)
+	} else if len(c.pending) >= maxPending {
+		m.dropped.WithLabelValues(c.Name).Inc()
+		return
+	}
+	c.pending[a.key] = a
+}
+
+// fetch reads the replication stats of the offsets partitions of groups, asks KoP for
+// groups and the log-end offsets of their topics.
+func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
+	if !c.up {
+		return
+	}
+	n, _ := c.partitions()
+	if c.Replication != nil && len(w.clusters) > 1 && n > 0 {
+		need := map[int32]bool{}
+		for _, g := range groups {
+			need[offsets.PartitionFor(g, n)] = true
+		}
+		for _, p := range slices.Sorted(mapKeys(need)) {
+			cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+			st, err := c.Replication.OutboundReplication(cctx, p)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					w.m.errors.WithLabelValues(c.Name, "admin").Inc()
+					w.log.Warn("replication stats", "cluster", c.Name, "offsetsPartition", p, "err", err.Error())
+				}
+				break
+			}
+			c.repl[p] = st
+		}
+	}
+	if c.Fetcher == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+	defer cancel()
+	t0 := time.Now()
+	res := c.Fetcher.FetchOffsets(cctx, groups)
+	w.m.fetchDuration.WithLabelValues(c.Name).Observe(time.Since(t0).Seconds())
+	w.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
+	failed := 0
+	var firstErr error
+	for _, g := range groups {
+		f, ok := res[g]
+		if !ok {
+			f = check.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)}
+		}
+		if f.Err != nil && !f.Unavailable {
+			failed++
+			firstErr = cmp.Or(firstErr, f.Err)
+		}
+		c.cached[g] = f
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	kopUp := failed < len(groups)
+	if failed > 0 {
+		w.m.errors.WithLabelValues(c.Name, "kafka").Inc()
+	}
+	if kopUp != c.kopUp || !c.kopKnown {
+		if kopUp {
+			w.log.Info("KoP answers", "cluster", c.Name)
+		} else {
+			w.log.Warn("KoP does not answer OffsetFetch", "cluster", c.Name, "groups", len(groups), "err", firstErr.Error())
+		}
+	}
+	c.kopUp, c.kopKnown = kopUp, true
+	w.m.kopUp.WithLabelValues(c.Name).Set(b2f(kopUp))
+	if !kopUp {
+		return
+	}
+	topics := map[string]bool{}
+	for _, g := range groups {
+		if p := c.partitionOf(g); p != nil {
+			for _, co := range p.byGroup[g] {
+				topics[offsets.ShortName(co.Topic, c.KafkaNamespace)] = true
+			}
+		}
+		for t := range c.cached[g].Offsets {
+			topics[offsets.ShortName(offsets.NormalizeTopic(t, c.KafkaNamespace), c.KafkaNamespace)] = true
+		}
+	}
+	if len(topics) == 0 {
+		return
+	}
+	leo, err := c.Fetcher.EndOffsets(cctx, slices.Sorted(mapKeys(topics)))
+	if err != nil {
+		w.log.Warn("log-end offsets", "cluster", c.Name, "err", err.Error())
+	}
+	for t, ps := range leo {
+		c.leo[offsets.NormalizeTopic(t, c.KafkaNamespace)] = ps
+	}
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// buildRows classifies every topic partition of group across the clusters.
+func (w *Watcher) buildRows(group string) []row {
+	keys := map[rowKey]bool{}
+	for _, c := range w.clusters {
+		if p := c.partitionOf(group); p != nil {
+			for _, co := range p.byGroup[group] {
+				keys[rowKey{group, offsets.NormalizeTopic(co.Topic, c.KafkaNamespace), co.Partition}] = true
+			}
+		}
+		if c.Fetcher != nil {
+			for t, ps := range c.cached[group].Offsets {
+				for pt := range ps {
+					keys[rowKey{group, offsets.NormalizeTopic(t, c.KafkaNamespace), pt}] = true
+				}
+			}
+		}
+	}
+	ns := w.displayNamespace()
+	var rows []row
+	for k := range keys {
+		if !matchAny(w.o.Topics, offsets.ShortName(k.topic, ns), k.topic) {
+			continue
+		}
+		r := row{key: k, cells: map[string]check.Cell{}}
+		obs := make([]offsets.ClusterObservation, len(w.clusters))
+		for i, c := range w.clusters {
+			r.cells[c.Name], obs[i] = w.observe(c, k)
+		}
+		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs})
+		r.status = d.Status
+		for _, c := range w.clusters {
+			cell := r.cells[c.Name]
+			cell.Status = d.Clusters[c.Name]
+			r.cells[c.Name] = cell
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b row) int { return a.key.compare(b.key) })
+	return rows
+}
+
+func (w *Watcher) displayNamespace() string {
+	if len(w.clusters) > 0 {
+		return w.clusters[0].KafkaNamespace
+	}
+	return ""
+}
+
+// observe is check's cell and classifier input of one row on one cluster.
+func (w *Watcher) observe(c *clusterRT, k rowKey) (check.Cell, offsets.ClusterObservation) {
+	ob := offsets.ClusterObservation{Cluster: c.Name, Cached: offsets.CachedOffsets{State: offsets.CacheNotChecked}}
+	var cell check.Cell
+	p := c.partitionOf(k.group)
+	switch {
+	case !c.up:
+		ob.Unreachable = true
+		cell.Error = "cluster down: its admin API does not answer or an offsets partition is not followed"
+	case p == nil:
+		ob.Unreachable = true
+		cell.Error = "offsets partition not replayed yet"
+	default:
+		for _, co := range p.byGroup[k.group] {
+			if co.Partition == k.partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.topic {
+				v := co.Offset
+				cell.Persisted, ob.Persisted = &v, &v
+				cell.CommitTimestamp = output.NewTime(co.CommitTimestamp.Time())
+			}
+		}
+	}
+	if c.Fetcher != nil && !ob.Unreachable {
+		f, asked := c.cached[k.group]
+		switch {
+		case !asked:
+		case f.Unavailable:
+			ob.Cached.State = offsets.CacheCoordinatorUnavailable
+			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
+		case f.Err != nil:
+			ob.Cached.State = offsets.CacheError
+			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
+		default:
+			ob.Cached.State = offsets.CacheAnswered
+			if v, ok := cachedOffset(f, c.KafkaNamespace, k); ok {
+				cell.Cached, ob.Cached.Offset = &v, &v
+			}
+		}
+	}
+	if leo, ok := c.leo[k.topic][k.partition]; ok {
+		cell.LogEndOffset = &leo
+		if committed := cmp.Or(cell.Cached, cell.Persisted); committed != nil {
+			lag := max(leo-*committed, 0)
+			cell.Lag = &lag
+		}
+	}
+	ob.Inbound = w.inbound(c, k.group)
+	return cell, ob
+}
+
+// inbound is the replication of group's offsets partition from every peer toward c.
+func (w *Watcher) inbound(c *clusterRT, group string) map[string]offsets.Inbound {
+	in := map[string]offsets.Inbound{}
+	for _, peer := range w.clusters {
+		if peer == c || !peer.up {
+			continue
+		}
+		n, _ := peer.partitions()
+		if n <= 0 {
+			continue
+		}
+		if st, ok := peer.repl[offsets.PartitionFor(group, n)][c.Name]; ok {
+			in[peer.Name] = st
+		}
+	}
+	return in
+}
+
+func cachedOffset(f check.GroupFetch, ns string, k rowKey) (int64, bool) {
+	for t, ps := range f.Offsets {
+		if offsets.NormalizeTopic(t, ns) != k.topic {
+			continue
+		}
+		if v, ok := ps[k.partition]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// settle ends the staleness episodes of c that KoP now serves, among the groups asked.
+func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
+	oldest := 0.0
+	for k, a := range c.pending {
+		f, ok := c.cached[k.group]
+		if asked[k.group] && ok && f.Err == nil {
+			v, has := cachedOffset(f, c.KafkaNamespace, k)
+			var persisted *int64
+			if p := c.partitionOf(k.group); p != nil {
+				for _, co := range p.byGroup[k.group] {
+					if co.Partition == k.partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.topic {
+						persisted = &co.Offset
+					}
+				}
+			}
+			// Served: KoP has the commit (or a later one), or serves exactly what its topic
+			// holds (an aborted or deleted commit will never be served).
+			if (has && v >= a.offset) || (has && persisted != nil && v == *persisted) || (!has && persisted == nil) {
+				d := max(now.Sub(a.at), 0)
+				w.m.stalenessServed.WithLabelValues(c.Name).Observe(d.Seconds())
+				w.log.Info("replicated commit served", "cluster", c.Name, "group", k.group, "topic", k.topic,
+					"partition", k.partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
+				delete(c.pending, k)
+				continue
+			}
+		}
+		oldest = max(oldest, now.Sub(a.at).Seconds())
+	}
+	w.m.staleness.WithLabelValues(c.Name).Set(oldest)
+	w.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
+}
+
+// buildReport is every row in check's report shape (for check.Registry and tests).
+func (w *Watcher) buildReport() *check.Report {
+	rep := &check.Report{SchemaVersion: 1, Rows: []check.Row{}, Summary: map[string]int{}}
+	for _, c := range w.clusters {
+		rep.Clusters = append(rep.Clusters, c.Name)
+	}
+	ns := w.displayNamespace()
+	groups := slices.Sorted(mapKeys(w.rows))
+	worst := check.ExitOK
+	for _, g := range groups {
+		for _, r := range w.rows[g] {
+			n := int32(-1)
+			if len(w.clusters) > 0 {
+				if cn, _ := w.clusters[0].partitions(); cn > 0 {
+					n = offsets.PartitionFor(g, cn)
+				}
+			}
+			rep.Rows = append(rep.Rows, check.Row{Group: g, Topic: offsets.ShortName(r.key.topic, ns), Partition: r.key.partition,
+				OffsetsPartition: n, Status: r.status, Clusters: r.cells})
+			rep.Summary[string(r.status)]++
+			switch {
+			case r.status == offsets.StatusError:
+				worst = check.ExitUnreachable
+			case r.status != offsets.StatusOK && worst == check.ExitOK:
+				worst = check.ExitDrift
+			}
+		}
+	}
+	for _, c := range w.clusters {
+		if !c.up {
+			worst = check.ExitUnreachable
+			rep.Errors = append(rep.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
+				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
+		}
+	}
+	rep.ExitCode = worst
+	return rep
+}
+
+// repair reloads, under the policy, the bundles holding the stale_cache rows of c among
+// the groups asked this cycle. Policy, per group then per bundle:
+//   - refuse a group whose offsets partition still has replication backlog toward c (the
+//     reload would load a value about to change);
+//   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
+//     loader model says the reload would move back or drop, whatever else it refuses;
+//   - refuse a bundle reloaded less than Cooldown ago, or beyond MaxBundles this cycle;
+//   - report, not refuse, groups live on other clusters: the cache will lag again.
+func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
+	behind := map[string]int64{}
+	var stale []string
+	for _, g := range asked {
+		for _, r := range w.rows[g] {
+			cell := r.cells[c.Name]
+			if cell.Status != offsets.StatusStaleCache {
+				continue
+			}
+			if _, ok := behind[g]; !ok {
+				stale = append(stale, g)
+			}
+			b := behind[g]
+			if cell.Cached != nil && cell.Persisted != nil {
+				b = max(b, *cell.Persisted-*cell.Cached)
+			}
+			behind[g] = b
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	var groups []string
+	for _, g := range stale {
+		if b, from := w.backlogToward(c, g); b > 0 {
+			w.refuse(c, "replication_backlog", "", []string{g},
+				fmt.Sprintf("offsets partition of %s still has %d entries to replicate from %s toward %s", g, b, from, c.Name))
+			continue
+		}
+		groups = append(groups, g)
+	}
+	if len(groups) == 0 {
+		return
+	}
+	w.reportLiveElsewhere(ctx, c, groups, behind)
+
+	cctx, cancel := context.WithTimeout(ctx, 2*w.o.CallTimeout)
+	plan, err := c.Reloader.Plan(cctx, groups)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.m.errors.WithLabelValues(c.Name, "reload").Inc()
+			w.log.Error("reload plan failed; nothing unloaded", "cluster", c.Name, "groups", groups, "err", err.Error())
+		}
+		return
+	}
+	done, stopped := 0, false
+	now := w.o.Now()
+	for _, pb := range plan.Bundles {
+		bg := bundleGroups(plan, pb, groups)
+		switch {
+		case pb.Refused:
+			reason := "refused_by_reload"
+			switch {
+			case len(pb.Losses) > 0:
+				reason = "would_lose_offsets"
+			case len(pb.Active) > 0:
+				reason = "live_members"
+			}
+			w.refuse(c, reason, pb.Range, bg, pb.Reason)
+		case now.Sub(c.lastReload[pb.Range]) < w.o.Cooldown:
+			w.refuse(c, "cooldown", pb.Range, bg, fmt.Sprintf("reloaded %s ago (cooldown %s)",
+				now.Sub(c.lastReload[pb.Range]).Round(time.Second), w.o.Cooldown))
+		case done >= w.o.MaxBundles:
+			w.refuse(c, "max_bundles", pb.Range, bg, fmt.Sprintf("%d bundle(s) already reloaded on %s this interval (--max-bundles)", done, c.Name))
+		case stopped:
+			w.refuse(c, "earlier_bundle_failed", pb.Range, bg, "an earlier bundle of this cycle did not end verified")
+		case ctx.Err() != nil:
+			w.refuse(c, "stopping", pb.Range, bg, "the process is stopping")
+		case w.o.DryRun:
+			done++
+			w.m.reloads.WithLabelValues(c.Name, "dry_run").Inc()
+			w.log.Info("would reload bundle (dry run)", "cluster", c.Name, "bundle", pb.Range, "groups", bg,
+				"blastRadius", pb.Groups, "offsetsPartitions", pb.OffsetsPartitions)
+		default:
+			done++
+			w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
+			res := c.Reloader.Reload(ctx, plan, pb)
+			c.lastReload[pb.Range] = w.o.Now()
+			w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
+			attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
+				"unloaded", res.Unloaded, "loaded", res.Loaded}
+			if res.Error != "" {
+				attrs = append(attrs, "err", res.Error)
+			}
+			if res.Status == reload.BundleVerified {
+				w.log.Info("bundle reloaded", attrs...)
+			} else {
+				stopped = true
+				w.m.errors.WithLabelValues(c.Name, "reload").Inc()
+				w.log.Error("bundle reload did not end verified", attrs...)
+			}
+		}
+	}
+}
+
+// backlogToward is the largest replication backlog of group's offsets partition from a
+// peer toward c.
+func (w *Watcher) backlogToward(c *clusterRT, group string) (int64, string) {
+	var best int64
+	var from string
+	for peer, in := range w.inbound(c, group) {
+		if in.Backlog > best {
+			best, from = in.Backlog, peer
+		}
+	}
+	return best, from
+}
+
+func (w *Watcher) reportLiveElsewhere(ctx context.Context, c *clusterRT, groups []string, behind map[string]int64) {
+	for _, peer := range w.clusters {
+		if peer == c || peer.Describer == nil || !peer.up {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		acts, err := peer.Describer.DescribeGroups(cctx, groups)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, g := range groups {
+			if a, ok := acts[g]; ok && a.Err == nil && a.Members > 0 {
+				w.log.Info("group live on another cluster: reloading anyway, the cache will lag again",
+					"cluster", c.Name, "group", g, "liveOn", peer.Name, "members", a.Members, "behindBy", behind[g])
+			}
+		}
+	}
+}
+
+func (w *Watcher) refuse(c *clusterRT, reason, bundle string, groups []string, detail string) {
+	w.m.refused.WithLabelValues(c.Name, reason).Inc()
+	w.log.Info("reload refused", "cluster", c.Name, "reason", reason, "bundle", bundle, "groups", groups, "detail", detail)
+}
+
+// bundleGroups is the stale groups (of want) in bundle pb.
+func bundleGroups(plan *reload.Plan, pb reload.PlannedBundle, want []string) []string {
+	var out []string
+	for _, g := range plan.GroupsIn(pb.Range) {
+		if slices.Contains(want, g.Group) {
+			out = append(out, g.Group)
+		}
+	}
+	if len(out) == 0 {
+		return []string{}
+	}
+	return out
+}
