@@ -9,6 +9,8 @@
 //	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
 //	                       write one offset commit in KoP's format into a lab cluster's
 //	                       offsets topic (stands in for KoP's writer while KoP is unavailable)
+//	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
+//	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
 // Environment: KOP=off|auto|required (default auto), KOP_VERSION, KOP_PROBE=1 (ask Maven for
 // KoP again), KOP_LAB_START_TIMEOUT (per cluster, default 4m), KOP_LAB_ROOT (repository root).
@@ -39,7 +41,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N")
+	return errors.New("usage: kop-lab up [--fresh] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N | load [flags]")
 }
 
 func run(args []string) error {
@@ -92,6 +94,8 @@ func run(args []string) error {
 		return nil
 	case "commit":
 		return commit(ctx, args[1:])
+	case "load":
+		return load(ctx, args[1:])
 	case "config-path":
 		root, err := lab.FindRoot()
 		if err != nil {
