@@ -18,6 +18,9 @@ type Sample struct {
 	Wall, CPU time.Duration
 	RSS       int64 // bytes
 	Stdout    []byte
+	// KoP's own load (kopLoad): longest and summed per-partition times, attempts needed.
+	KoPMax, KoPSum time.Duration
+	Attempts       int
 }
 
 // Cmd is a command to measure.
@@ -76,6 +79,8 @@ type Stat struct {
 	Wall, CPU        time.Duration
 	RSS              int64
 	MinWall, MaxWall time.Duration
+	KoPMax, KoPSum   time.Duration
+	Attempts         int // most attempts any run needed
 }
 
 func median(ss []Sample) Stat {
@@ -98,9 +103,12 @@ func median(ss []Sample) Stat {
 		CPU:  time.Duration(med(func(s Sample) int64 { return int64(s.CPU) })),
 		RSS:  med(func(s Sample) int64 { return s.RSS }),
 	}
+	st.KoPMax = time.Duration(med(func(s Sample) int64 { return int64(s.KoPMax) }))
+	st.KoPSum = time.Duration(med(func(s Sample) int64 { return int64(s.KoPSum) }))
 	st.MinWall, st.MaxWall = ss[0].Wall, ss[0].Wall
 	for _, s := range ss {
 		st.MinWall, st.MaxWall = min(st.MinWall, s.Wall), max(st.MaxWall, s.Wall)
+		st.Attempts = max(st.Attempts, s.Attempts)
 	}
 	return st
 }

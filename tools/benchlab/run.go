@@ -169,7 +169,7 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 				if err != nil {
 					return fmt.Errorf("KoP warm-up load: %w", err)
 				}
-				rc.step("KoP on %s loaded the offsets partitions in %.2f s (%.2f s summed)", c.Name, s.Wall.Seconds(), s.CPU.Seconds())
+				rc.step("KoP on %s loaded the offsets partitions in %.2f s (longest partition %.2f s by KoP's log, %d attempts)", c.Name, s.Wall.Seconds(), s.KoPMax.Seconds(), s.Attempts)
 			}
 		}
 		live := g * rc.keys
@@ -313,7 +313,8 @@ func (rc runConfig) table(groups, keys, msgs int, ps []*pair) {
 		}
 		ref := p.refName + ": " + cell(p.refStat, p.refErr)
 		if strings.HasPrefix(p.refName, "KoP") && p.refErr == nil {
-			ref = fmt.Sprintf("%s: %.2f s from the unload to the last partition loaded, %.2f s summed over partitions", p.refName, p.refStat.Wall.Seconds(), p.refStat.CPU.Seconds())
+			ref = fmt.Sprintf("%s: %.2f s (%.2f-%.2f) from the lookups to the last partition loaded; by KoP's log %.2f s for the longest partition, %.2f s summed; at most %d attempts",
+				p.refName, p.refStat.Wall.Seconds(), p.refStat.MinWall.Seconds(), p.refStat.MaxWall.Seconds(), p.refStat.KoPMax.Seconds(), p.refStat.KoPSum.Seconds(), p.refStat.Attempts)
 		}
 		fmt.Fprintf(rc.out, "| %s | %s | %s | %s |\n", p.work, cell(p.ourStat, p.ourErr), ref, r)
 	}
