@@ -7,7 +7,7 @@ DATE      ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS   := -s -w -X $(PKG)/internal/buildinfo.Version=$(VERSION) \
              -X $(PKG)/internal/buildinfo.Commit=$(COMMIT) -X $(PKG)/internal/buildinfo.Date=$(DATE)
 
-.PHONY: all build unit race test e2e e2e-kop demo fmt vet clean help
+.PHONY: all build unit race test e2e e2e-kop demo fmt vet clean help bench bench-lab
 
 # The lab's knobs reach kop-lab, the e2e tests and the demo through the environment, whether
 # they are set there or on make's command line (docs/lab.md): KOP_NAR=/path/to/kop.nar loads
@@ -47,6 +47,11 @@ test: unit lint race release-ci e2e $(if $(KOP_NAR),e2e-kop) ## everything CI ru
 
 bench: ## decode and replay microbenchmarks beside plain copying of the same bytes (one run)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/offsets/
+
+BENCH_ARGS ?=
+bench-lab: build ## persisted-side (and, with KoP, cached-side) figures at two sizes on the lab, beside references (docs/performance.md)
+	$(GO) build -o bin/benchlab ./tools/benchlab
+	bin/benchlab run $(BENCH_ARGS)
 
 demo: build ## the user's story on the built-in lab, narrated (starts the lab, leaves it running)
 	scripts/demo.sh

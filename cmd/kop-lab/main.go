@@ -11,6 +11,8 @@
 //	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
 //	                       write one offset commit in KoP's format into a lab cluster's
 //	                       offsets topic (stands in for KoP's writer while KoP is unavailable)
+//	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
+//	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
 // Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
 // KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
@@ -43,7 +45,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N | load [flags]")
 }
 
 func run(args []string) error {
@@ -97,6 +99,8 @@ func run(args []string) error {
 		return nil
 	case "commit":
 		return commit(ctx, args[1:])
+	case "load":
+		return load(ctx, args[1:])
 	case "config-path":
 		root, err := lab.FindRoot()
 		if err != nil {

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
+)
+
+// load fills a lab cluster's offsets topic with many groups and commits (internal/lab/loadgen),
+// for make bench-lab. It only talks to the lab's clusters on 127.0.0.1.
+func load(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	cluster := fs.String("cluster", "scus", "lab cluster to load (scus or wus); geo-replication copies the load to the other")
+	via := fs.String("via", "pulsar", "pulsar: KoP-format messages straight into the offsets topic (no KoP needed); kafka: OffsetCommit requests to KoP")
+	var s loadgen.Spec
+	fs.IntVar(&s.Groups, "groups", loadgen.DefaultGroups, "consumer groups")
+	fs.IntVar(&s.FirstGroup, "first-group", 0, "number of the first group (add groups to an earlier load)")
+	fs.IntVar(&s.KeysPerGroup, "keys-per-group", loadgen.DefaultKeysPerGroup, "topic partitions each group commits (one OffsetCommit request holds them all)")
+	fs.IntVar(&s.Topics, "topics", loadgen.DefaultTopics, "topics the groups commit on (load-t-NNNN in public/default)")
+	fs.IntVar(&s.TopicPartitions, "topic-partitions", loadgen.DefaultTopicPartitions, "partitions per topic")
+	fs.IntVar(&s.Commits, "commits", loadgen.DefaultCommits, "offset commits (records) in all, round by round over the groups")
+	batching := fs.Bool("batching", false, "pulsar: let the producers batch messages into one entry (faster; KoP's writer does not)")
+	createTopics := fs.Bool("create-topics", true, "create the topics on every lab cluster first (KoP and kafka-consumer-groups need them)")
+	concurrency := fs.Int("concurrency", 16, "kafka: OffsetCommit requests in flight")
+	memberGroups := fs.Int("member-groups", 0, "kafka: also run this many real consumer groups with one member each (join, commit, leave)")
+	hold := fs.Duration("hold", 0, "kafka: how long the members of --member-groups stay before they leave")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	s = s.WithDefaults()
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	var target *lab.Cluster
+	all := lab.DefaultClusters()
+	for i := range all {
+		if all[i].Name == *cluster {
+			target = &all[i]
+		}
+	}
+	if target == nil {
+		return fmt.Errorf("load: unknown lab cluster %q (scus or wus)", *cluster)
+	}
+	if *via != "pulsar" && *via != "kafka" {
+		return fmt.Errorf("load: --via %q: want pulsar or kafka", *via)
+	}
+	if *memberGroups > 0 && *via != "kafka" {
+		return errors.New("load: --member-groups needs --via kafka (members join through KoP)")
+	}
+	if *createTopics {
+		t := time.Now()
+		for _, c := range all {
+			a, err := lab.NewAdmin(c)
+			if err != nil {
+				return err
+			}
+			if err := loadgen.CreateTopics(ctx, c.Name, a, s); err != nil {
+				return err
+			}
+		}
+		fmt.Printf("topics %s..%s (%d partitions each) on %d clusters in %s\n", s.TopicName(0), s.TopicName(s.Topics-1),
+			s.TopicPartitions, len(all), time.Since(t).Round(10*time.Millisecond))
+	}
+	fmt.Printf("loading %s via %s: groups %s..%s, %d keys each over %d topics, %d commits (%d live keys, %d rounds)\n",
+		target.Name, *via, s.GroupName(0), s.GroupName(s.Groups-1), s.KeysPerGroup, s.Topics, s.Commits, s.LiveKeys(), s.Rounds())
+	var (
+		st  loadgen.Stats
+		err error
+	)
+	switch *via {
+	case "pulsar":
+		var client pulsar.Client
+		client, err = pulsar.NewClient(pulsar.ClientOptions{URL: target.ServiceURL, ConnectionTimeout: 5 * time.Second,
+			OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+		if err != nil {
+			return fmt.Errorf("load: cluster %s: %w", target.Name, err)
+		}
+		defer client.Close()
+		st, err = loadgen.WritePulsar(ctx, client, lab.OffsetsTopic, lab.OffsetsTopicPartitions, s,
+			loadgen.PulsarOptions{Batching: *batching, Progress: os.Stdout})
+	case "kafka":
+		if kerr := lab.KafkaMetadata(ctx, *target); kerr != nil {
+			return fmt.Errorf("load: --via kafka: KoP does not answer on cluster %s (%s): %w", target.Name, target.KafkaBootstrap, kerr)
+		}
+		opts, oerr := connect.KafkaOpts(config.Cluster{Name: target.Name, KafkaBootstrap: []string{target.KafkaBootstrap}},
+			connect.Options{RequestTimeout: 30 * time.Second})
+		if oerr != nil {
+			return oerr
+		}
+		kcl, kerr := connect.NewKafkaClient(config.Cluster{Name: target.Name, KafkaBootstrap: []string{target.KafkaBootstrap}},
+			connect.Options{RequestTimeout: 30 * time.Second})
+		if kerr != nil {
+			return kerr
+		}
+		defer kcl.Close()
+		st, err = loadgen.WriteKafka(ctx, kcl, s, loadgen.KafkaOptions{Concurrency: *concurrency, Progress: os.Stdout})
+		if err == nil && *memberGroups > 0 {
+			t := time.Now()
+			if err = loadgen.Members(ctx, opts, s, *memberGroups, *hold); err == nil {
+				fmt.Printf("%d consumer groups with a member joined, committed and left in %s\n", *memberGroups, time.Since(t).Round(10*time.Millisecond))
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("load: cluster %s: %w (wrote %s)", target.Name, err, st)
+	}
+	fmt.Printf("loaded %s: %s\n", target.Name, st)
+	return nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// KoP's GroupMetadataManager logs one line per offsets partition it has loaded.
+var (
+	// KoP 3.1: "Finished loading public/__kafka/__consumer_offsets-partition-0 offsets and
+	// group metadata from 0 in 966 milliseconds" (Kafka's own wording puts the partition after "from").
+	kopLoaded    = regexp.MustCompile(`Finished loading (?:(\S+) offsets and group metadata from \S+|offsets and group metadata from (\S+)) in (\d+) milliseconds`)
+	kopLoadError = regexp.MustCompile(`Error loading offsets from (\S+)`)
+	partitionOf  = regexp.MustCompile(`-(\d+)$`)
+)
+
+// kopLoad forces KoP on cluster c to load every offsets partition again: one unload of the
+// whole metadata namespace (a single request, so no partition is unloaded twice, see issue
+// 15), a pause for the unload to settle, then a lookup of each partition so that the broker
+// takes the bundles back and KoP loads their partitions. It reads KoP's own timings from the
+// broker log. A load KoP reports as failed ("Error loading offsets", seen when a lookup came
+// while the unload was still closing topics) or that never finishes makes it start over, at
+// most three times; the sample says how many attempts it took. In the Sample, Wall is from
+// the lookups to the last "Finished loading" line seen (polled every 100 ms), KoPMax the
+// longest and KoPSum the sum of KoP's per-partition load times.
+func kopLoad(ctx context.Context, c lab.Cluster, logPath string) (Sample, error) {
+	var last error
+	for attempt := 1; attempt <= 3; attempt++ {
+		s, err := kopLoadOnce(ctx, c, logPath)
+		if err == nil {
+			s.Attempts = attempt
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return Sample{}, err
+		}
+		last = err
+	}
+	return Sample{}, fmt.Errorf("cluster %s: KoP did not load every offsets partition in 3 attempts: %w", c.Name, last)
+}
+
+func kopLoadOnce(ctx context.Context, c lab.Cluster, logPath string) (Sample, error) {
+	fi, err := os.Stat(logPath)
+	if err != nil {
+		return Sample{}, err
+	}
+	from := fi.Size()
+	a, err := lab.NewAdmin(c)
+	if err != nil {
+		return Sample{}, err
+	}
+	if err := a.Namespaces().UnloadWithContext(ctx, lab.MetadataNamespace); err != nil {
+		return Sample{}, fmt.Errorf("cluster %s: unload %s: %w", c.Name, lab.MetadataNamespace, err)
+	}
+	select {
+	case <-time.After(3 * time.Second):
+	case <-ctx.Done():
+		return Sample{}, ctx.Err()
+	}
+	start := time.Now()
+	for p := range lab.OffsetsTopicPartitions {
+		tn, err := utils.GetTopicName(pulsarx.PartitionTopic(lab.OffsetsTopic, int32(p)))
+		if err != nil {
+			return Sample{}, err
+		}
+		if _, err := a.Topics().LookupWithContext(ctx, *tn); err != nil {
+			return Sample{}, fmt.Errorf("cluster %s: lookup %s: %w", c.Name, tn, err)
+		}
+	}
+	loaded, failed := map[int]int64{}, map[int]bool{}
+	var last time.Time
+	deadline := start.Add(3 * time.Minute)
+	for len(loaded) < lab.OffsetsTopicPartitions {
+		n, next, err := scanLog(logPath, from, loaded, failed)
+		if err != nil {
+			return Sample{}, err
+		}
+		from = next
+		if n > 0 {
+			last = time.Now()
+		}
+		for p := range failed {
+			if _, ok := loaded[p]; !ok {
+				return Sample{}, fmt.Errorf("KoP on %s: error loading offsets partition %d (broker log %s)", c.Name, p, logPath)
+			}
+		}
+		if time.Now().After(deadline) {
+			return Sample{}, fmt.Errorf("KoP on %s loaded %d of %d offsets partitions within 3m (%v)", c.Name, len(loaded), lab.OffsetsTopicPartitions, loaded)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return Sample{}, ctx.Err()
+		}
+	}
+	var sum, mx int64
+	for _, ms := range loaded {
+		sum += ms
+		mx = max(mx, ms)
+	}
+	return Sample{Wall: last.Sub(start), KoPMax: time.Duration(mx) * time.Millisecond, KoPSum: time.Duration(sum) * time.Millisecond}, nil
+}
+
+// scanLog reads complete lines from offset on and records KoP's load times by partition.
+func scanLog(path string, offset int64, loaded map[int]int64, failed map[int]bool) (found int, next int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, offset, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return 0, offset, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	next = offset
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return found, next, nil // an incomplete last line is read again next time
+		}
+		next += int64(len(line))
+		if m := kopLoadError.FindStringSubmatch(line); m != nil {
+			if pm := partitionOf.FindStringSubmatch(m[1]); pm != nil {
+				p, _ := strconv.Atoi(pm[1])
+				failed[p] = true
+			}
+			continue
+		}
+		m := kopLoaded.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[1] + m[2]
+		pm := partitionOf.FindStringSubmatch(name)
+		if pm == nil {
+			continue
+		}
+		p, _ := strconv.Atoi(pm[1])
+		ms, _ := strconv.ParseInt(m[3], 10, 64)
+		loaded[p] = ms
+		found++
+	}
+}

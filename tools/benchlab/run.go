@@ -1,0 +1,446 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+)
+
+type runConfig struct {
+	root, kopLab, kopOffsets, self, config string
+	sizes                                  []int
+	keys, rounds, topics, runs             int
+	memberGroups                           int
+	keep                                   bool
+	out                                    io.Writer
+	log                                    io.Writer
+}
+
+// pair is one line of a table: our command beside its reference, measured alternately.
+type pair struct {
+	work, refName string
+	ours, ref     Cmd
+	kop           bool
+	ourStat       Stat
+	refStat       Stat
+	ourErr        error
+	refErr        error
+	liveKeys      int
+}
+
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	sizes := fs.String("sizes", "2000,10000", "group counts to load and measure, ascending (each size adds groups to the previous load)")
+	keys := fs.Int("keys-per-group", 5, "offset keys (topic partitions) per group")
+	rounds := fs.Int("rounds", 4, "commits per key (messages per group)")
+	topics := fs.Int("topics", 100, "topics the keys spread over")
+	runs := fs.Int("runs", 3, "runs of every command per size (median reported)")
+	members := fs.Int("member-groups", 0, "with KoP: also run this many real consumer groups with members (kop-lab load --via kafka)")
+	keep := fs.Bool("keep", false, "leave the lab running afterwards (default: kop-lab down)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	root, err := lab.FindRoot()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	rc := runConfig{root: root, kopLab: filepath.Join(root, "bin", "kop-lab"), kopOffsets: filepath.Join(root, "bin", "kop-offsets"),
+		self: self, config: lab.Paths{Root: root}.ConfigYAML(), keys: *keys, rounds: *rounds, topics: *topics, runs: *runs,
+		memberGroups: *members, keep: *keep, out: os.Stdout, log: os.Stderr}
+	prev := 0
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= prev {
+			return fmt.Errorf("--sizes %q: want ascending group counts", *sizes)
+		}
+		rc.sizes = append(rc.sizes, n)
+		prev = n
+	}
+	for _, b := range []string{rc.kopLab, rc.kopOffsets} {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Errorf("%s missing: run make build first", b)
+		}
+	}
+	return rc.run(ctx)
+}
+
+func (rc runConfig) step(format string, a ...any) {
+	fmt.Fprintf(rc.log, "bench: "+format+"\n", a...)
+}
+
+func (rc runConfig) sh(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = rc.log, rc.log
+	return cmd.Run()
+}
+
+func (rc runConfig) run(ctx context.Context) (err error) {
+	start := time.Now()
+	if nar := os.Getenv("KOP_NAR"); nar != "" {
+		placed, err := rc.placeNAR(nar)
+		if err != nil {
+			return err
+		}
+		if placed != "" {
+			defer os.Remove(placed)
+		}
+	}
+	rc.step("starting the lab over fresh data (%s up --fresh)", rc.kopLab)
+	if err := rc.sh(ctx, rc.kopLab, "up", "--fresh"); err != nil {
+		return fmt.Errorf("kop-lab up: %w", err)
+	}
+	if !rc.keep {
+		defer func() {
+			rc.step("stopping the lab")
+			if derr := rc.sh(context.Background(), rc.kopLab, "down"); derr != nil && err == nil {
+				err = derr
+			}
+		}()
+	}
+	clusters := lab.DefaultClusters()
+	src, dst := clusters[0], clusters[1]
+	kop := true
+	for _, c := range clusters {
+		if lab.KafkaMetadata(ctx, c) != nil {
+			kop = false
+		}
+	}
+	var kafkaCP string
+	if kop {
+		if kafkaCP, err = rc.kafkaClasspath(ctx); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(rc.out, "# make bench-lab, %s\n\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(rc.out, "Machine: %s, %d CPUs, %s; load average at start %s. KoP in the lab: %v.\n",
+		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), memTotal(), loadAvg(), onOff(kop))
+	fmt.Fprintf(rc.out, "Load: kop-lab load --via pulsar on %s (KoP's format, one message per group and round), %d keys per group over %d topics, %d commits per key; "+
+		"geo-replicated to %s before measuring. Each figure: median of %d runs, ours and the reference alternating; "+
+		"wall (min-max), user+system CPU, peak RSS (getrusage).\n", src.Name, rc.keys, rc.topics, rc.rounds, dst.Name, rc.runs)
+
+	type sizeResult struct {
+		groups, keys int
+		pairs        []*pair
+	}
+	var results []sizeResult
+	prev := 0
+	for _, g := range rc.sizes {
+		add := g - prev
+		loadArgs := []string{rc.kopLab, "load", "--cluster", src.Name, "--groups", fmt.Sprint(add), "--first-group", fmt.Sprint(prev),
+			"--keys-per-group", fmt.Sprint(rc.keys), "--topics", fmt.Sprint(rc.topics), "--commits", fmt.Sprint(add * rc.keys * rc.rounds),
+			"--create-topics=" + fmt.Sprint(prev == 0)}
+		rc.step("loading groups %d..%d: %s", prev, g-1, strings.Join(loadArgs[1:], " "))
+		if err := rc.sh(ctx, loadArgs...); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		if kop && rc.memberGroups > 0 && prev == 0 {
+			if err := rc.sh(ctx, rc.kopLab, "load", "--via", "kafka", "--cluster", src.Name, "--groups", "1", "--commits", "1",
+				"--create-topics=false", "--member-groups", fmt.Sprint(rc.memberGroups), "--keys-per-group", fmt.Sprint(rc.keys),
+				"--topics", fmt.Sprint(rc.topics), "--first-group", "9000000"); err != nil {
+				return fmt.Errorf("member groups: %w", err)
+			}
+		}
+		prev = g
+		if err := waitReplicated(ctx, src, dst, rc.log); err != nil {
+			return err
+		}
+		if kop {
+			// KoP's caches hold none of the commits written straight to the topic: make both
+			// clusters' KoP load them before anything asks KoP.
+			for _, c := range []lab.Cluster{src, dst} {
+				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name))
+				if err != nil {
+					return fmt.Errorf("KoP warm-up load: %w", err)
+				}
+				rc.step("KoP on %s loaded the offsets partitions in %.2f s (longest partition %.2f s by KoP's log, %d attempts)", c.Name, s.Wall.Seconds(), s.KoPMax.Seconds(), s.Attempts)
+			}
+		}
+		live := g * rc.keys
+		pairs := rc.pairs(src, dst, kop, kafkaCP, live)
+		if err := rc.measure(ctx, pairs, kop, src); err != nil {
+			return err
+		}
+		results = append(results, sizeResult{groups: g, keys: live, pairs: pairs})
+		rc.table(g, live, g*rc.rounds, pairs)
+	}
+	// Growth from the first to the last size.
+	if len(results) >= 2 {
+		a, b := results[0], results[len(results)-1]
+		fmt.Fprintf(rc.out, "\n### Growth from %d to %d groups (%d to %d live keys, %.1fx)\n\n", a.groups, b.groups, a.keys, b.keys, float64(b.keys)/float64(a.keys))
+		fmt.Fprintln(rc.out, "| work | wall growth | CPU growth | RSS added per added key |")
+		fmt.Fprintln(rc.out, "|---|---|---|---|")
+		for i := range a.pairs {
+			pa, pb := a.pairs[i], b.pairs[i]
+			if pa.ourErr != nil || pb.ourErr != nil {
+				continue
+			}
+			perKey := float64(pb.ourStat.RSS-pa.ourStat.RSS) / float64(b.keys-a.keys)
+			fmt.Fprintf(rc.out, "| %s | %.1fx | %.1fx | %.0f B |\n", pa.work, float64(pb.ourStat.Wall)/float64(pa.ourStat.Wall),
+				float64(pb.ourStat.CPU)/float64(pa.ourStat.CPU), perKey)
+			if pa.refErr == nil && pb.refErr == nil && pa.refStat.Wall > 0 {
+				fmt.Fprintf(rc.out, "| (reference: %s) | %.1fx | %.1fx | |\n", pa.refName, float64(pb.refStat.Wall)/float64(pa.refStat.Wall),
+					float64(pb.refStat.CPU)/float64(pa.refStat.CPU))
+			}
+		}
+	}
+	fmt.Fprintf(rc.out, "\nWhole bench: %s.\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func (rc runConfig) pairs(src, dst lab.Cluster, kop bool, kafkaCP string, live int) []*pair {
+	ko := func(args ...string) Cmd {
+		return Cmd{Name: "kop-offsets", Args: append([]string{rc.kopOffsets, "--config", rc.config}, args...), OK: []int{1}}
+	}
+	drainOne := Cmd{Name: "drain", Args: []string{rc.self, "drain", "--service-url", src.ServiceURL}}
+	drainBoth := Cmd{Name: "drain", Args: []string{rc.self, "drain", "--service-url", src.ServiceURL + "," + dst.ServiceURL}}
+	one := "--cluster=" + src.Name
+	ps := []*pair{
+		{work: "replay: `check --persisted-only " + one + " -o json`", refName: "plain reader, same partitions", ours: ko("check", "--persisted-only", one, "-o", "json"), ref: drainOne},
+		{work: "replay: `dump --compacted " + one + " -o json`", refName: "plain reader, same partitions", ours: ko("dump", "--compacted", one, "-o", "json"), ref: drainOne},
+		{work: "replay: `check --persisted-only -o json` (both clusters)", refName: "plain reader, both clusters", ours: ko("check", "--persisted-only", "-o", "json"), ref: drainBoth},
+	}
+	if kop {
+		kcg := Cmd{Name: "kafka-consumer-groups", Args: []string{"java", "-cp", kafkaCP, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+			"--bootstrap-server", src.KafkaBootstrap, "--describe", "--all-groups"}}
+		ps = append(ps,
+			&pair{work: "`check " + one + " -o json` (cached + persisted)", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + ")", ours: ko("check", one, "-o", "json"), ref: kcg, kop: true},
+			&pair{work: "`check -o json`, both clusters", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + " only)", ours: ko("check", "-o", "json"), ref: kcg, kop: true},
+			&pair{work: "replay of all offsets partitions: `check --persisted-only " + one + "`", refName: "KoP's own load of the same partitions (" + src.Name + ", bundle unload)", ours: ko("check", "--persisted-only", one, "-o", "json"), kop: true},
+		)
+	}
+	for _, p := range ps {
+		p.liveKeys = live
+	}
+	return ps
+}
+
+// measure runs every pair rc.runs times, ours first in even runs and the reference first in
+// odd ones, and keeps the medians. A failing command marks its cell, it does not stop the bench.
+func (rc runConfig) measure(ctx context.Context, ps []*pair, kop bool, src lab.Cluster) error {
+	ours := make([][]Sample, len(ps))
+	refs := make([][]Sample, len(ps))
+	for run := range rc.runs {
+		for i, p := range ps {
+			steps := []bool{true, false} // true: ours
+			if run%2 == 1 {
+				steps = []bool{false, true}
+			}
+			for _, isOurs := range steps {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				var (
+					s   Sample
+					err error
+					c   = p.ours
+				)
+				switch {
+				case isOurs:
+					s, err = measure(c)
+				case p.kop && p.ref.Args == nil:
+					c = Cmd{Name: "kop-load"}
+					s, err = kopLoad(ctx, src, lab.Paths{Root: rc.root}.LogFile(src.Name))
+				default:
+					c = p.ref
+					s, err = measure(c)
+				}
+				rc.step("size run %d/%d %-22s %-6s %6.2fs %6.2fs CPU %s %v", run+1, rc.runs, c.Name, map[bool]string{true: "ours", false: "ref"}[isOurs],
+					s.Wall.Seconds(), s.CPU.Seconds(), mib(s.RSS), errOrEmpty(err))
+				if isOurs {
+					if err != nil {
+						p.ourErr = err
+					} else {
+						ours[i] = append(ours[i], s)
+					}
+				} else {
+					if err != nil {
+						p.refErr = err
+					} else {
+						refs[i] = append(refs[i], s)
+					}
+				}
+			}
+		}
+	}
+	for i, p := range ps {
+		p.ourStat, p.refStat = median(ours[i]), median(refs[i])
+	}
+	_ = kop
+	return nil
+}
+
+func errOrEmpty(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "FAILED: " + strings.SplitN(err.Error(), "\n", 2)[0]
+}
+
+func (rc runConfig) table(groups, keys, msgs int, ps []*pair) {
+	fmt.Fprintf(rc.out, "\n### %d groups, %d live offset keys, %d messages per cluster\n\n", groups, keys, msgs)
+	fmt.Fprintln(rc.out, "| work | kop-offsets | reference | ratio (wall, ours/reference) |")
+	fmt.Fprintln(rc.out, "|---|---|---|---|")
+	cell := func(st Stat, err error) string {
+		if err != nil {
+			return "failed: " + strings.SplitN(err.Error(), "\n", 2)[0]
+		}
+		return st.String()
+	}
+	for _, p := range ps {
+		r := "-"
+		if p.ourErr == nil && p.refErr == nil {
+			r = ratio(p.ourStat.Wall, p.refStat.Wall)
+			if p.refStat.CPU > 0 && !strings.HasPrefix(p.refName, "KoP") {
+				r += fmt.Sprintf("; CPU %.1fx", float64(p.ourStat.CPU)/float64(p.refStat.CPU))
+			}
+		}
+		ref := p.refName + ": " + cell(p.refStat, p.refErr)
+		if strings.HasPrefix(p.refName, "KoP") && p.refErr == nil {
+			ref = fmt.Sprintf("%s: %.2f s (%.2f-%.2f) from the lookups to the last partition loaded; by KoP's log %.2f s for the longest partition, %.2f s summed; at most %d attempts",
+				p.refName, p.refStat.Wall.Seconds(), p.refStat.MinWall.Seconds(), p.refStat.MaxWall.Seconds(), p.refStat.KoPMax.Seconds(), p.refStat.KoPSum.Seconds(), p.refStat.Attempts)
+		}
+		fmt.Fprintf(rc.out, "| %s | %s | %s | %s |\n", p.work, cell(p.ourStat, p.ourErr), ref, r)
+	}
+	// Memory per live key, from the same runs.
+	for _, p := range ps[:2] {
+		if p.ourErr != nil {
+			continue
+		}
+		perKey := float64(p.ourStat.RSS) / float64(keys)
+		fmt.Fprintf(rc.out, "| peak RSS per live key: %s | %.0f B (%s / %d keys) | goal: 250 B | %.1fx the goal |\n",
+			strings.TrimPrefix(p.work, "replay: "), perKey, mib(p.ourStat.RSS), keys, perKey/250)
+	}
+}
+
+// waitReplicated waits until src has no replication backlog toward dst on the offsets topic.
+func waitReplicated(ctx context.Context, src, dst lab.Cluster, log io.Writer) error {
+	a, err := lab.NewAdmin(src)
+	if err != nil {
+		return err
+	}
+	tn, err := utils.GetTopicName(lab.OffsetsTopic)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	deadline := start.Add(10 * time.Minute)
+	for {
+		st, err := a.Topics().GetPartitionedStatsWithContext(ctx, *tn, false)
+		if err == nil {
+			r, ok := st.Replication[dst.Name]
+			if ok && r.Connected && r.ReplicationBacklog == 0 {
+				fmt.Fprintf(log, "bench: %s -> %s replication backlog 0 after %s\n", src.Name, dst.Name, time.Since(start).Round(100*time.Millisecond))
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replication %s -> %s of %s not done after 10m (last error %v)", src.Name, dst.Name, lab.OffsetsTopic, err)
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// kafkaClasspath resolves Apache Kafka's tools (tools/benchlab/kafka-tools/pom.xml) with
+// Maven and returns their classpath.
+func (rc runConfig) kafkaClasspath(ctx context.Context) (string, error) {
+	out := filepath.Join(lab.Paths{Root: rc.root}.RunDir(), "kafka-tools.classpath")
+	pom := filepath.Join(rc.root, "tools", "benchlab", "kafka-tools", "pom.xml")
+	rc.step("resolving Apache Kafka's tools with Maven (%s)", pom)
+	if err := rc.sh(ctx, "mvn", "-B", "-ntp", "-q", "-f", pom, "dependency:build-classpath", "-Dmdep.outputFile="+out); err != nil {
+		return "", fmt.Errorf("mvn dependency:build-classpath -f %s: %w", pom, err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return "", err
+	}
+	cp := strings.TrimSpace(string(b))
+	if cp == "" {
+		return "", errors.New("empty Kafka tools classpath")
+	}
+	return cp, nil
+}
+
+// placeNAR puts the KoP NAR named by KOP_NAR where the lab looks for KoP
+// (lab/run/protocols/pulsar-protocol-handler-kafka-<KOP_VERSION>.nar, docs/lab.md) unless one
+// is there, and returns the path it created (removed after the bench), or "".
+func (rc runConfig) placeNAR(nar string) (string, error) {
+	if _, err := os.Stat(nar); err != nil {
+		return "", fmt.Errorf("KOP_NAR: %w", err)
+	}
+	v := os.Getenv("KOP_VERSION")
+	if v == "" {
+		v = lab.DefaultKoPVersion
+	}
+	dst := lab.Paths{Root: rc.root}.KoPNar(v)
+	if _, err := os.Stat(dst); err == nil {
+		return "", nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Link(nar, dst); err != nil {
+		b, rerr := os.ReadFile(nar)
+		if rerr != nil {
+			return "", rerr
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	rc.step("KoP NAR %s placed at %s for this run", nar, dst)
+	return dst, nil
+}
+
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "memory unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return fmt.Sprintf("%.0f GiB RAM", kb/(1<<20))
+		}
+	}
+	return "memory unknown"
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off (KoP rows skipped)"
+}
