@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -91,6 +92,29 @@ type Reader struct {
 	client  ReaderClient
 	admin   PartitionCounter
 	opts    ReaderOptions
+
+	undelivered atomic.Int64
+}
+
+// Undelivered counts the entries that bounded reads of the whole topic (not Compacted)
+// never received although they lie between received ones in the same ledger, or after the
+// last received one: Pulsar marker entries (KoP's transaction markers, which no reader gets)
+// and empty placeholders that pulsar-client-go discards. dump reports it, since neither can
+// be shown.
+func (r *Reader) Undelivered() int64 { return r.undelivered.Load() }
+
+// countGap adds the entries strictly between two positions of the same ledger.
+func (r *Reader) countGap(from, to pulsar.MessageID, inclusiveEnd bool) {
+	if r.opts.Compacted || from == nil || to == nil || from.LedgerID() != to.LedgerID() {
+		return
+	}
+	gap := to.EntryID() - from.EntryID() - 1
+	if inclusiveEnd {
+		gap++
+	}
+	if gap > 0 {
+		r.undelivered.Add(gap)
+	}
 }
 
 var _ offsets.OffsetTopicReader = (*Reader)(nil)
@@ -300,6 +324,7 @@ func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func
 			if prober != nil {
 				l, e, ok, perr := prober.CursorMarkDelete(ctx, topic, sub)
 				if perr == nil && ok && compareEntry(entryPos{l, e}, last) >= 0 {
+					r.countGap(lastRead, last, true)
 					return nil // the rest was dropped by the client, see CursorProber
 				}
 			}
@@ -313,6 +338,9 @@ func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func
 		id := msg.ID()
 		if !follow && compareEntry(id, last) > 0 {
 			return nil // published after the call started
+		}
+		if !follow {
+			r.countGap(lastRead, id, false)
 		}
 		lastRead = id
 		if err := fn(r.toMessage(partition, msg)); err != nil {

@@ -374,6 +374,28 @@ func TestReadPartitionLastMessageDroppedByClient(t *testing.T) {
 	if want := testTopic + "-partition-0 " + c.opts[0].SubscriptionName; pc.subs[0] != want {
 		t.Errorf("probed %q, want %q", pc.subs[0], want)
 	}
+	if n := r.Undelivered(); n != 1 {
+		t.Errorf("undelivered %d, want 1 (the dropped last entry)", n)
+	}
+}
+
+// Entries missing between received ones of a ledger (Pulsar markers, discarded
+// placeholders) are counted; the compacted view, whose ids are sparse by nature, is not.
+func TestReadPartitionCountsUndelivered(t *testing.T) {
+	for _, tc := range []struct {
+		compacted bool
+		want      int64
+	}{{false, 3}, {true, 0}} {
+		rd := &fakeReader{msgs: []fakeMsg{single(7, 0, "", "a"), single(7, 3, "", "b"), single(8, 0, "", "c"), single(8, 2, "", "d")}, last: fakeID{8, 2, -1, 0}}
+		c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-1": rd}}
+		r := newTestReader(c, 8, ReaderOptions{Compacted: tc.compacted})
+		if got := collect(t, r, 1); len(got) != 4 {
+			t.Fatalf("got %d messages", len(got))
+		}
+		if n := r.Undelivered(); n != tc.want {
+			t.Errorf("compacted %v: undelivered %d, want %d", tc.compacted, n, tc.want)
+		}
+	}
 }
 
 func TestReadPartitionProbeBehindKeepsWaiting(t *testing.T) {

@@ -447,7 +447,7 @@ func dumpRun(ctx context.Context, opts *Options) error {
 			}
 			failed = append(failed, clusters[i].Name)
 		}
-		if r.started && (d.undecodable > 0 || opts.IO.IsStderrTTY()) {
+		if r.started && (d.undecodable > 0 || r.undelivered > 0 || opts.IO.IsStderrTTY()) {
 			fmt.Fprintf(opts.IO.ErrOut, "%s: %s\n", clusters[i].Name, r.summary())
 		}
 	}
@@ -466,6 +466,7 @@ type clusterResult struct {
 	partitions  int
 	sum         recordio.Summary // records written, by kind; Messages: messages read
 	undecodable int64            // undecodable records read, written or not
+	undelivered int64            // entries the reader never received (see pulsarx.Reader.Undelivered)
 	err         error
 }
 
@@ -482,6 +483,9 @@ func (r clusterResult) summary() string {
 	}
 	if shown := r.sum.Undecodable(); r.undecodable > shown {
 		s += fmt.Sprintf("; %d undecodable records read", r.undecodable)
+	}
+	if r.undelivered > 0 {
+		s += fmt.Sprintf("; %d entries not delivered to the reader (Pulsar marker entries such as KoP's transaction markers, or empty placeholders that the Go client discards): not shown", r.undelivered)
 	}
 	return s
 }
@@ -569,6 +573,9 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 		}
 	default:
 		res.err = readAll(ctx, r, parts, opts.Concurrency, fn)
+	}
+	if u, ok := r.(interface{ Undelivered() int64 }); ok {
+		res.undelivered = u.Undelivered()
 	}
 	if progress != nil {
 		progress.Stop()
