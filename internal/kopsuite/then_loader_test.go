@@ -30,6 +30,7 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 	settle(t, group)
 	scus := theLab.Cluster("scus")
 	produce(t, scus, in, 600)
+	awaitPartition(t, scus, offsets.PartitionFor(group, lab.OffsetsTopicPartitions))
 
 	base, err := connect.KafkaOpts(config.Cluster{Name: scus.Name, KafkaBootstrap: []string{scus.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {
@@ -66,8 +67,12 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 	}
 	sess.Close()
 	t.Logf("scus: %s consumed 600 records of %s in transactions", group, in)
-	if got := served(t, "scus", group, in); got != "600" {
-		t.Fatalf("scus serves %s for the transactional group, want 600", got)
+	// The COMMIT completes asynchronously (the transaction coordinator writes the markers).
+	for deadline := time.Now().Add(30 * time.Second); served(t, "scus", group, in) != "600"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("scus serves %s for the transactional group, want 600", served(t, "scus", group, in))
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 
 	rep, code := check(t, "--cluster", "scus", "--group", group)
@@ -270,5 +275,23 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 		if got := served(t, "wus", g, topic); got != "2" {
 			t.Errorf("wus serves %s for %s, want 2", got, g)
 		}
+	}
+}
+
+// awaitPartition waits until c's KoP answers for offsets partition p (a probe group: no
+// NOT_COORDINATOR, no loading), so that a test does not commit into a partition KoP is still
+// loading.
+func awaitPartition(t *testing.T, c lab.Cluster, p int32) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		err := rawOffsetFetch(t, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions))
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: offsets partition %d does not answer: %v", c.Name, p, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
