@@ -449,3 +449,33 @@ func refMembers(g *kmsg.GroupMetadataValue) []Member {
 	}
 	return out
 }
+
+// BenchmarkGroupOffsetsAllGroups asks every group's offsets once, as check, reload and dump
+// do: the cost per group must not grow with the number of keys (it walked every key once
+// per group before the index: quadratic over a check).
+func BenchmarkGroupOffsetsAllGroups(b *testing.B) {
+	for _, groups := range []int{2000, 10000} {
+		b.Run("groups="+itoa(groups)+"/keys="+itoa(groups*5), func(b *testing.B) {
+			r := NewReplayer(0, OrderingKoP)
+			for g := 0; g < groups; g++ {
+				for tp := int32(0); tp < 5; tp++ {
+					_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(b, batchOpts{}, offsetRec("g-"+itoa(g), tp, int64(g)))})
+				}
+			}
+			names := make([]string, groups)
+			for g := range names {
+				names[g] = "g-" + itoa(g)
+			}
+			b.ResetTimer()
+			for range b.N {
+				po := r.Result()
+				for _, g := range names {
+					if len(po.GroupOffsets(g)) != 5 {
+						b.Fatal("lost offsets")
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(groups), "ns/group")
+		})
+	}
+}

@@ -286,3 +286,37 @@ func TestReplayKoPLoaderQuirks(t *testing.T) {
 		t.Errorf("predict %+v %v, want 5", c, ok)
 	}
 }
+
+// GroupOffsets answers from an index built once: every group's offsets, and only its own,
+// after a Merge of several partitions.
+func TestGroupOffsetsIndexed(t *testing.T) {
+	var parts []*PersistedOffsets
+	for p := int32(0); p < 4; p++ {
+		r := NewReplayer(p, OrderingKoP)
+		for g := 0; g < 50; g++ {
+			for tp := int32(0); tp < 3; tp++ {
+				_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec(groupName(p, g), tp, int64(g*10)+int64(tp)))})
+			}
+		}
+		parts = append(parts, r.Result())
+	}
+	all := Merge(parts...)
+	for p := int32(0); p < 4; p++ {
+		for g := 0; g < 50; g++ {
+			got := all.GroupOffsets(groupName(p, g))
+			if len(got) != 3 {
+				t.Fatalf("%s: %d offsets", groupName(p, g), len(got))
+			}
+			for i, c := range got {
+				if c.Group != groupName(p, g) || c.Partition != int32(i) || c.Offset != int64(g*10+i) {
+					t.Fatalf("%s: %+v", groupName(p, g), got)
+				}
+			}
+		}
+	}
+	if got := all.GroupOffsets("nobody"); len(got) != 0 {
+		t.Errorf("nobody: %+v", got)
+	}
+}
+
+func groupName(p int32, g int) string { return "g-" + itoa(int(p)) + "-" + itoa(g) }
