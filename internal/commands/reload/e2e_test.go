@@ -344,8 +344,14 @@ func TestE2EUnloadAndLoad(t *testing.T) {
 		if mid := e.observe(t); fmt.Sprintf("%+v", mid) != fmt.Sprintf("%+v", before) {
 			t.Fatalf("a refused reload changed the broker: %+v -> %+v", before, mid)
 		}
+		// --allow-active alone is still refused: what KoP serves cannot be asked, so nothing
+		// proves the reload loses no offset.
+		code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "--allow-active", "-o", "json")
+		if d := parse(t, out); code != 4 || d.Execution != nil || !strings.Contains(errOut+out, "KoP could not be asked what it serves") {
+			t.Fatalf("refusal without --accept-loss: exit %d %+v stderr %s", code, d, errOut)
+		}
 		start = time.Now().UTC()
-		code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "--allow-active", "--wait", "3s", "-o", "json")
+		code, out, errOut = e.run(t, "--cluster", "scus", "--timeout", "3s", "reload", "--group", e.group, "--yes", "--allow-active", "--accept-loss", "--wait", "3s", "-o", "json")
 	}
 	after := e.observe(t)
 	d := parse(t, out)
