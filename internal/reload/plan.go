@@ -139,9 +139,13 @@ type PlannedBundle struct {
 	// Groups are every group persisted in those partitions (plus requested groups that
 	// hash there): all are reloaded, and those with members rebalance.
 	Groups []string `json:"groups"`
-	// Active are the groups of the bundle with live members, or unknown activity, on any
-	// cluster.
+	// Active are the groups of the bundle with live members, or unknown activity, on the
+	// cluster the plan writes to: a reload there rebalances them.
 	Active []string `json:"activeGroups"`
+	// LiveElsewhere are the groups with live members on another cluster only (active-passive:
+	// the primary consumes, the standby is refreshed). A reload here touches none of their
+	// members; their cache here will lag again as they commit. Reported, not refused.
+	LiveElsewhere []string `json:"liveElsewhere,omitempty"`
 	// Losses are the rows a reload would move back or drop (KoP serves more now than its
 	// loader would load); refused unless --accept-loss.
 	Losses []Loss `json:"losses"`
@@ -170,6 +174,8 @@ type AffectedGroup struct {
 	// Status is the summary over clusters: live if live anywhere, else unknown if unknown
 	// anywhere, else idle.
 	Status string `json:"status"`
+	// Here is the activity on the cluster the plan writes to, which decides the refusal.
+	Here string `json:"here"`
 }
 
 // Activity is a group's activity on one cluster.
@@ -318,9 +324,16 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 			g.Activity[c] = activity[c][name]
 		}
 		g.Status = summarize(g.Activity)
+		g.Here = g.Activity[cl.Name].Status
+		if g.Here == "" {
+			g.Here = ActivityUnknown // no describer for this cluster
+		}
 		pb.Groups = append(pb.Groups, name)
-		if g.Status != ActivityIdle {
+		switch {
+		case g.Here != ActivityIdle:
 			pb.Active = append(pb.Active, name)
+		case g.Status == ActivityLive:
+			pb.LiveElsewhere = append(pb.LiveElsewhere, name)
 		}
 		plan.Groups = append(plan.Groups, *g)
 	}
@@ -347,13 +360,11 @@ func refusal(plan *Plan, pb *PlannedBundle) string {
 		if g.Bundle != pb.Range {
 			continue
 		}
-		for _, c := range plan.Clusters {
-			switch g.Activity[c].Status {
-			case ActivityLive:
-				live = append(live, g.Group+"@"+c)
-			case ActivityUnknown:
-				unknown = append(unknown, g.Group+"@"+c)
-			}
+		switch g.Here {
+		case ActivityLive:
+			live = append(live, g.Group+"@"+plan.Cluster)
+		case ActivityUnknown:
+			unknown = append(unknown, g.Group+"@"+plan.Cluster)
 		}
 	}
 	var parts []string

@@ -56,8 +56,10 @@ func TestPlanBlastRadius(t *testing.T) {
 	if got := plan.Bundles[0].Groups; !slices.Equal(got, wantGroups) {
 		t.Errorf("affected groups %v, want %v (not %s)", got, wantGroups, other)
 	}
-	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, neigh+"@wus") {
-		t.Errorf("bundle with a live group on wus must be refused: %+v", plan.Bundles[0])
+	// Active-passive: the group is live on wus only; reloading scus touches none of its
+	// members, so the bundle is not refused, and the plan says the cache will lag again.
+	if plan.Bundles[0].Refused || !slices.Equal(plan.Bundles[0].LiveElsewhere, []string{neigh}) || len(plan.Bundles[0].Active) != 0 {
+		t.Errorf("a group live on wus only must not refuse a reload of scus: %+v", plan.Bundles[0])
 	}
 	ag, _ := plan.Group(g)
 	if !ag.Requested || ag.Status != ActivityIdle || len(ag.Persisted) != 1 || ag.Persisted[0] != (TopicOffset{"topic-1", 0, 10900}) {
@@ -67,7 +69,7 @@ func TestPlanBlastRadius(t *testing.T) {
 	if an.Requested || an.Status != ActivityLive || *an.Activity["wus"].Members != 2 || an.Activity["scus"].Status != ActivityIdle {
 		t.Errorf("group %s: %+v", neigh, an)
 	}
-	if len(plan.Executable()) != 0 || len(plan.Refused()) != 1 {
+	if len(plan.Executable()) != 1 || len(plan.Refused()) != 0 {
 		t.Error("Executable/Refused")
 	}
 	// Planning writes nothing: only partitioned metadata and bundles were asked.
@@ -77,6 +79,12 @@ func TestPlanBlastRadius(t *testing.T) {
 		}
 	}
 
+	// Live on the cluster written to: refused, named, unless --allow-active.
+	p.Describers = map[string]GroupDescriber{"scus": live, "wus": idle}
+	plan, err = p.Plan(ctx, Request{Groups: []string{g}})
+	if err != nil || !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, neigh+"@scus") || len(plan.Executable()) != 0 {
+		t.Fatalf("a group live on scus must refuse a reload of scus: %+v %v", plan.Bundles, err)
+	}
 	p.AllowActive = true
 	plan, err = p.Plan(ctx, Request{Groups: []string{g}})
 	if err != nil || plan.Bundles[0].Refused || len(plan.Executable()) != 1 {

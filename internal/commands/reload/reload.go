@@ -77,10 +77,12 @@ partition's groups but does not load them again. So reload, for each bundle:
      COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR and with the offsets now persisted.
 
 Blast radius: every group persisted in any offsets partition of those bundles is reloaded,
-and groups with live members rebalance. The plan lists them all, with their members on
-this cluster and on the other configured clusters (DescribeGroups). A bundle with a live
-group, or a group whose activity is unknown (KoP did not answer: not proven idle), is
-refused unless --allow-active. More bundles than --max-bundles (default 1): nothing is
+and groups with live members on this cluster rebalance. The plan lists them all, with their
+members on this cluster and on the other configured clusters (DescribeGroups). A bundle with
+a group live on this cluster, or whose activity here is unknown (KoP did not answer: not
+proven idle), is refused unless --allow-active. A group live only on another cluster (the
+primary of an active-passive pair) does not refuse a reload here: it is reported, since its
+cache here lags again as it commits. More bundles than --max-bundles (default 1): nothing is
 done.
 
 Never worse: the plan asks KoP what it serves for every affected group and compares it with

@@ -40,6 +40,10 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 		for _, l := range b.Losses {
 			fmt.Fprintf(w, "bundle %s would lose: %s\n", b.Range, l)
 		}
+		if len(b.LiveElsewhere) > 0 {
+			fmt.Fprintf(w, "bundle %s: live on another cluster only (not refused: no member here is touched; the cache here lags again as they commit; SERVED vs AFTER RELOAD shows by how much now): %s\n",
+				b.Range, strings.Join(b.LiveElsewhere, ", "))
+		}
 	}
 	if len(plan.Groups) == 0 {
 		fmt.Fprintln(w, "No group is persisted in these offsets partitions.")
