@@ -97,7 +97,9 @@ type Prediction struct {
 // IsGlob reports whether a --group/--topic value is a pattern rather than a name.
 func IsGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 
-func matchAny(globs []string, names ...string) bool {
+// MatchAny reports whether any name matches any glob (path.Match); no globs match all.
+// check, repair and watch scope groups and topics with it.
+func MatchAny(globs []string, names ...string) bool {
 	if len(globs) == 0 {
 		return true
 	}
@@ -183,7 +185,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 			continue
 		}
 		for _, g := range s.persisted.Groups() {
-			if matchAny(o.Groups, g.Group) {
+			if MatchAny(o.Groups, g.Group) {
 				groupSet[g.Group] = true
 			}
 		}
@@ -202,7 +204,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	})
 	for _, s := range states {
 		for _, g := range s.listed {
-			if matchAny(o.Groups, g.Group) {
+			if MatchAny(o.Groups, g.Group) {
 				groupSet[g.Group] = true
 			}
 		}
@@ -252,7 +254,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	var rows []Row
 	for k := range keys {
 		short := offsets.ShortName(k.topic, displayNS)
-		if !matchAny(o.Topics, short, k.topic) {
+		if !MatchAny(o.Topics, short, k.topic) {
 			continue
 		}
 		rows = append(rows, Row{Group: k.group, Topic: short, Partition: k.partition, fullTopic: k.topic, Clusters: map[string]Cell{}})

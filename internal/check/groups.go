@@ -74,7 +74,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		}
 		if s.persisted != nil {
 			for _, g := range s.persisted.Groups() {
-				if !matchAny(groupGlobs, g.Group) {
+				if !MatchAny(groupGlobs, g.Group) {
 					continue
 				}
 				r := row(g.Group)
@@ -83,7 +83,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 			}
 		}
 		for _, g := range s.listed {
-			if !matchAny(groupGlobs, g.Group) {
+			if !MatchAny(groupGlobs, g.Group) {
 				continue
 			}
 			r := row(g.Group)

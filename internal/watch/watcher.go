@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -317,20 +316,6 @@ func (w *Watcher) parallel(fn func(c *clusterRT)) {
 	wg.Wait()
 }
 
-func matchAny(globs []string, names ...string) bool {
-	if len(globs) == 0 {
-		return true
-	}
-	for _, g := range globs {
-		for _, n := range names {
-			if ok, _ := path.Match(g, n); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // partitionOf returns the view of the offsets partition holding group, nil when the
 // cluster has not replayed it yet.
 func (c *clusterRT) partitionOf(group string) *partition {
@@ -469,7 +454,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	var groups []string
 	for g := range ask {
-		if matchAny(w.o.Groups, g) {
+		if check.MatchAny(w.o.Groups, g) {
 			groups = append(groups, g)
 		}
 	}
@@ -706,7 +691,7 @@ func (w *Watcher) buildRows(group string) []row {
 	ns := w.displayNamespace()
 	var rows []row
 	for k := range keys {
-		if !matchAny(w.o.Topics, offsets.ShortName(k.topic, ns), k.topic) {
+		if !check.MatchAny(w.o.Topics, offsets.ShortName(k.topic, ns), k.topic) {
 			continue
 		}
 		r := row{key: k, cells: map[string]check.Cell{}}
