@@ -42,12 +42,19 @@ type Options struct {
 	// Targets returns the clusters repair may write to (--cluster; default all) and every
 	// configured cluster (the check always compares all of them).
 	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
-	Check      func(ctx context.Context, all []config.Cluster) (*reload.CheckDocument, error)
+	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error)
 	NewSession reloadcmd.SessionFunc
 	Confirm    func(string) (bool, error)
 
 	LockFile string
+	Scope
 	reloadcmd.Flags
+}
+
+// Scope narrows what repair checks and reloads: --group and --topic globs, as in check.
+type Scope struct {
+	Groups []string
+	Topics []string
 }
 
 // Document is what `repair -o json` prints.
@@ -111,14 +118,19 @@ Run 'check' over every configured cluster, reload (as 'kop-offsets reload' does:
 unload, lookup, verification) exactly the bundles that hold stale_cache rows on the
 clusters repair may write to (--cluster; default all), then run 'check' again.
 
-Only stale_cache is repaired: KoP serves a value its own offsets topic does not hold, and a
-reload makes it load the topic. Rows that are replication_lag, diverged, missing,
-misaligned, coordinator_unavailable or error are listed with the reason repair leaves
-them: a reload would load the same persisted value.
+Only stale_cache is repaired: KoP serves an older value (or none) than its loader would
+load from its own offsets topic, and a reload makes it load the topic. Rows that are
+replication_lag, diverged, missing, misaligned, coordinator_unavailable, cache_ahead,
+unloadable, expired or error are listed with the reason repair leaves them: a reload would
+load the same persisted value, or lose the one KoP serves.
+
+--group and --topic (globs) narrow both checks to some groups or topics, as in check; the
+bundles reloaded are still whole (their other groups reload too, and are in the plan).
 
 Safety as in reload: the plan is shown, --yes or a terminal confirmation is needed
-(--dry-run stops after the plans), bundles with live groups or groups of unknown activity
-are refused unless --allow-active. At most --max-bundles bundles (default 1) are
+(--dry-run stops after the plans), bundles with groups live on the cluster written to (or
+of unknown activity there) are refused unless --allow-active, and a bundle where KoP would
+then serve an older offset or none is always refused (repair has no --accept-loss). At most --max-bundles bundles (default 1) are
 reloaded per cluster and run; the others stay stale (exit 1) and the next run takes them.
 
 Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock or
@@ -133,6 +145,8 @@ not achieve its goal (the cache still differs after --wait).`),
 		Example: cmdutil.Examples(`
   kop-offsets repair --dry-run
   kop-offsets repair --cluster wus --yes
+  # refresh one group on the standby before failing it over
+  kop-offsets repair --cluster wus --group orders-consumer --yes
   # crontab: every 10 minutes, unattended
   */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`),
 		Args: cmdutil.NoArgs,
@@ -164,6 +178,8 @@ not achieve its goal (the cache still differs after --wait).`),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
+	fl.StringArrayVar(&opts.Groups, "group", nil, "only these groups: name or glob (path.Match), repeatable (default: every group)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "only rows of these topics: name or glob, short or full name, repeatable")
 	reloadcmd.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
 	return cmd
@@ -171,15 +187,15 @@ not achieve its goal (the cache still differs after --wait).`),
 
 // FactoryCheck runs the check engine (internal/check, as `check` does, cached side
 // included) over all clusters and returns its report in the `check -o json` shape.
-func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster) (*reload.CheckDocument, error) {
-	return func(ctx context.Context, all []config.Cluster) (*reload.CheckDocument, error) {
+func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*reload.CheckDocument, error) {
+	return func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
 		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
 			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true})
 		if err != nil {
 			return nil, err
 		}
 		defer closeAll()
-		rep, err := chk.Run(ctx, sources, chk.Options{})
+		rep, err := chk.Run(ctx, sources, chk.Options{Groups: scope.Groups, Topics: scope.Topics})
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +230,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	defer unlock()
 
 	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
-	first, err := opts.Check(ctx, all)
+	first, err := opts.Check(ctx, all, opts.Scope)
 	if err != nil {
 		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
 	}
@@ -322,7 +338,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 		// Nothing was unloaded: the first check still stands.
 		doc.After.Stale = doc.Stale
 	} else {
-		second, err := opts.Check(ctx, all)
+		second, err := opts.Check(ctx, all, opts.Scope)
 		if err != nil {
 			doc.Errors = append(doc.Errors, "second check: "+err.Error())
 			raise(cmdutil.ExitUnreachable)

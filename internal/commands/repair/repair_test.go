@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
 type fakeAdmin struct {
@@ -73,6 +75,7 @@ type harness struct {
 	admin  *fakeAdmin
 	kop    *kop
 	checks int
+	scopes []Scope
 	out    *bytes.Buffer
 	errb   *bytes.Buffer
 }
@@ -91,7 +94,8 @@ func newHarness(t *testing.T) *harness {
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},
-		Check: func(context.Context, []config.Cluster) (*reload.CheckDocument, error) {
+		Check: func(_ context.Context, _ []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+			h.scopes = append(h.scopes, scope)
 			h.checks++
 			h.kop.mu.Lock()
 			st, cached := "stale_cache", int64(500)
@@ -204,5 +208,24 @@ func TestRepairLock(t *testing.T) {
 	err = repairRun(context.Background(), h.opts)
 	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "another repair is running") || h.checks != 0 {
 		t.Fatalf("err %v checks %d", err, h.checks)
+	}
+}
+
+// --group and --topic reach both checks; an unknown flag no longer (issue 13).
+func TestRepairScope(t *testing.T) {
+	f, _ := testutil.NewFactory("test", false)
+	o, err := testutil.ParseOptions(f, NewCmdRepair, "--group", "orders-*", "--group", "billing", "--topic", "topic-1", "--yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.Groups, []string{"orders-*", "billing"}) || !slices.Equal(o.Topics, []string{"topic-1"}) {
+		t.Fatalf("scope %+v", o.Scope)
+	}
+	h := newHarness(t)
+	h.opts.Yes = true
+	h.opts.Scope = Scope{Groups: []string{"G"}}
+	_ = repairRun(context.Background(), h.opts)
+	if len(h.scopes) != 2 || !slices.Equal(h.scopes[0].Groups, []string{"G"}) || !slices.Equal(h.scopes[1].Groups, []string{"G"}) {
+		t.Errorf("scopes passed to the checks: %+v", h.scopes)
 	}
 }
