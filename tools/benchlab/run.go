@@ -94,15 +94,7 @@ func (rc runConfig) sh(ctx context.Context, args ...string) error {
 
 func (rc runConfig) run(ctx context.Context) (err error) {
 	start := time.Now()
-	if nar := os.Getenv("KOP_NAR"); nar != "" {
-		placed, err := rc.placeNAR(nar)
-		if err != nil {
-			return err
-		}
-		if placed != "" {
-			defer os.Remove(placed)
-		}
-	}
+	// With KOP_NAR set, kop-lab up loads that NAR (docs/lab.md); the environment passes through.
 	rc.step("starting the lab over fresh data (%s up --fresh)", rc.kopLab)
 	if err := rc.sh(ctx, rc.kopLab, "up", "--fresh"); err != nil {
 		return fmt.Errorf("kop-lab up: %w", err)
@@ -398,37 +390,6 @@ func (rc runConfig) kafkaClasspath(ctx context.Context) (string, error) {
 		return "", errors.New("empty Kafka tools classpath")
 	}
 	return cp, nil
-}
-
-// placeNAR puts the KoP NAR named by KOP_NAR where the lab looks for KoP
-// (lab/run/protocols/pulsar-protocol-handler-kafka-<KOP_VERSION>.nar, docs/lab.md) unless one
-// is there, and returns the path it created (removed after the bench), or "".
-func (rc runConfig) placeNAR(nar string) (string, error) {
-	if _, err := os.Stat(nar); err != nil {
-		return "", fmt.Errorf("KOP_NAR: %w", err)
-	}
-	v := os.Getenv("KOP_VERSION")
-	if v == "" {
-		v = lab.DefaultKoPVersion
-	}
-	dst := lab.Paths{Root: rc.root}.KoPNar(v)
-	if _, err := os.Stat(dst); err == nil {
-		return "", nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Link(nar, dst); err != nil {
-		b, rerr := os.ReadFile(nar)
-		if rerr != nil {
-			return "", rerr
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			return "", err
-		}
-	}
-	rc.step("KoP NAR %s placed at %s for this run", nar, dst)
-	return dst, nil
 }
 
 func memTotal() string {
