@@ -39,12 +39,18 @@ func drain(ctx context.Context, args []string) error {
 		firstErr    error
 	)
 	start := time.Now()
+	var clients []pulsar.Client
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
 	for _, url := range strings.Split(*urls, ",") {
 		client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, Logger: plog.DefaultNopLogger()})
 		if err != nil {
 			return err
 		}
-		defer client.Close()
+		clients = append(clients, client)
 		sem := make(chan struct{}, *concurrency)
 		for p := range *parts {
 			wg.Add(1)

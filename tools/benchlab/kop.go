@@ -116,7 +116,7 @@ func scanLog(path string, offset int64, loaded map[int]int64, failed map[int]boo
 	if err != nil {
 		return 0, offset, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return 0, offset, err
 	}

@@ -35,7 +35,7 @@ func main() {
 		code, err = profile(os.Args[2:])
 		if err == nil {
 			stop()
-			os.Exit(code)
+			os.Exit(code) //nolint:gocritic // stop() ran just above
 		}
 	default:
 		err = fmt.Errorf("unknown command %q: want run, drain or profile", os.Args[1])

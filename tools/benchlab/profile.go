@@ -28,7 +28,7 @@ func profile(args []string) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return 2, err
 	}
@@ -53,7 +53,7 @@ func profile(args []string) (int, error) {
 					peak = ms.HeapInuse
 					if m, err := os.Create(*mem); err == nil {
 						_ = pprof.Lookup("heap").WriteTo(m, 0)
-						m.Close()
+						_ = m.Close()
 					}
 				}
 			}

@@ -362,7 +362,7 @@ func waitReplicated(ctx context.Context, src, dst lab.Cluster, log io.Writer) er
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("replication %s -> %s of %s not done after 10m (last error %v)", src.Name, dst.Name, lab.OffsetsTopic, err)
+			return fmt.Errorf("replication %s -> %s of %s not done after 10m (last error: %w)", src.Name, dst.Name, lab.OffsetsTopic, err)
 		}
 		select {
 		case <-time.After(time.Second):
