@@ -25,6 +25,7 @@ type runConfig struct {
 	keys, rounds, topics, runs             int
 	memberGroups                           int
 	keep, both                             bool
+	via                                    string
 	out                                    io.Writer
 	log                                    io.Writer
 }
@@ -50,6 +51,7 @@ func runBench(ctx context.Context, args []string) error {
 	runs := fs.Int("runs", 3, "runs of every command per size (median reported)")
 	members := fs.Int("member-groups", 0, "with KoP: also run this many real consumer groups with members (kop-lab load --via kafka)")
 	keep := fs.Bool("keep", false, "leave the lab running afterwards (default: kop-lab down)")
+	via := fs.String("via", "pulsar", "how kop-lab load writes: pulsar (KoP's format straight into the topic) or kafka (OffsetCommit to KoP; needs KoP)")
 	both := fs.Bool("both", true, "also measure check on both clusters beside the plain reader of both (off for a quick big size)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,7 +66,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	rc := runConfig{root: root, kopLab: filepath.Join(root, "bin", "kop-lab"), kopOffsets: filepath.Join(root, "bin", "kop-offsets"),
 		self: self, config: lab.Paths{Root: root}.ConfigYAML(), keys: *keys, rounds: *rounds, topics: *topics, runs: *runs,
-		memberGroups: *members, keep: *keep, both: *both, out: os.Stdout, log: os.Stderr}
+		memberGroups: *members, keep: *keep, both: *both, via: *via, out: os.Stdout, log: os.Stderr}
 	prev := 0
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -124,9 +126,9 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 	fmt.Fprintf(rc.out, "# make bench-lab, %s\n\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(rc.out, "Machine: %s, %d CPUs, %s; load average at start %s. KoP in the lab: %v.\n",
 		runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), memTotal(), loadAvg(), onOff(kop))
-	fmt.Fprintf(rc.out, "Load: kop-lab load --via pulsar on %s (KoP's format, one message per group and round), %d keys per group over %d topics, %d commits per key; "+
+	fmt.Fprintf(rc.out, "Load: kop-lab load --via %s on %s (one OffsetCommit request, so one message, per group and round), %d keys per group over %d topics, %d commits per key; "+
 		"geo-replicated to %s before measuring. Each figure: median of %d runs, ours and the reference alternating; "+
-		"wall (min-max), user+system CPU, peak RSS (getrusage).\n", src.Name, rc.keys, rc.topics, rc.rounds, dst.Name, rc.runs)
+		"wall (min-max), user+system CPU, peak RSS (getrusage).\n", rc.via, src.Name, rc.keys, rc.topics, rc.rounds, dst.Name, rc.runs)
 
 	type sizeResult struct {
 		groups, keys int
@@ -136,7 +138,7 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 	prev := 0
 	for _, g := range rc.sizes {
 		add := g - prev
-		loadArgs := []string{rc.kopLab, "load", "--cluster", src.Name, "--groups", fmt.Sprint(add), "--first-group", fmt.Sprint(prev),
+		loadArgs := []string{rc.kopLab, "load", "--via", rc.via, "--cluster", src.Name, "--groups", fmt.Sprint(add), "--first-group", fmt.Sprint(prev),
 			"--keys-per-group", fmt.Sprint(rc.keys), "--topics", fmt.Sprint(rc.topics), "--commits", fmt.Sprint(add * rc.keys * rc.rounds),
 			"--create-topics=" + fmt.Sprint(prev == 0)}
 		rc.step("loading groups %d..%d: %s", prev, g-1, strings.Join(loadArgs[1:], " "))
