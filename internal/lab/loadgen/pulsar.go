@@ -17,9 +17,9 @@ import (
 
 // PulsarOptions tune WritePulsar.
 type PulsarOptions struct {
-	// Batching lets the producers pack several messages into one Pulsar entry. KoP's own
-	// writer sends one message per entry; a reader (KoP's or ours) sees the same messages
-	// either way, but entries differ, so measurements of reads use the default (false).
+	// Batching lets the producers pack several messages into one Pulsar entry. testkit's
+	// Writer sends one message per entry, as KoP does; a reader (KoP's or ours) sees the same
+	// messages either way, but entries differ, so measurements of reads use the default (false).
 	Batching bool
 	// MaxPending bounds the messages in flight per partition (default 2000).
 	MaxPending int
