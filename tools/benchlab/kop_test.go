@@ -37,4 +37,7 @@ func TestMedianAndRatio(t *testing.T) {
 	if got := ratio(1, 4); got != "0.25x (4.0x faster)" {
 		t.Fatal(got)
 	}
+	if got := cpuRatio(1, 25); got != "25.0x less" {
+		t.Fatal(got)
+	}
 }

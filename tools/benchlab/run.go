@@ -287,6 +287,15 @@ func (rc runConfig) measure(ctx context.Context, ps []*pair, kop bool, src lab.C
 	return nil
 }
 
+// cpuRatio renders ours/ref CPU as "2.5x" or "12x less".
+func cpuRatio(ours, ref time.Duration) string {
+	r := float64(ours) / float64(ref)
+	if r >= 1 {
+		return fmt.Sprintf("%.1fx", r)
+	}
+	return fmt.Sprintf("%.1fx less", 1/r)
+}
+
 // isKoPLoad reports the pair whose reference is KoP's own load (kopLoad).
 func (p *pair) isKoPLoad() bool { return p.kop && p.ref.Args == nil }
 
@@ -321,7 +330,7 @@ func (rc runConfig) table(groups, keys, msgs int, ps []*pair) {
 		if p.ourErr == nil && p.refErr == nil {
 			r = ratio(p.ourStat.Wall, p.refWall(p.refStat))
 			if p.refStat.CPU > 0 && !p.isKoPLoad() {
-				r += fmt.Sprintf("; CPU %.1fx", float64(p.ourStat.CPU)/float64(p.refStat.CPU))
+				r += "; CPU " + cpuRatio(p.ourStat.CPU, p.refStat.CPU)
 			}
 		}
 		ref := p.refName + ": " + cell(p.refStat, p.refErr)
