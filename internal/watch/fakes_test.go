@@ -193,7 +193,7 @@ func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
 }
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {
-	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1_700_000_000_000 + off)}
+	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}
 }
 
 // clock is a settable Now.
