@@ -216,13 +216,15 @@ func (c *clock) add(d time.Duration) {
 
 // fakeReloader plans one bundle per offsets partition (n partitions) and records reloads.
 type fakeReloader struct {
-	mu       sync.Mutex
-	n        int32
-	live     map[string]bool // groups live on the target: their bundle is refused
-	planned  [][]string
-	reloaded []string
-	result   string
-	onReload func()
+	mu   sync.Mutex
+	n    int32
+	live map[string]bool // groups live on the target: their bundle is refused
+	// liveElsewhere: groups live on scus only (reported, not refused)
+	liveElsewhere map[string]bool
+	planned       [][]string
+	reloaded      []string
+	result        string
+	onReload      func()
 }
 
 func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, error) {
@@ -245,7 +247,12 @@ func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, e
 			pb.Active = append(pb.Active, g)
 			pb.Refused, pb.Reason = true, "live members: "+g+"@wus"
 		}
-		plan.Groups = append(plan.Groups, reload.AffectedGroup{Group: g, Bundle: rng, Requested: true})
+		ag := reload.AffectedGroup{Group: g, Bundle: rng, Requested: true, Activity: map[string]reload.Activity{}}
+		if r.liveElsewhere[g] {
+			pb.LiveElsewhere = append(pb.LiveElsewhere, g)
+			ag.Activity["scus"] = reload.Activity{Status: reload.ActivityLive}
+		}
+		plan.Groups = append(plan.Groups, ag)
 	}
 	return plan, nil
 }

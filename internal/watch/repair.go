@@ -17,7 +17,8 @@ import (
 //   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
 //     loader model says the reload would move back or drop, whatever else it refuses;
 //   - refuse a bundle reloaded less than Cooldown ago, or beyond MaxBundles this cycle;
-//   - report, not refuse, groups live on other clusters: the cache will lag again.
+//   - report, not refuse, groups live on other clusters only (the plan's LiveElsewhere):
+//     the cache will lag again.
 func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	behind := map[string]int64{}
 	var stale []string
@@ -52,8 +53,6 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	if len(groups) == 0 {
 		return
 	}
-	w.reportLiveElsewhere(ctx, c, groups, behind)
-
 	cctx, cancel := context.WithTimeout(ctx, 2*w.o.CallTimeout)
 	plan, err := c.Reloader.Plan(cctx, groups)
 	cancel()
@@ -89,11 +88,13 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 			w.refuse(c, "stopping", pb.Range, bg, "the process is stopping")
 		case w.o.DryRun:
 			done++
+			w.reportLiveElsewhere(c, plan, pb, behind)
 			w.m.reloads.WithLabelValues(c.Name, "dry_run").Inc()
 			w.log.Info("would reload bundle (dry run)", "cluster", c.Name, "bundle", pb.Range, "groups", bg,
 				"blastRadius", pb.Groups, "offsetsPartitions", pb.OffsetsPartitions)
 		default:
 			done++
+			w.reportLiveElsewhere(c, plan, pb, behind)
 			w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
 			res := c.Reloader.Reload(ctx, plan, pb)
 			c.lastReload[pb.Range] = w.o.Now()
@@ -127,23 +128,22 @@ func (w *Watcher) backlogToward(c *clusterRT, group string) (int64, string) {
 	return best, from
 }
 
-func (w *Watcher) reportLiveElsewhere(ctx context.Context, c *clusterRT, groups []string, behind map[string]int64) {
-	for _, peer := range w.clusters {
-		if peer == c || peer.Describer == nil || !peer.up {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
-		acts, err := peer.Describer.DescribeGroups(cctx, groups)
-		cancel()
-		if err != nil {
-			continue
-		}
-		for _, g := range groups {
-			if a, ok := acts[g]; ok && a.Err == nil && a.Members > 0 {
-				w.log.Info("group live on another cluster: reloading anyway, the cache will lag again",
-					"cluster", c.Name, "group", g, "liveOn", peer.Name, "members", a.Members, "behindBy", behind[g])
+// reportLiveElsewhere logs the groups of a bundle about to be reloaded on c that are live
+// on another cluster (reload's plan says which): reloading here touches none of their
+// members, but their cache here will lag again as they commit.
+func (w *Watcher) reportLiveElsewhere(c *clusterRT, plan *reload.Plan, pb reload.PlannedBundle, behind map[string]int64) {
+	for _, g := range pb.LiveElsewhere {
+		var on []string
+		if ag, ok := plan.Group(g); ok {
+			for cl, a := range ag.Activity {
+				if cl != c.Name && a.Status == reload.ActivityLive {
+					on = append(on, cl)
+				}
 			}
 		}
+		slices.Sort(on)
+		w.log.Info("group live on another cluster: reloading anyway, the cache will lag again",
+			"cluster", c.Name, "bundle", pb.Range, "group", g, "liveOn", on, "behindBy", behind[g])
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 // Cluster is one watched cluster and how to reach each side of it.
@@ -33,9 +32,6 @@ type Cluster struct {
 	Fetcher check.OffsetFetcher
 	// Reloader writes to this cluster (--repair). Nil: watch never writes here.
 	Reloader Reloader
-	// Describer says whether groups are live on this cluster, to report (not refuse) a
-	// reload elsewhere of a group that is live here. Nil: not reported.
-	Describer reload.GroupDescriber
 }
 
 // Defaults of Options.
