@@ -183,13 +183,14 @@ func (f *fakeKoP) takeAsked() []string {
 }
 
 func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
-	cl, err := kgo.NewClient(append(check.FetcherClientOpts(5*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
-		kgo.MaxVersions(kversion.V3_6_0()))...)
+	// kgo's default retries (not FetcherClientOpts' 500ms): a loaded machine must not turn
+	// a slow kfake into a KoP error.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.ListenAddrs()...), kgo.MaxVersions(kversion.V3_6_0()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: time.Second}
+	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 5 * time.Second}
 }
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {
