@@ -183,17 +183,18 @@ func (f *fakeKoP) takeAsked() []string {
 }
 
 func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
-	cl, err := kgo.NewClient(append(check.FetcherClientOpts(5*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
-		kgo.MaxVersions(kversion.V3_6_0()))...)
+	// kgo's default retries (not FetcherClientOpts' 500ms): a loaded machine must not turn
+	// a slow kfake into a KoP error.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.ListenAddrs()...), kgo.MaxVersions(kversion.V3_6_0()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: time.Second}
+	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 5 * time.Second}
 }
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {
-	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1_700_000_000_000 + off)}
+	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}
 }
 
 // clock is a settable Now.
@@ -216,13 +217,15 @@ func (c *clock) add(d time.Duration) {
 
 // fakeReloader plans one bundle per offsets partition (n partitions) and records reloads.
 type fakeReloader struct {
-	mu       sync.Mutex
-	n        int32
-	live     map[string]bool // groups live on the target: their bundle is refused
-	planned  [][]string
-	reloaded []string
-	result   string
-	onReload func()
+	mu   sync.Mutex
+	n    int32
+	live map[string]bool // groups live on the target: their bundle is refused
+	// liveElsewhere: groups live on scus only (reported, not refused)
+	liveElsewhere map[string]bool
+	planned       [][]string
+	reloaded      []string
+	result        string
+	onReload      func()
 }
 
 func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, error) {
@@ -245,7 +248,12 @@ func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, e
 			pb.Active = append(pb.Active, g)
 			pb.Refused, pb.Reason = true, "live members: "+g+"@wus"
 		}
-		plan.Groups = append(plan.Groups, reload.AffectedGroup{Group: g, Bundle: rng, Requested: true})
+		ag := reload.AffectedGroup{Group: g, Bundle: rng, Requested: true, Activity: map[string]reload.Activity{}}
+		if r.liveElsewhere[g] {
+			pb.LiveElsewhere = append(pb.LiveElsewhere, g)
+			ag.Activity["scus"] = reload.Activity{Status: reload.ActivityLive}
+		}
+		plan.Groups = append(plan.Groups, ag)
 	}
 	return plan, nil
 }

@@ -64,7 +64,8 @@ type partition struct {
 	following bool // the tail is open and caught up
 	lastErr   error
 
-	// Owned by the cycle (no lock): the view at the last take, indexed by group.
+	// Owned by the cycle (no lock): the view at the last take, and its offsets by group.
+	view    *offsets.PersistedOffsets
 	byGroup map[string][]offsets.CommittedOffset
 	caught  bool // byGroup holds a complete replay
 }
@@ -146,7 +147,7 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 				dirty = append(dirty, g)
 			}
 		}
-		p.byGroup, p.caught, p.changed = byGroup, true, false
+		p.view, p.byGroup, p.caught, p.changed = view, byGroup, true, false
 	}
 	all, p.all = p.all, false
 	for g := range p.dirty {

@@ -22,10 +22,10 @@ type Reloader interface {
 
 // ReloadSession is the Reloader of reload.Planner and reload.Executor.
 //
-// The planner must ask activity only on the cluster it writes to (Describers with that one
-// cluster) and must not allow active groups: its refusals are then the policy's "live
-// members on the cluster written to", plus whatever else reload refuses (every refused
-// bundle is left alone).
+// The planner must not allow active groups: reload's plan then refuses a bundle with
+// members (or unknown activity) on the cluster it writes to, or an offset its loader model
+// says would move back or vanish, and reports groups live elsewhere (LiveElsewhere); watch
+// leaves every refused bundle alone.
 type ReloadSession struct {
 	Planner  *reload.Planner
 	Executor *reload.Executor

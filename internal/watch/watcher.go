@@ -16,7 +16,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 // Cluster is one watched cluster and how to reach each side of it.
@@ -33,9 +32,6 @@ type Cluster struct {
 	Fetcher check.OffsetFetcher
 	// Reloader writes to this cluster (--repair). Nil: watch never writes here.
 	Reloader Reloader
-	// Describer says whether groups are live on this cluster, to report (not refuse) a
-	// reload elsewhere of a group that is live here. Nil: not reported.
-	Describer reload.GroupDescriber
 }
 
 // Defaults of Options.
@@ -71,6 +67,9 @@ type Options struct {
 	RepairWait time.Duration
 
 	Backoff, MaxBackoff time.Duration // reconnects of a failed reader or admin call
+	// ExpiryWarning is the window of the expiring status, as check's (0: check's default;
+	// negative: never).
+	ExpiryWarning time.Duration
 
 	Logger  *slog.Logger // decisions, one JSON line each; default: discarded
 	Metrics *Metrics     // default: NewMetrics()
@@ -131,6 +130,9 @@ func New(clusters []Cluster, o Options) *Watcher {
 	o.MaxBackoff = max(cmp.Or(o.MaxBackoff, DefaultMaxBackoff), o.Backoff)
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ExpiryWarning == 0 {
+		o.ExpiryWarning = check.DefaultExpiryWarning
 	}
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
@@ -732,14 +734,30 @@ func (w *Watcher) observe(c *clusterRT, k rowKey) (check.Cell, offsets.ClusterOb
 		ob.Unreachable = true
 		cell.Error = "offsets partition not replayed yet"
 	default:
-		for _, co := range p.byGroup[k.group] {
-			if co.Partition == k.partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.topic {
-				v := co.Offset
-				cell.Persisted, ob.Persisted = &v, &v
-				cell.CommitTimestamp = output.NewTime(co.CommitTimestamp.Time())
+		// As check's cell: what the loader would load, a transactional commit it leaves
+		// pending, a partition it cannot load, the expiry.
+		co, ok := p.view.Lookup(k.group, k.topic, k.partition)
+		if ok {
+			v := co.Offset
+			cell.Persisted, ob.Persisted = &v, &v
+			cell.CommitTimestamp = output.NewTime(co.CommitTimestamp.Time())
+			if co.ExpireTimestamp != nil {
+				ob.ExpireAt = int64(*co.ExpireTimestamp)
+				cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
 			}
 		}
+		if pc, pok := p.view.PendingOffset(k.group, k.topic, k.partition); pok && (!ok || pc.Offset != co.Offset) {
+			pv, loaded := pc.Offset, cell.Persisted
+			ob.Pending, cell.Persisted = &pv, &pv
+			cell.CommitTimestamp = output.NewTime(pc.CommitTimestamp.Time())
+			cell.Predicted = &check.Prediction{Offset: loaded, Reason: "a transactional commit the loader leaves pending: its COMMIT marker is invisible to readers"}
+		}
+		if f, failed := p.view.LoadFailure(p.index); failed {
+			ob.LoadFailure = f.String()
+			cell.Predicted = &check.Prediction{Reason: f.String()}
+		}
 	}
+	ob.Now, ob.ExpiryWarning = w.o.Now().UnixMilli(), w.o.ExpiryWarning.Milliseconds()
 	if c.Fetcher != nil && !ob.Unreachable {
 		f, asked := c.cached[k.group]
 		switch {
@@ -867,160 +885,4 @@ func (w *Watcher) buildReport() *check.Report {
 	}
 	rep.ExitCode = worst
 	return rep
-}
-
-// repair reloads, under the policy, the bundles holding the stale_cache rows of c among
-// the groups asked this cycle. Policy, per group then per bundle:
-//   - refuse a group whose offsets partition still has replication backlog toward c (the
-//     reload would load a value about to change);
-//   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
-//     loader model says the reload would move back or drop, whatever else it refuses;
-//   - refuse a bundle reloaded less than Cooldown ago, or beyond MaxBundles this cycle;
-//   - report, not refuse, groups live on other clusters: the cache will lag again.
-func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
-	behind := map[string]int64{}
-	var stale []string
-	for _, g := range asked {
-		for _, r := range w.rows[g] {
-			cell := r.cells[c.Name]
-			if cell.Status != offsets.StatusStaleCache {
-				continue
-			}
-			if _, ok := behind[g]; !ok {
-				stale = append(stale, g)
-			}
-			b := behind[g]
-			if cell.Cached != nil && cell.Persisted != nil {
-				b = max(b, *cell.Persisted-*cell.Cached)
-			}
-			behind[g] = b
-		}
-	}
-	if len(stale) == 0 {
-		return
-	}
-	var groups []string
-	for _, g := range stale {
-		if b, from := w.backlogToward(c, g); b > 0 {
-			w.refuse(c, "replication_backlog", "", []string{g},
-				fmt.Sprintf("offsets partition of %s still has %d entries to replicate from %s toward %s", g, b, from, c.Name))
-			continue
-		}
-		groups = append(groups, g)
-	}
-	if len(groups) == 0 {
-		return
-	}
-	w.reportLiveElsewhere(ctx, c, groups, behind)
-
-	cctx, cancel := context.WithTimeout(ctx, 2*w.o.CallTimeout)
-	plan, err := c.Reloader.Plan(cctx, groups)
-	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			w.m.errors.WithLabelValues(c.Name, "reload").Inc()
-			w.log.Error("reload plan failed; nothing unloaded", "cluster", c.Name, "groups", groups, "err", err.Error())
-		}
-		return
-	}
-	done, stopped := 0, false
-	now := w.o.Now()
-	for _, pb := range plan.Bundles {
-		bg := bundleGroups(plan, pb, groups)
-		switch {
-		case pb.Refused:
-			reason := "refused_by_reload"
-			switch {
-			case len(pb.Losses) > 0:
-				reason = "would_lose_offsets"
-			case len(pb.Active) > 0:
-				reason = "live_members"
-			}
-			w.refuse(c, reason, pb.Range, bg, pb.Reason)
-		case now.Sub(c.lastReload[pb.Range]) < w.o.Cooldown:
-			w.refuse(c, "cooldown", pb.Range, bg, fmt.Sprintf("reloaded %s ago (cooldown %s)",
-				now.Sub(c.lastReload[pb.Range]).Round(time.Second), w.o.Cooldown))
-		case done >= w.o.MaxBundles:
-			w.refuse(c, "max_bundles", pb.Range, bg, fmt.Sprintf("%d bundle(s) already reloaded on %s this interval (--max-bundles)", done, c.Name))
-		case stopped:
-			w.refuse(c, "earlier_bundle_failed", pb.Range, bg, "an earlier bundle of this cycle did not end verified")
-		case ctx.Err() != nil:
-			w.refuse(c, "stopping", pb.Range, bg, "the process is stopping")
-		case w.o.DryRun:
-			done++
-			w.m.reloads.WithLabelValues(c.Name, "dry_run").Inc()
-			w.log.Info("would reload bundle (dry run)", "cluster", c.Name, "bundle", pb.Range, "groups", bg,
-				"blastRadius", pb.Groups, "offsetsPartitions", pb.OffsetsPartitions)
-		default:
-			done++
-			w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
-			res := c.Reloader.Reload(ctx, plan, pb)
-			c.lastReload[pb.Range] = w.o.Now()
-			w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
-			attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
-				"unloaded", res.Unloaded, "loaded", res.Loaded}
-			if res.Error != "" {
-				attrs = append(attrs, "err", res.Error)
-			}
-			if res.Status == reload.BundleVerified {
-				w.log.Info("bundle reloaded", attrs...)
-			} else {
-				stopped = true
-				w.m.errors.WithLabelValues(c.Name, "reload").Inc()
-				w.log.Error("bundle reload did not end verified", attrs...)
-			}
-		}
-	}
-}
-
-// backlogToward is the largest replication backlog of group's offsets partition from a
-// peer toward c.
-func (w *Watcher) backlogToward(c *clusterRT, group string) (int64, string) {
-	var best int64
-	var from string
-	for peer, in := range w.inbound(c, group) {
-		if in.Backlog > best {
-			best, from = in.Backlog, peer
-		}
-	}
-	return best, from
-}
-
-func (w *Watcher) reportLiveElsewhere(ctx context.Context, c *clusterRT, groups []string, behind map[string]int64) {
-	for _, peer := range w.clusters {
-		if peer == c || peer.Describer == nil || !peer.up {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
-		acts, err := peer.Describer.DescribeGroups(cctx, groups)
-		cancel()
-		if err != nil {
-			continue
-		}
-		for _, g := range groups {
-			if a, ok := acts[g]; ok && a.Err == nil && a.Members > 0 {
-				w.log.Info("group live on another cluster: reloading anyway, the cache will lag again",
-					"cluster", c.Name, "group", g, "liveOn", peer.Name, "members", a.Members, "behindBy", behind[g])
-			}
-		}
-	}
-}
-
-func (w *Watcher) refuse(c *clusterRT, reason, bundle string, groups []string, detail string) {
-	w.m.refused.WithLabelValues(c.Name, reason).Inc()
-	w.log.Info("reload refused", "cluster", c.Name, "reason", reason, "bundle", bundle, "groups", groups, "detail", detail)
-}
-
-// bundleGroups is the stale groups (of want) in bundle pb.
-func bundleGroups(plan *reload.Plan, pb reload.PlannedBundle, want []string) []string {
-	var out []string
-	for _, g := range plan.GroupsIn(pb.Range) {
-		if slices.Contains(want, g.Group) {
-			out = append(out, g.Group)
-		}
-	}
-	if len(out) == 0 {
-		return []string{}
-	}
-	return out
 }

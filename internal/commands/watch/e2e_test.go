@@ -7,8 +7,9 @@ package watch
 // machine (docs/lab.md): nothing listens on the Kafka ports, so the cached side fails
 // truthfully and what is asserted is the persisted side, the replication metrics and the
 // process's survival. Offset commits are written with internal/testkit, which writes what
-// KoP's writer would write. The test stops wus by pid: it must stay the last user of the lab
-// in its `go test` run (the next lab start replaces a lab with a dead cluster).
+// KoP's writer would write. The test stops wus by pid, so it must stay the only e2e test of
+// this package (this process's lab is then dead); a later package's lab.Ensure finds wus not
+// running and starts the lab over.
 
 import (
 	"bufio"

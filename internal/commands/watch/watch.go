@@ -255,7 +255,8 @@ func watchRun(ctx context.Context, opts *Options) error {
 
 // FactoryBuild builds the real clients from f: a pulsarx.Reader (loader view) and Admin per
 // cluster, kadm for KoP, and with --repair a reload session (Planner, Executor) per
-// selected cluster, its planner asking activity on that cluster only.
+// selected cluster (its planner asks every cluster's activity: reload refuses live members
+// on the cluster written to and reports the others).
 func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 	return func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
 		var closers []func()
@@ -293,7 +294,6 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				closers = append(closers, kc.Close)
 				ka := kadm.NewClient(kc)
 				wc.Fetcher = &chk.KafkaFetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
-				wc.Describer = reload.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
 			}
 			if o.Repair {
 				sess, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
@@ -304,8 +304,6 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 					return nil, nil, cmdutil.ConfigError(err)
 				}
 				closers = append(closers, sess.Close)
-				// The policy refuses only live members on the cluster written to.
-				sess.Planner.Describers = map[string]reload.GroupDescriber{cl.Name: sess.Planner.Describers[cl.Name]}
 				sess.Executor.Wait = o.Wait
 				wc.Reloader = watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
 			}

@@ -1,0 +1,167 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// repair reloads, under the policy, the bundles holding the stale_cache rows of c among
+// the groups asked this cycle. Policy, per group then per bundle:
+//   - refuse a group whose offsets partition still has replication backlog toward c (the
+//     reload would load a value about to change);
+//   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
+//     loader model says the reload would move back or drop, whatever else it refuses;
+//   - refuse a bundle reloaded less than Cooldown ago, or beyond MaxBundles this cycle;
+//   - report, not refuse, groups live on other clusters only (the plan's LiveElsewhere):
+//     the cache will lag again.
+func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
+	behind := map[string]int64{}
+	var stale []string
+	for _, g := range asked {
+		for _, r := range w.rows[g] {
+			cell := r.cells[c.Name]
+			if cell.Status != offsets.StatusStaleCache {
+				continue
+			}
+			if _, ok := behind[g]; !ok {
+				stale = append(stale, g)
+			}
+			b := behind[g]
+			if cell.Cached != nil && cell.Persisted != nil {
+				b = max(b, *cell.Persisted-*cell.Cached)
+			}
+			behind[g] = b
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	var groups []string
+	for _, g := range stale {
+		if b, from := w.backlogToward(c, g); b > 0 {
+			w.refuse(c, "replication_backlog", "", []string{g},
+				fmt.Sprintf("offsets partition of %s still has %d entries to replicate from %s toward %s", g, b, from, c.Name))
+			continue
+		}
+		groups = append(groups, g)
+	}
+	if len(groups) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*w.o.CallTimeout)
+	plan, err := c.Reloader.Plan(cctx, groups)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.m.errors.WithLabelValues(c.Name, "reload").Inc()
+			w.log.Error("reload plan failed; nothing unloaded", "cluster", c.Name, "groups", groups, "err", err.Error())
+		}
+		return
+	}
+	done, stopped := 0, false
+	now := w.o.Now()
+	for _, pb := range plan.Bundles {
+		bg := bundleGroups(plan, pb, groups)
+		switch {
+		case pb.Refused:
+			reason := "refused_by_reload"
+			switch {
+			case len(pb.Losses) > 0:
+				reason = "would_lose_offsets"
+			case len(pb.Active) > 0:
+				reason = "live_members"
+			}
+			w.refuse(c, reason, pb.Range, bg, pb.Reason)
+		case now.Sub(c.lastReload[pb.Range]) < w.o.Cooldown:
+			w.refuse(c, "cooldown", pb.Range, bg, fmt.Sprintf("reloaded %s ago (cooldown %s)",
+				now.Sub(c.lastReload[pb.Range]).Round(time.Second), w.o.Cooldown))
+		case done >= w.o.MaxBundles:
+			w.refuse(c, "max_bundles", pb.Range, bg, fmt.Sprintf("%d bundle(s) already reloaded on %s this interval (--max-bundles)", done, c.Name))
+		case stopped:
+			w.refuse(c, "earlier_bundle_failed", pb.Range, bg, "an earlier bundle of this cycle did not end verified")
+		case ctx.Err() != nil:
+			w.refuse(c, "stopping", pb.Range, bg, "the process is stopping")
+		case w.o.DryRun:
+			done++
+			w.reportLiveElsewhere(c, plan, pb, behind)
+			w.m.reloads.WithLabelValues(c.Name, "dry_run").Inc()
+			w.log.Info("would reload bundle (dry run)", "cluster", c.Name, "bundle", pb.Range, "groups", bg,
+				"blastRadius", pb.Groups, "offsetsPartitions", pb.OffsetsPartitions)
+		default:
+			done++
+			w.reportLiveElsewhere(c, plan, pb, behind)
+			w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
+			res := c.Reloader.Reload(ctx, plan, pb)
+			c.lastReload[pb.Range] = w.o.Now()
+			w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
+			attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
+				"unloaded", res.Unloaded, "loaded", res.Loaded}
+			if res.Error != "" {
+				attrs = append(attrs, "err", res.Error)
+			}
+			if res.Status == reload.BundleVerified {
+				w.log.Info("bundle reloaded", attrs...)
+			} else {
+				stopped = true
+				w.m.errors.WithLabelValues(c.Name, "reload").Inc()
+				w.log.Error("bundle reload did not end verified", attrs...)
+			}
+		}
+	}
+}
+
+// backlogToward is the largest replication backlog of group's offsets partition from a
+// peer toward c.
+func (w *Watcher) backlogToward(c *clusterRT, group string) (int64, string) {
+	var best int64
+	var from string
+	for peer, in := range w.inbound(c, group) {
+		if in.Backlog > best {
+			best, from = in.Backlog, peer
+		}
+	}
+	return best, from
+}
+
+// reportLiveElsewhere logs the groups of a bundle about to be reloaded on c that are live
+// on another cluster (reload's plan says which): reloading here touches none of their
+// members, but their cache here will lag again as they commit.
+func (w *Watcher) reportLiveElsewhere(c *clusterRT, plan *reload.Plan, pb reload.PlannedBundle, behind map[string]int64) {
+	for _, g := range pb.LiveElsewhere {
+		var on []string
+		if ag, ok := plan.Group(g); ok {
+			for cl, a := range ag.Activity {
+				if cl != c.Name && a.Status == reload.ActivityLive {
+					on = append(on, cl)
+				}
+			}
+		}
+		slices.Sort(on)
+		w.log.Info("group live on another cluster: reloading anyway, the cache will lag again",
+			"cluster", c.Name, "bundle", pb.Range, "group", g, "liveOn", on, "behindBy", behind[g])
+	}
+}
+
+func (w *Watcher) refuse(c *clusterRT, reason, bundle string, groups []string, detail string) {
+	w.m.refused.WithLabelValues(c.Name, reason).Inc()
+	w.log.Info("reload refused", "cluster", c.Name, "reason", reason, "bundle", bundle, "groups", groups, "detail", detail)
+}
+
+// bundleGroups is the stale groups (of want) in bundle pb.
+func bundleGroups(plan *reload.Plan, pb reload.PlannedBundle, want []string) []string {
+	var out []string
+	for _, g := range plan.GroupsIn(pb.Range) {
+		if slices.Contains(want, g.Group) {
+			out = append(out, g.Group)
+		}
+	}
+	if len(out) == 0 {
+		return []string{}
+	}
+	return out
+}
