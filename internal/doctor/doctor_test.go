@@ -6,10 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
