@@ -2,14 +2,15 @@
 # make demo: the user's story on the built-in lab, narrated for a person.
 # Needs bin/kop-offsets and bin/kop-lab (make build). Starts the lab if it is not running and
 # leaves it running, so the commands printed at the end can be tried by hand.
+# With KOP_NAR=/path/to/pulsar-protocol-handler-kafka-<v>.nar the lab runs KoP and the whole
+# story is told: STALE_CACHE on wus, repair, a consumer resuming at 10900. Without it, the
+# persisted half.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 KO=bin/kop-offsets
 LAB=bin/kop-lab
 CFG=lab/run/config.yaml
-GROUP=${DEMO_GROUP:-G}
-TOPIC=${DEMO_TOPIC:-topic-1}
 
 bold() { if [ -t 1 ]; then printf '\n\033[1m== %s\033[0m\n' "$*"; else printf '\n== %s\n' "$*"; fi; }
 say() { printf '%s\n' "$*" | fold -s -w 100; }
@@ -29,44 +30,89 @@ wait_replicated() {
 }
 
 bold "1. The lab: two geo-replicated Pulsar clusters, scus and wus"
-say "Two real Apache Pulsar 4.0.8 standalone clusters on 127.0.0.1, replicating public/default and public/__kafka both ways (docs/lab.md)."
 # A running healthy lab is reused; otherwise start over fresh data (docs/lab.md: a restart over
 # old data can loop on the bookie registration).
 fresh=--fresh
 $LAB status >/dev/null 2>&1 && fresh=
 $LAB up $fresh || { echo "the lab did not start: see the error above and lab/run/*/logs/broker.log" >&2; exit 1; }
-$LAB status | sed -n '1,3p'
-say ""
-say "KoP itself could not be fetched on this machine (its NAR is not served by the Maven mirror), so nothing answers on the Kafka ports and the cached side cannot be shown. What KoP writes into the offsets topic is written here by 'kop-lab commit', byte for byte in KoP's format: the persisted side, replication, decoding and the bundle mapping below are real."
+$LAB status | sed -n '2,4p'
+kop=off
+$LAB status 2>/dev/null | grep -q '^KoP on' && kop=on
 
-bold "2. Group $GROUP commits offset 500 of $TOPIC on scus"
-run $LAB commit --cluster scus --group "$GROUP" --topic "$TOPIC" --offset 500
-wait_replicated && say "replicated to wus (replication backlog 0)."
-say "On a KoP cluster, wus loads this partition when its broker takes the bundle: from then on it serves 500 for $GROUP."
+# A fresh lab tells the story with the user's names; a reused one with names of this run, so
+# that the offsets are the story's.
+if [ -n "$fresh" ]; then
+  GROUP=${DEMO_GROUP:-G}; TOPIC=${DEMO_TOPIC:-topic-1}
+else
+  run_id=$(date +%s)
+  GROUP=${DEMO_GROUP:-G-$run_id}; TOPIC=${DEMO_TOPIC:-topic-$run_id}
+fi
 
-bold "3. $GROUP consumes to the end on scus and commits 10900"
-run $LAB commit --cluster scus --group "$GROUP" --topic "$TOPIC" --offset 10900
-wait_replicated && say "replicated to wus as well."
+if [ "$kop" = on ]; then
+  say "Two real Apache Pulsar standalone clusters on 127.0.0.1 with KoP, replicating public/default and public/__kafka both ways. Every Kafka client below is real (franz-go) and talks to KoP's Kafka ports (scus 19092, wus 29092)."
 
-bold "4. What the offsets topic holds on both clusters (decoded as KoP's loader reads it)"
-run $KO --config "$CFG" dump --group "$GROUP" --topic "$TOPIC" --kind offset_commit -o table
-run $KO --config "$CFG" dump --group "$GROUP" --topic "$TOPIC" --compacted -o table
+  bold "2. $TOPIC gets 10900 records on scus"
+  run $LAB produce --cluster scus --topic "$TOPIC" --count 10900
 
-bold "5. Where KoP keeps $GROUP: offsets partition, bundle, owner broker"
-run $KO --config "$CFG" locate "$GROUP"
+  bold "3. Group $GROUP commits offset 500 on scus; wus loads it"
+  run $LAB commit --cluster scus --group "$GROUP" --topic "$TOPIC" --offset 500
+  wait_replicated && say "replicated to wus (replication backlog 0)."
+  say "wus's broker takes the bundle that holds $GROUP's offsets partition (here: unloaded and looked up): KoP on wus reads the partition and caches 500."
+  run $LAB refresh --cluster wus --group "$GROUP"
+  run $KO --config "$CFG" check --group "$GROUP" --topic "$TOPIC"
 
-bold "6. check: cached (what KoP serves) against persisted (what the topic holds)"
-say "Persisted side only: both clusters hold 10900, so replication did its job."
-run $KO --config "$CFG" check --persisted-only --source scus --group "$GROUP" --topic "$TOPIC"
-say "Both sides: with KoP, wus would answer OffsetFetch from the cache it filled at step 2 (500), while its topic holds 10900. That row is STALE_CACHE, exit 1, with the reload command as a hint. Without KoP the cached column reads ERROR and check exits 3, naming the Kafka listener it could not reach:"
-run $KO --config "$CFG" check --group "$GROUP" --topic "$TOPIC"
+  bold "4. $GROUP consumes to the end on scus and commits 10900"
+  run $LAB commit --cluster scus --group "$GROUP" --topic "$TOPIC" --offset 10900
+  wait_replicated && say "replicated to wus as well: its offsets topic holds 10900."
 
-bold "7. The lever: reload wus's bundle of public/__kafka (plan only)"
-say "reload unloads the bundle that holds $GROUP's offsets partition and makes a broker take it again, so KoP reads the partition afresh. --dry-run shows the plan and the blast radius and changes nothing:"
-run $KO --config "$CFG" --cluster wus reload --group "$GROUP" --dry-run
+  bold "5. check: wus still serves 500"
+  say "KoP on wus answers OffsetFetch from the cache it filled at step 3; its own topic holds 10900. That row is STALE_CACHE (exit 1), with the command that fixes it:"
+  run $KO --config "$CFG" check --group "$GROUP" --topic "$TOPIC"
 
-bold "8. doctor: what geo-replicated offsets depend on"
-run $KO --config "$CFG" doctor
+  bold "6. repair: reload exactly the stale bundle on wus, then check again"
+  run $KO --config "$CFG" repair --cluster wus --yes
+
+  bold "7. check is clean"
+  run $KO --config "$CFG" check --group "$GROUP" --topic "$TOPIC"
+
+  bold "8. A consumer of $GROUP on wus starts at 10900"
+  say "One more record on wus (offset 10900), then a franz-go consumer joins $GROUP on wus:"
+  run $LAB produce --cluster wus --topic "$TOPIC" --count 1
+  run $LAB consume --cluster wus --group "$GROUP" --topic "$TOPIC"
+
+  bold "9. A second repair does nothing"
+  run $KO --config "$CFG" repair --cluster wus --yes
+
+  bold "10. doctor: what geo-replicated offsets depend on"
+  run $KO --config "$CFG" doctor
+else
+  say "KoP is off: no KoP NAR was given, so nothing answers on the Kafka ports and only the persisted half can be shown. To see the whole story, bring a NAR: KOP_NAR=/path/to/pulsar-protocol-handler-kafka-<v>.nar make demo (docs/lab.md)."
+
+  bold "2. Group $GROUP commits offset 500 of $TOPIC on scus"
+  say "Written by 'kop-lab commit' byte for byte as KoP writes it; replication, decoding and the bundle mapping below are real."
+  run $LAB commit --cluster scus --group "$GROUP" --topic "$TOPIC" --offset 500
+  wait_replicated && say "replicated to wus (replication backlog 0)."
+
+  bold "3. $GROUP consumes to the end on scus and commits 10900"
+  run $LAB commit --cluster scus --group "$GROUP" --topic "$TOPIC" --offset 10900
+  wait_replicated && say "replicated to wus as well."
+
+  bold "4. What the offsets topic holds on both clusters (decoded as KoP's loader reads it)"
+  run $KO --config "$CFG" dump --group "$GROUP" --topic "$TOPIC" --kind offset_commit -o table
+  run $KO --config "$CFG" dump --group "$GROUP" --topic "$TOPIC" --compacted -o table
+
+  bold "5. Where KoP keeps $GROUP: offsets partition, bundle, owner broker"
+  run $KO --config "$CFG" locate "$GROUP"
+
+  bold "6. check, persisted side: both clusters hold 10900"
+  run $KO --config "$CFG" check --persisted-only --source scus --group "$GROUP" --topic "$TOPIC"
+
+  bold "7. The lever: reload wus's bundle of public/__kafka (plan only)"
+  run $KO --config "$CFG" --cluster wus reload --group "$GROUP" --dry-run
+
+  bold "8. doctor: what geo-replicated offsets depend on"
+  run $KO --config "$CFG" doctor
+fi
 
 bold "Try it yourself"
 cat <<EOT
@@ -75,7 +121,18 @@ cat <<EOT
   $KO --config $CFG locate $GROUP
   $KO --config $CFG check --group $GROUP
   $KO --config $CFG --cluster wus reload --group $GROUP --dry-run
+  $KO --config $CFG repair --cluster wus --dry-run
   $KO --config $CFG doctor
-  $LAB status          # pids, memory, ports
+EOT
+if [ "$kop" = on ]; then
+cat <<EOT
+  # make wus stale again (it has the partition loaded), then look:
+  $LAB commit --cluster scus --group $GROUP --topic $TOPIC --offset 10901
+  $KO --config $CFG check --group $GROUP
+  $LAB consume --cluster wus --group $GROUP --topic $TOPIC
+EOT
+fi
+cat <<EOT
+  $LAB status          # pids, memory, ports, KoP and its NAR
   make lab-down        # stop both clusters
 EOT

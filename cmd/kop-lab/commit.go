@@ -14,9 +14,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
-// commit writes one offset commit into a lab cluster's offsets topic in KoP's format. It
-// stands in for KoP's own writer while no KoP NAR can be fetched (docs/lab.md): the bytes are
-// what KoP writes, but no KoP cache sees them. It never touches a cluster outside the lab.
+// commit commits one offset on a lab cluster: through KoP's Kafka path when the lab runs KoP
+// (KoP writes and caches it), else (or with --via pulsar) written into the cluster's offsets
+// topic in KoP's format, standing in for KoP's writer: the bytes are what KoP writes, but no
+// KoP cache sees them. It never touches a cluster outside the lab.
 func commit(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("commit", flag.ContinueOnError)
 	cluster := fs.String("cluster", "scus", "lab cluster to write to (scus or wus)")
@@ -24,6 +25,7 @@ func commit(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "topic-1", "Kafka topic (short name in public/default, or a full persistent:// name)")
 	partition := fs.Int("partition", 0, "topic partition")
 	offset := fs.Int64("offset", -1, "committed offset (required)")
+	via := fs.String("via", "auto", "kop (KoP's Kafka path), pulsar (testkit's writer) or auto (kop when the lab runs KoP)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,9 +42,26 @@ func commit(ctx context.Context, args []string) error {
 	if target == nil {
 		return fmt.Errorf("commit: unknown lab cluster %q (scus or wus)", *cluster)
 	}
+	if *via == "auto" {
+		*via = "pulsar"
+		if c, err := runningCluster(ctx, target.Name); err == nil && c.KoP {
+			*via = "kop"
+		}
+	}
 	full := *topic
 	if len(full) < len("persistent://") || full[:len("persistent://")] != "persistent://" {
 		full = "persistent://" + lab.DefaultNamespace + "/" + full
+	}
+	switch *via {
+	case "kop":
+		if err := lab.CommitThroughKoP(ctx, *target, *group, full, int32(*partition), *offset); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		fmt.Printf("committed %s %s[%d]=%d on %s through KoP (%s)\n", *group, lab.KafkaTopic(full), *partition, *offset, target.Name, target.KafkaBootstrap)
+		return nil
+	case "pulsar":
+	default:
+		return fmt.Errorf("commit: --via %q: want kop, pulsar or auto", *via)
 	}
 	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: target.ServiceURL, ConnectionTimeout: 5 * time.Second, OperationTimeout: 15 * time.Second, Logger: plog.DefaultNopLogger()})
 	if err != nil {

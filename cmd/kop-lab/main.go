@@ -9,8 +9,11 @@
 //	kop-lab status         pid, RSS, ports, health and KoP of each cluster
 //	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
 //	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
-//	                       write one offset commit in KoP's format into a lab cluster's
-//	                       offsets topic (stands in for KoP's writer while KoP is unavailable)
+//	                       commit one offset: through KoP when the lab runs it, else written
+//	                       in KoP's format into the cluster's offsets topic (--via pulsar)
+//	kop-lab produce --cluster scus --topic topic-1 --count 10900   (KoP only)
+//	kop-lab consume --cluster wus --group G --topic topic-1        (KoP only; no commit)
+//	kop-lab refresh --cluster wus --group G   make KoP load the group's offsets partition afresh
 //	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
@@ -45,7 +48,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N | load [flags]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags]")
 }
 
 func run(args []string) error {
@@ -99,6 +102,12 @@ func run(args []string) error {
 		return nil
 	case "commit":
 		return commit(ctx, args[1:])
+	case "produce":
+		return produce(ctx, args[1:])
+	case "consume":
+		return consume(ctx, args[1:])
+	case "refresh":
+		return refresh(ctx, args[1:])
 	case "load":
 		return load(ctx, args[1:])
 	case "config-path":

@@ -172,6 +172,14 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	group := fmt.Sprintf("e2e-check-%d", time.Now().UnixNano())
 	kop := e.l.Cluster("scus").KoP
 	if kop {
+		// Leave nothing stale behind: wus loads the partition again at the end.
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if err := lab.ReloadOffsetsPartition(ctx, e.l.Cluster("wus"), offsets.PartitionFor(group, lab.OffsetsTopicPartitions)); err != nil {
+				t.Errorf("reload wus after the test: %v", err)
+			}
+		})
 		// Make wus's KoP load the group's partition now (OffsetFetch finds the coordinator),
 		// before any commit of the group exists.
 		if off, ok, err := lab.FetchThroughKoP(ctx, e.l.Cluster("wus"), group, lab.Topic1, 0); err != nil || ok {

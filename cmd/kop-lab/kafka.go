@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// runningCluster returns the named cluster of the running lab (with its KoP flag).
+func runningCluster(ctx context.Context, name string) (lab.Cluster, error) {
+	r, err := lab.Status(ctx, lab.Options{})
+	if err != nil {
+		return lab.Cluster{}, err
+	}
+	if !r.Running {
+		return lab.Cluster{}, errors.New("the lab is not running (kop-lab up)")
+	}
+	for _, c := range r.Clusters {
+		if c.Name == name {
+			return c.Cluster, nil
+		}
+	}
+	return lab.Cluster{}, fmt.Errorf("unknown lab cluster %q (scus or wus)", name)
+}
+
+func needKoP(c lab.Cluster, what string) error {
+	if !c.KoP {
+		return fmt.Errorf("%s: %s needs KoP, and the lab runs without it (bring a NAR: KOP_NAR=/path/to/kop.nar kop-lab up)", c.Name, what)
+	}
+	return nil
+}
+
+// produce writes --count records to --topic through a cluster's KoP (franz-go), creating
+// the topic with one partition on both clusters first.
+func produce(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
+	cluster := fs.String("cluster", "scus", "lab cluster to produce to")
+	topic := fs.String("topic", "topic-1", "Kafka topic in public/default")
+	count := fs.Int("count", 1, "records to write")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := runningCluster(ctx, *cluster)
+	if err != nil {
+		return err
+	}
+	if err := needKoP(c, "produce"); err != nil {
+		return err
+	}
+	tn, err := utils.GetTopicName("persistent://" + lab.DefaultNamespace + "/" + *topic)
+	if err != nil {
+		return err
+	}
+	for _, other := range lab.DefaultClusters() {
+		a, err := lab.NewAdmin(other)
+		if err != nil {
+			return err
+		}
+		if err := a.Topics().CreateWithContext(ctx, *tn, 1); err != nil && !strings.Contains(err.Error(), "409") {
+			return fmt.Errorf("%s: create %s: %w", other.Name, tn, err)
+		}
+	}
+	cl, err := lab.KafkaClient(c, kgo.DefaultProduceTopic(*topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	start := time.Now()
+	var rs []*kgo.Record
+	for i := 0; i < *count; i++ {
+		rs = append(rs, &kgo.Record{Key: []byte(fmt.Sprintf("k-%d", i)), Value: []byte(fmt.Sprintf("v-%d", i))})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		return fmt.Errorf("%s: produce to %s through KoP: %w", c.Name, *topic, err)
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, *topic)
+	end := int64(-1)
+	if err == nil {
+		if o, ok := ends.Lookup(*topic, 0); ok {
+			end = o.Offset
+		}
+	}
+	fmt.Printf("produced %d records to %s on %s through KoP in %s; log end offset %d\n", *count, *topic, c.Name, time.Since(start).Round(time.Millisecond), end)
+	return nil
+}
+
+// consume joins --group on a cluster with a franz-go group consumer of --topic, prints the
+// offset of the first record it gets and leaves without committing.
+func consume(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("consume", flag.ContinueOnError)
+	cluster := fs.String("cluster", "wus", "lab cluster to consume from")
+	group := fs.String("group", "G", "consumer group")
+	topic := fs.String("topic", "topic-1", "Kafka topic")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := runningCluster(ctx, *cluster)
+	if err != nil {
+		return err
+	}
+	if err := needKoP(c, "consume"); err != nil {
+		return err
+	}
+	cl, err := lab.KafkaClient(c, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		fetches := cl.PollRecords(ctx, 1)
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: no record for group %s on %s within a minute", c.Name, *group, *topic)
+		}
+		var first *kgo.Record
+		fetches.EachRecord(func(r *kgo.Record) {
+			if first == nil {
+				first = r
+			}
+		})
+		if first != nil {
+			fmt.Printf("group %s on %s: first record at %s[%d] offset %d (key %s); nothing committed\n", *group, c.Name, first.Topic, first.Partition, first.Offset, first.Key)
+			return nil
+		}
+	}
+}
+
+// refresh makes a cluster's KoP load --group's offsets partition afresh (its bundle unloaded
+// and looked up), as a broker taking the bundle would, and waits until KoP serves it again.
+func refresh(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("refresh", flag.ContinueOnError)
+	cluster := fs.String("cluster", "wus", "lab cluster")
+	group := fs.String("group", "G", "consumer group")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := runningCluster(ctx, *cluster)
+	if err != nil {
+		return err
+	}
+	if err := needKoP(c, "refresh"); err != nil {
+		return err
+	}
+	p := offsets.PartitionFor(*group, lab.OffsetsTopicPartitions)
+	start := time.Now()
+	if err := lab.ReloadOffsetsPartition(ctx, c, p); err != nil {
+		return err
+	}
+	fmt.Printf("%s: KoP loaded offsets partition %d (group %s) afresh in %s\n", c.Name, p, *group, time.Since(start).Round(time.Millisecond))
+	return nil
+}
