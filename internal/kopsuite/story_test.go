@@ -13,9 +13,17 @@ import (
 // TestUserStory is the user's story, step by step, on two KoP clusters with real Kafka
 // clients: 10900 records on scus; the group commits 500; wus loads it; the group commits
 // 10900 on scus; wus still serves 500 while its offsets topic holds 10900; check names it
-// STALE_CACHE; repair fixes it; a consumer of the group on wus starts at 10900; a second
-// repair does nothing. It runs first: repair takes every stale row of the lab.
-func TestUserStory(t *testing.T) {
+// STALE_CACHE; repair fixes it; a consumer of the group on wus (franz-go) starts at 10900; a
+// second repair does nothing.
+func TestUserStory(t *testing.T) { story(t, consumeFirst) }
+
+// TestUserStoryJavaConsumer is the same story with the user's kind of consumer at the end: the
+// Java kafka-clients 2.8 (lab/java/FirstRecord.java, resolved through lab/pom.xml).
+func TestUserStoryJavaConsumer(t *testing.T) { story(t, javaConsumeFirst) }
+
+// story runs the user's story; consume joins the group on a cluster and returns the offset
+// of the first record it gets.
+func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string) int64) {
 	topic := newTopic(t, "story")
 	group := newName("story-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
@@ -83,7 +91,7 @@ func TestUserStory(t *testing.T) {
 
 	// 7. A consumer of the group on wus starts at 10900: one more record there to read.
 	produce(t, theLab.Cluster("wus"), topic, 1)
-	if first := consumeFirst(t, "wus", group, topic); first != 10900 {
+	if first := consume(t, "wus", group, topic); first != 10900 {
 		t.Fatalf("the group's consumer on wus started at %d, want 10900", first)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -423,4 +424,37 @@ func rawOffsetFetch(t *testing.T, c lab.Cluster, group string) error {
 		return errNotCoordinator
 	}
 	return fmt.Errorf("error code %d", code)
+}
+
+// javaConsumeFirst is consumeFirst with the Java kafka-clients 2.8 consumer of
+// lab/java/FirstRecord.java, run from source by java.
+func javaConsumeFirst(t *testing.T, cluster, group, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, err := lab.KafkaClientsClasspath(ctx, theLab.Paths, lab.DefaultKafkaClientsVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	java := "java"
+	if h := os.Getenv("JAVA_HOME"); h != "" {
+		java = filepath.Join(h, "bin", "java")
+	}
+	cmd := exec.CommandContext(ctx, java, "-cp", cp, theLab.Paths.JavaSource("FirstRecord.java"),
+		theLab.Cluster(cluster).KafkaBootstrap, group, topic)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s: java kafka-clients %s consumer of %s: %s", cluster, lab.DefaultKafkaClientsVersion, group, strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("%s: java consumer: %v", cluster, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		var tp string
+		var p int32
+		var off int64
+		if n, _ := fmt.Sscanf(line, "first %s %d %d", &tp, &p, &off); n == 3 {
+			return off
+		}
+	}
+	t.Fatalf("%s: java consumer printed no record", cluster)
+	return -1
 }

@@ -68,8 +68,8 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 		return 0, false, err
 	}
 	defer cl.Close()
-	// All topics: KoP 3.1 answers a fetch for named topics with -1 when they are asked by
-	// their short name, and names the topics of its answer tenant/ns/topic.
+	// KoP 3.1 names the topics of its answer tenant/ns/topic (public/default/topic-1): compare
+	// full names.
 	resp, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
 	if err == nil {
 		err = resp.Error()

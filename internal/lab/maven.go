@@ -247,3 +247,33 @@ func tail(s string, n int) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// DefaultKafkaClientsVersion is the Java Kafka client of the KoP suite's Java consumer: a
+// 2.8-era client, like the user's.
+const DefaultKafkaClientsVersion = "2.8.2"
+
+// KafkaClientsClasspath resolves org.apache.kafka:kafka-clients:v through the kafka-clients
+// profile of lab/pom.xml (once; the classpath file is kept in lab/run/) and returns the
+// classpath for lab/java/FirstRecord.java.
+func KafkaClientsClasspath(ctx context.Context, p Paths, v string) (string, error) {
+	file := filepath.Join(p.RunDir(), "kafka-clients-"+v+".classpath")
+	if b, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	cmdline, out, err := runMaven(ctx, p, "-Pkafka-clients", "-Dpulsar.skip=true", "-Dkafka.clients.version="+v, "generate-resources")
+	if err != nil {
+		msg := FirstMavenError(out)
+		if msg == "" {
+			msg = tail(out, 10)
+		}
+		return "", fmt.Errorf("lab: kafka-clients %s: %s failed: %w\n%s", v, cmdline, err, msg)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("lab: %s succeeded but %w", cmdline, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// JavaSource is a Java program of the lab (lab/java/<name>), run from source by java.
+func (p Paths) JavaSource(name string) string { return filepath.Join(p.LabDir(), "java", name) }
