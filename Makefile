@@ -17,7 +17,7 @@ export KOP_NAR PULSAR_VERSION KOP KOP_VERSION
 all: build
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build bin/kop-offsets and bin/kop-lab
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/kop-offsets ./cmd/kop-offsets
@@ -53,7 +53,7 @@ bench-lab: build ## persisted-side (and, with KoP, cached-side) figures at two s
 	$(GO) build -o bin/benchlab ./tools/benchlab
 	bin/benchlab run $(BENCH_ARGS)
 
-demo: build ## the user's story on the built-in lab, narrated (starts the lab, leaves it running)
+demo: build ## the user's story on the lab, narrated (starts the lab, leaves it running; whole with KOP_NAR)
 	scripts/demo.sh
 
 # ---- the lab (internal/lab, cmd/kop-lab; docs/lab.md) ----
