@@ -14,6 +14,9 @@
 //	kop-lab produce --cluster scus --topic topic-1 --count 10900   (KoP only)
 //	kop-lab consume --cluster wus --group G --topic topic-1        (KoP only; no commit)
 //	kop-lab refresh --cluster wus --group G   make KoP load the group's offsets partition afresh
+//	kop-lab capture [--out FILE]
+//	                       make the running KoP write group, transactional and deletion records
+//	                       and save them as decoder test data (internal/offsets/testdata)
 //	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
@@ -48,7 +51,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
 }
 
 func run(args []string) error {
@@ -108,6 +111,8 @@ func run(args []string) error {
 		return consume(ctx, args[1:])
 	case "refresh":
 		return refresh(ctx, args[1:])
+	case "capture":
+		return capture(ctx, args[1:])
 	case "load":
 		return load(ctx, args[1:])
 	case "config-path":

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// capturedMessage is one line of a capture file: a message as KoP wrote it into its offsets
+// topic, and what made KoP write it. Decoder tests read these files.
+type capturedMessage struct {
+	Source    string `json:"source"`
+	Scenario  string `json:"scenario"` // members, txn, delete-offsets, delete-group
+	Group     string `json:"group"`
+	Partition int32  `json:"offsetsPartition"`
+	MessageID string `json:"messageId"`
+	Key       string `json:"key"`   // base64 of the Pulsar key as the reader returns it
+	Value     string `json:"value"` // base64 of the message value (record batches)
+}
+
+// capture makes the running lab's KoP write the records decoder tests want from a real KoP
+// (group metadata with members and without, a transactional commit, an offset deletion, a
+// group deletion) through real Kafka clients on scus, then reads them back from scus's
+// offsets topic (the whole log, not the compacted view) into an ndjson file.
+func capture(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
+	out := fs.String("out", "", "file to write (default internal/offsets/testdata/kop-captured-<KoP version>.ndjson)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	st, err := lab.Status(ctx, lab.Options{})
+	if err != nil {
+		return err
+	}
+	if !st.Running || !st.KoP.Enabled {
+		return errors.New("capture: needs a running lab with KoP (KOP_NAR=... kop-lab up)")
+	}
+	c, err := runningCluster(ctx, "scus")
+	if err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = fmt.Sprintf("internal/offsets/testdata/kop-captured-%s.ndjson", st.KoP.Version)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	stamp := time.Now().UnixNano()
+	topic := fmt.Sprintf("capture-%d", stamp)
+	groups := map[string]string{
+		fmt.Sprintf("capture-members-%d", stamp): "members",
+		fmt.Sprintf("capture-txn-%d", stamp):     "txn",
+		fmt.Sprintf("capture-deloff-%d", stamp):  "delete-offsets",
+		fmt.Sprintf("capture-delgrp-%d", stamp):  "delete-group",
+	}
+	a, err := lab.NewAdmin(c)
+	if err != nil {
+		return err
+	}
+	tn, _ := utils.GetTopicName("persistent://" + lab.DefaultNamespace + "/" + topic)
+	if err := a.Topics().Create(*tn, 1); err != nil {
+		return fmt.Errorf("capture: create %s: %w", topic, err)
+	}
+	base, err := connect.KafkaOpts(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	prod, err := kgo.NewClient(append(slices.Clone(base), kgo.DefaultProduceTopic(topic))...)
+	if err != nil {
+		return err
+	}
+	for i := range 20 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v-%d", i)}).FirstErr(); err != nil {
+			prod.Close()
+			return fmt.Errorf("capture: produce: %w", err)
+		}
+	}
+	adm := kadm.NewClient(prod)
+	defer prod.Close()
+
+	for g, scenario := range groups {
+		switch scenario {
+		case "members": // join (group record with a member), commit, leave (record without members)
+			if err := consumeAndCommit(ctx, base, g, topic); err != nil {
+				return err
+			}
+		case "txn":
+			if err := transactionalCommit(ctx, base, g, topic); err != nil {
+				return err
+			}
+		case "delete-offsets":
+			if err := lab.CommitThroughKoP(ctx, c, g, topic, 0, 7); err != nil {
+				return err
+			}
+			ts := kadm.TopicsSet{}
+			ts.Add(topic, 0)
+			if _, err := adm.DeleteOffsets(ctx, g, ts); err != nil {
+				return fmt.Errorf("capture: DeleteOffsets %s: %w", g, err)
+			}
+		case "delete-group":
+			if err := lab.CommitThroughKoP(ctx, c, g, topic, 0, 9); err != nil {
+				return err
+			}
+			if _, err := adm.DeleteGroup(ctx, g); err != nil {
+				return fmt.Errorf("capture: DeleteGroups %s: %w", g, err)
+			}
+		}
+	}
+	time.Sleep(2 * time.Second) // the transaction's COMMIT and KoP's writes settle
+
+	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	rd := pulsarx.NewReader(c.Name, pc, partitionCounter{a}, "public", "__kafka", pulsarx.ReaderOptions{})
+	var lines []capturedMessage
+	for g, scenario := range groups {
+		p := offsets.PartitionFor(g, lab.OffsetsTopicPartitions)
+		err := rd.ReadPartition(ctx, p, func(m offsets.Message) error {
+			recs, _ := offsets.Decode(m.Key, m.Value)
+			for _, r := range recs {
+				if r.Group == g {
+					lines = append(lines, capturedMessage{
+						Source:   fmt.Sprintf("KoP %s (NAR sha256 %s) on Apache Pulsar %s, lab cluster scus", st.KoP.Version, st.KoP.SHA256, st.PulsarVersion),
+						Scenario: scenario, Group: g, Partition: p, MessageID: m.MessageID,
+						Key: base64.StdEncoding.EncodeToString(m.Key), Value: base64.StdEncoding.EncodeToString(m.Value),
+					})
+					return nil
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("capture: read offsets partition %d: %w", p, err)
+		}
+	}
+	slices.SortFunc(lines, func(x, y capturedMessage) int {
+		if x.Scenario != y.Scenario {
+			return compare(x.Scenario, y.Scenario)
+		}
+		return compare(x.MessageID, y.MessageID)
+	})
+	f, err := os.Create(*out)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, l := range lines {
+		if err := enc.Encode(l); err != nil {
+			_ = f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Printf("captured %d messages of KoP %s into %s\n", len(lines), st.KoP.Version, *out)
+	return nil
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func consumeAndCommit(ctx context.Context, base []kgo.Opt, group, topic string) error {
+	cl, err := kgo.NewClient(append(slices.Clone(base), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close() // leaves the group: KoP writes the group without members
+	for n := 0; n < 20; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("capture: consume as %s: %w", group, err)
+		}
+		n += fs.NumRecords()
+	}
+	return cl.CommitUncommittedOffsets(ctx)
+}
+
+func transactionalCommit(ctx context.Context, base []kgo.Opt, group, topic string) error {
+	s, err := kgo.NewGroupTransactSession(append(slices.Clone(base), kgo.TransactionalID(group+"-txn"), kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for n := 0; n < 20; {
+		fs := s.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("capture: transactional consume as %s: %w", group, err)
+		}
+		if err := s.Begin(); err != nil {
+			return err
+		}
+		n += fs.NumRecords()
+		if ok, err := s.End(ctx, kgo.TryCommit); err != nil || !ok {
+			return fmt.Errorf("capture: end transaction of %s: committed %v, %w", group, ok, err)
+		}
+	}
+	return nil
+}
+
+// partitionCounter answers the offsets topic's partition count with pulsaradmin.
+type partitionCounter struct{ a pulsaradmin.Client }
+
+func (c partitionCounter) PartitionedTopicPartitions(ctx context.Context, topic string) (int32, error) {
+	tn, err := utils.GetTopicName(topic)
+	if err != nil {
+		return 0, err
+	}
+	md, err := c.a.Topics().GetMetadataWithContext(ctx, *tn)
+	return int32(md.Partitions), err
+}
