@@ -284,7 +284,7 @@ func fillGroupInto(rec *Record, st *groupStore, g *kmsg.GroupMetadataValue) {
 // decodes subscriptions and assignments (a failure is noted, not fatal).
 func members(g *kmsg.GroupMetadataValue) []Member {
 	if len(g.Members) == 0 {
-		return nil
+		return []Member{} // a group record without members says so: "members": []
 	}
 	out := make([]Member, len(g.Members))
 	// what GroupInstanceID and RebalanceTimeoutMs point to, one allocation for all members

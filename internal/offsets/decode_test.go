@@ -442,3 +442,23 @@ func TestDecodeConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A group record without members says so in JSON ("members": []); other records carry no
+// members field at all.
+func TestGroupWithoutMembersJSON(t *testing.T) {
+	recs, err := Decode(nil, buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 0)}, offsetRec("G", 0, 5)))
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("%v %v", recs, err)
+	}
+	g, o := mustJSON(t, recs[0]), mustJSON(t, recs[1])
+	if !strings.Contains(g, `"members":[]`) {
+		t.Errorf("group record: %s", g)
+	}
+	if strings.Contains(o, "members") {
+		t.Errorf("offset record: %s", o)
+	}
+	p := replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 0)}))
+	if gs := mustJSON(t, p.Groups()); !strings.Contains(gs, `"members":[]`) {
+		t.Errorf("replayed group: %s", gs)
+	}
+}

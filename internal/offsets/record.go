@@ -91,7 +91,7 @@ type Record struct {
 	Protocol              *string  `json:"protocol,omitempty"`
 	Leader                *string  `json:"leader,omitempty"`
 	CurrentStateTimestamp *Millis  `json:"currentStateTimestamp,omitempty"`
-	Members               []Member `json:"members,omitempty"`
+	Members               []Member `json:"members,omitzero"` // [] on a group record without members
 
 	Error string `json:"error,omitempty"`
 

@@ -183,7 +183,7 @@ type Group struct {
 	Protocol              *string  `json:"protocol,omitempty"`
 	Leader                *string  `json:"leader,omitempty"`
 	CurrentStateTimestamp *Millis  `json:"currentStateTimestamp,omitempty"`
-	Members               []Member `json:"members,omitempty"`
+	Members               []Member `json:"members,omitzero"` // [] for a group record without members
 	Offsets               int      `json:"offsets"` // number of persisted offsets
 }
 
