@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -16,6 +17,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -96,6 +98,7 @@ func capture(ctx context.Context, args []string) error {
 	adm := kadm.NewClient(prod)
 	defer prod.Close()
 
+	var unsupported []string
 	for g, scenario := range groups {
 		switch scenario {
 		case "members": // join (group record with a member), commit, leave (record without members)
@@ -112,7 +115,11 @@ func capture(ctx context.Context, args []string) error {
 			}
 			ts := kadm.TopicsSet{}
 			ts.Add(topic, 0)
-			if _, err := adm.DeleteOffsets(ctx, g, ts); err != nil {
+			if _, err := adm.DeleteOffsets(ctx, g, ts); errors.Is(err, kerr.UnsupportedVersion) {
+				// KoP 3.1 does not implement OffsetDelete: nothing to capture, said in the file.
+				fmt.Printf("KoP %s answers OffsetDelete (DeleteOffsets) with UNSUPPORTED_VERSION: no offset-deletion record\n", st.KoP.Version)
+				unsupported = append(unsupported, "OffsetDelete (kadm DeleteOffsets): UNSUPPORTED_VERSION")
+			} else if err != nil {
 				return fmt.Errorf("capture: DeleteOffsets %s: %w", g, err)
 			}
 		case "delete-group":
@@ -132,6 +139,10 @@ func capture(ctx context.Context, args []string) error {
 	}
 	defer pc.Close()
 	rd := pulsarx.NewReader(c.Name, pc, partitionCounter{a}, "public", "__kafka", pulsarx.ReaderOptions{})
+	source := fmt.Sprintf("KoP %s (NAR sha256 %s) on Apache Pulsar %s, lab cluster scus, %s", st.KoP.Version, st.KoP.SHA256, st.PulsarVersion, time.Now().UTC().Format(time.DateOnly))
+	if len(unsupported) > 0 {
+		source += "; not supported by this KoP: " + strings.Join(unsupported, ", ")
+	}
 	var lines []capturedMessage
 	for g, scenario := range groups {
 		p := offsets.PartitionFor(g, lab.OffsetsTopicPartitions)
@@ -140,7 +151,7 @@ func capture(ctx context.Context, args []string) error {
 			for _, r := range recs {
 				if r.Group == g {
 					lines = append(lines, capturedMessage{
-						Source:   fmt.Sprintf("KoP %s (NAR sha256 %s) on Apache Pulsar %s, lab cluster scus", st.KoP.Version, st.KoP.SHA256, st.PulsarVersion),
+						Source:   source,
 						Scenario: scenario, Group: g, Partition: p, MessageID: m.MessageID,
 						Key: base64.StdEncoding.EncodeToString(m.Key), Value: base64.StdEncoding.EncodeToString(m.Value),
 					})

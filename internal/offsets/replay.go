@@ -184,7 +184,7 @@ type Group struct {
 	Leader                *string  `json:"leader,omitempty"`
 	CurrentStateTimestamp *Millis  `json:"currentStateTimestamp,omitempty"`
 	Members               []Member `json:"members,omitzero"` // [] for a group record without members
-	Offsets               int      `json:"offsets"` // number of persisted offsets
+	Offsets               int      `json:"offsets"`          // number of persisted offsets
 }
 
 type offsetKey struct {
