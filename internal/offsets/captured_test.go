@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,4 +48,79 @@ func TestDecodeCapturedKoPCommit(t *testing.T) {
 		t.Errorf("expire - commit = %s, want KoP's 72h offsets retention", d)
 	}
 
+}
+
+// capturedLine is one line of a kop-lab capture file.
+type capturedLine struct {
+	Source, Scenario, Group, MessageID, Key, Value string
+}
+
+// TestDecodeCapturedKoP31 decodes what a real KoP 3.1.1.1 wrote (kop-lab capture, the file
+// says where): a consumer group's metadata with its member and, after it left, without; a
+// transactional commit, whose COMMIT marker is not in the topic (the capture's message ids of
+// that partition skip one entry after each transaction: the hidden marker); a group deletion.
+// OffsetDelete is not captured: KoP 3.1 answers it UNSUPPORTED_VERSION (the file's source).
+func TestDecodeCapturedKoP31(t *testing.T) {
+	f, err := os.Open("testdata/kop-captured-3.1.1.1.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	byScenario := map[string][]Record{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var l capturedLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := base64.StdEncoding.DecodeString(l.Key)
+		value, _ := base64.StdEncoding.DecodeString(l.Value)
+		recs, err := Decode(key, value)
+		if err != nil {
+			t.Fatalf("%s %s: %v", l.Scenario, l.MessageID, err)
+		}
+		for _, r := range recs {
+			if r.Group == l.Group || r.Kind == KindTxnCommit || r.Kind == KindTxnAbort {
+				byScenario[l.Scenario] = append(byScenario[l.Scenario], r)
+			}
+		}
+	}
+	var withMembers, without bool
+	for _, r := range byScenario["members"] {
+		if r.Kind != KindGroupMetadata {
+			continue
+		}
+		if len(r.Members) > 0 && r.Members[0].MemberID != "" && r.Members[0].ClientID != "" {
+			withMembers = true
+		}
+		if r.Members != nil && len(r.Members) == 0 && strings.Contains(mustJSON(t, r), `"members":[]`) {
+			without = true
+		}
+	}
+	if !withMembers || !without {
+		t.Errorf("members: with a member %v, without (members: []) %v: %s", withMembers, without, mustJSON(t, byScenario["members"]))
+	}
+	var txnCommit bool
+	for _, r := range byScenario["txn"] {
+		if r.Kind == KindOffsetCommit && r.Transactional && r.ProducerID != nil && *r.Offset == 20 {
+			txnCommit = true
+		}
+		if r.Kind == KindTxnCommit || r.Kind == KindTxnAbort {
+			t.Errorf("a transaction marker is in the topic as a record: %s", mustJSON(t, r))
+		}
+	}
+	if !txnCommit {
+		t.Errorf("txn: no transactional commit of offset 20: %s", mustJSON(t, byScenario["txn"]))
+	}
+	// DeleteGroups of a group that only committed offsets (no member ever joined): KoP
+	// writes the offsets' tombstones, and no group tombstone (it had no group record).
+	var groupTomb, offsetTomb bool
+	for _, r := range byScenario["delete-group"] {
+		groupTomb = groupTomb || r.Kind == KindGroupTombstone
+		offsetTomb = offsetTomb || r.Kind == KindOffsetTombstone
+	}
+	if groupTomb || !offsetTomb {
+		t.Errorf("delete-group: group tombstone %v, offset tombstone %v: %s", groupTomb, offsetTomb, mustJSON(t, byScenario["delete-group"]))
+	}
 }
