@@ -1,0 +1,150 @@
+//go:build kop
+
+package kopsuite
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// TestWatchRepairHealsStory: with `watch --repair` running, the user's story heals by
+// itself: after the group commits 10900 on scus, KoP on wus serves 10900 within a few cycles
+// with no command typed, and the staleness series has seen the episode.
+func TestWatchRepairHealsStory(t *testing.T) {
+	topic := newTopic(t, "watch")
+	group := newName("watch-group")
+	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	settle(t, group)
+	produce(t, theLab.Cluster("scus"), topic, 10900)
+	waitEndOffset(t, theLab.Cluster("wus"), topic, 10900)
+	commit(t, "scus", group, topic, 500)
+	waitReplicated(t, "scus", "wus", part)
+	loadOn(t, "wus", group)
+	if got := served(t, "wus", group, topic); got != "500" {
+		t.Fatalf("wus serves %s, want 500", got)
+	}
+
+	const listen = "127.0.0.1:19464"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code, _, errOut := runCLI(ctx, theLab, "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
+			"--max-bundles", "4", "--listen", listen, "--group", group)
+		t.Logf("watch stderr (last lines):\n%s", tail(errOut, 15))
+		done <- code
+	}()
+	defer func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("watch exit %d after cancel", code)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("watch did not stop within 30 s")
+		}
+	}()
+	waitReady(t, "http://"+listen+"/readyz")
+
+	start := time.Now()
+	commit(t, "scus", group, topic, 10900)
+	for served(t, "wus", group, topic) != "10900" {
+		if time.Since(start) > 40*time.Second {
+			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", served(t, "wus", group, topic), time.Since(start))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("wus serves 10900 %s after the commit on scus, healed by watch --repair", time.Since(start).Round(100*time.Millisecond))
+	metrics := get(t, "http://"+listen+"/metrics")
+	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total") {
+		t.Errorf("no reload counter in /metrics:\n%s", tail(metrics, 40))
+	}
+}
+
+// TestRepairStandbyWhileLiveOnPrimary: the group's consumer is live on scus (active-passive);
+// repair --cluster wus still reloads wus (no member there is touched) and wus serves what
+// scus committed.
+func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
+	topic := newTopic(t, "standby")
+	group := newName("standby-group")
+	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	settle(t, group)
+	produce(t, theLab.Cluster("scus"), topic, 50)
+	waitEndOffset(t, theLab.Cluster("wus"), topic, 50)
+	commit(t, "scus", group, topic, 10)
+	waitReplicated(t, "scus", "wus", part)
+	loadOn(t, "wus", group)
+
+	// A live member on scus consumes everything and commits 50.
+	cl := kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for n := 0; n < 40; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumer on scus: %v", ctx.Err())
+		}
+		n += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, "scus", "wus", part)
+	if got := served(t, "wus", group, topic); got != "10" {
+		t.Fatalf("wus serves %s before the repair, want the stale 10", got)
+	}
+	code, d := repair(t, "--cluster", "wus", "--yes", "--group", group)
+	if code != 0 || len(d.Stale) == 0 {
+		t.Fatalf("repair of the standby with the group live on scus: exit %d, %+v", code, d)
+	}
+	if got := served(t, "wus", group, topic); got != "50" {
+		t.Fatalf("wus serves %s after the repair, want 50 (what the live member committed on scus)", got)
+	}
+}
+
+func waitReady(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready: %v", url, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + fmt.Sprintf("\n(%d lines)", len(lines))
+}
