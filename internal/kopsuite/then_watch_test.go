@@ -65,9 +65,22 @@ func TestWatchRepairHealsStory(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("wus serves 10900 %s after the commit on scus, healed by watch --repair", time.Since(start).Round(100*time.Millisecond))
-	metrics := get(t, "http://"+listen+"/metrics")
-	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total") {
-		t.Errorf("no reload counter in /metrics:\n%s", tail(metrics, 40))
+	// The reload is counted once its verification ends, a moment after KoP serves again.
+	var metrics string
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		metrics = get(t, "http://"+listen+"/metrics")
+		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
+		t.Errorf("no reload counted in /metrics:\n%s", tail(metrics, 40))
+	}
+	for _, l := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(l, "kop_offsets_watch_reloads_total{") || strings.HasPrefix(l, "kop_offsets_watch_staleness") {
+			t.Log(l)
+		}
 	}
 }
 
