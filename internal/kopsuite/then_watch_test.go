@@ -77,10 +77,18 @@ func TestWatchRepairHealsStory(t *testing.T) {
 	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
 		t.Errorf("no reload counted in /metrics:\n%s", tail(metrics, 40))
 	}
+	episode := false
 	for _, l := range strings.Split(metrics, "\n") {
-		if strings.HasPrefix(l, "kop_offsets_watch_reloads_total{") || strings.HasPrefix(l, "kop_offsets_watch_staleness") {
+		if strings.HasPrefix(l, "kop_offsets_watch_reloads_total{") || strings.HasPrefix(l, "kop_offsets_staleness") {
 			t.Log(l)
 		}
+		// The staleness series saw the episode: a replicated commit KoP on wus served late.
+		if strings.HasPrefix(l, `kop_offsets_staleness_served_seconds_count{cluster="wus"}`) && !strings.HasSuffix(l, " 0") {
+			episode = true
+		}
+	}
+	if !episode {
+		t.Error("the staleness series of wus did not record the episode")
 	}
 }
 
