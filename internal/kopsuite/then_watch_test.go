@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,11 +66,13 @@ func TestWatchRepairHealsStory(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("wus serves 10900 %s after the commit on scus, healed by watch --repair", time.Since(start).Round(100*time.Millisecond))
-	// The reload is counted once its verification ends, a moment after KoP serves again.
+	// The reload is counted once its verification ends, and the episode once watch's next
+	// cycle sees KoP serve the replicated commit: a moment after KoP serves again.
 	var metrics string
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		metrics = get(t, "http://"+listen+"/metrics")
-		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") || time.Now().After(deadline) {
+		served := regexp.MustCompile(`(?m)^kop_offsets_staleness_served_seconds_count\{cluster="wus"\} [1-9]`).MatchString(metrics)
+		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") && served || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
