@@ -25,55 +25,10 @@ import (
 // not call the healthy cache stale, repair must leave it alone, reload must refuse, and KoP
 // must still serve the offset afterwards.
 func TestExactlyOnceGroupLeftAlone(t *testing.T) {
-	in, out := newTopic(t, "txn-in"), newTopic(t, "txn-out")
+	in := newTopic(t, "txn-in")
 	group := newName("txn-group")
 	settle(t, group)
-	scus := theLab.Cluster("scus")
-	produce(t, scus, in, 600)
-	awaitPartition(t, scus, offsets.PartitionFor(group, lab.OffsetsTopicPartitions))
-
-	base, err := connect.KafkaOpts(config.Cluster{Name: scus.Name, KafkaBootstrap: []string{scus.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := kgo.NewGroupTransactSession(append(base,
-		kgo.TransactionalID(newName("txn-id")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.DefaultProduceTopic(out))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	consumed := 0
-	for consumed < 600 {
-		fs := sess.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumed %d of 600 transactionally: %v", consumed, ctx.Err())
-		}
-		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s/%d: %v", tp, p, err) })
-		if err := sess.Begin(); err != nil {
-			t.Fatalf("begin: %v", err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			consumed++
-			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
-		})
-		committed, err := sess.End(ctx, kgo.TryCommit)
-		if err != nil || !committed {
-			t.Fatalf("end transaction: committed %v, %v", committed, err)
-		}
-	}
-	sess.Close()
-	t.Logf("scus: %s consumed 600 records of %s in transactions", group, in)
-	// The COMMIT completes asynchronously (the transaction coordinator writes the markers).
-	for deadline := time.Now().Add(30 * time.Second); served(t, "scus", group, in) != "600"; {
-		if time.Now().After(deadline) {
-			t.Fatalf("scus serves %s for the transactional group, want 600", served(t, "scus", group, in))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	consumeTransactionally(t, "scus", group, in, 600)
 
 	rep, code := check(t, "--cluster", "scus", "--group", group)
 	r := row(t, rep, group)
@@ -291,6 +246,61 @@ func awaitPartition(t *testing.T, c lab.Cluster, p int32) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: offsets partition %d does not answer: %v", c.Name, p, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// consumeTransactionally produces n records to in on cluster and consumes them as group with
+// a franz-go GroupTransactSession (read_committed, offsets committed in each transaction),
+// then waits until KoP serves n for the group.
+func consumeTransactionally(t *testing.T, cluster, group, in string, n int) {
+	t.Helper()
+	out := newTopic(t, "txn-out")
+	c := theLab.Cluster(cluster)
+	produce(t, c, in, n)
+	awaitPartition(t, c, offsets.PartitionFor(group, lab.OffsetsTopicPartitions))
+
+	base, err := connect.KafkaOpts(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := kgo.NewGroupTransactSession(append(base,
+		kgo.TransactionalID(newName("txn-id")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DefaultProduceTopic(out))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	consumed := 0
+	for consumed < n {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d transactionally: %v", consumed, n, ctx.Err())
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("fetch %s/%d: %v", tp, p, err) })
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			consumed++
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil || !committed {
+			t.Fatalf("end transaction: committed %v, %v", committed, err)
+		}
+	}
+	sess.Close()
+	t.Logf("%s: %s consumed %d records of %s in transactions", cluster, group, n, in)
+	// The COMMIT completes asynchronously (the transaction coordinator writes the markers).
+	want := fmt.Sprint(n)
+	for deadline := time.Now().Add(30 * time.Second); served(t, cluster, group, in) != want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s serves %s for the transactional group, want %s", cluster, served(t, cluster, group, in), want)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -172,3 +172,95 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n") + fmt.Sprintf("\n(%d lines)", len(lines))
 }
+
+// TestWatchRefusesExactlyOnceHealsStandby, with `watch --repair` running over both clusters:
+//   - scus: an exactly-once group T (served 600 by the live path only) shares its offsets
+//     partition with a group S whose cache on scus is stale (S committed on wus, replicated
+//     behind scus's KoP): reloading that bundle would lose T's 600, so watch refuses it,
+//     counts the refusal, and KoP on scus still serves 600 for T;
+//   - wus: a group L live on scus (a member consuming there) commits; watch reloads wus
+//     (no member there) and KoP on wus serves what L committed on scus.
+func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
+	in := newTopic(t, "wtxn-in")
+	txnGroup := newName("wtxn-group")
+	part := offsets.PartitionFor(txnGroup, lab.OffsetsTopicPartitions)
+	stale := newName("wtxn-neighbour")
+	for offsets.PartitionFor(stale, lab.OffsetsTopicPartitions) != part {
+		stale = newName("wtxn-neighbour")
+	}
+	live := newName("wlive-group")
+	livePart := offsets.PartitionFor(live, lab.OffsetsTopicPartitions)
+	settle(t, txnGroup, stale, live)
+	consumeTransactionally(t, "scus", txnGroup, in, 600)
+	topic := newTopic(t, "wlive")
+	produce(t, theLab.Cluster("scus"), topic, 50)
+	waitEndOffset(t, theLab.Cluster("wus"), topic, 50)
+	commit(t, "scus", live, topic, 10)
+	waitReplicated(t, "scus", "wus", livePart)
+	loadOn(t, "wus", live) // wus caches 10
+
+	const listen = "127.0.0.1:19465"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code, _, errOut := runCLI(ctx, theLab, "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
+			"--max-bundles", "4", "--listen", listen, "--group", txnGroup, "--group", stale, "--group", live)
+		t.Logf("watch stderr (last lines):\n%s", tail(errOut, 20))
+		done <- code
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("watch did not stop within 30 s")
+		}
+	}()
+	waitReady(t, "http://"+listen+"/readyz")
+
+	// S commits on wus: replicated to scus behind its KoP, scus is stale for S.
+	commit(t, "wus", stale, in, 5)
+	// L's live member on scus consumes and commits 50.
+	cl := kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(live), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer ccancel()
+	for n := 0; n < 50; {
+		fs := cl.PollFetches(cctx)
+		if cctx.Err() != nil {
+			t.Fatalf("consumer on scus: %v", cctx.Err())
+		}
+		n += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(cctx); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	for served(t, "wus", live, topic) != "50" {
+		if time.Since(start) > 60*time.Second {
+			t.Fatalf("wus serves %s for %s (live on scus) after %s of watch --repair, want 50", served(t, "wus", live, topic), live, time.Since(start))
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("wus serves 50 for %s, live on scus, %s after its commit", live, time.Since(start).Round(100*time.Millisecond))
+	var metrics string
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		metrics = get(t, "http://"+listen+"/metrics")
+		if regexp.MustCompile(`(?m)^kop_offsets_watch_reloads_refused_total\{cluster="scus",reason="would_lose_offsets"\} [1-9]`).MatchString(metrics) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	for _, l := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(l, "kop_offsets_watch_reloads") {
+			t.Log(l)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^kop_offsets_watch_reloads_refused_total\{cluster="scus",reason="would_lose_offsets"\} [1-9]`).MatchString(metrics) {
+		t.Error("watch did not count a refusal for lost offsets on scus")
+	}
+	if got := served(t, "scus", txnGroup, in); got != "600" {
+		t.Fatalf("scus serves %s for the exactly-once group with watch --repair running, want 600", got)
+	}
+}
