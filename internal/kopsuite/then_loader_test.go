@@ -240,7 +240,12 @@ func awaitPartition(t *testing.T, c lab.Cluster, p int32) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		err := rawOffsetFetch(t, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions))
+		// Through FindCoordinator (kadm), which makes KoP look the partition up: on a lab
+		// just started nobody may own its bundle yet, and a raw OffsetFetch would only ever
+		// get NOT_COORDINATOR.
+		fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_, _, err := lab.FetchThroughKoP(fctx, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions), "kop-offsets-probe", 0)
+		cancel()
 		if err == nil {
 			return
 		}
