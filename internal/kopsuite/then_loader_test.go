@@ -236,7 +236,7 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 // awaitPartition waits until c's KoP answers for offsets partition p (a probe group: no
 // NOT_COORDINATOR, no loading), so that a test does not commit into a partition KoP is still
 // loading.
-func awaitPartition(t *testing.T, c lab.Cluster, p int32) {
+func awaitPartition(t *testing.T, c lab.Cluster, p int32, topic string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -244,7 +244,7 @@ func awaitPartition(t *testing.T, c lab.Cluster, p int32) {
 		// just started nobody may own its bundle yet, and a raw OffsetFetch would only ever
 		// get NOT_COORDINATOR.
 		fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		_, _, err := lab.FetchThroughKoP(fctx, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions), "kop-offsets-probe", 0)
+		_, _, err := lab.FetchThroughKoP(fctx, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions), topic, 0)
 		cancel()
 		if err == nil {
 			return
@@ -264,7 +264,7 @@ func consumeTransactionally(t *testing.T, cluster, group, in string, n int) {
 	out := newTopic(t, "txn-out")
 	c := theLab.Cluster(cluster)
 	produce(t, c, in, n)
-	awaitPartition(t, c, offsets.PartitionFor(group, lab.OffsetsTopicPartitions))
+	awaitPartition(t, c, offsets.PartitionFor(group, lab.OffsetsTopicPartitions), in)
 
 	base, err := connect.KafkaOpts(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {
