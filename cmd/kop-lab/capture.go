@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -165,10 +166,7 @@ func capture(ctx context.Context, args []string) error {
 		}
 	}
 	slices.SortFunc(lines, func(x, y capturedMessage) int {
-		if x.Scenario != y.Scenario {
-			return compare(x.Scenario, y.Scenario)
-		}
-		return compare(x.MessageID, y.MessageID)
+		return cmp.Or(strings.Compare(x.Scenario, y.Scenario), strings.Compare(x.MessageID, y.MessageID))
 	})
 	f, err := os.Create(*out)
 	if err != nil {
@@ -186,16 +184,6 @@ func capture(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("captured %d messages of KoP %s into %s\n", len(lines), st.KoP.Version, *out)
 	return nil
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func consumeAndCommit(ctx context.Context, base []kgo.Opt, group, topic string) error {

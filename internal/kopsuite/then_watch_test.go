@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,26 +37,12 @@ func TestWatchRepairHealsStory(t *testing.T) {
 	}
 
 	const listen = "127.0.0.1:19464"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		code, _, errOut := runCLI(ctx, theLab, "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
-			"--max-bundles", "4", "--listen", listen, "--group", group)
-		t.Logf("watch stderr (last lines):\n%s", tail(errOut, 15))
-		done <- code
-	}()
+	stop := startWatch(t, listen, 15, group)
 	defer func() {
-		cancel()
-		select {
-		case code := <-done:
-			if code != 0 {
-				t.Errorf("watch exit %d after cancel", code)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("watch did not stop within 30 s")
+		if code, stopped := stop(); stopped && code != 0 {
+			t.Errorf("watch exit %d after cancel", code)
 		}
 	}()
-	waitReady(t, "http://"+listen+"/readyz")
 
 	start := time.Now()
 	commit(t, "scus", group, topic, 10900)
@@ -136,6 +123,43 @@ func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 	}
 }
 
+// startWatch runs `watch --repair` (2 s cycles) over groups in the background, listening on
+// listen, and waits until it is ready. stop cancels it and returns its exit code, stopped
+// false (with an error reported) when it did not end within 30 s; its last logLines lines of
+// stderr are logged.
+func startWatch(t *testing.T, listen string, logLines int, groups ...string) (stop func() (code int, stopped bool)) {
+	t.Helper()
+	args := []string{"--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s", "--max-bundles", "4", "--listen", listen}
+	for _, g := range groups {
+		args = append(args, "--group", g)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		code, _, errOut := runCLI(ctx, theLab, args...)
+		t.Logf("watch stderr (last lines):\n%s", tail(errOut, logLines))
+		done <- code
+	}()
+	var once sync.Once
+	var code int
+	var stopped bool
+	stop = func() (int, bool) {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+				stopped = true
+			case <-time.After(30 * time.Second):
+				t.Error("watch did not stop within 30 s")
+			}
+		})
+		return code, stopped
+	}
+	t.Cleanup(func() { stop() }) // also when waitReady fails the test
+	waitReady(t, "http://"+listen+"/readyz")
+	return stop
+}
+
 func waitReady(t *testing.T, url string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
@@ -200,23 +224,8 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	loadOn(t, "wus", live) // wus caches 10
 
 	const listen = "127.0.0.1:19465"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	go func() {
-		code, _, errOut := runCLI(ctx, theLab, "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
-			"--max-bundles", "4", "--listen", listen, "--group", txnGroup, "--group", stale, "--group", live)
-		t.Logf("watch stderr (last lines):\n%s", tail(errOut, 20))
-		done <- code
-	}()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("watch did not stop within 30 s")
-		}
-	}()
-	waitReady(t, "http://"+listen+"/readyz")
+	stop := startWatch(t, listen, 20, txnGroup, stale, live)
+	defer stop()
 
 	// S commits on wus: replicated to scus behind its KoP, scus is stale for S.
 	commit(t, "wus", stale, in, 5)

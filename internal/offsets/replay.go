@@ -17,8 +17,6 @@ const (
 	maxKoPGroupValueVersion  = 1
 )
 
-func strconvQuote(s string) string { return strconv.Quote(s) }
-
 // How KoP's loader replays an offsets partition (GroupMetadataManager#scheduleLoadGroupAndOffsets
 // and #processOffsetMessage in the archived streamnative/kop tree), which Replayer follows:
 //   - it reads the partition with a compacted reader from the earliest message to the end;
@@ -345,6 +343,11 @@ func (r *Replayer) kopFails(id string, reason string) {
 	}
 }
 
+// kopFailsVersion records a value version KoP's loader does not read (kind: offset, group).
+func (r *Replayer) kopFailsVersion(id, group, kind string, v int16) {
+	r.kopFails(id, "group "+strconv.Quote(group)+": "+kind+" value v"+itoa(int(v))+" (KoP reads v0 and v1 only)")
+}
+
 func (r *Replayer) fail(id string, err error) {
 	r.kopFails(id, err.Error())
 	r.counts.Undecodable++
@@ -442,7 +445,7 @@ func (r *Replayer) applyRecord(txn bool, id string) error {
 			return err
 		}
 		if v := d.gval.Version; v > maxKoPGroupValueVersion {
-			r.kopFails(id, "group "+strconvQuote(d.gkey.Group)+": group value v"+itoa(int(v))+" (KoP reads v0 and v1 only)")
+			r.kopFailsVersion(id, d.gkey.Group, "group", v)
 		}
 		r.counts.GroupMetadata++
 		e := r.groupFor(d.gkey.Group)
@@ -459,7 +462,7 @@ func (r *Replayer) applyRecord(txn bool, id string) error {
 		return err
 	}
 	if v := d.oval.Version; v > maxKoPOffsetValueVersion {
-		r.kopFails(id, "group "+strconvQuote(d.okey.Group)+": offset value v"+itoa(int(v))+" (KoP reads v0 and v1 only)")
+		r.kopFailsVersion(id, d.okey.Group, "offset", v)
 	}
 	pos := d.firstKey
 	if r.ordering == OrderingLog {
@@ -584,7 +587,7 @@ func (r *Replayer) Apply(rec Record) {
 		r.groupTombstone(rec.Group)
 	case KindGroupMetadata:
 		if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPGroupValueVersion {
-			r.kopFails("", "group "+strconvQuote(rec.Group)+": group value v"+itoa(int(*rec.ValueVersion))+" (KoP reads v0 and v1 only)")
+			r.kopFailsVersion("", rec.Group, "group", *rec.ValueVersion)
 		}
 		r.counts.GroupMetadata++
 		e := r.groupFor(rec.Group)
@@ -604,7 +607,7 @@ func (r *Replayer) Apply(rec Record) {
 			return
 		}
 		if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPOffsetValueVersion {
-			r.kopFails("", "group "+strconvQuote(rec.Group)+": offset value v"+itoa(int(*rec.ValueVersion))+" (KoP reads v0 and v1 only)")
+			r.kopFailsVersion("", rec.Group, "offset", *rec.ValueVersion)
 		}
 		r.counts.OffsetCommits++
 		e := r.offsetFor(k, rec.Transactional, pid)

@@ -519,7 +519,13 @@ func (e *Executor) fetch(ctx context.Context, group string, deadline time.Time) 
 	}
 	fctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	offs, err := e.Fetcher.FetchOffsets(fctx, group)
+	return askCache(fctx, e.Fetcher, group)
+}
+
+// askCache is one OffsetFetch of group as a CacheAnswer: sorted offsets, or the error and
+// its kind.
+func askCache(ctx context.Context, f OffsetFetcher, group string) *CacheAnswer {
+	offs, err := f.FetchOffsets(ctx, group)
 	if err != nil {
 		return &CacheAnswer{Offsets: []TopicOffset{}, Error: err.Error(), ErrorKind: ErrorKind(err)}
 	}

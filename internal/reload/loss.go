@@ -113,13 +113,7 @@ func fetchServed(ctx context.Context, f OffsetFetcher, groups []string) map[stri
 			defer func() { <-sem }()
 			fctx, cancel := context.WithTimeout(ctx, DefaultServedTimeout)
 			defer cancel()
-			offs, err := f.FetchOffsets(fctx, g)
-			a := &CacheAnswer{Offsets: offs}
-			if err != nil {
-				a = &CacheAnswer{Offsets: []TopicOffset{}, Error: err.Error(), ErrorKind: ErrorKind(err)}
-			} else {
-				sortTopicOffsets(a.Offsets)
-			}
+			a := askCache(fctx, f, g)
 			mu.Lock()
 			out[g] = a
 			mu.Unlock()
