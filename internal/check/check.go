@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -27,8 +28,13 @@ type Options struct {
 	Groups []string // globs (path.Match); none: every group
 	Topics []string // globs matched against the short and the full name; none: every topic
 	// Source is the authoritative cluster; "" compares all clusters with each other.
-	Source          string
-	VerifyAlignment bool
+	Source string
+	// SkipAlignment leaves out the translation of offsets replicated from another cluster
+	// (package align): misaligned is then never found.
+	SkipAlignment bool
+	// AlignmentMaxMessages bounds the messages read per copy of a topic partition
+	// (0: align.DefaultMaxMessages).
+	AlignmentMaxMessages int64
 	// FailOn lists the statuses that make the exit code 1 (nil: every status but ok).
 	FailOn []offsets.Status
 	// Concurrency bounds the offsets partitions replayed at once per cluster (default 4).
@@ -84,8 +90,16 @@ type Cell struct {
 	Lag             *int64         `json:"lag"`
 	Status          offsets.Status `json:"status"`
 	Error           string         `json:"error,omitempty"`
-	// Detail says why for unloadable, cache_ahead and expired.
+	// Detail says why for unloadable, misaligned, cache_ahead and expired.
 	Detail string `json:"detail,omitempty"`
+	// Origin is the cluster the persisted commit was replicated from (absent: written on
+	// this cluster): its offset counts in Origin's numbering of the topic.
+	Origin string `json:"origin,omitempty"`
+	// Translated is the persisted offset in this cluster's numbering (the first message the
+	// group has not consumed on Origin), present when Origin is set and alignment is known.
+	Translated *int64 `json:"translated,omitempty"`
+	// Alignment explains Translated, or why alignment is unknown.
+	Alignment string `json:"alignment,omitempty"`
 }
 
 // Prediction is what KoP's loader would serve after a load of the row's offsets partition.
@@ -325,7 +339,17 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 		}
 	})
 
-	// 6. Cells, alignment, classification.
+	// 6. Alignment: every persisted value replicated from another cluster, translated.
+	var aligned map[align.Request]align.Result
+	byName := make(map[string]*clusterState, len(states))
+	for _, s := range states {
+		byName[s.c.Name] = s
+	}
+	if !o.SkipAlignment && len(states) > 1 {
+		aligned = alignRows(ctx, rows, states, byName, o.AlignmentMaxMessages)
+	}
+
+	// 7. Cells, classification.
 	for i := range rows {
 		r := &rows[i]
 		obs := make([]offsets.ClusterObservation, len(states))
@@ -333,18 +357,18 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 			cell, ob := s.observe(r, states)
 			ob.Now = o.Now.UnixMilli()
 			ob.ExpiryWarning = o.ExpiryWarning.Milliseconds()
+			if aligned != nil {
+				s.translate(r, &cell, &ob, byName, aligned)
+			}
 			r.Clusters[s.c.Name] = cell
 			obs[j] = ob
-		}
-		if o.VerifyAlignment {
-			verifyAlignment(ctx, r, states, obs)
 		}
 		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs, Source: o.Source})
 		r.Status = d.Status
 		for j, s := range states {
 			cell := r.Clusters[s.c.Name]
 			cell.Status = d.Clusters[s.c.Name]
-			cell.Detail = detail(cell, obs[j])
+			cell.Detail = detail(r, s.c.Name, cell, obs[j])
 			if obs[j].ExpireAt > 0 {
 				in := float64(obs[j].ExpireAt-obs[j].Now) / 1000
 				cell.ExpiresIn = &in
@@ -407,10 +431,12 @@ func DefaultFailOn() []offsets.Status {
 }
 
 // detail explains the statuses whose fix is not a reload.
-func detail(c Cell, ob offsets.ClusterObservation) string {
+func detail(r *Row, cluster string, c Cell, ob offsets.ClusterObservation) string {
 	switch c.Status {
 	case offsets.StatusUnloadable:
 		return ob.LoadFailure
+	case offsets.StatusMisaligned:
+		return c.Alignment + "; a reload would serve the untranslated number, do not reload; fix: " + FailoverCommand(r.Group, r.Topic, c.Origin, cluster)
 	case offsets.StatusCacheAhead:
 		if ob.Pending != nil && ob.Cached.Offset != nil && *ob.Pending == *ob.Cached.Offset {
 			return "KoP serves a transactional commit that its loader cannot apply (the COMMIT marker is a Pulsar marker entry no reader sees): right now, lost at the next load; do not reload"
@@ -605,31 +631,4 @@ func ptrOr(p *int64) int64 {
 		return -1
 	}
 	return *p
-}
-
-// verifyAlignment reads the record before the committed offset on each cluster where the
-// persisted value is known, and attaches the fingerprints to obs.
-func verifyAlignment(ctx context.Context, r *Row, states []*clusterState, obs []offsets.ClusterObservation) {
-	var wg sync.WaitGroup
-	for j, s := range states {
-		if s.c.Records == nil || obs[j].Persisted == nil || *obs[j].Persisted <= 0 {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fp, err := s.c.Records.Fingerprint(ctx, offsets.ShortName(r.fullTopic, s.c.KafkaNamespace), r.Partition, *obs[j].Persisted-1)
-			obs[j].Alignment = &offsets.Alignment{Fingerprint: fp, Err: err}
-		}()
-	}
-	wg.Wait()
-	for j, s := range states {
-		if a := obs[j].Alignment; a != nil && a.Err != nil {
-			cell := r.Clusters[s.c.Name]
-			if cell.Error == "" {
-				cell.Error = fmt.Sprintf("alignment: %v", a.Err)
-			}
-			r.Clusters[s.c.Name] = cell
-		}
-	}
 }

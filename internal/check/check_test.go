@@ -226,41 +226,49 @@ func TestReplicationLagAndMissing(t *testing.T) {
 	}
 }
 
-type fakeRecords map[int64]offsets.RecordFingerprint
-
-func (f fakeRecords) Fingerprint(_ context.Context, _ string, _ int32, off int64) (offsets.RecordFingerprint, error) {
-	fp, ok := f[off]
-	if !ok {
-		return fp, errors.New("offset out of range")
-	}
-	return fp, nil
-}
-
+// TestMisaligned: scus held 10 messages before replication began, so wus numbers every
+// later message 10 lower; the commit replicated from scus names another message on wus.
 func TestMisaligned(t *testing.T) {
-	r1 := testkit.NewMemReader(8).Commit(commit("g", 0, 10))
-	r2 := testkit.NewMemReader(8).Commit(commit("g", 0, 10))
-	a := fakeRecords{9: {Offset: 9, TimestampMs: 1, Key: "k", ValueCRC32: 11}}
-	b := fakeRecords{9: {Offset: 9, TimestampMs: 2, Key: "k", ValueCRC32: 11}}
-	rep, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: r1, Records: a}, {Name: "wus", Reader: r2, Records: b}},
-		Options{Now: testNow, VerifyAlignment: true})
-	if rep.Rows[0].Status != offsets.StatusMisaligned || rep.Rows[0].Clusters["wus"].Status != offsets.StatusMisaligned {
-		t.Errorf("%+v", rep.Rows)
+	scus := testkit.NewMemReader(8).Commit(commit("g", 0, 60))
+	wus := testkit.NewMemReader(8).Replicated("scus", commit("g", 0, 60))
+	copies := func(wusIDs []uint64) []Cluster {
+		return []Cluster{
+			{Name: "scus", Reader: scus, Copies: testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 100)}}},
+			{Name: "wus", Reader: wus, Copies: testkit.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}},
+		}
 	}
-	rep, _ = Run(context.Background(), []Cluster{{Name: "scus", Reader: r1, Records: a}, {Name: "wus", Reader: r2, Records: a}},
-		Options{Now: testNow, VerifyAlignment: true})
-	if rep.Rows[0].Status != offsets.StatusOK {
-		t.Errorf("%+v", rep.Rows)
+	rep, _ := Run(context.Background(), copies(testkit.Sequence(10, 100)), Options{Now: testNow})
+	r := rep.Rows[0]
+	c := r.Clusters["wus"]
+	if r.Status != offsets.StatusMisaligned || c.Status != offsets.StatusMisaligned || c.Origin != "scus" ||
+		c.Translated == nil || *c.Translated != 50 || rep.ExitCode != ExitDrift {
+		t.Fatalf("row %s, wus %+v, exit %d", r.Status, c, rep.ExitCode)
 	}
-}
+	for _, want := range []string{"scus offset 60 is wus offset 50", "10 consumed messages are not on wus", "kop-offsets failover --from scus --to wus --group g"} {
+		if !strings.Contains(c.Detail, want) {
+			t.Errorf("detail %q lacks %q", c.Detail, want)
+		}
+	}
+	if sc := r.Clusters["scus"]; sc.Status != offsets.StatusOK || sc.Origin != "" || sc.Translated != nil {
+		t.Errorf("scus %+v", sc)
+	}
 
-func TestKafkaRecordReader(t *testing.T) {
-	k := newFakeKoP(t, 5)
-	rr := &KafkaRecordReader{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) {
-		return kgo.NewClient(append(opts, kgo.SeedBrokers(k.c.ListenAddrs()...))...)
-	}, Timeout: 5 * time.Second}
-	fp, err := rr.Fingerprint(context.Background(), "topic-1", 0, 3)
-	if err != nil || fp.Offset != 3 || fp.ValueLen != 1 || !fp.KeyNull {
-		t.Fatalf("%+v %v", fp, err)
+	// Aligned copies: the number means the same message, the row is ok.
+	rep, _ = Run(context.Background(), copies(testkit.Sequence(0, 100)), Options{Now: testNow})
+	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || c.Translated == nil || *c.Translated != 60 {
+		t.Fatalf("aligned: %s %+v", rep.Rows[0].Status, c)
+	}
+	// --alignment=false: not looked at.
+	rep, _ = Run(context.Background(), copies(testkit.Sequence(10, 100)), Options{Now: testNow, SkipAlignment: true})
+	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || c.Translated != nil {
+		t.Fatalf("skipped: %s %+v", rep.Rows[0].Status, c)
+	}
+	// No way to read wus's copy: unknown, said so, not guessed.
+	cls := copies(nil)
+	cls[1].Copies = nil
+	rep, _ = Run(context.Background(), cls, Options{Now: testNow})
+	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || !strings.HasPrefix(c.Alignment, "unknown: cluster wus: no Kafka listener") {
+		t.Fatalf("unknown: %s %+v", rep.Rows[0].Status, c)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"slices"
 	"sync"
@@ -14,8 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
 // Defaults of KafkaFetcher.
@@ -314,54 +311,4 @@ func cmpOr(v, def int) int {
 		return def
 	}
 	return v
-}
-
-// KafkaRecordReader reads single records through KoP with a direct partition consumer: a
-// new kgo client per call, consuming from the exact offset, with no group (nothing is
-// committed). NewClient builds the client from the given options (the cluster's connection
-// settings come from the caller).
-type KafkaRecordReader struct {
-	NewClient func(opts ...kgo.Opt) (*kgo.Client, error)
-	Timeout   time.Duration // default 10s
-}
-
-// Fingerprint implements RecordReader.
-func (k *KafkaRecordReader) Fingerprint(ctx context.Context, topic string, partition int32, offset int64) (offsets.RecordFingerprint, error) {
-	cl, err := k.NewClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
-		topic: {partition: kgo.NewOffset().At(offset)},
-	}))
-	if err != nil {
-		return offsets.RecordFingerprint{}, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(cmpOr(int(k.Timeout), int(10*time.Second))))
-	defer cancel()
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return offsets.RecordFingerprint{}, fmt.Errorf("record %s[%d]@%d: %w", topic, partition, offset, err)
-		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return offsets.RecordFingerprint{}, fmt.Errorf("record %s[%d]@%d: %w", topic, partition, offset, ferr)
-		}
-		var found *kgo.Record
-		fs.EachRecord(func(r *kgo.Record) {
-			if found == nil && r.Offset == offset {
-				found = r
-			}
-		})
-		if found != nil {
-			return Fingerprint(found), nil
-		}
-	}
-}
-
-// Fingerprint identifies a record: offset, timestamp, key, CRC-32 of the value.
-func Fingerprint(r *kgo.Record) offsets.RecordFingerprint {
-	return offsets.RecordFingerprint{
-		Offset: r.Offset, TimestampMs: r.Timestamp.UnixMilli(), Key: string(r.Key), KeyNull: r.Key == nil,
-		ValueCRC32: crc32.ChecksumIEEE(r.Value), ValueLen: len(r.Value),
-	}
 }

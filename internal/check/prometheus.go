@@ -15,6 +15,9 @@ import (
 const (
 	MetricCached    = "kop_offsets_cached_offset"
 	MetricPersisted = "kop_offsets_persisted_offset"
+	// MetricTranslated is the persisted offset in the cluster's own numbering, where it
+	// was replicated from another cluster (package align).
+	MetricTranslated = "kop_offsets_translated_offset"
 	MetricLag       = "kop_offsets_consumer_lag"
 	MetricDrift     = "kop_offsets_drift"
 	MetricStatus    = "kop_offsets_status"
@@ -23,7 +26,8 @@ const (
 
 // Registry returns a prometheus registry holding the gauges of rep, per
 // cluster/group/topic/partition:
-//   - kop_offsets_cached_offset, kop_offsets_persisted_offset, kop_offsets_consumer_lag
+//   - kop_offsets_cached_offset, kop_offsets_persisted_offset, kop_offsets_consumer_lag,
+//     kop_offsets_translated_offset (a replicated value in this cluster's numbering)
 //     (only where known);
 //   - kop_offsets_drift: cached - persisted on that cluster (only where both are known);
 //   - kop_offsets_status{status=...}: 1 for the cell's status, 0 for the others;
@@ -34,12 +38,13 @@ func Registry(rep *Report) (*prometheus.Registry, error) {
 	cached := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricCached, Help: "Offset KoP serves (OffsetFetch)."}, labels)
 	persisted := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPersisted, Help: "Offset the cluster's offsets topic holds."}, labels)
 	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLag, Help: "Log-end offset minus the committed offset."}, labels)
+	translated := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricTranslated, Help: "Persisted offset replicated from another cluster, translated into this cluster's numbering (the first message not consumed)."}, labels)
 	drift := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricDrift, Help: "Cached minus persisted offset on the cluster."}, labels)
 	status := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStatus, Help: "1 for the status of the cell (cli.md statuses), 0 otherwise."},
 		append(labels, "status"))
 	exit := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricExitCode, Help: "Exit code of the check (0 ok, 1 drift, 3 unreachable)."})
 	reg := prometheus.NewPedanticRegistry()
-	for _, c := range []prometheus.Collector{cached, persisted, lag, drift, status, exit} {
+	for _, c := range []prometheus.Collector{cached, persisted, translated, lag, drift, status, exit} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -60,6 +65,9 @@ func Registry(rep *Report) (*prometheus.Registry, error) {
 			}
 			if cell.Lag != nil {
 				lag.WithLabelValues(lv...).Set(float64(*cell.Lag))
+			}
+			if cell.Translated != nil {
+				translated.WithLabelValues(lv...).Set(float64(*cell.Translated))
 			}
 			if cell.Cached != nil && cell.Persisted != nil {
 				drift.WithLabelValues(lv...).Set(float64(*cell.Cached - *cell.Persisted))

@@ -4,8 +4,8 @@
 // and classifies each row with offsets.ClassifyDrift. It also lists groups (Groups).
 //
 // Everything is read through interfaces (offsets.OffsetTopicReader, OffsetFetcher,
-// ReplicationSource, RecordReader) so that tests use in-memory fakes and kfake; the
-// implementations for real clusters are KafkaFetcher, KafkaRecordReader and AdminReplication.
+// ReplicationSource, align.Source) so that tests use in-memory fakes and kfake; the
+// implementations for real clusters are KafkaFetcher, align.KafkaSource and AdminReplication.
 // Nothing here writes, prints or knows about cobra.
 package check
 
@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -34,8 +35,10 @@ type Cluster struct {
 	Replication ReplicationSource
 	// Fetcher asks KoP (cached side). Nil: the cached side is not checked.
 	Fetcher OffsetFetcher
-	// Records reads single records for --verify-alignment. Nil: not verified on this cluster.
-	Records RecordReader
+	// Copies reads this cluster's copies of the data topics through KoP, to find the same
+	// message on two clusters (alignment). Nil: offsets replicated to or from this cluster
+	// are not translated (their alignment is unknown).
+	Copies align.Source
 }
 
 // ReplicationSource reports the replicators of one offsets partition of this cluster,
@@ -71,11 +74,6 @@ type ListedGroup struct {
 	State        string // empty when not described
 	ProtocolType string
 	Members      int
-}
-
-// RecordReader reads the record at one offset of a topic partition.
-type RecordReader interface {
-	Fingerprint(ctx context.Context, topic string, partition int32, offset int64) (offsets.RecordFingerprint, error)
 }
 
 // AdminReplication is the ReplicationSource of a cluster's admin API.

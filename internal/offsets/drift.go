@@ -37,8 +37,8 @@ const (
 //   - error, coordinator_unavailable: a value could not be read, so nothing else on the row
 //     can be trusted;
 //   - diverged: the offsets topics durably disagree; no waiting or reload fixes it;
-//   - misaligned: equal numbers that denote different records; a consumer moving between
-//     clusters would skip or re-read;
+//   - misaligned: a number carried over from another cluster that denotes another message
+//     here; a consumer given it would skip or re-read, and a reload would serve it;
 //   - unloadable: KoP cannot load the offsets partition at all; every group of it is lost
 //     at the next load, and no reload helps until the record is gone;
 //   - cache_ahead: the cache holds a newer offset than a load would bring: not a fault of
@@ -135,32 +135,11 @@ type ClusterObservation struct {
 	// the peer toward this cluster; a peer without an entry has no replicator toward it (or
 	// its stats could not be read), which counts as no backlog.
 	Inbound map[string]Inbound
-	// Alignment is the record just before the committed offset on this cluster, with
-	// --verify-alignment; nil when not verified.
-	Alignment *Alignment
-}
-
-// Alignment is the outcome of reading the record at committed-1 on one cluster.
-type Alignment struct {
-	Fingerprint RecordFingerprint
-	Err         error // the record could not be read: not compared
-}
-
-// RecordFingerprint identifies a record without keeping it.
-type RecordFingerprint struct {
-	Offset      int64
-	TimestampMs int64
-	Key         string // raw key bytes as a string
-	KeyNull     bool
-	ValueCRC32  uint32 // IEEE CRC-32 of the value
-	ValueLen    int
-}
-
-// Same reports whether a and b denote the same record (offset aside: it is the same number
-// on both sides by construction).
-func (a RecordFingerprint) Same(b RecordFingerprint) bool {
-	return a.TimestampMs == b.TimestampMs && a.Key == b.Key && a.KeyNull == b.KeyNull &&
-		a.ValueCRC32 == b.ValueCRC32 && a.ValueLen == b.ValueLen
+	// Translated is Persisted moved into this cluster's numbering of the data topic when
+	// the commit was replicated from another cluster (package align): the first message
+	// the group has not consumed there. nil when the value was written here or alignment
+	// is unknown.
+	Translated *int64
 }
 
 // DriftInput is one row: a group/topic/partition on every cluster.
@@ -186,6 +165,9 @@ type Drift struct {
 //  1. error: C's offsets topic could not be read, or its KoP listener failed (CacheError).
 //  2. coordinator_unavailable: KoP kept answering "loading" / "not coordinator".
 //  3. unloadable: KoP cannot load C's offsets partition of the row.
+//  3a. misaligned: the persisted value came from another cluster and names another message
+//     on C (Translated differs): a consumer given it would skip or re-read messages. Before
+//     the cache rules, because a reload would make KoP serve that number.
 //  4. cache_ahead: KoP answered a higher offset than its loader reads (or one where the
 //     loader reads none).
 //  5. expired: the persisted offset is past its expireTimestamp.
@@ -198,9 +180,6 @@ type Drift struct {
 //     - C ahead of the source: diverged (replication only ever brings the source's values);
 //     - C present while the source has none: ok on C; the source itself is then classified
 //     missing (or replication_lag when C's replicator toward it has a backlog).
-//  8. misaligned: with alignment results on C and on the reference cluster, the records
-//     before the committed offset differ (timestamp, key or value checksum). Only checked
-//     when C's value equals the reference, when the numbers are meant to match.
 //  9. expiring: the persisted offset expires within ExpiryWarning.
 //  10. ok.
 //
@@ -210,7 +189,6 @@ func ClassifyDrift(in DriftInput) Drift {
 	d := Drift{Clusters: make(map[string]Status, len(in.Clusters))}
 
 	// The reference: the source's persisted value, else the highest reachable one.
-	var refCluster string
 	var sourceObs *ClusterObservation
 	for i := range in.Clusters {
 		c := &in.Clusters[i]
@@ -221,7 +199,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	switch {
 	case sourceObs != nil:
 		if !sourceObs.Unreachable && sourceObs.Persisted != nil {
-			d.Reference, refCluster = ptr(*sourceObs.Persisted), sourceObs.Cluster
+			d.Reference = ptr(*sourceObs.Persisted)
 		}
 	default:
 		for i := range in.Clusters {
@@ -230,14 +208,8 @@ func ClassifyDrift(in DriftInput) Drift {
 				continue
 			}
 			if d.Reference == nil || *c.Persisted > *d.Reference {
-				d.Reference, refCluster = ptr(*c.Persisted), c.Cluster
+				d.Reference = ptr(*c.Persisted)
 			}
-		}
-	}
-	var refAlign *Alignment
-	for i := range in.Clusters {
-		if in.Clusters[i].Cluster == refCluster {
-			refAlign = in.Clusters[i].Alignment
 		}
 	}
 	reachable := 0
@@ -248,7 +220,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	}
 
 	for _, c := range in.Clusters {
-		d.Clusters[c.Cluster] = classifyCluster(c, in, d.Reference, refCluster, refAlign, sourceObs, reachable)
+		d.Clusters[c.Cluster] = classifyCluster(c, in, d.Reference, sourceObs, reachable)
 	}
 	d.Status = StatusOK
 	for _, st := range d.Clusters {
@@ -259,7 +231,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	return d
 }
 
-func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster string, refAlign *Alignment, source *ClusterObservation, reachable int) Status {
+func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, source *ClusterObservation, reachable int) Status {
 	switch {
 	case c.Unreachable || c.Cached.State == CacheError:
 		return StatusError
@@ -267,6 +239,8 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster
 		return StatusCoordinatorUnavailable
 	case c.LoadFailure != "":
 		return StatusUnloadable
+	case c.Translated != nil && c.Persisted != nil && *c.Translated != *c.Persisted:
+		return StatusMisaligned
 	case c.Cached.State == CacheAnswered && c.Cached.Offset != nil && (c.Persisted == nil || *c.Cached.Offset > *c.Persisted):
 		return StatusCacheAhead
 	case c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt <= c.Now:
@@ -274,14 +248,14 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster
 	case c.Cached.State == CacheAnswered && !equalPtr(c.Cached.Offset, c.Persisted):
 		return StatusStaleCache
 	}
-	st := classifyAcross(c, in, ref, refCluster, refAlign, source, reachable)
+	st := classifyAcross(c, in, ref, source, reachable)
 	if st == StatusOK && c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt-c.Now <= c.ExpiryWarning {
 		return StatusExpiring
 	}
 	return st
 }
 
-func classifyAcross(c ClusterObservation, in DriftInput, ref *int64, refCluster string, refAlign *Alignment, source *ClusterObservation, reachable int) Status {
+func classifyAcross(c ClusterObservation, in DriftInput, ref *int64, source *ClusterObservation, reachable int) Status {
 	if reachable < 2 {
 		return StatusOK
 	}
@@ -314,10 +288,6 @@ func classifyAcross(c ClusterObservation, in DriftInput, ref *int64, refCluster 
 		return lagOr(StatusDiverged)
 	case *c.Persisted > *ref:
 		return StatusDiverged // only possible with a source
-	}
-	if c.Alignment != nil && refAlign != nil && c.Cluster != refCluster &&
-		c.Alignment.Err == nil && refAlign.Err == nil && !c.Alignment.Fingerprint.Same(refAlign.Fingerprint) {
-		return StatusMisaligned
 	}
 	return StatusOK
 }

@@ -1,7 +1,6 @@
 package offsets
 
 import (
-	"errors"
 	"testing"
 )
 
@@ -9,9 +8,6 @@ func TestClassifyDrift(t *testing.T) {
 	p := func(v int64) *int64 { return &v }
 	answered := func(v *int64) CachedOffsets { return CachedOffsets{State: CacheAnswered, Offset: v} }
 	notChecked := CachedOffsets{State: CacheNotChecked}
-	fpA := RecordFingerprint{Offset: 9, TimestampMs: 1000, Key: "k", ValueCRC32: 1, ValueLen: 3}
-	fpB := fpA
-	fpB.ValueCRC32 = 2
 	lagFromScus := map[string]Inbound{"scus": {Backlog: 3, Connected: true}}
 
 	type want struct {
@@ -102,22 +98,22 @@ func TestClassifyDrift(t *testing.T) {
 			ClusterObservation{Persisted: p(20), Cached: answered(p(1))},
 			ClusterObservation{Persisted: p(10), Cached: notChecked},
 			want{StatusDiverged, StatusStaleCache, StatusDiverged}},
-		{"misaligned: same number, different records", "",
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Fingerprint: fpA}},
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Fingerprint: fpB}},
+		{"misaligned: the replicated number names another message here", "",
+			ClusterObservation{Persisted: p(10), Cached: notChecked},
+			ClusterObservation{Persisted: p(10), Cached: notChecked, Translated: p(9)},
 			want{StatusMisaligned, StatusOK, StatusMisaligned}},
 		{"aligned", "",
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Fingerprint: fpA}},
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Fingerprint: fpA}},
+			ClusterObservation{Persisted: p(10), Cached: notChecked},
+			ClusterObservation{Persisted: p(10), Cached: notChecked, Translated: p(10)},
 			want{StatusOK, StatusOK, StatusOK}},
-		{"alignment unreadable on one side: not compared", "",
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Fingerprint: fpA}},
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Err: errors.New("x")}},
-			want{StatusOK, StatusOK, StatusOK}},
-		{"misaligned is outranked by lag numbers", "",
-			ClusterObservation{Persisted: p(10), Cached: notChecked, Alignment: &Alignment{Fingerprint: fpA}},
-			ClusterObservation{Persisted: p(9), Cached: notChecked, Inbound: lagFromScus, Alignment: &Alignment{Fingerprint: fpB}},
-			want{StatusReplicationLag, StatusOK, StatusReplicationLag}},
+		{"aligned stale cache stays stale_cache (the user's story)", "",
+			ClusterObservation{Persisted: p(10900), Cached: answered(p(10900))},
+			ClusterObservation{Persisted: p(10900), Cached: answered(p(500)), Translated: p(10900)},
+			want{StatusStaleCache, StatusOK, StatusStaleCache}},
+		{"misaligned outranks a stale cache: a reload would serve the number", "",
+			ClusterObservation{Persisted: p(10900), Cached: answered(p(10900))},
+			ClusterObservation{Persisted: p(10900), Cached: answered(p(500)), Translated: p(10850)},
+			want{StatusMisaligned, StatusOK, StatusMisaligned}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -166,6 +166,10 @@ type CommittedOffset struct {
 	ValueVersion     int16   `json:"valueVersion"`
 	ProducerID       *int64  `json:"producerId,omitempty"` // set when it came from a transaction
 	OffsetsPartition int32   `json:"offsetsPartition"`
+	// Origin is the cluster the commit was replicated from ("" when it was written on the
+	// cluster read): the offset counts in Origin's numbering of the topic, which is this
+	// cluster's only while both copies hold the same messages in the same order.
+	Origin string `json:"origin,omitempty"`
 }
 
 // Group is one group as KoP would load it.
@@ -197,6 +201,7 @@ type offsetEntry struct {
 	keyVersion, valueVersion   int16
 	producerID                 int64 // -1 unless it came from a transaction
 	pos                        int64
+	origin                     string // interned ReplicatedFrom of the message; "" written here
 }
 
 // offsetTable maps group, topic and partition to offset entries: a map by group and topic
@@ -310,6 +315,7 @@ type Replayer struct {
 	errs     []MessageError
 	firstErr error
 	loadFail *LoadFailure
+	origin   string // ReplicatedFrom of the message being applied (interned)
 }
 
 // NewReplayer returns a Replayer for one offsets partition.
@@ -372,6 +378,10 @@ func (r *Replayer) ApplyMessage(m Message) error {
 		r.counts.Placeholders++
 		r.counts.Keyless++
 		return nil
+	}
+	r.origin = ""
+	if m.ReplicatedFrom != "" {
+		r.origin = r.intern(m.ReplicatedFrom)
 	}
 	d := &r.d
 	d.lenientCRC = true
@@ -474,7 +484,7 @@ func (r *Replayer) applyRecord(txn bool, id string) error {
 	if e.metadata != o.Metadata {
 		e.metadata = strings.Clone(o.Metadata)
 	}
-	e.keyVersion, e.valueVersion, e.pos = d.okey.Version, o.Version, pos
+	e.keyVersion, e.valueVersion, e.pos, e.origin = d.okey.Version, o.Version, pos, r.origin
 	e.producerID = -1
 	if txn {
 		e.producerID = pid
@@ -716,6 +726,7 @@ func (r *Replayer) committed(k offsetKey, e *offsetEntry) CommittedOffset {
 		Group: k.group, Topic: k.topic, Partition: k.partition,
 		Offset: e.offset, Metadata: e.metadata, CommitTimestamp: Millis(e.commitTS),
 		KeyVersion: e.keyVersion, ValueVersion: e.valueVersion, OffsetsPartition: r.partition,
+		Origin: e.origin,
 	}
 	if e.leaderEpoch >= 0 {
 		c.LeaderEpoch = ptr(e.leaderEpoch)

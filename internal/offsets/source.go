@@ -15,6 +15,10 @@ type Message struct {
 	PublishTime time.Time // broker publish time
 	Key         []byte
 	Value       []byte // a Kafka record batch (magic 2), or empty for a placeholder
+	// ReplicatedFrom names the cluster the message was replicated from; empty when it was
+	// written on the cluster it was read from. A committed offset counts in its origin's
+	// numbering of the data topic.
+	ReplicatedFrom string
 }
 
 // OffsetTopicReader reads the offsets topic of one cluster. Implementations never create

@@ -376,6 +376,8 @@ func (r *Reader) toMessage(partition int32, msg pulsar.Message) offsets.Message 
 		PublishTime: msg.PublishTime(),
 		Key:         decodeKey(msg.Key(), r.opts.KeyMode),
 		Value:       msg.Payload(),
+		// The replicator marks what it copies with the cluster it came from.
+		ReplicatedFrom: msg.GetReplicatedFrom(),
 	}
 }
 

@@ -35,6 +35,7 @@ type CheckCell struct {
 	Persisted *int64 `json:"persisted"`
 	Status    string `json:"status"`
 	Error     string `json:"error,omitempty"`
+	Detail    string `json:"detail,omitempty"`
 }
 
 // Check statuses reload and repair act on or explain (cli.md).
@@ -118,7 +119,7 @@ func LeaveReason(s string) string {
 	case StatusMissing:
 		return "absent on one side: there is no cached value to refresh"
 	case StatusMisaligned:
-		return "the same offset points at different records on the clusters: a reload does not change that; translate by timestamp"
+		return "the replicated offset names another message on this cluster: a reload would serve it and consumers would skip or re-read messages; refused (failover lands on the translated offset)"
 	case StatusCoordinatorUnavailable:
 		return "KoP did not answer for the group: not proven stale"
 	case StatusError:

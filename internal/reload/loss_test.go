@@ -48,25 +48,25 @@ func TestPlanRefusesLoss(t *testing.T) {
 	commit := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900}
 
 	t.Run("the user's case: older cache, reload allowed", func(t *testing.T) {
-		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{"topic-1", 0, 500}}}, false)
+		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, false)
 		if b := pl.Bundles[0]; b.Refused || len(b.Losses) != 0 {
 			t.Fatalf("%+v", b)
 		}
 	})
 	t.Run("cache ahead of the loader: refused, named", func(t *testing.T) {
-		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{"topic-1", 0, 11000}, {"topic-1", 1, 3}}}, false)
+		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 11000}, {Topic: "topic-1", Partition: 1, Offset: 3}}}, false)
 		b := pl.Bundles[0]
 		if !b.Refused || len(b.Losses) != 2 || !strings.Contains(b.Reason, g+" topic-1[0]: serves 11000, would serve 10900") ||
 			!strings.Contains(b.Reason, "topic-1[1]: serves 3, would serve none") || !strings.Contains(b.Reason, "--accept-loss") {
 			t.Fatalf("%+v", b)
 		}
-		if pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{"topic-1", 0, 11000}}}, true); pl.Bundles[0].Refused {
+		if pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 11000}}}, true); pl.Bundles[0].Refused {
 			t.Errorf("--accept-loss: %+v", pl.Bundles[0])
 		}
 	})
 	t.Run("transactional commit only the live path applied", func(t *testing.T) {
 		rd := &txnReader{MemReader: testkit.NewMemReader(8), group: g, offset: 600}
-		pl := plan(t, rd, staticFetcher{g: {{"topic-1", 0, 600}}}, false)
+		pl := plan(t, rd, staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 600}}}, false)
 		b := pl.Bundles[0]
 		if !b.Refused || len(b.Losses) != 1 || !strings.Contains(b.Losses[0].Why, "transactional commit (600)") {
 			t.Fatalf("%+v", b)
@@ -75,7 +75,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 	t.Run("partition KoP cannot load", func(t *testing.T) {
 		rd := testkit.NewMemReader(8).Commit(commit)
 		rd.Append(offsets.PartitionFor(g, 8), offsets.Message{Key: []byte("e2e-key"), Value: []byte("kop-lab e2e raw")})
-		pl := plan(t, rd, staticFetcher{g: {{"topic-1", 0, 10900}}}, false)
+		pl := plan(t, rd, staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 10900}}}, false)
 		b := pl.Bundles[0]
 		if !b.Refused || len(b.LoadFailures) != 1 || !strings.Contains(b.Losses[0].Why, "KoP cannot load the offsets partition") {
 			t.Fatalf("%+v", b)
@@ -167,7 +167,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 		f := staticFetcher{}
 		for g, ps := range cache {
 			for p, o := range ps {
-				f[g] = append(f[g], TopicOffset{"topic-1", p, o})
+				f[g] = append(f[g], TopicOffset{Topic: "topic-1", Partition: p, Offset: o})
 			}
 		}
 		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
@@ -231,11 +231,11 @@ func TestExecutePacedUnloads(t *testing.T) {
 	run := func(t *testing.T, stuckFor int) (*Execution, *fakeAdmin) {
 		t.Helper()
 		fa := newFakeAdmin(t)
-		k := &kopModel{cache: map[string][]TopicOffset{g: {{"topic-1", 0, 500}}}, stuck: map[int32]int{}}
+		k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
 		fa.onUnload = func(string) {
 			k.unloaded()
 			k.mu.Lock()
-			k.cache[g] = []TopicOffset{{"topic-1", 0, 10900}}
+			k.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 10900}}
 			// Partition 7 of the same bundle stays unloaded ("Already loading") for a while.
 			if k.unloads == 1 {
 				k.stuck[7] = stuckFor
@@ -296,13 +296,13 @@ func TestExecuteRechecksLossBeforeUnload(t *testing.T) {
 	g := groupIn("g", 3, 8)
 	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := newFakeAdmin(t)
-	k := &kopModel{cache: map[string][]TopicOffset{g: {{"topic-1", 0, 500}}}, stuck: map[int32]int{}}
+	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
 	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
 		Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil || len(pl.Executable()) != 1 {
 		t.Fatalf("%v %+v", err, pl.Bundles)
 	}
-	k.cache[g] = []TopicOffset{{"topic-1", 0, 20000}} // a commit after the plan
+	k.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 20000}} // a commit after the plan
 	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 100 * time.Millisecond}).Execute(context.Background(), pl, pl.Executable())
 	if b := ex.Bundles[0]; ex.ExitCode != 4 || b.Status != BundleRefused || b.Unloaded || len(fa.Calls()) != len(slices.DeleteFunc(fa.Calls(), func(c string) bool { return strings.HasPrefix(c, "unload") })) {
 		t.Fatalf("exit %d %+v calls %v", ex.ExitCode, b, fa.Calls())

@@ -111,6 +111,12 @@ type Planner struct {
 	AcceptLoss bool
 	// Ordering is the replay's transactional ordering (default: KoP's).
 	Ordering offsets.TxnOrdering
+	// Aligner translates offsets replicated from other clusters into this cluster's
+	// numbering; nil: every replicated value is of unknown alignment (refused unless
+	// AcceptLoss).
+	Aligner Aligner
+	// Intended are rows the caller rewrote on purpose (failover) with the value it wrote.
+	Intended map[IntendedKey]int64
 }
 
 // Plan is what reload will do on one cluster, and its blast radius.
@@ -149,6 +155,9 @@ type PlannedBundle struct {
 	// Losses are the rows a reload would move back or drop (KoP serves more now than its
 	// loader would load); refused unless --accept-loss.
 	Losses []Loss `json:"losses"`
+	// Skips are the rows a reload would make KoP serve a number, replicated from another
+	// cluster, past the group's position here; refused unless --accept-loss.
+	Skips []Skip `json:"skips,omitempty"`
 	// LoadFailures are the bundle's offsets partitions KoP cannot load at all.
 	LoadFailures []offsets.LoadFailure `json:"loadFailures,omitempty"`
 	// Refused: the bundle has active groups and --allow-active was not given, or losses and
@@ -192,6 +201,8 @@ type TopicOffset struct {
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
+	// Origin is the cluster the commit was replicated from ("": written here).
+	Origin string `json:"origin,omitempty"`
 }
 
 // PlanError is a failure while planning: an endpoint failed, nothing was written.
@@ -312,9 +323,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		switch {
 		case served != nil:
 			g.Served = served[name]
-			pb.Losses = append(pb.Losses, losses(*g, g.Served, func(topic string, part int32) string {
+			for _, l := range losses(*g, g.Served, func(topic string, part int32) string {
 				return lossReason(persisted, name, offsets.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
-			})...)
+			}) {
+				if !p.intended(l.Group, l.Topic, l.Partition, l.Predicted) {
+					pb.Losses = append(pb.Losses, l)
+				}
+			}
 		case len(g.Persisted) > 0 || g.Requested:
 			pb.Losses = append(pb.Losses, Loss{Group: name, Unknown: true, Requested: g.Requested,
 				Error: "the cluster has no kafkaBootstrap: what KoP serves cannot be compared with what a load brings"})
@@ -337,14 +352,30 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		}
 		plan.Groups = append(plan.Groups, *g)
 	}
+	var affected []*AffectedGroup
+	for _, name := range names {
+		affected = append(affected, groups[name])
+	}
+	for g, ss := range skips(ctx, p.Aligner, cl.Name, affected) {
+		pb := byRange[groups[g].Bundle]
+		for _, s := range ss {
+			if !p.intended(s.Group, s.Topic, s.Partition, &s.Predicted) {
+				pb.Skips = append(pb.Skips, s)
+			}
+		}
+	}
 	for i := range plan.Bundles {
 		pb := &plan.Bundles[i]
+		slices.SortFunc(pb.Skips, func(a, b Skip) int { return strings.Compare(a.Group+"\x00"+a.Topic, b.Group+"\x00"+b.Topic) })
 		var reasons []string
 		if len(pb.Active) > 0 && !p.AllowActive {
 			reasons = append(reasons, refusal(plan, pb))
 		}
 		if len(pb.Losses) > 0 && !p.AcceptLoss {
 			reasons = append(reasons, lossRefusal(pb.Losses))
+		}
+		if len(pb.Skips) > 0 && !p.AcceptLoss {
+			reasons = append(reasons, skipRefusal(pb.Skips))
 		}
 		if len(reasons) > 0 {
 			pb.Refused = true
@@ -495,7 +526,7 @@ func replay(ctx context.Context, r offsets.OffsetTopicReader, parts []int32, ord
 func topicOffsets(cs []offsets.CommittedOffset, kafkaNamespace string) []TopicOffset {
 	out := make([]TopicOffset, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, TopicOffset{Topic: offsets.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset})
+		out = append(out, TopicOffset{Topic: offsets.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset, Origin: c.Origin})
 	}
 	return out
 }

@@ -40,7 +40,7 @@ func TestPlanBlastRadius(t *testing.T) {
 	live := &staticDescriber{groups: map[string]GroupActivity{neigh: {State: "Stable", Members: 2}}}
 	idle := &staticDescriber{}
 	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{"scus": idle, "wus": live},
-		Fetcher: staticFetcher{g: {{"topic-1", 0, 500}}}} // g's cache is stale, the others' empty
+		Fetcher: staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}} // g's cache is stale, the others' empty
 	plan, err := p.Plan(ctx, Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestPlanBlastRadius(t *testing.T) {
 		t.Errorf("a group live on wus only must not refuse a reload of scus: %+v", plan.Bundles[0])
 	}
 	ag, _ := plan.Group(g)
-	if !ag.Requested || ag.Status != ActivityIdle || len(ag.Persisted) != 1 || ag.Persisted[0] != (TopicOffset{"topic-1", 0, 10900}) {
+	if !ag.Requested || ag.Status != ActivityIdle || len(ag.Persisted) != 1 || ag.Persisted[0] != (TopicOffset{Topic: "topic-1", Partition: 0, Offset: 10900}) {
 		t.Errorf("group %s: %+v", g, ag)
 	}
 	an, _ := plan.Group(neigh)

@@ -231,6 +231,19 @@ func (r *MemReader) Commit(cs ...OffsetCommit) *MemReader {
 	return r
 }
 
+// Replicated adds commits as the replicator writes them: marked as copied from cluster from.
+func (r *MemReader) Replicated(from string, cs ...OffsetCommit) *MemReader {
+	n, _ := r.Partitions(context.Background())
+	for _, c := range cs {
+		p := offsets.PartitionFor(c.Group, n)
+		m := Message(p, 0, c)
+		m.MessageID = ""
+		m.ReplicatedFrom = from
+		r.Append(p, m)
+	}
+	return r
+}
+
 // Append adds a raw message to a partition (a message id is filled in when empty).
 func (r *MemReader) Append(partition int32, m offsets.Message) *MemReader {
 	r.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
@@ -28,7 +29,7 @@ import (
 // SourceOptions say which sides a Connect must build.
 type SourceOptions struct {
 	Cached          bool // build a Fetcher (KoP)
-	VerifyAlignment bool // build a RecordReader (KoP)
+	Copies          bool // build an align.Source (KoP) for alignment
 	CoordinatorWait time.Duration
 	Describe        bool // describe groups (groups command)
 }
@@ -47,7 +48,9 @@ type Options struct {
 	Groups          []string
 	Topics          []string
 	Source          string
-	VerifyAlignment bool
+	Alignment       bool // translate replicated offsets (default on)
+	AlignmentMax    int64
+	verifyAlignment bool // deprecated --verify-alignment: alignment is on by default
 	PersistedOnly   bool
 	FailOn          []string
 	PrometheusFile  string
@@ -124,8 +127,14 @@ reached (its cells are marked error, the other clusters are still checked).`),
 			if _, err := ParseFailOn(opts.FailOn); err != nil {
 				return err
 			}
-			if opts.VerifyAlignment && opts.PersistedOnly {
-				return cmdutil.FlagErrorf("--verify-alignment reads records through KoP: it cannot be combined with --persisted-only")
+			if opts.PersistedOnly && cmd.Flags().Changed("alignment") && opts.Alignment {
+				return cmdutil.FlagErrorf("--alignment reads the data topics through KoP: it cannot be combined with --persisted-only")
+			}
+			if opts.PersistedOnly {
+				opts.Alignment = false
+			}
+			if opts.AlignmentMax < 0 {
+				return cmdutil.FlagErrorf("--alignment-max-messages must not be negative")
 			}
 			if opts.CoordinatorWait <= 0 {
 				return cmdutil.FlagErrorf("--coordinator-wait must be positive")
@@ -143,7 +152,10 @@ reached (its cells are marked error, the other clusters are still checked).`),
 	fl.StringArrayVar(&opts.Groups, "group", nil, "group name or glob (path.Match), repeatable (default: every group)")
 	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic name or glob, short or full name, repeatable (default: every topic)")
 	fl.StringVar(&opts.Source, "source", "", "the authoritative cluster (default: compare all clusters with the highest value)")
-	fl.BoolVar(&opts.VerifyAlignment, "verify-alignment", false, "read the record before the committed offset on each cluster and compare them")
+	fl.BoolVar(&opts.Alignment, "alignment", true, "translate offsets replicated from another cluster into each cluster's numbering by message identity, reading the data topics through KoP (misaligned: the number names another message); --alignment=false skips it")
+	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to align it (beyond: alignment unknown)")
+	fl.BoolVar(&opts.verifyAlignment, "verify-alignment", false, "alignment is checked by default")
+	_ = fl.MarkDeprecated("verify-alignment", "alignment is checked by default (--alignment)")
 	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
 	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
@@ -236,7 +248,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(config.Names(cls), ", "))
 	}
 	sources, closeAll, err := BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
-		SourceOptions{Cached: !opts.PersistedOnly, VerifyAlignment: opts.VerifyAlignment, CoordinatorWait: opts.CoordinatorWait})
+		SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
 	if err != nil {
 		return err
 	}
@@ -244,7 +256,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 
 	progress := opts.IO.StartProgress("checking offsets")
 	rep, err := chk.Run(ctx, sources, chk.Options{
-		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, VerifyAlignment: opts.VerifyAlignment,
+		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
 		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
 	})
 	progress.Stop()
@@ -285,6 +297,9 @@ func CellText(c chk.Cell, cachedAsked bool) string {
 	}
 	persisted := "-"
 	switch {
+	case c.Persisted != nil && c.Translated != nil && *c.Translated != *c.Persisted:
+		// The number names another message here: show where the group really is.
+		persisted = fmt.Sprintf("%d(=%d here)", *c.Persisted, *c.Translated)
 	case c.Persisted != nil:
 		persisted = fmt.Sprint(*c.Persisted)
 	case strings.HasPrefix(c.Error, "offsets topic unreadable"):
@@ -415,8 +430,8 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			closers = append(closers, kc.Close)
 			c.Fetcher = &chk.KafkaFetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
-		if so.VerifyAlignment {
-			c.Records = &chk.KafkaRecordReader{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
+		if so.Copies {
+			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
 		}
 		return c, func() {
 			for _, fn := range closers {

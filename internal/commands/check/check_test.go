@@ -178,15 +178,15 @@ func TestNewCmdCheckFlags(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
 	got, err := testutil.ParseOptions(f, NewCmdCheck, "--group", "a*", "--group", "b", "--topic", "topic-1", "--source", "scus",
-		"--fail-on", "stale_cache,diverged", "--verify-alignment", "--prometheus-file", "/tmp/x.prom", "-o", "json")
+		"--fail-on", "stale_cache,diverged", "--alignment-max-messages", "5000", "--prometheus-file", "/tmp/x.prom", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got.Groups, ",") != "a*,b" || got.Source != "scus" || !got.VerifyAlignment || got.Format != output.JSON ||
+	if strings.Join(got.Groups, ",") != "a*,b" || got.Source != "scus" || !got.Alignment || got.AlignmentMax != 5000 || got.Format != output.JSON ||
 		strings.Join(got.FailOn, ",") != "stale_cache,diverged" || got.PrometheusFile != "/tmp/x.prom" || got.CoordinatorWait != chk.DefaultCoordinatorWait {
 		t.Errorf("%+v", got)
 	}
-	for _, args := range [][]string{{"--fail-on", "nope"}, {"--verify-alignment", "--persisted-only"}, {"extra"}} {
+	for _, args := range [][]string{{"--fail-on", "nope"}, {"--alignment", "--persisted-only"}, {"--alignment-max-messages", "-1"}, {"extra"}} {
 		if _, err := testutil.ParseOptions(f, NewCmdCheck, args...); cmdutil.ExitCode(err) != 2 {
 			t.Errorf("%v: %v", args, err)
 		}

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -57,6 +59,9 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
 		rd := pulsarx.NewReader(target.Name, pc, adm, target.Tenant, target.MetadataNamespace, pulsarx.LoaderView)
 		ds := map[string]reload.GroupDescriber{}
 		var fetcher reload.OffsetFetcher
+		// Offsets replicated from another cluster are translated through both clusters'
+		// KoP listeners before anything is unloaded (never skip).
+		aligner := &align.Aligner{Sources: map[string]align.Source{}}
 		for _, cl := range all {
 			kc, err := f.KafkaClient(cl)
 			if err != nil {
@@ -68,6 +73,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
 				return nil, err
 			}
 			closers = append(closers, kc.Close)
+			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
 			kg := reload.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
 			ds[cl.Name] = kg
 			if cl.Name == target.Name {
@@ -76,7 +82,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
 		}
 		ref := Ref(target)
 		return &Session{
-			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds, Fetcher: fetcher},
+			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds, Fetcher: fetcher, Aligner: aligner},
 			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
 			Close:    closeAll,
 		}, nil

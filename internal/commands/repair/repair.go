@@ -190,7 +190,7 @@ not achieve its goal (the cache still differs after --wait).`),
 func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*reload.CheckDocument, error) {
 	return func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
 		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
-			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true})
+			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
@@ -239,6 +239,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 		doc.Errors = append(doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
 	}
 	stale := map[string][]string{}
+	misaligned := 0 // left rows whose standby would skip or re-read: the run cannot end ok
 	for _, cl := range write {
 		for _, r := range first.Rows {
 			st := r.CellStatus(cl.Name)
@@ -255,8 +256,13 @@ func repairRun(ctx context.Context, opts *Options) error {
 				row.Reason = reload.LeaveReason(st)
 				if c := r.Clusters[cl.Name]; c.Error != "" {
 					row.Reason += ": " + c.Error
+				} else if st == reload.StatusMisaligned && c.Detail != "" {
+					row.Reason += ": " + c.Detail
 				}
 				doc.Left = append(doc.Left, row)
+				if st == reload.StatusMisaligned {
+					misaligned++
+				}
 			}
 		}
 	}
@@ -272,6 +278,10 @@ func repairRun(ctx context.Context, opts *Options) error {
 	}
 	if endpointFailed {
 		raise(cmdutil.ExitUnreachable)
+	}
+	if misaligned > 0 {
+		raise(cmdutil.ExitDrift)
+		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
 	}
 	if len(doc.Stale) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "nothing stale: nothing to do")

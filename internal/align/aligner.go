@@ -1,0 +1,95 @@
+package align
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Request asks for one committed offset of a topic partition to be translated from one
+// cluster's numbering into another's.
+type Request struct {
+	From, To  string
+	Topic     string // the Kafka name both clusters know it by
+	Partition int32
+	Offset    int64
+}
+
+// Result is the answer to one Request: a Translation, or why there is none.
+type Result struct {
+	Translation
+	Err error
+}
+
+// Aligner translates many committed offsets, building one Map per topic partition and pair
+// of clusters (for the highest offset asked), so the cost follows the topics, not the
+// groups.
+type Aligner struct {
+	// Sources reads each cluster's copies; a cluster without one cannot be aligned.
+	Sources map[string]Source
+	// MaxMessages bounds the messages read per copy (0: DefaultMaxMessages).
+	MaxMessages int64
+	// Concurrency bounds the maps built at once (0: 4).
+	Concurrency int
+}
+
+type mapKey struct {
+	from, to, topic string
+	partition       int32
+}
+
+// TranslateAll answers every request. It never fails as a whole: a request whose map could
+// not be built carries the error.
+func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]Result {
+	upTo := map[mapKey]int64{}
+	for _, r := range reqs {
+		k := mapKey{r.From, r.To, r.Topic, r.Partition}
+		upTo[k] = max(upTo[k], r.Offset)
+	}
+	maps := make(map[mapKey]*Map, len(upTo))
+	errs := make(map[mapKey]error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	conc := a.Concurrency
+	if conc <= 0 {
+		conc = 4
+	}
+	sem := make(chan struct{}, conc)
+	for k, o := range upTo {
+		src, dst := a.Sources[k.from], a.Sources[k.to]
+		if src == nil || dst == nil {
+			missing := k.from
+			if src != nil {
+				missing = k.to
+			}
+			errs[k] = fmt.Errorf("cluster %s: no Kafka listener to read %s[%d] from (kafkaBootstrap)", missing, k.topic, k.partition)
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			m, err := Build(ctx, k.from, k.to, src, dst, k.topic, k.partition, o, a.MaxMessages)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			maps[k] = m
+		}()
+	}
+	wg.Wait()
+	out := make(map[Request]Result, len(reqs))
+	for _, r := range reqs {
+		k := mapKey{r.From, r.To, r.Topic, r.Partition}
+		if err := errs[k]; err != nil {
+			out[r] = Result{Err: err}
+			continue
+		}
+		t, err := maps[k].Translate(r.Offset)
+		out[r] = Result{Translation: t, Err: err}
+	}
+	return out
+}

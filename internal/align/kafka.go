@@ -1,0 +1,125 @@
+package align
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// KafkaSource reads a cluster's copies through its KoP listeners with a direct partition
+// consumer (no group: nothing is committed).
+type KafkaSource struct {
+	// NewClient builds a client with the cluster's connection settings plus opts.
+	NewClient func(opts ...kgo.Opt) (*kgo.Client, error)
+	// IdleTimeout bounds the wait for the next fetch that brings a record (default 30s).
+	IdleTimeout time.Duration
+}
+
+// Scan implements Source.
+func (k *KafkaSource) Scan(ctx context.Context, topic string, partition int32, fn func(Record) bool) (Bounds, error) {
+	admin, err := k.NewClient()
+	if err != nil {
+		return Bounds{}, err
+	}
+	adm := kadm.NewClient(admin)
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	var ends kadm.ListedOffsets
+	if err == nil {
+		ends, err = adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+	}
+	admin.Close()
+	if err != nil {
+		return Bounds{}, fmt.Errorf("log bounds: %w", err)
+	}
+	s, ok1 := starts.Lookup(topic, partition)
+	e, ok2 := ends.Lookup(topic, partition)
+	if !ok1 || !ok2 {
+		return Bounds{}, fmt.Errorf("partition %d of %s not found", partition, topic)
+	}
+	b := Bounds{Start: s.Offset, End: e.Offset}
+	if b.End <= b.Start {
+		return b, nil
+	}
+	cl, err := k.NewClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(b.Start)}}))
+	if err != nil {
+		return b, err
+	}
+	defer cl.Close()
+	idle := k.IdleTimeout
+	if idle <= 0 {
+		idle = 30 * time.Second
+	}
+	for {
+		pctx, cancel := context.WithTimeout(ctx, idle)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return b, err
+		}
+		if pctx.Err() != nil && fs.NumRecords() == 0 {
+			return b, fmt.Errorf("no record for %s between offsets %d and %d (log end %d)", idle, b.Start, b.End, b.End)
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if ferr == nil && err != context.DeadlineExceeded {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return b, ferr
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if done {
+				return
+			}
+			if r.Offset >= b.End || !fn(Record{Offset: r.Offset, ID: Identity(r)}) {
+				done = true
+				return
+			}
+			if r.Offset == b.End-1 {
+				done = true
+			}
+		})
+		if done {
+			return b, nil
+		}
+	}
+}
+
+// Identity is a message's identity across clusters: a hash of what the replicator copies
+// unchanged and KoP hands to Kafka consumers on every cluster alike (the record's
+// timestamp, key, value and headers). The offset is not part of it: that is what differs.
+func Identity(r *kgo.Record) uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(r.Timestamp.UnixMilli()))
+	h.Write(b[:])
+	field := func(p []byte, null bool) {
+		if null {
+			binary.BigEndian.PutUint64(b[:], ^uint64(0))
+		} else {
+			binary.BigEndian.PutUint64(b[:], uint64(len(p)))
+		}
+		h.Write(b[:])
+		h.Write(p)
+	}
+	field(r.Key, r.Key == nil)
+	field(r.Value, r.Value == nil)
+	for _, hd := range r.Headers {
+		field([]byte(hd.Key), false)
+		field(hd.Value, hd.Value == nil)
+	}
+	return h.Sum64()
+}

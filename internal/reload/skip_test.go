@@ -1,0 +1,137 @@
+package reload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+// The standby (scus in these tests: the plan's cluster) holds a commit replicated from wus.
+// wus held 10 messages before replication began, so wus offset N is scus offset N-10.
+func TestPlanRefusesSkip(t *testing.T) {
+	ctx := context.Background()
+	g := groupIn("g", 3, 8)
+	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
+	c := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60}
+	copies := func(scusIDs []uint64) *align.Aligner {
+		return &align.Aligner{Sources: map[string]align.Source{
+			"wus":  testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 100)}},
+			"scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
+		}}
+	}
+	plan := func(t *testing.T, a Aligner, accept bool, intended map[IntendedKey]int64) PlannedBundle {
+		t.Helper()
+		rd := testkit.NewMemReader(8).Replicated("wus", c)
+		p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: idle,
+			Fetcher: staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 5}}}, AcceptLoss: accept, Aligner: a, Intended: intended}
+		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pl.Groups[0].Persisted[0].Origin != "wus" {
+			t.Fatalf("origin not carried: %+v", pl.Groups[0].Persisted)
+		}
+		return pl.Bundles[0]
+	}
+	t.Run("shifted copies: refused, named, with the fix", func(t *testing.T) {
+		b := plan(t, copies(testkit.Sequence(10, 100)), false, nil)
+		if !b.Refused || len(b.Skips) != 1 || b.Skips[0].Skipped != 10 || *b.Skips[0].Translated != 50 {
+			t.Fatalf("%+v", b)
+		}
+		for _, want := range []string{g + " topic-1[0]: would serve 60 from wus, the group is at 50 here: 10 messages skipped",
+			"kop-offsets failover --from wus --to scus --group " + g, "--accept-loss"} {
+			if !strings.Contains(b.Reason, want) {
+				t.Errorf("reason %q lacks %q", b.Reason, want)
+			}
+		}
+	})
+	t.Run("aligned copies: the user's story reloads", func(t *testing.T) {
+		if b := plan(t, copies(testkit.Sequence(0, 100)), false, nil); b.Refused || len(b.Skips) != 0 {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("a message on the standby alone, before the position: the group must read it", func(t *testing.T) {
+		b := plan(t, copies(append([]uint64{900}, testkit.Sequence(0, 100)...)), false, nil)
+		if !b.Refused || *b.Skips[0].Translated != 0 || !strings.Contains(b.Reason, "exists on scus only") {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("alignment unknown: refused", func(t *testing.T) {
+		b := plan(t, nil, false, nil)
+		if !b.Refused || len(b.Skips) != 1 || !b.Skips[0].Unknown || !strings.Contains(b.Reason, "alignment unknown") {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("--accept-loss names the loss", func(t *testing.T) {
+		if b := plan(t, copies(testkit.Sequence(10, 100)), true, nil); b.Refused || len(b.Skips) != 1 {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("a value written on purpose is not a skip", func(t *testing.T) {
+		if b := plan(t, copies(testkit.Sequence(10, 100)), false, map[IntendedKey]int64{{g, "topic-1", 0}: 60}); b.Refused {
+			t.Fatalf("%+v", b)
+		}
+	})
+}
+
+// Random misaligned histories: commits written on the plan's cluster and replicated from the
+// other, copies shifted by what each side holds alone. No executable bundle predicts a
+// replicated offset past the group's translated position.
+func TestPlanNeverSkipsProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for iter := range 200 {
+		rd := testkit.NewMemReader(8)
+		wusIDs := testkit.Sequence(0, 200)
+		var scusIDs []uint64
+		for _, id := range wusIDs {
+			switch rng.IntN(15) {
+			case 0: // never replicated
+			case 1:
+				scusIDs = append(scusIDs, 5000+id, id) // written on scus alone
+			default:
+				scusIDs = append(scusIDs, id)
+			}
+		}
+		var history []string
+		for range 1 + rng.IntN(6) {
+			g := fmt.Sprintf("g%d", rng.IntN(4))
+			c := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: int64(rng.IntN(200))}
+			if rng.IntN(2) == 0 {
+				rd.Replicated("wus", c)
+				history = append(history, fmt.Sprintf("wus %s=%d", g, c.Offset))
+			} else {
+				rd.Commit(c)
+				history = append(history, fmt.Sprintf("scus %s=%d", g, c.Offset))
+			}
+		}
+		a := &align.Aligner{Sources: map[string]align.Source{
+			"wus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}, "scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
+		}}
+		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+			Fetcher: staticFetcher{}, Aligner: a}).Plan(context.Background(), Request{Partitions: []int32{0, 1, 2, 3, 4, 5, 6, 7}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range pl.Executable() {
+			for _, ag := range pl.GroupsIn(b.Range) {
+				for _, p := range ag.Persisted {
+					if p.Origin != "wus" {
+						continue
+					}
+					res := a.TranslateAll(context.Background(), []align.Request{{From: "wus", To: "scus", Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}})
+					for _, r := range res {
+						if r.Err != nil || p.Offset > r.Translated {
+							t.Fatalf("iteration %d: bundle %s reloaded with %s at %d from wus, translated %d (%v)\nhistory: %s",
+								iter, b.Range, ag.Group, p.Offset, r.Translated, r.Err, strings.Join(history, ", "))
+						}
+					}
+				}
+			}
+		}
+	}
+}

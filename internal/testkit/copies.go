@@ -1,0 +1,42 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+)
+
+// MemCopies is one cluster's copies of data topics for alignment tests: per topic (all
+// partitions alike) the identities of its messages in offset order, from offset Start.
+type MemCopies struct {
+	Start  int64
+	Topics map[string][]uint64
+}
+
+// Scan implements align.Source.
+func (m MemCopies) Scan(ctx context.Context, topic string, _ int32, fn func(align.Record) bool) (align.Bounds, error) {
+	ids, ok := m.Topics[topic]
+	if !ok {
+		return align.Bounds{}, fmt.Errorf("topic %s not found", topic)
+	}
+	for i, id := range ids {
+		if ctx.Err() != nil {
+			return align.Bounds{}, ctx.Err()
+		}
+		if !fn(align.Record{Offset: m.Start + int64(i), ID: id}) {
+			break
+		}
+	}
+	return align.Bounds{Start: m.Start, End: m.Start + int64(len(ids))}, nil
+}
+
+// Sequence returns the identities from, from+1, ... to-1: the same numbers on two clusters
+// are the same messages.
+func Sequence(from, to uint64) []uint64 {
+	out := make([]uint64, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
