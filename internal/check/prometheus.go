@@ -18,10 +18,10 @@ const (
 	// MetricTranslated is the persisted offset in the cluster's own numbering, where it
 	// was replicated from another cluster (package align).
 	MetricTranslated = "kop_offsets_translated_offset"
-	MetricLag       = "kop_offsets_consumer_lag"
-	MetricDrift     = "kop_offsets_drift"
-	MetricStatus    = "kop_offsets_status"
-	MetricExitCode  = "kop_offsets_check_exit_code"
+	MetricLag        = "kop_offsets_consumer_lag"
+	MetricDrift      = "kop_offsets_drift"
+	MetricStatus     = "kop_offsets_status"
+	MetricExitCode   = "kop_offsets_check_exit_code"
 )
 
 // Registry returns a prometheus registry holding the gauges of rep, per

@@ -165,7 +165,7 @@ type Drift struct {
 //  1. error: C's offsets topic could not be read, or its KoP listener failed (CacheError).
 //  2. coordinator_unavailable: KoP kept answering "loading" / "not coordinator".
 //  3. unloadable: KoP cannot load C's offsets partition of the row.
-//  3a. misaligned: the persisted value came from another cluster and names another message
+//     3a. misaligned: the persisted value came from another cluster and names another message
 //     on C (Translated differs): a consumer given it would skip or re-read messages. Before
 //     the cache rules, because a reload would make KoP serve that number.
 //  4. cache_ahead: KoP answered a higher offset than its loader reads (or one where the

@@ -266,9 +266,13 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 			grs[i].Before = e.fetch(ctx, g.Group, e.Now().Add(minFetchTimeout))
 			// The plan's comparison again, with what KoP serves right now: a commit since
 			// the plan may have moved the cache ahead of what the loader will bring.
-			late = append(late, losses(g, grs[i].Before, func(string, int32) string {
+			for _, l := range losses(g, grs[i].Before, func(string, int32) string {
 				return "KoP serves it now, the plan's prediction does not have it"
-			})...)
+			}) {
+				if !plan.isIntended(l.Group, l.Topic, l.Partition, l.Predicted) {
+					late = append(late, l)
+				}
+			}
 		}
 	}
 	if len(late) > 0 && !e.AcceptLoss && !plan.AcceptLoss {

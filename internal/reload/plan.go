@@ -135,6 +135,7 @@ type Plan struct {
 
 	kafkaNamespace string
 	partTopic      func(int32) string
+	intended       map[IntendedKey]int64 // the Planner's Intended, for the executor's re-check
 }
 
 // PlannedBundle is one bundle the plan unloads.
@@ -230,7 +231,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	plan := &Plan{
 		Cluster: cl.Name, Namespace: cl.Namespace(), OffsetsTopic: cl.OffsetsTopic(),
 		AllowActive: p.AllowActive, AcceptLoss: p.AcceptLoss, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
-		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic,
+		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic, intended: p.Intended,
 	}
 	plan.RequestedGroups = sortedUnique(req.Groups)
 	plan.RequestedPartitions = sortedUnique(req.Partitions)
@@ -326,7 +327,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 			for _, l := range losses(*g, g.Served, func(topic string, part int32) string {
 				return lossReason(persisted, name, offsets.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
 			}) {
-				if !p.intended(l.Group, l.Topic, l.Partition, l.Predicted) {
+				if !plan.isIntended(l.Group, l.Topic, l.Partition, l.Predicted) {
 					pb.Losses = append(pb.Losses, l)
 				}
 			}
@@ -359,7 +360,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	for g, ss := range skips(ctx, p.Aligner, cl.Name, affected) {
 		pb := byRange[groups[g].Bundle]
 		for _, s := range ss {
-			if !p.intended(s.Group, s.Topic, s.Partition, &s.Predicted) {
+			if !plan.isIntended(s.Group, s.Topic, s.Partition, &s.Predicted) {
 				pb.Skips = append(pb.Skips, s)
 			}
 		}

@@ -116,10 +116,10 @@ type IntendedKey struct {
 	Partition int32
 }
 
-func (p *Planner) intended(group, topic string, partition int32, v *int64) bool {
+func (p *Plan) isIntended(group, topic string, partition int32, v *int64) bool {
 	if v == nil {
 		return false
 	}
-	want, ok := p.Intended[IntendedKey{group, topic, partition}]
+	want, ok := p.intended[IntendedKey{group, topic, partition}]
 	return ok && want == *v
 }

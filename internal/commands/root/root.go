@@ -13,6 +13,7 @@ import (
 	decodecmd "github.com/kop-offsets/kop-offsets/internal/commands/decode"
 	doctorcmd "github.com/kop-offsets/kop-offsets/internal/commands/doctor"
 	dumpcmd "github.com/kop-offsets/kop-offsets/internal/commands/dump"
+	failovercmd "github.com/kop-offsets/kop-offsets/internal/commands/failover"
 	groupscmd "github.com/kop-offsets/kop-offsets/internal/commands/groups"
 	locatecmd "github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
@@ -126,6 +127,7 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 
 	add(cmd, GroupRepair, reloadcmd.NewCmdReload(f, nil))
 	add(cmd, GroupRepair, repaircmd.NewCmdRepair(f, nil))
+	add(cmd, GroupRepair, failovercmd.NewCmdFailover(f, nil))
 	add(cmd, GroupRepair, watchcmd.NewCmdWatch(f, nil))
 
 	markOnRun(cmd)

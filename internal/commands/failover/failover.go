@@ -1,0 +1,368 @@
+// Package failover implements `kop-offsets failover`: land groups on the target cluster at
+// the first message they have not consumed on the source.
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	chk "github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	fo "github.com/kop-offsets/kop-offsets/internal/failover"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+)
+
+// Options of `failover`.
+type Options struct {
+	IO     *iostreams.IOStreams
+	Format output.Format
+
+	From, To     string
+	Groups       []string
+	Topics       []string
+	DryRun       bool
+	Yes          bool
+	AcceptLoss   bool
+	AlignmentMax int64
+
+	// Session builds the planner and executor (tests replace it).
+	Session func(from, to config.Cluster, all []config.Cluster) (*Session, error)
+	Config  func() (*config.Config, error)
+	Confirm func(string) (bool, error)
+}
+
+// Session is a failover wired to two clusters.
+type Session struct {
+	Planner  *fo.Planner
+	Executor *fo.Executor
+	Close    func()
+}
+
+// Document is what `failover -o json` prints.
+type Document struct {
+	SchemaVersion int        `json:"schemaVersion"`
+	DryRun        bool       `json:"dryRun"`
+	Plan          *fo.Plan   `json:"plan"`
+	Result        *fo.Result `json:"result"`
+	ExitCode      int        `json:"exitCode"`
+}
+
+// NewCmdFailover returns `failover`. runF replaces the run function in tests.
+func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Config: f.Config}
+	cmd := &cobra.Command{
+		Use:   "failover --to CLUSTER [--from CLUSTER] [--group G...] [--topic T...]",
+		Short: "Land groups on another cluster at the first message they have not consumed (offsets translated by message identity)",
+		Long: strings.TrimSpace(`
+Move consumer groups from one cluster (--from, the source, where they consumed) to another
+(--to, the target) so that each starts at the first message it has not consumed on the
+source: the offset translated by message identity (timestamp, key, value and headers of the
+records, read through both clusters' KoP), which differs from the source's number when the
+topic copies differ (replication enabled after data existed, messages written on one side
+only, producers on both sides). It re-reads rather than skips: a message found on the target
+alone counts as not consumed.
+
+Preflight, per group: no live members on the target; replication of the group's offsets
+partition from the source caught up; both copies of each topic read (alignment known); the
+target's own newer commit is never moved back (--accept-loss does). A refused row is named
+with its reason and the run exits 1.
+
+Then, after the plan and a confirmation: the translated offsets are written into the
+target's offsets topic in KoP's record format with replication disabled (they never reach
+the source, which keeps serving its own offsets, also after its next load), and the target's
+bundles are reloaded as 'kop-offsets reload' does (never-worse plan, paced unload, lookup,
+verification). Nothing is written when the reload would be refused. Afterwards each row
+shows what the target and the source serve and which message sits at the translated offset.
+
+Commits the group makes later on the source replicate in the source's numbering again:
+failover is a point in time, run it when the group moves (docs/failover.md).
+
+Exit codes: 0 every selected row served at its translated offset; 1 rows refused or left;
+2 usage; 3 a cluster could not be reached; 4 a write or the reload did not achieve its goal.`),
+		Example: cmdutil.Examples(`
+  # what would happen for one group (nothing is written)
+  kop-offsets failover --from scus --to wus --group orders --dry-run
+
+  # one group, one topic
+  kop-offsets failover --from scus --to wus --group orders --topic payments --yes
+
+  # every group written on scus (two clusters configured: --from is the other one)
+  kop-offsets failover --to wus -o json --yes`),
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+				return err
+			}
+			if opts.To == "" {
+				return cmdutil.FlagErrorf("--to names the cluster the groups move to")
+			}
+			if opts.From == opts.To {
+				return cmdutil.FlagErrorf("--from and --to name the same cluster %q", opts.To)
+			}
+			if opts.AlignmentMax < 0 {
+				return cmdutil.FlagErrorf("--alignment-max-messages must not be negative")
+			}
+			if opts.Session == nil {
+				opts.Session = FactorySession(f, opts)
+			}
+			if opts.Confirm == nil {
+				opts.Confirm = func(q string) (bool, error) { return reloadcmd.Confirm(opts.IO, q) }
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.From, "from", "", "the source cluster, where the groups consumed (default: the other one when two are configured)")
+	fl.StringVar(&opts.To, "to", "", "the target cluster, where the groups move to (required)")
+	fl.StringArrayVar(&opts.Groups, "group", nil, "group name or glob, repeatable (default: every group written on the source)")
+	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic name or glob, repeatable (default: every topic)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the plan (translations, preflight) and write nothing")
+	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
+	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "also move back offsets the group committed on the target itself, and reload bundles whose other rows would lose or skip")
+	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
+	return cmd
+}
+
+func run(ctx context.Context, opts *Options) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := reloadcmd.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+		return err
+	}
+	cfg, err := opts.Config()
+	if err != nil {
+		return err
+	}
+	from, to, err := pick(cfg.Clusters, opts.From, opts.To)
+	if err != nil {
+		return err
+	}
+	sess, err := opts.Session(from, to, cfg.Clusters)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	progress := opts.IO.StartProgress("planning the failover")
+	plan, err := sess.Planner.Plan(ctx, fo.Scope{Groups: opts.Groups, Topics: opts.Topics})
+	progress.Stop()
+	if err != nil {
+		return cmdutil.UnreachableError(fmt.Errorf("plan: %w (nothing was written)", err))
+	}
+	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Plan: plan}
+	if opts.Format == output.Table {
+		writePlan(opts.IO.Out, plan)
+	}
+	if len(plan.Rows) == 0 {
+		fmt.Fprintf(opts.IO.ErrOut, "no group committed on %s matches: nothing to do\n", from.Name)
+		return finish(opts, doc, fo.ExitOK)
+	}
+	todo := plan.Groups(fo.ActionWrite, fo.ActionReload)
+	if opts.DryRun || len(todo) == 0 {
+		code := fo.ExitOK
+		if plan.Count(fo.ActionRefused) > 0 {
+			code = fo.ExitLeft
+		}
+		if len(todo) == 0 {
+			fmt.Fprintln(opts.IO.ErrOut, "nothing to write or reload")
+		}
+		return finish(opts, doc, code)
+	}
+	if !opts.Yes {
+		ok, err := opts.Confirm(fmt.Sprintf("Write the translated offsets of %d groups on %s and reload their bundles?", len(todo), to.Name))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return cmdutil.UsageErrorf("not confirmed: nothing was written")
+		}
+	}
+	res := sess.Executor.Apply(ctx, plan)
+	doc.Result = res
+	if opts.Format == output.Table {
+		writeResult(opts.IO.Out, plan, res)
+	}
+	if res.Error != "" {
+		fmt.Fprintln(opts.IO.ErrOut, "error:", res.Error)
+	}
+	return finish(opts, doc, res.ExitCode)
+}
+
+func finish(opts *Options, doc *Document, code int) error {
+	doc.ExitCode = code
+	if opts.Format != output.Table {
+		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
+			return err
+		}
+	}
+	return cmdutil.SilentError(code)
+}
+
+// pick resolves --from and --to among the configured clusters.
+func pick(all []config.Cluster, from, to string) (config.Cluster, config.Cluster, error) {
+	var f, t *config.Cluster
+	for i := range all {
+		switch all[i].Name {
+		case to:
+			t = &all[i]
+		case from:
+			f = &all[i]
+		}
+	}
+	if t == nil {
+		return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--to %q is not a configured cluster (%s)", to, strings.Join(config.Names(all), ", "))
+	}
+	if from == "" {
+		if len(all) != 2 {
+			return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--from is required with %d configured clusters (%s)", len(all), strings.Join(config.Names(all), ", "))
+		}
+		for i := range all {
+			if all[i].Name != to {
+				f = &all[i]
+			}
+		}
+	}
+	if f == nil {
+		return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--from %q is not a configured cluster (%s)", from, strings.Join(config.Names(all), ", "))
+	}
+	return *f, *t, nil
+}
+
+func writePlan(w io.Writer, plan *fo.Plan) {
+	fmt.Fprintf(w, "Failover %s -> %s\n", plan.From, plan.To)
+	if plan.Blocked != "" {
+		fmt.Fprintf(w, "Blocked: %s\n", plan.Blocked)
+	}
+	tp := output.NewTablePrinterTo(w, false)
+	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.From)+" COMMITTED", strings.ToUpper(plan.To)+" TRANSLATED",
+		strings.ToUpper(plan.To)+" SERVES/PERSISTED", "ACTION", "WHY")
+	for _, r := range plan.Rows {
+		tp.AddRow(r.Group, r.Topic, fmt.Sprint(r.Partition), fmt.Sprint(r.Source), opt(r.Translated),
+			opt(r.Served)+"/"+opt(r.Persisted), strings.ToUpper(r.Action), r.Why)
+	}
+	_ = tp.Render()
+	fmt.Fprintf(w, "%d rows: %d write, %d reload, %d already served, %d refused\n", len(plan.Rows),
+		plan.Count(fo.ActionWrite), plan.Count(fo.ActionReload), plan.Count(fo.ActionNone), plan.Count(fo.ActionRefused))
+}
+
+func writeResult(w io.Writer, plan *fo.Plan, res *fo.Result) {
+	if len(res.Proof) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tp := output.NewTablePrinterTo(w, false)
+	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.To)+" SERVES", "WANT", strings.ToUpper(plan.From)+" SERVES", "WANT", "OK", "MESSAGE")
+	for _, p := range res.Proof {
+		ok := "yes"
+		if !p.OK {
+			ok = "NO"
+		}
+		tp.AddRow(p.Group, p.Topic, fmt.Sprint(p.Partition), opt(p.TargetServes), fmt.Sprint(p.Translated), opt(p.SourceServes), fmt.Sprint(p.Source), ok, p.Message)
+	}
+	_ = tp.Render()
+}
+
+func opt(p *int64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+// FactorySession wires the real clients: both offsets topics with non-durable readers,
+// both KoPs through kadm, the copies of the data topics through both KoPs, the source's
+// replication stats, a producer on the target's offsets topic, and a reload session of the
+// target.
+func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Cluster, all []config.Cluster) (*Session, error) {
+	return func(from, to config.Cluster, all []config.Cluster) (*Session, error) {
+		var closers []func()
+		closeAll := func() {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+		side := func(cl config.Cluster) (fo.Side, *pulsarx.Admin, error) {
+			adm, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
+			if err != nil {
+				return fo.Side{}, nil, err
+			}
+			pc, err := f.PulsarClient(cl)
+			if err != nil {
+				return fo.Side{}, nil, err
+			}
+			closers = append(closers, pc.Close)
+			s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
+				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView)}
+			kc, err := f.KafkaClient(cl)
+			switch {
+			case errors.Is(err, connect.ErrNotConfigured):
+			case err != nil:
+				return fo.Side{}, nil, err
+			default:
+				closers = append(closers, kc.Close)
+				s.Groups = reload.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+			}
+			return s, adm, nil
+		}
+		src, srcAdmin, err := side(from)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		dst, _, err := side(to)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{}}
+		for _, cl := range []config.Cluster{from, to} {
+			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(o ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, o...) }}
+		}
+		rs, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) })(to, all)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, rs.Close)
+		rs.Planner.AcceptLoss = opts.AcceptLoss
+		pc, err := f.PulsarClient(to)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		closers = append(closers, pc.Close)
+		n, err := dst.Reader.Partitions(context.Background())
+		if err != nil {
+			closeAll()
+			return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s: partition count of the offsets topic: %w", to.Name, err))
+		}
+		w := &fo.PulsarWriter{Client: pc, OffsetsTopic: to.OffsetsTopic(), Partitions: n}
+		closers = append(closers, w.Close)
+		return &Session{
+			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
+				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic()}, Target: to.Name}},
+			Executor: &fo.Executor{From: src, To: dst, Writer: w, Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
+				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
+			Close: closeAll,
+		}, nil
+	}
+}
