@@ -196,5 +196,5 @@ func alignment(ctx context.Context, r *run, t string, counts map[string]int32) [
 		msg = fmt.Sprintf("%s is being written on %s at once: its Kafka offsets are per-cluster numbers, so an offset committed on one cluster points at a different message on the other", t, strings.Join(writtenOn, " and "))
 	}
 	return []Finding{{Severity: SeverityWarning, Check: CheckTopicOffsetAlignment, Subject: t, Message: msg, Evidence: ev,
-		Fix: "write each topic on one cluster only, enable replication before the first message, and verify with: kop-offsets check --verify-alignment (translates by timestamp where numbers differ)"}}
+		Fix: "write each topic on one cluster only, enable replication before the first message, and see which groups it affects with: kop-offsets check (misaligned rows show the translated offset); move a group between clusters with: kop-offsets failover"}}
 }

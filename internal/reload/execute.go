@@ -558,10 +558,13 @@ func sortTopicOffsets(s []TopicOffset) {
 	})
 }
 
-// sameOffsets reports whether KoP's answer equals the persisted offsets exactly.
+// sameOffsets reports whether KoP's answer equals the persisted offsets exactly (topic,
+// partition and offset: where a persisted commit came from is not part of KoP's answer).
 func sameOffsets(cached, persisted []TopicOffset) bool {
 	a, b := slices.Clone(cached), slices.Clone(persisted)
 	sortTopicOffsets(a)
 	sortTopicOffsets(b)
-	return slices.Equal(a, b)
+	return slices.EqualFunc(a, b, func(x, y TopicOffset) bool {
+		return x.Topic == y.Topic && x.Partition == y.Partition && x.Offset == y.Offset
+	})
 }

@@ -135,3 +135,15 @@ func TestPlanNeverSkipsProperty(t *testing.T) {
 		}
 	}
 }
+
+// KoP's answer carries no origin: a replicated persisted offset it serves is the same offset.
+func TestSameOffsetsIgnoresOrigin(t *testing.T) {
+	served := []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 10900}}
+	persisted := []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 10900, Origin: "scus"}}
+	if !sameOffsets(served, persisted) {
+		t.Fatal("a replicated offset KoP serves counts as different")
+	}
+	if sameOffsets([]TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 500}}, persisted) {
+		t.Fatal("500 and 10900 count as the same")
+	}
+}

@@ -90,7 +90,9 @@ the log-end offset and lag, and classify the row:
                            of the source
   missing                  absent on this cluster, present on another, no backlog
   coordinator_unavailable  KoP kept answering "loading" / "not coordinator" (--coordinator-wait)
-  misaligned               --verify-alignment: the record before the committed offset differs
+  misaligned               the offset was replicated from another cluster and names another message
+                           here (topic copies differ); "translated" is the group's real position;
+                           fix with 'kop-offsets failover', never with a reload
                            (timestamp, key or value CRC-32) between clusters
   error                    this cluster could not be read
 
@@ -101,7 +103,9 @@ load something else, JSON shows it as predicted, with the reason.
 Without --source every cluster is compared with the highest persisted value.
 
 Read-only: no subscription, no commit; KoP is only asked with OffsetFetch, ListGroups,
-ListOffsets and, with --verify-alignment, a fetch of one record without a group.
+ListOffsets and, for alignment, fetches of the data topics without a group (each copy of a
+topic partition read once per run, up to the highest committed offset; --alignment=false
+skips it).
 
 Exit codes: 0 nothing found that --fail-on names (default: every status but ok and expiring);
 1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be

@@ -1,0 +1,173 @@
+package failover
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+const topic1 = "persistent://public/default/topic-1"
+
+// fakeKoP is one cluster's KoP: what it serves and who is live.
+type fakeKoP struct {
+	served  map[string][]reload.TopicOffset
+	members map[string]int
+}
+
+func (k *fakeKoP) DescribeGroups(_ context.Context, groups []string) (map[string]reload.GroupActivity, error) {
+	out := map[string]reload.GroupActivity{}
+	for _, g := range groups {
+		out[g] = reload.GroupActivity{State: "Empty", Members: k.members[g]}
+	}
+	return out, nil
+}
+
+func (k *fakeKoP) FetchOffsets(_ context.Context, g string) ([]reload.TopicOffset, error) {
+	return k.served[g], nil
+}
+
+type backlog int64
+
+func (b backlog) Backlog(context.Context, int32) (int64, error) { return int64(b), nil }
+
+// setup: scus held 10 messages before replication, the group read scus to 60 (wus 50).
+func setup() (*Planner, *testkit.MemReader, *fakeKoP, *fakeKoP) {
+	c := testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
+	src := testkit.NewMemReader(8).Commit(c)
+	dst := testkit.NewMemReader(8).Replicated("scus", c)
+	sk := &fakeKoP{served: map[string][]reload.TopicOffset{"g": {{Topic: "topic-1", Partition: 0, Offset: 60}}}}
+	wk := &fakeKoP{served: map[string][]reload.TopicOffset{"g": {{Topic: "topic-1", Partition: 0, Offset: 30}}}}
+	pl := &Planner{
+		From: Side{Name: "scus", KafkaNamespace: "public/default", Reader: src, Groups: sk},
+		To:   Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: wk},
+		Aligner: &align.Aligner{Sources: map[string]align.Source{
+			"scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 110)}},
+			"wus":  testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(10, 110)}},
+		}},
+		Backlog: backlog(0),
+	}
+	return pl, dst, sk, wk
+}
+
+func TestPlan(t *testing.T) {
+	ctx := context.Background()
+	pl, dst, _, wk := setup()
+	plan, err := pl.Plan(ctx, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plan.Rows[0]
+	if len(plan.Rows) != 1 || r.Action != ActionWrite || *r.Translated != 50 || *r.Served != 30 || *r.Persisted != 60 || r.PersistedOrigin != "scus" {
+		t.Fatalf("%+v", plan.Rows)
+	}
+
+	wk.members = map[string]int{"g": 2}
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "2 live members on wus") {
+		t.Fatalf("live: %+v", plan.Rows[0])
+	}
+	wk.members = nil
+
+	pl.Backlog = backlog(3)
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Blocked, "backlog of 3") {
+		t.Fatalf("backlog: %+v %s", plan.Rows[0], plan.Blocked)
+	}
+	pl.Backlog = backlog(0)
+
+	pl.Aligner = nil
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "alignment unknown") {
+		t.Fatalf("no aligner: %+v", plan.Rows[0])
+	}
+	pl, dst, _, wk = setup()
+
+	// The group went on on wus itself, past the translation: never moved back.
+	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "committed 70 on wus itself") {
+		t.Fatalf("own newer: %+v", plan.Rows[0])
+	}
+	pl.AcceptLoss = true
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionWrite {
+		t.Fatalf("--accept-loss: %+v", plan.Rows[0])
+	}
+
+	// Already there.
+	pl, dst, _, wk = setup()
+	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
+	wk.served["g"][0].Offset = 50
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionNone {
+		t.Fatalf("already served: %+v", plan.Rows[0])
+	}
+	// Scope: another group matches nothing.
+	if plan, _ := pl.Plan(ctx, Scope{Groups: []string{"other*"}}); len(plan.Rows) != 0 {
+		t.Fatalf("scope: %+v", plan.Rows)
+	}
+}
+
+// fakeTarget is the target side of Apply: the writer appends to its offsets topic, the
+// reloader makes KoP serve what the topic holds (or refuses).
+type fakeTarget struct {
+	dst     *testkit.MemReader
+	kop     *fakeKoP
+	refuse  string
+	written int
+	plans   []map[reload.IntendedKey]int64
+}
+
+func (f *fakeTarget) WriteLocal(_ context.Context, cs []testkit.OffsetCommit) error {
+	f.written++
+	f.dst.Commit(cs...)
+	return nil
+}
+
+func (f *fakeTarget) Plan(_ context.Context, groups []string, intended map[reload.IntendedKey]int64) (*reload.Plan, error) {
+	f.plans = append(f.plans, intended)
+	b := reload.PlannedBundle{Range: "0x00000000_0x40000000", Refused: f.refuse != "", Reason: f.refuse}
+	return &reload.Plan{Bundles: []reload.PlannedBundle{b}}, nil
+}
+
+func (f *fakeTarget) Execute(context.Context, *reload.Plan) *reload.Execution {
+	f.kop.served["g"] = []reload.TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 50}}
+	return &reload.Execution{}
+}
+
+func TestApply(t *testing.T) {
+	ctx := context.Background()
+	pl, dst, _, wk := setup()
+	plan, _ := pl.Plan(ctx, Scope{})
+	ft := &fakeTarget{dst: dst, kop: wk}
+	ex := &Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}
+	res := ex.Apply(ctx, plan)
+	if res.ExitCode != ExitOK || ft.written != 1 || len(res.Proof) != 1 || !res.Proof[0].OK || !res.Proof[0].SourceKept {
+		t.Fatalf("%+v", res)
+	}
+	// The pre-plan took the row as it is (60), the second as written (50).
+	k := reload.IntendedKey{Group: "g", Topic: "topic-1", Partition: 0}
+	if len(ft.plans) != 2 || ft.plans[0][k] != 60 || ft.plans[1][k] != 50 {
+		t.Fatalf("intended: %+v", ft.plans)
+	}
+	if !strings.Contains(res.Proof[0].Message, "scus offset 60 is wus offset 50") {
+		t.Errorf("proof message %q", res.Proof[0].Message)
+	}
+
+	// A reload that would be refused: nothing written.
+	pl, dst, _, wk = setup()
+	plan, _ = pl.Plan(ctx, Scope{})
+	ft = &fakeTarget{dst: dst, kop: wk, refuse: "live members: other@wus"}
+	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
+	if res.ExitCode != ExitLeft || ft.written != 0 || !strings.Contains(res.Error, "nothing was written") {
+		t.Fatalf("refused: %+v", res)
+	}
+
+	// The target does not serve it afterwards: exit 4.
+	pl, dst, _, wk = setup()
+	plan, _ = pl.Plan(ctx, Scope{})
+	ft = &fakeTarget{dst: dst, kop: &fakeKoP{served: map[string][]reload.TopicOffset{}}}
+	res = (&Executor{From: pl.From, To: Side{Name: "wus", Groups: wk}, Writer: ft, Reloader: ft}).Apply(ctx, plan)
+	if res.ExitCode != ExitWriteFailed || !strings.Contains(res.Error, "wus serves 30 after the reload, want 50") {
+		t.Fatalf("not served: %+v", res)
+	}
+
+}
