@@ -62,7 +62,7 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 			if src != nil {
 				missing = k.to
 			}
-			errs[k] = fmt.Errorf("cluster %s: no Kafka listener to read %s[%d] from (kafkaBootstrap)", missing, k.topic, k.partition)
+			errs[k] = fmt.Errorf("cluster %s: no Kafka listener to read %s[%d] through (no kafkaBootstrap, or KoP did not answer)", missing, k.topic, k.partition)
 			continue
 		}
 		wg.Add(1)

@@ -14,7 +14,8 @@ import (
 func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
 	sources := map[string]align.Source{}
 	for _, s := range states {
-		if s.c.Copies != nil {
+		// A KoP that did not answer the cached side is not asked again for every topic.
+		if s.c.Copies != nil && s.cacheErr == nil {
 			sources[s.c.Name] = s.c.Copies
 		}
 	}
