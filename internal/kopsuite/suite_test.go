@@ -365,28 +365,7 @@ func settle(t *testing.T, groups ...string) {
 // start at the beginning (0).
 func consumeFirst(t *testing.T, cluster, group, topic string) int64 {
 	t.Helper()
-	cl := kafka(t, theLab.Cluster(cluster), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for {
-		fs := cl.PollRecords(ctx, 1)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("%s: consumer of %s on %s got no record: %v", cluster, group, topic, err)
-		}
-		var first *kgo.Record
-		fs.EachError(func(tp string, p int32, err error) { t.Logf("%s: fetch %s/%d: %v", cluster, tp, p, err) })
-		fs.EachRecord(func(r *kgo.Record) {
-			if first == nil {
-				first = r
-			}
-		})
-		if first != nil {
-			t.Logf("%s: consumer of %s got its first record at %s/%d offset %d (key %s)", cluster, group, first.Topic, first.Partition, first.Offset, first.Key)
-			cl.Close() // leaves the group
-			return first.Offset
-		}
-	}
+	return firstRecord(t, cluster, group, topic).Offset
 }
 
 // errNotCoordinator is what KoP answers for an offsets partition it does not serve.

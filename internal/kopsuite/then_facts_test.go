@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -204,20 +202,7 @@ func TestMisaligned(t *testing.T) {
 	waitEndOffset(t, wus, topic, 100)
 
 	// One record on wus only: a Pulsar producer on the partition with replication disabled.
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: wus.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	prod, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/" + topic + "-partition-0", DisableBatching: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = prod.Send(context.Background(), &pulsar.ProducerMessage{Key: "local-wus", Payload: []byte("written on wus only"), DisableReplication: true})
-	prod.Close()
-	if err != nil {
-		t.Fatalf("wus: local record: %v", err)
-	}
+	produceLocal(t, wus, topic, 1)
 	waitEndOffset(t, wus, topic, 101)
 
 	produce(t, scus, topic, 50)
