@@ -210,8 +210,13 @@ func (m *Map) Translate(o int64) (Translation, error) {
 			t.Next = &v
 		}
 	default:
-		// Every message the target holds was consumed: its log end.
+		// Every message the target holds was consumed: its log end, plus what the group
+		// committed past the source's log end (positions of messages not yet written, which
+		// replication appends in the same order on both sides).
 		t.Translated = m.stop
+		if m.stop == m.Target.End && o > m.Source.End {
+			t.Translated += o - m.Source.End
+		}
 	}
 	// The i records before Translated are consumed messages (the prefix maximum is below o);
 	// the other consumed messages are not on the target before it: absent, or held after
