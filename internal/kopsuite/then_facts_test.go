@@ -228,4 +228,8 @@ func TestMisaligned(t *testing.T) {
 		t.Fatalf("check: exit %d, row %s, %+v", code, r.Status, r.Clusters)
 	}
 	t.Logf("misaligned: scus %+v, wus %+v", r.Clusters["scus"], r.Clusters["wus"])
+	// Leave no misaligned row for later tests' unscoped repairs: land wus on the translation.
+	if code, _ := run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes"); code != 0 {
+		t.Fatalf("failover of the misaligned group: exit %d", code)
+	}
 }
