@@ -124,6 +124,15 @@ func (t Translation) String() string {
 	return s
 }
 
+// FailoverCommand is the command that lands group on its translated offsets on cluster to.
+func FailoverCommand(group, topic, from, to string) string {
+	s := fmt.Sprintf("kop-offsets failover --from %s --to %s --group %s", from, to, group)
+	if topic != "" {
+		s += " --topic " + topic
+	}
+	return s
+}
+
 // Build reads the source's copy up to upTo and the target's copy until the first message
 // the source did not hold before upTo, and relates them. maxMessages bounds what is read
 // from each copy (0: DefaultMaxMessages).

@@ -3,7 +3,6 @@ package check
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -74,14 +73,4 @@ func (s *clusterState) translate(r *Row, cell *Cell, ob *offsets.ClusterObservat
 		cell.Translated, ob.Translated = &v, &v
 		cell.Alignment = got.String()
 	}
-}
-
-// FailoverCommand is the command that lands group on the translated offsets of cluster to.
-func FailoverCommand(group, topic, from, to string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "kop-offsets failover --from %s --to %s --group %s", from, to, group)
-	if topic != "" {
-		fmt.Fprintf(&b, " --topic %s", topic)
-	}
-	return b.String()
 }

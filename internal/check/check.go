@@ -436,7 +436,7 @@ func detail(r *Row, cluster string, c Cell, ob offsets.ClusterObservation) strin
 	case offsets.StatusUnloadable:
 		return ob.LoadFailure
 	case offsets.StatusMisaligned:
-		return c.Alignment + "; a reload would serve the untranslated number, do not reload; fix: " + FailoverCommand(r.Group, r.Topic, c.Origin, cluster)
+		return c.Alignment + "; a reload would serve the untranslated number, do not reload; fix: " + align.FailoverCommand(r.Group, r.Topic, c.Origin, cluster)
 	case offsets.StatusCacheAhead:
 		if ob.Pending != nil && ob.Cached.Offset != nil && *ob.Pending == *ob.Cached.Offset {
 			return "KoP serves a transactional commit that its loader cannot apply (the COMMIT marker is a Pulsar marker entry no reader sees): right now, lost at the next load; do not reload"

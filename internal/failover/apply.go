@@ -3,8 +3,11 @@ package failover
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -12,9 +15,10 @@ import (
 )
 
 // LocalWriter writes one OffsetCommit request of a group into the target's offsets topic,
-// in KoP's format, with replication disabled: the record stays on the target.
+// in KoP's format, with replication disabled so that the record stays on the target
+// (*testkit.Writer with Local set).
 type LocalWriter interface {
-	WriteLocal(ctx context.Context, commits []testkit.OffsetCommit) error
+	CommitRequest(ctx context.Context, commits []testkit.OffsetCommit) (int32, pulsar.MessageID, error)
 }
 
 // Reloader reloads bundles of the target (package reload).
@@ -114,15 +118,9 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 				Topic: offsets.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
 		}
 	}
-	for _, g := range slices.Sorted(func(y func(string) bool) {
-		for g := range byGroup {
-			if !y(g) {
-				return
-			}
-		}
-	}) {
+	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
 		e.log("cluster %s: writing the translated offsets of %s (replication disabled)", plan.To, g)
-		if err := e.Writer.WriteLocal(ctx, byGroup[g]); err != nil {
+		if _, _, err := e.Writer.CommitRequest(ctx, byGroup[g]); err != nil {
 			res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
 			res.ExitCode = ExitWriteFailed
 			return res
@@ -220,6 +218,3 @@ func str(p *int64) string {
 	}
 	return fmt.Sprint(*p)
 }
-
-// timeNow is the commit timestamp of the written records.
-var timeNow = time.Now

@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -151,16 +152,10 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 			return nil, fmt.Errorf("cluster %s: partition count: %w", pl.From.Name, err)
 		}
 		seen := map[int32]bool{}
-		for _, g := range plan.Groups("") {
-			seen[offsets.PartitionFor(g, n)] = true
+		for _, r := range plan.Rows {
+			seen[offsets.PartitionFor(r.Group, n)] = true
 		}
-		for _, p := range slices.Sorted(func(y func(int32) bool) {
-			for p := range seen {
-				if !y(p) {
-					return
-				}
-			}
-		}) {
+		for _, p := range slices.Sorted(maps.Keys(seen)) {
 			b, err := pl.Backlog.Backlog(ctx, p)
 			if err != nil {
 				plan.Blocked = fmt.Sprintf("replication of offsets partition %d from %s to %s could not be read: %v", p, pl.From.Name, pl.To.Name, err)
@@ -172,7 +167,12 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 			}
 		}
 	}
-	groups := plan.Groups("")
+	var groups []string
+	for _, r := range plan.Rows {
+		if len(groups) == 0 || groups[len(groups)-1] != r.Group { // rows are sorted by group
+			groups = append(groups, r.Group)
+		}
+	}
 	activity, actErr := map[string]reload.GroupActivity{}, error(nil)
 	if pl.To.Groups != nil {
 		activity, actErr = pl.To.Groups.DescribeGroups(ctx, groups)
@@ -268,13 +268,13 @@ func replayAll(ctx context.Context, s Side) (*offsets.PersistedOffsets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: partition count of the offsets topic: %w", s.Name, err)
 	}
-	var parts []*offsets.PersistedOffsets
+	parts := make([]int32, n)
 	for p := range n {
-		po, err := offsets.ReplayPartition(ctx, s.Reader, p, offsets.OrderingKoP)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: read offsets partition %d: %w", s.Name, p, err)
-		}
-		parts = append(parts, po)
+		parts[p] = p
 	}
-	return offsets.Merge(parts...), nil
+	po, err := check.ReplayPartitions(ctx, s.Reader, parts, 4)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: read the offsets topic: %w", s.Name, err)
+	}
+	return po, nil
 }

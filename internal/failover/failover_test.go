@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
@@ -116,10 +118,10 @@ type fakeTarget struct {
 	plans   []map[reload.IntendedKey]int64
 }
 
-func (f *fakeTarget) WriteLocal(_ context.Context, cs []testkit.OffsetCommit) error {
+func (f *fakeTarget) CommitRequest(_ context.Context, cs []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
 	f.written++
 	f.dst.Commit(cs...)
-	return nil
+	return 0, nil, nil
 }
 
 func (f *fakeTarget) Plan(_ context.Context, groups []string, intended map[reload.IntendedKey]int64) (*reload.Plan, error) {

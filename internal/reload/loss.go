@@ -127,15 +127,20 @@ func fetchServed(ctx context.Context, f OffsetFetcher, groups []string) map[stri
 const DefaultServedTimeout = 10 * time.Second
 
 func lossRefusal(ls []Loss) string {
+	return "a reload would make KoP serve older offsets or none: " + firstOf(ls) +
+		"; --accept-loss reloads it anyway and loses them"
+}
+
+// firstOf lists the first five rows of a refusal and counts the others.
+func firstOf[T fmt.Stringer](rows []T) string {
 	const show = 5
 	var parts []string
-	for i, l := range ls {
+	for i, r := range rows {
 		if i == show {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ls)-show))
+			parts = append(parts, fmt.Sprintf("and %d more", len(rows)-show))
 			break
 		}
-		parts = append(parts, l.String())
+		parts = append(parts, r.String())
 	}
-	return "a reload would make KoP serve older offsets or none: " + strings.Join(parts, "; ") +
-		"; --accept-loss reloads it anyway and loses them"
+	return strings.Join(parts, "; ")
 }

@@ -3,7 +3,6 @@ package reload
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 )
@@ -73,7 +72,7 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 				continue
 			}
 			s := Skip{Group: g.Group, Topic: p.Topic, Partition: p.Partition, Origin: p.Origin, Predicted: p.Offset,
-				Fix: fmt.Sprintf("kop-offsets failover --from %s --to %s --group %s --topic %s", p.Origin, cluster, g.Group, p.Topic)}
+				Fix: align.FailoverCommand(g.Group, p.Topic, p.Origin, cluster)}
 			r, ok := res[align.Request{From: p.Origin, To: cluster, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}]
 			switch {
 			case a == nil:
@@ -95,17 +94,8 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 }
 
 func skipRefusal(ss []Skip) string {
-	const show = 5
-	var parts []string
-	for i, s := range ss {
-		if i == show {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ss)-show))
-			break
-		}
-		parts = append(parts, s.String())
-	}
 	return "a reload would make KoP serve offsets replicated from another cluster that name other messages here (consumers would skip messages nobody read): " +
-		strings.Join(parts, "; ") + "; fix with: " + ss[0].Fix + "; --accept-loss reloads it anyway and skips them"
+		firstOf(ss) + "; fix with: " + ss[0].Fix + "; --accept-loss reloads it anyway and skips them"
 }
 
 // IntendedKey names a row whose new value the caller wrote on purpose (failover): a load

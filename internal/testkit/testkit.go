@@ -152,6 +152,8 @@ type Writer struct {
 	client     Producer
 	topic      string // persistent://<tenant>/<ns>/__consumer_offsets
 	partitions int32
+	// Local disables replication of what is written: it stays on this cluster.
+	Local bool
 
 	mu        sync.Mutex
 	producers map[int32]pulsar.Producer
@@ -170,9 +172,28 @@ func (w *Writer) Commit(ctx context.Context, c OffsetCommit) (int32, pulsar.Mess
 		return p, nil, err
 	}
 	_, v := Encode(c)
-	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(PulsarKey(c.Group)), Payload: v})
+	return w.send(ctx, p, prod, PulsarKey(c.Group), v)
+}
+
+// CommitRequest publishes one OffsetCommit request of a group (EncodeRequest: one batch) to
+// the group's partition and returns that partition.
+func (w *Writer) CommitRequest(ctx context.Context, cs []OffsetCommit) (int32, pulsar.MessageID, error) {
+	key, v, err := EncodeRequest(cs, time.Now())
 	if err != nil {
-		return p, nil, fmt.Errorf("testkit: send to %s-partition-%d: %w", w.topic, p, err)
+		return 0, nil, err
+	}
+	p := offsets.PartitionFor(cs[0].Group, w.partitions)
+	prod, err := w.producer(p)
+	if err != nil {
+		return p, nil, err
+	}
+	return w.send(ctx, p, prod, key, v)
+}
+
+func (w *Writer) send(ctx context.Context, p int32, prod pulsar.Producer, key, value []byte) (int32, pulsar.MessageID, error) {
+	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: value, DisableReplication: w.Local})
+	if err != nil {
+		return p, nil, fmt.Errorf("send to %s-partition-%d: %w", w.topic, p, err)
 	}
 	return p, id, nil
 }

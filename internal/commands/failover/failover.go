@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,6 +26,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // Options of `failover`.
@@ -300,6 +302,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				closers[i]()
 			}
 		}
+		var toClient pulsar.Client // the target's, for the writer too
 		side := func(cl config.Cluster) (fo.Side, *pulsarx.Admin, error) {
 			adm, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
 			if err != nil {
@@ -310,6 +313,9 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				return fo.Side{}, nil, err
 			}
 			closers = append(closers, pc.Close)
+			if cl.Name == to.Name {
+				toClient = pc
+			}
 			s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
 				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView)}
 			kc, err := f.KafkaClient(cl)
@@ -344,18 +350,13 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		}
 		closers = append(closers, rs.Close)
 		rs.Planner.AcceptLoss = opts.AcceptLoss
-		pc, err := f.PulsarClient(to)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		closers = append(closers, pc.Close)
 		n, err := dst.Reader.Partitions(context.Background())
 		if err != nil {
 			closeAll()
 			return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s: partition count of the offsets topic: %w", to.Name, err))
 		}
-		w := &fo.PulsarWriter{Client: pc, OffsetsTopic: to.OffsetsTopic(), Partitions: n}
+		w := testkit.NewWriter(toClient, to.OffsetsTopic(), n)
+		w.Local = true
 		closers = append(closers, w.Close)
 		return &Session{
 			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
