@@ -3,6 +3,7 @@ package align
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -72,7 +73,7 @@ func (k *KafkaSource) Scan(ctx context.Context, topic string, partition int32, f
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
-			if ferr == nil && err != context.DeadlineExceeded {
+			if ferr == nil && !errors.Is(err, context.DeadlineExceeded) {
 				ferr = err
 			}
 		})

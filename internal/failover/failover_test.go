@@ -57,7 +57,7 @@ func setup() (*Planner, *testkit.MemReader, *fakeKoP, *fakeKoP) {
 
 func TestPlan(t *testing.T) {
 	ctx := context.Background()
-	pl, dst, _, wk := setup()
+	pl, _, _, wk := setup()
 	plan, err := pl.Plan(ctx, Scope{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestPlan(t *testing.T) {
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "alignment unknown") {
 		t.Fatalf("no aligner: %+v", plan.Rows[0])
 	}
-	pl, dst, _, wk = setup()
+	pl, dst, _, _ := setup()
 
 	// The group went on on wus itself, past the translation: never moved back.
 	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
