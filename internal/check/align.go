@@ -8,8 +8,11 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
-// alignRows translates every persisted value that was replicated from another checked
-// cluster into its cluster's numbering: one map per topic partition and pair of clusters.
+// alignRows translates every persisted value into the numbering of each cluster it is
+// compared on: a value replicated from another checked cluster into its own cluster's, and
+// every cluster's value into each peer's whose numbering differs. One map per topic partition
+// and pair of clusters; in the usual active-passive case the peers' requests are the
+// replicated values' own.
 func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
 	sources := map[string]align.Source{}
 	for _, s := range states {
@@ -24,6 +27,11 @@ func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName m
 			if req, ok := s.alignRequest(&rows[i], byName); ok {
 				reqs = append(reqs, req)
 			}
+			for _, peer := range states {
+				if req, ok := s.peerRequest(&rows[i], peer, byName); ok {
+					reqs = append(reqs, req)
+				}
+			}
 		}
 	}
 	if len(reqs) == 0 {
@@ -33,33 +41,70 @@ func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName m
 	return a.TranslateAll(ctx, reqs)
 }
 
+// numbering returns this cluster's persisted value of row r and the cluster whose numbering
+// it counts in (where it was written).
+func (s *clusterState) numbering(r *Row) (string, int64, bool) {
+	if s.persisted == nil {
+		return "", 0, false
+	}
+	co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition)
+	if !ok {
+		return "", 0, false
+	}
+	if co.Origin == "" {
+		return s.c.Name, co.Offset, true
+	}
+	return co.Origin, co.Offset, true
+}
+
 // alignRequest is the translation row r needs on this cluster: its persisted value came from
 // another checked cluster.
 func (s *clusterState) alignRequest(r *Row, byName map[string]*clusterState) (align.Request, bool) {
-	if s.persisted == nil {
+	from, v, ok := s.numbering(r)
+	if !ok || from == s.c.Name || byName[from] == nil {
 		return align.Request{}, false
 	}
-	co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition)
-	if !ok || co.Origin == "" || co.Origin == s.c.Name || byName[co.Origin] == nil {
-		return align.Request{}, false
-	}
-	return align.Request{From: co.Origin, To: s.c.Name, Topic: offsets.ShortName(r.fullTopic, s.c.KafkaNamespace),
-		Partition: r.Partition, Offset: co.Offset}, true
+	return s.requestFor(r, from, v), true
 }
 
-// translate adds the row's alignment on this cluster to its cell and observation.
-func (s *clusterState) translate(r *Row, cell *Cell, ob *offsets.ClusterObservation, byName map[string]*clusterState, res map[align.Request]align.Result) {
-	if s.persisted == nil {
+// peerRequest is the translation of peer's value of row r into this cluster's numbering,
+// needed when peer's value counts in another cluster's numbering than this one's.
+func (s *clusterState) peerRequest(r *Row, peer *clusterState, byName map[string]*clusterState) (align.Request, bool) {
+	if peer == s {
+		return align.Request{}, false
+	}
+	from, v, ok := peer.numbering(r)
+	if !ok || from == s.c.Name || byName[from] == nil {
+		return align.Request{}, false
+	}
+	return s.requestFor(r, from, v), true
+}
+
+func (s *clusterState) requestFor(r *Row, from string, v int64) align.Request {
+	return align.Request{From: from, To: s.c.Name, Topic: offsets.ShortName(r.fullTopic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
+}
+
+// translate adds the row's alignment on this cluster to its cell and observation: its own
+// value's translation, and the peers' values in this cluster's numbering.
+func (s *clusterState) translate(r *Row, cell *Cell, ob *offsets.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
+	for _, peer := range states {
+		if req, ok := s.peerRequest(r, peer, byName); ok {
+			if got, ok := res[req]; ok && got.Err == nil {
+				if ob.RefIn == nil {
+					ob.RefIn = map[string]int64{}
+				}
+				ob.RefIn[peer.c.Name] = got.Translated
+			}
+		}
+	}
+	from, _, ok := s.numbering(r)
+	if !ok || from == s.c.Name {
 		return
 	}
-	co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition)
-	if !ok || co.Origin == "" {
-		return
-	}
-	cell.Origin = co.Origin
+	cell.Origin = from
 	req, ok := s.alignRequest(r, byName)
 	if !ok {
-		cell.Alignment = fmt.Sprintf("unknown: %s is not among the checked clusters", co.Origin)
+		cell.Alignment = fmt.Sprintf("unknown: %s is not among the checked clusters", from)
 		return
 	}
 	got, ok := res[req]

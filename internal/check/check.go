@@ -358,7 +358,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 			ob.Now = o.Now.UnixMilli()
 			ob.ExpiryWarning = o.ExpiryWarning.Milliseconds()
 			if aligned != nil {
-				s.translate(r, &cell, &ob, byName, aligned)
+				s.translate(r, &cell, &ob, states, byName, aligned)
 			}
 			r.Clusters[s.c.Name] = cell
 			obs[j] = ob

@@ -140,6 +140,11 @@ type ClusterObservation struct {
 	// the group has not consumed there. nil when the value was written here or alignment
 	// is unknown.
 	Translated *int64
+	// RefIn holds, per peer cluster, the peer's persisted value translated into this
+	// cluster's numbering, where it counts in another's (a failed-over group: the target's
+	// record written there, the source's own); the cross-cluster rules compare with it
+	// instead of the raw number.
+	RefIn map[string]int64
 }
 
 // DriftInput is one row: a group/topic/partition on every cluster.
@@ -173,7 +178,8 @@ type Drift struct {
 //  5. expired: the persisted offset is past its expireTimestamp.
 //  6. stale_cache: KoP answered a value (or none) that differs from C's own persisted value.
 //  7. Across clusters (the reference is the source's persisted value with a source, else the
-//     highest persisted value of the reachable clusters; backlog is the inbound backlog of
+//     highest persisted value of the reachable clusters, translated into C's numbering where
+//     RefIn has it; backlog is the inbound backlog of
 //     this offsets partition toward C from the source, or from any peer without a source):
 //     - absent on C while the reference exists: replication_lag with backlog, else missing;
 //     - C behind the reference: replication_lag with backlog, else diverged;
@@ -189,6 +195,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	d := Drift{Clusters: make(map[string]Status, len(in.Clusters))}
 
 	// The reference: the source's persisted value, else the highest reachable one.
+	var refCluster string
 	var sourceObs *ClusterObservation
 	for i := range in.Clusters {
 		c := &in.Clusters[i]
@@ -199,7 +206,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	switch {
 	case sourceObs != nil:
 		if !sourceObs.Unreachable && sourceObs.Persisted != nil {
-			d.Reference = ptr(*sourceObs.Persisted)
+			d.Reference, refCluster = ptr(*sourceObs.Persisted), sourceObs.Cluster
 		}
 	default:
 		for i := range in.Clusters {
@@ -208,7 +215,7 @@ func ClassifyDrift(in DriftInput) Drift {
 				continue
 			}
 			if d.Reference == nil || *c.Persisted > *d.Reference {
-				d.Reference = ptr(*c.Persisted)
+				d.Reference, refCluster = ptr(*c.Persisted), c.Cluster
 			}
 		}
 	}
@@ -220,7 +227,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	}
 
 	for _, c := range in.Clusters {
-		d.Clusters[c.Cluster] = classifyCluster(c, in, d.Reference, sourceObs, reachable)
+		d.Clusters[c.Cluster] = classifyCluster(c, in, d.Reference, refCluster, sourceObs, reachable)
 	}
 	d.Status = StatusOK
 	for _, st := range d.Clusters {
@@ -231,7 +238,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	return d
 }
 
-func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, source *ClusterObservation, reachable int) Status {
+func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster string, source *ClusterObservation, reachable int) Status {
 	switch {
 	case c.Unreachable || c.Cached.State == CacheError:
 		return StatusError
@@ -247,6 +254,9 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, source *Cl
 		return StatusExpired
 	case c.Cached.State == CacheAnswered && !equalPtr(c.Cached.Offset, c.Persisted):
 		return StatusStaleCache
+	}
+	if v, ok := c.RefIn[refCluster]; ok && ref != nil {
+		ref = &v // the reference in this cluster's numbering
 	}
 	st := classifyAcross(c, in, ref, source, reachable)
 	if st == StatusOK && c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt-c.Now <= c.ExpiryWarning {
