@@ -105,6 +105,12 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	if got := served(t, "scus", group, topic); got != "60" {
 		t.Fatalf("scus serves %s after a reload of its bundle, want 60 (the target's record must not replicate)", got)
 	}
+	// Each cluster holds its own number for the same message: compared in each numbering
+	// the row is ok.
+	rep, code = check(t, "--group", group)
+	if r := row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
+		t.Fatalf("check after the failover: exit %d, row %s, %+v", code, r.Status, r.Clusters)
+	}
 }
 
 // produceLocal writes n messages to topic's partition 0 on c with a Pulsar producer and
