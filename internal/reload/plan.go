@@ -357,7 +357,13 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	for _, name := range names {
 		affected = append(affected, groups[name])
 	}
-	for g, ss := range skips(ctx, p.Aligner, cl.Name, affected) {
+	aligner := p.Aligner
+	if unreachable(served) {
+		// KoP here did not answer at all: reading the copies through it would only wait for
+		// the same failure once per topic. The skips stay unknown (refused).
+		aligner = nil
+	}
+	for g, ss := range skips(ctx, aligner, cl.Name, affected) {
 		pb := byRange[groups[g].Bundle]
 		for _, s := range ss {
 			if !plan.isIntended(s.Group, s.Topic, s.Partition, &s.Predicted) {

@@ -76,7 +76,7 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 			r, ok := res[align.Request{From: p.Origin, To: cluster, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}]
 			switch {
 			case a == nil:
-				s.Unknown, s.Why = true, "no Kafka listener to compare the copies through"
+				s.Unknown, s.Why = true, "no Kafka listener to compare the copies through (none configured, or KoP did not answer)"
 			case !ok:
 				s.Unknown, s.Why = true, "not translated"
 			case r.Err != nil:
@@ -91,6 +91,19 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 		}
 	}
 	return out
+}
+
+// unreachable reports whether KoP could not be reached for any group it was asked about.
+func unreachable(served map[string]*CacheAnswer) bool {
+	if len(served) == 0 {
+		return false
+	}
+	for _, a := range served {
+		if a == nil || a.ErrorKind != ErrorKindUnreachable {
+			return false
+		}
+	}
+	return true
 }
 
 func skipRefusal(ss []Skip) string {

@@ -2,6 +2,7 @@ package reload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -145,5 +146,28 @@ func TestSameOffsetsIgnoresOrigin(t *testing.T) {
 	}
 	if sameOffsets([]TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 500}}, persisted) {
 		t.Fatal("500 and 10900 count as the same")
+	}
+}
+
+type countingAligner struct{ calls int }
+
+func (c *countingAligner) TranslateAll(context.Context, []align.Request) map[align.Request]align.Result {
+	c.calls++
+	return nil
+}
+
+// KoP does not answer on the plan's cluster: the copies are not read through it (each read
+// would wait for the same failure); the replicated rows stay unknown, refused.
+func TestPlanKoPDownDoesNotAlign(t *testing.T) {
+	g := groupIn("g", 3, 8)
+	rd := testkit.NewMemReader(8).Replicated("wus", testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60})
+	a := &countingAligner{}
+	pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+		Fetcher: errFetcher{errors.New("dial tcp 127.0.0.1:19092: connect: connection refused")}, Aligner: a}).Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := pl.Bundles[0]; a.calls != 0 || !b.Refused || len(b.Skips) != 1 || !b.Skips[0].Unknown {
+		t.Fatalf("aligner calls %d, %+v", a.calls, b)
 	}
 }
