@@ -57,9 +57,13 @@ type Report struct {
 	Source        *string        `json:"source"`
 	Rows          []Row          `json:"rows"`
 	Errors        []ClusterError `json:"errors,omitempty"`
-	Warnings      []string       `json:"warnings,omitempty"`
-	Summary       map[string]int `json:"summary"`
-	ExitCode      int            `json:"exitCode"`
+	// Unserved are the offsets partitions KoP does not serve on a cluster (every group of
+	// them gets NOT_COORDINATOR or "loading" for the whole --coordinator-wait), apart from
+	// the rows they leave coordinator_unavailable.
+	Unserved []UnservedPartition `json:"unserved,omitempty"`
+	Warnings []string            `json:"warnings,omitempty"`
+	Summary  map[string]int      `json:"summary"`
+	ExitCode int                 `json:"exitCode"`
 }
 
 // Row is one group/topic/partition.
@@ -72,6 +76,15 @@ type Row struct {
 	Clusters         map[string]Cell `json:"clusters"`
 
 	fullTopic string
+}
+
+// UnservedPartition is an offsets partition KoP does not serve on one cluster.
+type UnservedPartition struct {
+	Cluster          string `json:"cluster"`
+	OffsetsPartition int32  `json:"offsetsPartition"`
+	// Answer is what KoP kept answering for a probe group of the partition.
+	Answer string `json:"answer"`
+	Fix    string `json:"fix"`
 }
 
 // Cell is one row on one cluster.
@@ -149,6 +162,7 @@ type clusterState struct {
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
+	unserved   []UnservedPartition
 	leo        map[string]map[int32]int64
 	repl       map[int32]map[string]offsets.Inbound
 }
@@ -231,10 +245,20 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 		}
 	})
 	parallel(states, func(s *clusterState) {
-		if s.c.Fetcher == nil || s.cacheErr != nil || len(groups) == 0 {
+		if s.c.Fetcher == nil || s.cacheErr != nil || (len(groups) == 0 && s.partitions <= 0) {
 			return
 		}
-		s.cached = s.c.Fetcher.FetchOffsets(ctx, groups)
+		// A probe group per offsets partition asked with the others: a partition KoP does
+		// not serve is named even when none of its groups is selected or committed.
+		probes := s.probeGroups(o)
+		s.cached = s.c.Fetcher.FetchOffsets(ctx, append(slices.Clone(groups), probes...))
+		for _, pg := range probes {
+			if f := s.cached[pg]; f.Unavailable {
+				s.unserved = append(s.unserved, UnservedPartition{Cluster: s.c.Name, OffsetsPartition: offsets.PartitionFor(pg, s.partitions),
+					Answer: fmt.Sprint(f.Err), Fix: fmt.Sprintf("kop-offsets reload --cluster %s --partition %d --yes (or kop-offsets repair --cluster %s)", s.c.Name, offsets.PartitionFor(pg, s.partitions), s.c.Name)})
+			}
+			delete(s.cached, pg)
+		}
 	})
 
 	// 4. Rows: the union of what every cluster holds or serves.
@@ -394,7 +418,11 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 		if s.cacheErr != nil {
 			rep.addErr(clusterErr(s.c.Name, "kafka", s.cacheErr))
 		}
+		rep.Unserved = append(rep.Unserved, s.unserved...)
 	}
+	slices.SortFunc(rep.Unserved, func(a, b UnservedPartition) int {
+		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), cmp.Compare(a.OffsetsPartition, b.OffsetsPartition))
+	})
 	slices.SortFunc(rep.Errors, func(a, b ClusterError) int {
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Endpoint, b.Endpoint))
 	})
@@ -413,6 +441,9 @@ func exitCode(rep *Report, failOn []offsets.Status) int {
 	}
 	if failOn == nil {
 		failOn = DefaultFailOn()
+	}
+	if len(rep.Unserved) > 0 && slices.Contains(failOn, offsets.StatusCoordinatorUnavailable) {
+		return ExitDrift // groups of them can neither join nor commit
 	}
 	for _, r := range rep.Rows {
 		if slices.Contains(failOn, r.Status) {
@@ -483,6 +514,31 @@ func parallel(states []*clusterState, fn func(*clusterState)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// probeGroups are the probe groups of the offsets partitions this check looks at: those of
+// the literal groups, else every partition.
+func (s *clusterState) probeGroups(o Options) []string {
+	if s.partitions <= 0 {
+		return nil
+	}
+	var parts []int32
+	if lit := literalGroups(o.Groups); lit != nil {
+		for _, g := range lit {
+			parts = append(parts, offsets.PartitionFor(g, s.partitions))
+		}
+		slices.Sort(parts)
+		parts = slices.Compact(parts)
+	} else {
+		for p := range s.partitions {
+			parts = append(parts, p)
+		}
+	}
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = offsets.ProbeGroup(p, s.partitions)
+	}
+	return out
 }
 
 // readPersisted replays the offsets partitions that hold the selected groups.

@@ -361,3 +361,37 @@ func TestEndOffsetsDeletedTopic(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// KoP keeps answering "loading" for offsets partition 3 (it dropped the load): check names
+// the partition, with the answer and the fix, apart from the rows, and exits 1.
+func TestUnservedPartition(t *testing.T) {
+	k := newFakeKoP(t, 10)
+	k.loading[offsets.ProbeGroup(3, 8)] = -1 // forever
+	g := groupIn3()
+	k.loading[g] = -1
+	rd := testkit.NewMemReader(8).Commit(commit(g, 0, 5))
+	rep, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: rd, Fetcher: k.fetcher(t)}}, Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Unserved) != 1 || rep.Unserved[0].OffsetsPartition != 3 || rep.Unserved[0].Cluster != "scus" ||
+		!strings.Contains(rep.Unserved[0].Answer, "COORDINATOR_LOAD_IN_PROGRESS") || !strings.Contains(rep.Unserved[0].Fix, "reload --cluster scus --partition 3") {
+		t.Fatalf("unserved: %+v", rep.Unserved)
+	}
+	if rep.ExitCode != ExitDrift || rep.Rows[0].Status != offsets.StatusCoordinatorUnavailable {
+		t.Fatalf("exit %d, rows %+v", rep.ExitCode, rep.Rows)
+	}
+	// The probe groups are no rows.
+	if len(rep.Rows) != 1 {
+		t.Fatalf("rows: %+v", rep.Rows)
+	}
+}
+
+// groupIn3 is a group of offsets partition 3 of 8.
+func groupIn3() string {
+	for i := 0; ; i++ {
+		if g := fmt.Sprintf("g-%d", i); offsets.PartitionFor(g, 8) == 3 {
+			return g
+		}
+	}
+}

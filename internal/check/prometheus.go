@@ -18,10 +18,12 @@ const (
 	// MetricTranslated is the persisted offset in the cluster's own numbering, where it
 	// was replicated from another cluster (package align).
 	MetricTranslated = "kop_offsets_translated_offset"
-	MetricLag        = "kop_offsets_consumer_lag"
-	MetricDrift      = "kop_offsets_drift"
-	MetricStatus     = "kop_offsets_status"
-	MetricExitCode   = "kop_offsets_check_exit_code"
+	// MetricUnserved marks offsets partitions KoP does not serve.
+	MetricUnserved = "kop_offsets_offsets_partition_unserved"
+	MetricLag      = "kop_offsets_consumer_lag"
+	MetricDrift    = "kop_offsets_drift"
+	MetricStatus   = "kop_offsets_status"
+	MetricExitCode = "kop_offsets_check_exit_code"
 )
 
 // Registry returns a prometheus registry holding the gauges of rep, per
@@ -42,14 +44,19 @@ func Registry(rep *Report) (*prometheus.Registry, error) {
 	drift := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricDrift, Help: "Cached minus persisted offset on the cluster."}, labels)
 	status := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStatus, Help: "1 for the status of the cell (cli.md statuses), 0 otherwise."},
 		append(labels, "status"))
+	unserved := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricUnserved, Help: "1 for an offsets partition KoP does not serve on the cluster (NOT_COORDINATOR or loading for the whole coordinator wait)."},
+		[]string{"cluster", "offsets_partition"})
 	exit := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricExitCode, Help: "Exit code of the check (0 ok, 1 drift, 3 unreachable)."})
 	reg := prometheus.NewPedanticRegistry()
-	for _, c := range []prometheus.Collector{cached, persisted, translated, lag, drift, status, exit} {
+	for _, c := range []prometheus.Collector{cached, persisted, translated, lag, drift, status, unserved, exit} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	exit.Set(float64(rep.ExitCode))
+	for _, u := range rep.Unserved {
+		unserved.WithLabelValues(u.Cluster, fmt.Sprint(u.OffsetsPartition)).Set(1)
+	}
 	for _, r := range rep.Rows {
 		for _, cl := range rep.Clusters {
 			cell, ok := r.Clusters[cl]

@@ -16,7 +16,27 @@ type CheckDocument struct {
 	SchemaVersion int        `json:"schemaVersion"`
 	Clusters      []string   `json:"clusters"`
 	Rows          []CheckRow `json:"rows"`
-	ExitCode      int        `json:"exitCode"`
+	// Unserved are the offsets partitions KoP does not serve (check's "unserved").
+	Unserved []CheckUnserved `json:"unserved,omitempty"`
+	ExitCode int             `json:"exitCode"`
+}
+
+// CheckUnserved is an offsets partition KoP does not serve on one cluster.
+type CheckUnserved struct {
+	Cluster          string `json:"cluster"`
+	OffsetsPartition int32  `json:"offsetsPartition"`
+	Answer           string `json:"answer"`
+}
+
+// UnservedOn returns the unserved offsets partitions of cluster.
+func (d *CheckDocument) UnservedOn(cluster string) []int32 {
+	var out []int32
+	for _, u := range d.Unserved {
+		if u.Cluster == cluster {
+			out = append(out, u.OffsetsPartition)
+		}
+	}
+	return out
 }
 
 // CheckRow is one group/topic/partition row of a check.

@@ -49,6 +49,10 @@ const (
 	ActivityIdle    = "idle"    // described, no members
 	ActivityLive    = "live"    // described, with members
 	ActivityUnknown = "unknown" // KoP did not answer for the group: not proven idle
+	// ActivityUnserved: KoP on the cluster does not coordinate the group (it answers
+	// NOT_COORDINATOR or loading for it): no member can be in it there, so a reload takes
+	// nothing from anybody; it is what brings the group back.
+	ActivityUnserved = "unserved"
 )
 
 // Request says what to reload on one cluster.
@@ -344,9 +348,15 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		if g.Here == "" {
 			g.Here = ActivityUnknown // no describer for this cluster
 		}
+		if g.Here == ActivityUnknown && g.Served != nil && g.Served.ErrorKind == ErrorKindCoordinator {
+			g.Here = ActivityUnserved
+			a := g.Activity[cl.Name]
+			a.Status = ActivityUnserved
+			g.Activity[cl.Name] = a
+		}
 		pb.Groups = append(pb.Groups, name)
 		switch {
-		case g.Here != ActivityIdle:
+		case g.Here != ActivityIdle && g.Here != ActivityUnserved:
 			pb.Active = append(pb.Active, name)
 		case g.Status == ActivityLive:
 			pb.LiveElsewhere = append(pb.LiveElsewhere, name)

@@ -110,11 +110,12 @@ func (m *memTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 
 // fakeKoP is a kfake cluster whose OffsetFetch answers come from a table: KoP's cache.
 type fakeKoP struct {
-	c      *kfake.Cluster
-	mu     sync.Mutex
-	cache  map[string]map[int32]int64 // group -> partition of topic-1 -> offset
-	asked  [][]string                 // groups of each OffsetFetch request
-	broken bool                       // answer every group with an error
+	c        *kfake.Cluster
+	mu       sync.Mutex
+	cache    map[string]map[int32]int64 // group -> partition of topic-1 -> offset
+	asked    [][]string                 // groups of each OffsetFetch request
+	broken   bool                       // answer every group with an error
+	unserved map[string]bool            // groups answered NOT_COORDINATOR (their partition is not served)
 }
 
 func newFakeKoP(t *testing.T) *fakeKoP {
@@ -138,6 +139,11 @@ func newFakeKoP(t *testing.T) *fakeKoP {
 			g.Group = rg.Group
 			if f.broken {
 				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				resp.Groups = append(resp.Groups, g)
+				continue
+			}
+			if f.unserved[rg.Group] {
+				g.ErrorCode = kerr.NotCoordinator.Code
 				resp.Groups = append(resp.Groups, g)
 				continue
 			}

@@ -11,7 +11,9 @@ import (
 )
 
 // repair reloads, under the policy, the bundles holding the stale_cache rows of c among
-// the groups asked this cycle. Policy, per group then per bundle:
+// the groups asked this cycle, and those holding coordinator_unavailable rows (KoP kept
+// answering NOT_COORDINATOR or loading for the whole coordinator wait: it dropped the
+// partition's load, and only another load brings it back). Policy, per group then per bundle:
 //   - refuse a group whose offsets partition still has replication backlog toward c (the
 //     reload would load a value about to change);
 //   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
@@ -25,7 +27,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	for _, g := range asked {
 		for _, r := range w.rows[g] {
 			cell := r.cells[c.Name]
-			if cell.Status != offsets.StatusStaleCache {
+			if cell.Status != offsets.StatusStaleCache && cell.Status != offsets.StatusCoordinatorUnavailable {
 				continue
 			}
 			if _, ok := behind[g]; !ok {

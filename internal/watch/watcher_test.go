@@ -589,3 +589,24 @@ func TestRepairLiveOnPrimaryStillRepairsStandby(t *testing.T) {
 		t.Errorf("live-elsewhere not reported:\n%s", e.logs)
 	}
 }
+
+// KoP on wus does not coordinate the group (its offsets partition is not served): watch
+// --repair reloads that bundle too; only another load brings the partition back.
+func TestRepairReloadsUnservedPartition(t *testing.T) {
+	e := newEnv(t, Options{Repair: true, Cooldown: 10 * time.Minute})
+	e.scus.commit("", commit("orders", 0, 10900))
+	e.wus.commit("scus", commit("orders", 0, 10900))
+	e.kScus.set("orders", 0, 10900)
+	e.kWus.mu.Lock()
+	e.kWus.unserved = map[string]bool{"orders": true}
+	e.kWus.mu.Unlock()
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil("unserved", func(rep *check.Report) bool {
+		c, _ := cellOf(rep, "orders", "wus")
+		return c.Status == offsets.StatusCoordinatorUnavailable
+	})
+	if got := e.reloader.reloads(); len(got) != 1 {
+		t.Fatalf("reloads %v", got)
+	}
+}

@@ -370,6 +370,10 @@ func writeFooter(w io.Writer, rep *chk.Report) {
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e.Error)
 	}
+	for _, u := range rep.Unserved {
+		fmt.Fprintf(w, "unserved: cluster %s: KoP does not serve offsets partition %d (it keeps answering %s): its groups can neither join nor commit; fix: %s\n",
+			u.Cluster, u.OffsetsPartition, u.Answer, u.Fix)
+	}
 	for _, wn := range rep.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}

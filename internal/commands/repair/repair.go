@@ -63,6 +63,9 @@ type Document struct {
 	DryRun        bool `json:"dryRun"`
 	// Stale are the stale_cache rows the first check found on the clusters repair writes to.
 	Stale []Row `json:"stale"`
+	// Unserved are the offsets partitions KoP did not serve at the first check, on the
+	// clusters repair writes to: their bundles are reloaded too.
+	Unserved []Partition `json:"unserved"`
 	// Left are the rows repair does not touch, with the reason.
 	Left     []Row           `json:"left"`
 	Clusters []ClusterRepair `json:"clusters"`
@@ -93,9 +96,19 @@ type ClusterRepair struct {
 	ExitCode  int               `json:"exitCode"`
 }
 
-// AfterCheck is the second check: the stale_cache rows that remain.
+// AfterCheck is the second check: the stale_cache rows, the unserved offsets partitions and
+// the coordinator_unavailable rows that remain.
 type AfterCheck struct {
-	Stale []Row `json:"stale"`
+	Stale       []Row       `json:"stale"`
+	Unserved    []Partition `json:"unserved"`
+	Unavailable int         `json:"coordinatorUnavailable"`
+}
+
+// Partition is an offsets partition of one cluster.
+type Partition struct {
+	Cluster          string `json:"cluster"`
+	OffsetsPartition int32  `json:"offsetsPartition"`
+	Answer           string `json:"answer,omitempty"`
 }
 
 // DefaultLockFile is $XDG_RUNTIME_DIR/kop-offsets-repair.lock, else
@@ -229,7 +242,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	}
 	defer unlock()
 
-	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
+	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{}, Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
 	first, err := opts.Check(ctx, all, opts.Scope)
 	if err != nil {
 		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
@@ -239,12 +252,23 @@ func repairRun(ctx context.Context, opts *Options) error {
 		doc.Errors = append(doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
 	}
 	stale := map[string][]string{}
+	unserved := map[string][]int32{}
+	for _, cl := range write {
+		for _, u := range first.Unserved {
+			if u.Cluster == cl.Name {
+				unserved[cl.Name] = append(unserved[cl.Name], u.OffsetsPartition)
+				doc.Unserved = append(doc.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
+			}
+		}
+	}
 	misaligned := 0 // left rows whose standby would skip or re-read: the run cannot end ok
 	for _, cl := range write {
 		for _, r := range first.Rows {
 			st := r.CellStatus(cl.Name)
 			row := Row{Cluster: cl.Name, Group: r.Group, Topic: r.Topic, Partition: r.Partition, Status: st}
 			switch {
+			case st == reload.StatusCoordinatorUnavailable && slices.Contains(unserved[cl.Name], r.OffsetsPartition):
+				// Its partition's bundle is reloaded: the second check says whether it is back.
 			case r.Stale(cl.Name):
 				row.Status = reload.StatusStaleCache
 				doc.Stale = append(doc.Stale, row)
@@ -267,6 +291,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 		}
 	}
 	doc.Summary["stale"] = len(doc.Stale)
+	doc.Summary["unserved"] = len(doc.Unserved)
 	doc.Summary["left"] = len(doc.Left)
 
 	worst := 0
@@ -283,16 +308,16 @@ func repairRun(ctx context.Context, opts *Options) error {
 		raise(cmdutil.ExitDrift)
 		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
 	}
-	if len(doc.Stale) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing stale: nothing to do")
-		doc.After = &AfterCheck{Stale: []Row{}}
+	if len(doc.Stale) == 0 && len(doc.Unserved) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved: nothing to do")
+		doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
 		return finish(opts, doc, worst)
 	}
 
 	executed := false
 	for _, cl := range write {
-		groups := stale[cl.Name]
-		if len(groups) == 0 {
+		groups, parts := stale[cl.Name], unserved[cl.Name]
+		if len(groups) == 0 && len(parts) == 0 {
 			continue
 		}
 		slices.Sort(groups)
@@ -306,7 +331,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 		}
 		sess.Planner.AllowActive = opts.AllowActive
 		sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
-		plan, err := sess.Planner.Plan(ctx, reload.Request{Groups: groups})
+		plan, err := sess.Planner.Plan(ctx, reload.Request{Groups: groups, Partitions: parts})
 		if err != nil {
 			sess.Close()
 			cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
@@ -343,10 +368,10 @@ func repairRun(ctx context.Context, opts *Options) error {
 		return finish(opts, doc, worst)
 	}
 
-	doc.After = &AfterCheck{Stale: []Row{}}
+	doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
 	if !executed {
 		// Nothing was unloaded: the first check still stands.
-		doc.After.Stale = doc.Stale
+		doc.After.Stale, doc.After.Unserved = doc.Stale, doc.Unserved
 	} else {
 		second, err := opts.Check(ctx, all, opts.Scope)
 		if err != nil {
@@ -361,14 +386,24 @@ func repairRun(ctx context.Context, opts *Options) error {
 					if r.Stale(cl.Name) {
 						doc.After.Stale = append(doc.After.Stale, Row{Cluster: cl.Name, Group: r.Group, Topic: r.Topic, Partition: r.Partition, Status: reload.StatusStaleCache})
 					}
+					if r.CellStatus(cl.Name) == reload.StatusCoordinatorUnavailable {
+						doc.After.Unavailable++
+					}
+				}
+				for _, u := range second.Unserved {
+					if u.Cluster == cl.Name {
+						doc.After.Unserved = append(doc.After.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
+					}
 				}
 			}
 		}
 	}
-	if len(doc.After.Stale) > 0 {
+	// No run that leaves rows stale or unserved ends ok.
+	if len(doc.After.Stale) > 0 || len(doc.After.Unserved) > 0 || doc.After.Unavailable > 0 {
 		raise(cmdutil.ExitDrift)
 	}
 	doc.Summary["staleAfter"] = len(doc.After.Stale)
+	doc.Summary["unservedAfter"] = len(doc.After.Unserved)
 	return finish(opts, doc, worst)
 }
 
@@ -390,6 +425,16 @@ func finish(opts *Options, doc *Document, code int) error {
 			tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition), strings.ToUpper(r.Status), r.Reason)
 		}
 		_ = tp.Render()
+	}
+	if doc.After != nil && (len(doc.Unserved) > 0 || len(doc.After.Unserved) > 0) {
+		fmt.Fprintf(w, "unserved offsets partitions: %d before, %d after", len(doc.Unserved), len(doc.After.Unserved))
+		for _, u := range doc.After.Unserved {
+			fmt.Fprintf(w, "; %s/%d (%s)", u.Cluster, u.OffsetsPartition, u.Answer)
+		}
+		fmt.Fprintln(w)
+	}
+	if doc.After != nil && doc.After.Unavailable > 0 {
+		fmt.Fprintf(w, "coordinator_unavailable rows after: %d\n", doc.After.Unavailable)
 	}
 	if doc.After != nil {
 		if len(doc.After.Stale) == 0 {

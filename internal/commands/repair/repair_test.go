@@ -229,3 +229,39 @@ func TestRepairScope(t *testing.T) {
 		t.Errorf("scopes passed to the checks: %+v", h.scopes)
 	}
 }
+
+// KoP does not serve offsets partition 1 on wus (check's unserved): repair reloads its
+// bundle too, although no row of it is stale, and exits 0 only when the second check finds
+// it served.
+func TestRepairBringsBackUnservedPartitions(t *testing.T) {
+	for _, fixed := range []bool{true, false} {
+		h := newHarness(t)
+		h.opts.Format = output.JSON
+		h.opts.MaxBundles = 8
+		inner := h.opts.Check
+		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+			d, err := inner(ctx, all, scope)
+			if h.checks == 1 || !fixed {
+				d.Unserved = []reload.CheckUnserved{{Cluster: "wus", OffsetsPartition: 1, Answer: "NOT_COORDINATOR"}}
+			}
+			return d, err
+		}
+		_ = repairRun(context.Background(), h.opts)
+		var doc Document
+		if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := pulsarx.FindBundle(h.admin.bundles, pulsarx.PartitionTopic(pulsarx.OffsetsTopic("public", "__kafka"), 1))
+		if len(doc.Unserved) != 1 || !slices.Contains(h.admin.writes, "unload "+b.Range) {
+			t.Fatalf("fixed=%v: unserved %+v, writes %v (partition 1 is in %s)", fixed, doc.Unserved, h.admin.writes, b.Range)
+		}
+		want := 0 // exit code, and unserved partitions after
+		if !fixed {
+			want = 1
+		}
+		if doc.ExitCode != want || len(doc.After.Unserved) != want {
+			t.Fatalf("fixed=%v: exit %d, after %+v", fixed, doc.ExitCode, doc.After)
+		}
+	}
+}
+
