@@ -262,7 +262,12 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 	var late []Loss
 	for i, g := range groups {
 		grs[i] = GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded}
-		if e.Fetcher != nil {
+		if g.Served != nil && g.Served.ErrorKind == ErrorKindCoordinator {
+			// KoP served the group nothing at the plan (its partition is not served): a load
+			// cannot take anything from it, and asking each such group again would wait
+			// for each one's timeout.
+			grs[i].Before = g.Served
+		} else if e.Fetcher != nil {
 			grs[i].Before = e.fetch(ctx, g.Group, e.Now().Add(minFetchTimeout))
 			// The plan's comparison again, with what KoP serves right now: a commit since
 			// the plan may have moved the cache ahead of what the loader will bring.

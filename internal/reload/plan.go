@@ -310,10 +310,28 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		groups[g].Requested = true
 	}
 	names := slices.Sorted(maps.Keys(groups))
-	activity := describeAll(ctx, p.Describers, names)
+	// An offsets partition KoP does not serve here answers every group of it with
+	// NOT_COORDINATOR or loading only after each one's timeout: one probe per partition says
+	// it for all of them (thousands of groups would otherwise wait one by one).
+	var unserved map[int32]*CacheAnswer
+	if p.Fetcher != nil {
+		unserved = probeUnserved(ctx, p.Fetcher, parts, n)
+	}
+	var asked, inUnserved []string
+	for _, name := range names {
+		if unserved[groups[name].OffsetsPartition] != nil {
+			inUnserved = append(inUnserved, name)
+		} else {
+			asked = append(asked, name)
+		}
+	}
+	activity := describeAll(ctx, p.Describers, names, cl.Name, inUnserved)
 	var served map[string]*CacheAnswer
 	if p.Fetcher != nil {
-		served = fetchServed(ctx, p.Fetcher, names)
+		served = fetchServed(ctx, p.Fetcher, asked)
+		for _, name := range inUnserved {
+			served[name] = unserved[groups[name].OffsetsPartition]
+		}
 	}
 	for _, f := range persisted.LoadFailures() {
 		if pb := byRange[bundleOf[f.Partition].Range]; pb != nil {
@@ -482,7 +500,8 @@ func summarize(a map[string]Activity) string {
 }
 
 // describeAll asks every cluster, in parallel, about every group. Failures become unknown.
-func describeAll(ctx context.Context, ds map[string]GroupDescriber, groups []string) map[string]map[string]Activity {
+// The groups of here's unserved offsets partitions are not asked there: they are unserved.
+func describeAll(ctx context.Context, ds map[string]GroupDescriber, all []string, here string, unservedHere []string) map[string]map[string]Activity {
 	out := make(map[string]map[string]Activity, len(ds))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -490,7 +509,18 @@ func describeAll(ctx context.Context, ds map[string]GroupDescriber, groups []str
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res := make(map[string]Activity, len(groups))
+			groups := all
+			res := make(map[string]Activity, len(all))
+			if name == here && len(unservedHere) > 0 {
+				skip := make(map[string]bool, len(unservedHere))
+				for _, g := range unservedHere {
+					skip[g] = true
+				}
+				groups = slices.DeleteFunc(slices.Clone(all), func(g string) bool { return skip[g] })
+				for _, g := range unservedHere {
+					res[g] = Activity{Status: ActivityUnserved, Error: "its offsets partition is not served by KoP here"}
+				}
+			}
 			var got map[string]GroupActivity
 			var err error
 			switch {
