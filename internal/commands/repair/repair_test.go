@@ -264,4 +264,3 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		}
 	}
 }
-
