@@ -157,7 +157,10 @@ type repairDoc struct {
 		}
 		ExitCode int
 	}
-	After *struct{ Stale []repairRow }
+	After *struct {
+		Stale    []repairRow
+		Unserved []struct{ Cluster string }
+	}
 }
 
 type repairRow struct {

@@ -1,0 +1,116 @@
+//go:build kop
+
+package kopsuite
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+// TestNamespaceUnloadAtScale: 10,000 groups × 5 keys committed on scus through KoP, then what
+// an operator's `pulsar-admin namespaces unload public/__kafka` does (one unload of the whole
+// namespace, then a lookup of each offsets partition), several times. KoP may drop the load of
+// some partitions (docs/kop-facts.md). After each unload, `repair` must end with every
+// partition served, exit 0, and `check` must read every row ok with exit 0. The test logs how
+// many partitions each unload left unserved.
+func TestNamespaceUnloadAtScale(t *testing.T) {
+	const tries = 3
+	id := time.Now().UnixNano()
+	s := loadgen.Spec{Groups: 10000, KeysPerGroup: 5, Topics: 20, Commits: 50000,
+		GroupPrefix: fmt.Sprintf("unl-%d-", id), TopicPrefix: fmt.Sprintf("unl-t-%d-", id)}.WithDefaults()
+	scus := theLab.Cluster("scus")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	for _, c := range []lab.Cluster{scus, theLab.Cluster("wus")} {
+		a := admin(t, c)
+		if err := loadgen.CreateTopics(ctx, c.Name, a, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kcl, err := connect.NewKafkaClient(config.Cluster{Name: scus.Name, KafkaBootstrap: []string{scus.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	st, err := loadgen.WriteKafka(ctx, kcl, s, loadgen.KafkaOptions{Concurrency: 16})
+	kcl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("scus: %d groups, %d commits through KoP in %s", s.Groups, st.Commits, time.Since(start).Round(time.Millisecond))
+	// wus holds the replicated commits and never loaded them: load them there at the end, so
+	// that later tests' repairs find nothing of this test stale.
+	t.Cleanup(func() {
+		for p := range int32(lab.OffsetsTopicPartitions) {
+			cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			if err := lab.ReloadOffsetsPartition(cctx, theLab.Cluster("wus"), p); err != nil {
+				t.Errorf("wus: reload partition %d: %v", p, err)
+			}
+			ccancel()
+		}
+	})
+	scope := s.GroupPrefix + "*"
+	var unservedPerTry []int
+	for try := 1; try <= tries; try++ {
+		unloadNamespace(t, scus)
+		time.Sleep(10 * time.Second) // KoP's loads of 10,000 groups end in seconds; a dropped one never does
+		n := 0
+		for p := range int32(lab.OffsetsTopicPartitions) {
+			if err := rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+				n++
+				t.Logf("try %d: scus offsets partition %d not served after the namespace unload: %v", try, p, err)
+			}
+		}
+		unservedPerTry = append(unservedPerTry, n)
+		code, d := repair(t, "--cluster", "scus", "--group", scope, "--yes", "--max-bundles", "8", "--wait", "2m")
+		if code != 0 || d.After == nil || len(d.After.Stale) != 0 || len(d.After.Unserved) != 0 {
+			t.Fatalf("try %d: repair: exit %d, after %+v", try, code, d.After)
+		}
+		for p := range int32(lab.OffsetsTopicPartitions) {
+			if err := rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+				t.Fatalf("try %d: scus offsets partition %d after repair: %v", try, p, err)
+			}
+		}
+		rep, code := check(t, "--cluster", "scus", "--group", scope)
+		if code != 0 || len(rep.Unserved) != 0 || rep.Summary["ok"] != s.Groups*s.KeysPerGroup {
+			t.Fatalf("try %d: check after repair: exit %d, unserved %+v, summary %v", try, code, rep.Unserved, rep.Summary)
+		}
+	}
+	t.Logf("partitions left unserved by one namespace unload at %d groups, per try: %v (of %d)", s.Groups, unservedPerTry, lab.OffsetsTopicPartitions)
+}
+
+// unloadNamespace unloads the whole offsets namespace of c and looks every offsets partition
+// up, as an operator's `pulsar-admin namespaces unload` and the clients' next lookups do.
+func unloadNamespace(t *testing.T, c lab.Cluster) {
+	t.Helper()
+	a := admin(t, c)
+	if err := a.Namespaces().Unload(lab.MetadataNamespace); err != nil {
+		t.Fatalf("%s: unload %s: %v", c.Name, lab.MetadataNamespace, err)
+	}
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		tn, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; ; i++ {
+			if _, err = a.Topics().Lookup(*tn); err == nil || i == 20 {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("%s: look up %s: %v", c.Name, tn, err)
+		}
+	}
+	t.Logf("%s: unloaded %s and looked up its %d offsets partitions", c.Name, lab.MetadataNamespace, lab.OffsetsTopicPartitions)
+}
