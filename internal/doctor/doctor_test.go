@@ -363,3 +363,31 @@ func TestGroupInPartitionKoPCannotLoad(t *testing.T) {
 		t.Error("the group's topic was not audited")
 	}
 }
+
+// partitionKafka answers like fakeKafka and says which offsets partitions KoP does not serve.
+type partitionKafka struct {
+	fakeKafka
+	unserved map[string]map[int32]string // cluster -> partition -> answer
+}
+
+func (k *partitionKafka) ProbePartitions(_ context.Context, cl Cluster, n int32) (map[int32]string, error) {
+	out := map[int32]string{}
+	for p, a := range k.unserved[cl.Name] {
+		if p < n {
+			out[p] = a
+		}
+	}
+	return out, nil
+}
+
+func TestOffsetsPartitionsServed(t *testing.T) {
+	k := &partitionKafka{unserved: map[string]map[int32]string{"scus": {1: "NOT_COORDINATOR", 3: "NOT_COORDINATOR"}}}
+	r := runWith(t, Options{Kafka: k}, healthy("scus"), healthy("wus"))
+	f := wantOne(t, r, SeverityError, CheckOffsetsServed, "scus", "repair --yes")
+	if !strings.Contains(f.Message, "offsets partitions 1, 3 of scus") || !strings.Contains(f.Fix, "--partition 1,3") {
+		t.Errorf("%+v", f)
+	}
+	if len(only(r, SeverityError, CheckOffsetsServed)) != 1 {
+		t.Errorf("findings %+v", only(r, SeverityError, CheckOffsetsServed))
+	}
+}

@@ -45,6 +45,7 @@ const (
 	CheckAdminAPI             = "admin-api"
 	CheckBrokerVersion        = "broker-version"
 	CheckKoPListener          = "kop-listener"
+	CheckOffsetsServed        = "offsets-partitions-served"
 	CheckPeerRegistered       = "peer-cluster-registered"
 	CheckOffsetsTopicExists   = "offsets-topic-exists"
 	CheckOffsetsPartitions    = "offsets-topic-partitions"

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
 // KafkaProbe is what a KoP listener answered.
@@ -25,6 +29,13 @@ type KafkaProbe struct {
 // when ctx is done.
 type KafkaProber interface {
 	Probe(ctx context.Context, cl Cluster) (KafkaProbe, error)
+}
+
+// PartitionProber is optionally implemented by a KafkaProber: it asks KoP about a probe
+// group of each of the n offsets partitions (offsets.ProbeGroup) and returns, for those KoP
+// does not serve (NOT_COORDINATOR or loading until ctx ends), what it answered.
+type PartitionProber interface {
+	ProbePartitions(ctx context.Context, cl Cluster, n int32) (map[int32]string, error)
 }
 
 // KafkaProbeError says where a probe failed; Dial holds the TCP dial error of each
@@ -119,3 +130,41 @@ func (p *KgoProber) Probe(ctx context.Context, cl Cluster) (KafkaProbe, error) {
 }
 
 var keyByName = map[string]int16{"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "Metadata": 3}
+
+// ProbePartitions implements PartitionProber with one OffsetFetch per probe group; kgo
+// retries NOT_COORDINATOR and loading until ctx ends, and what is still answered then is
+// reported.
+func (p *KgoProber) ProbePartitions(ctx context.Context, cl Cluster, n int32) (map[int32]string, error) {
+	// kgo retries NOT_COORDINATOR and loading until its retry timeout: keep that inside ctx
+	// so that KoP's last answer, not the deadline, is what is reported.
+	retry := 5 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		retry = max(time.Until(dl)/2, 500*time.Millisecond)
+	}
+	kc, err := p.NewClient(cl, kgo.RetryTimeout(retry))
+	if err != nil {
+		return nil, err
+	}
+	defer kc.Close()
+	adm := kadm.NewClient(kc)
+	out := map[int32]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for part := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := adm.FetchOffsets(ctx, offsets.ProbeGroup(part, n))
+			if err == nil {
+				err = resp.Error()
+			}
+			if errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.CoordinatorNotAvailable) {
+				mu.Lock()
+				out[part] = err.Error()
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -111,7 +112,7 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	r.reports[cl.Name].KoPAnswers = &answers
 	r.mu.Unlock()
 	if answers {
-		return nil
+		return checkOffsetsServed(ctx, r, cl)
 	}
 	boot := strings.Join(cl.KafkaBootstrap, ",")
 	ev := map[string]any{"bootstrap": cl.KafkaBootstrap, "error": got.err.Error(), "timeout": r.opts.KafkaTimeout.String()}
@@ -136,6 +137,37 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	}
 	return []Finding{{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: boot,
 		Message: fmt.Sprintf("KoP does not answer on its Kafka listener %s", boot), Evidence: ev, Fix: fix}}
+}
+
+// checkOffsetsServed: KoP serves every offsets partition (it drops the load of a partition
+// unloaded and taken back quickly: docs/kop-facts.md; every group of it then gets
+// NOT_COORDINATOR, consumers can neither join nor commit).
+func checkOffsetsServed(ctx context.Context, r *run, cl *Cluster) []Finding {
+	pp, ok := r.opts.Kafka.(PartitionProber)
+	if !ok || !r.up(cl) {
+		return nil
+	}
+	n, err := cl.Admin.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
+	if err != nil || n <= 0 {
+		return nil // reported by the offsets-topic check
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*r.opts.KafkaTimeout)
+	defer cancel()
+	unserved, err := pp.ProbePartitions(pctx, *cl, n)
+	if err != nil || len(unserved) == 0 {
+		return nil
+	}
+	parts := slices.Sorted(maps.Keys(unserved))
+	ev := map[string]any{"answers": unserved, "probeTimeout": (2 * r.opts.KafkaTimeout).String()}
+	var list []string
+	for _, p := range parts {
+		list = append(list, fmt.Sprint(p))
+	}
+	return []Finding{{Severity: SeverityError, Check: CheckOffsetsServed, Cluster: cl.Name, Subject: cl.OffsetsTopic(),
+		Message:  fmt.Sprintf("KoP does not serve offsets partitions %s of %s: their groups can neither join nor commit", strings.Join(list, ", "), cl.Name),
+		Evidence: ev,
+		Fix:      fmt.Sprintf("kop-offsets --cluster %s repair --yes   (reloads their bundles and waits until every partition answers; or: kop-offsets reload --cluster %s --partition %s --yes)", cl.Name, cl.Name, strings.Join(list, ",")),
+	}}
 }
 
 // checkPeersRegistered: every cluster knows every other one (clusters list), which
