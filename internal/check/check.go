@@ -84,7 +84,10 @@ type UnservedPartition struct {
 	OffsetsPartition int32  `json:"offsetsPartition"`
 	// Answer is what KoP kept answering for a probe group of the partition.
 	Answer string `json:"answer"`
-	Fix    string `json:"fix"`
+	// Owner is the broker that owns the partition's bundle (none: no broker owns it; the
+	// next lookup assigns it), when it could be read.
+	Owner string `json:"owner,omitempty"`
+	Fix   string `json:"fix"`
 }
 
 // Cell is one row on one cluster.
@@ -254,8 +257,20 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 		s.cached = s.c.Fetcher.FetchOffsets(ctx, append(slices.Clone(groups), probes...))
 		for _, pg := range probes {
 			if f := s.cached[pg]; f.Unavailable {
-				s.unserved = append(s.unserved, UnservedPartition{Cluster: s.c.Name, OffsetsPartition: offsets.PartitionFor(pg, s.partitions),
-					Answer: fmt.Sprint(f.Err), Fix: fmt.Sprintf("kop-offsets reload --cluster %s --partition %d --yes (or kop-offsets repair --cluster %s)", s.c.Name, offsets.PartitionFor(pg, s.partitions), s.c.Name)})
+				p := offsets.PartitionFor(pg, s.partitions)
+				u := UnservedPartition{Cluster: s.c.Name, OffsetsPartition: p, Answer: fmt.Sprint(f.Err),
+					Fix: fmt.Sprintf("kop-offsets reload --cluster %s --partition %d --yes (or kop-offsets repair --cluster %s)", s.c.Name, p, s.c.Name)}
+				if s.c.Owner != nil {
+					switch owner, err := s.c.Owner(ctx, p); {
+					case err != nil:
+						u.Owner = "unknown: " + err.Error()
+					case owner == "":
+						u.Owner = "none"
+					default:
+						u.Owner = owner
+					}
+				}
+				s.unserved = append(s.unserved, u)
 			}
 			delete(s.cached, pg)
 		}

@@ -370,11 +370,12 @@ func TestUnservedPartition(t *testing.T) {
 	g := groupIn3()
 	k.loading[g] = -1
 	rd := testkit.NewMemReader(8).Commit(commit(g, 0, 5))
-	rep, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: rd, Fetcher: k.fetcher(t)}}, Options{Now: testNow})
+	owner := func(_ context.Context, p int32) (string, error) { return fmt.Sprintf("broker-of-%d:8080", p), nil }
+	rep, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: rd, Fetcher: k.fetcher(t), Owner: owner}}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Unserved) != 1 || rep.Unserved[0].OffsetsPartition != 3 || rep.Unserved[0].Cluster != "scus" ||
+	if len(rep.Unserved) != 1 || rep.Unserved[0].OffsetsPartition != 3 || rep.Unserved[0].Cluster != "scus" || rep.Unserved[0].Owner != "broker-of-3:8080" ||
 		!strings.Contains(rep.Unserved[0].Answer, "COORDINATOR_LOAD_IN_PROGRESS") || !strings.Contains(rep.Unserved[0].Fix, "reload --cluster scus --partition 3") {
 		t.Fatalf("unserved: %+v", rep.Unserved)
 	}

@@ -35,6 +35,9 @@ type Cluster struct {
 	Replication ReplicationSource
 	// Fetcher asks KoP (cached side). Nil: the cached side is not checked.
 	Fetcher OffsetFetcher
+	// Owner names the broker that owns the bundle of an offsets partition, without making
+	// one take it ("" when none does): evidence for an unserved partition. Nil: not said.
+	Owner func(ctx context.Context, offsetsPartition int32) (string, error)
 	// Copies reads this cluster's copies of the data topics through KoP, to find the same
 	// message on two clusters (alignment). Nil: offsets replicated to or from this cluster
 	// are not translated (their alignment is unknown).

@@ -371,8 +371,12 @@ func writeFooter(w io.Writer, rep *chk.Report) {
 		fmt.Fprintf(w, "error: %s\n", e.Error)
 	}
 	for _, u := range rep.Unserved {
-		fmt.Fprintf(w, "unserved: cluster %s: KoP does not serve offsets partition %d (it keeps answering %s): its groups can neither join nor commit; fix: %s\n",
-			u.Cluster, u.OffsetsPartition, u.Answer, u.Fix)
+		owner := ""
+		if u.Owner != "" {
+			owner = "; bundle owner: " + u.Owner
+		}
+		fmt.Fprintf(w, "unserved: cluster %s: KoP does not serve offsets partition %d (it keeps answering %s%s): its groups can neither join nor commit; fix: %s\n",
+			u.Cluster, u.OffsetsPartition, u.Answer, owner, u.Fix)
 	}
 	for _, wn := range rep.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
@@ -428,6 +432,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
 			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
 			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
+			Owner:       partitionOwner(admin, cl),
 		}
 		if so.Cached || so.Describe {
 			kc, err := f.KafkaClient(cl, chk.FetcherClientOpts(f.Flags.Timeout)...)
@@ -446,5 +451,23 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 				fn()
 			}
 		}, nil
+	}
+}
+
+// partitionOwner names the broker owning an offsets partition's bundle from the brokers'
+// ownership lists (adminutil.Owners): it never looks a topic up, which would make a broker
+// take the bundle.
+func partitionOwner(admin *pulsarx.Admin, cl config.Cluster) func(context.Context, int32) (string, error) {
+	owners := adminutil.NewOwners(admin, cl.Name)
+	return func(ctx context.Context, p int32) (string, error) {
+		b, err := admin.BundleForTopic(ctx, pulsarx.PartitionTopic(cl.OffsetsTopic(), p))
+		if err != nil {
+			return "", err
+		}
+		o, ok, err := owners.Owner(ctx, cl.Tenant+"/"+cl.MetadataNamespace, b.Range)
+		if err != nil || !ok {
+			return "", err
+		}
+		return o.Broker, nil
 	}
 }
