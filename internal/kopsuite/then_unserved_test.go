@@ -87,6 +87,41 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 		}
 	}
 	t.Logf("partitions left unserved by one namespace unload at %d groups, per try: %v (of %d)", s.Groups, unservedPerTry, lab.OffsetsTopicPartitions)
+
+	// watch --repair, separately: one more namespace unload with watch running; it brings
+	// back whatever the unload left unserved, by itself.
+	stop := startWatch(t, "127.0.0.1:19997", 30, scope)
+	unloadNamespace(t, scus)
+	time.Sleep(10 * time.Second)
+	var left []int32
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		if err := rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+			left = append(left, p)
+		}
+	}
+	t.Logf("watch: the namespace unload left scus offsets partitions %v unserved", left)
+	deadline := time.Now().Add(6 * time.Minute)
+	for {
+		served := 0
+		for p := range int32(lab.OffsetsTopicPartitions) {
+			if rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)) == nil {
+				served++
+			}
+		}
+		if served == lab.OffsetsTopicPartitions {
+			rep, code := check(t, "--cluster", "scus", "--group", scope)
+			if code == 0 && rep.Summary["ok"] == s.Groups*s.KeysPerGroup {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch --repair: %d of %d partitions served after 6 minutes", served, lab.OffsetsTopicPartitions)
+		}
+		time.Sleep(15 * time.Second)
+	}
+	if code, stopped := stop(); !stopped {
+		t.Errorf("watch did not stop (exit %d)", code)
+	}
 }
 
 // unloadNamespace unloads the whole offsets namespace of c and looks every offsets partition
