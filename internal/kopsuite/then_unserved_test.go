@@ -4,12 +4,16 @@ package kopsuite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
@@ -72,7 +76,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 			}
 		}
 		unservedPerTry = append(unservedPerTry, n)
-		code, d := repair(t, "--cluster", "scus", "--group", scope, "--yes", "--max-bundles", "8", "--wait", "2m")
+		d, code := quietly[repairDoc](t, "--timeout", "10s", "repair", "--lock-file", filepath.Join(t.TempDir(), "repair.lock"), "-o", "json", "--cluster", "scus", "--group", scope, "--yes", "--max-bundles", "8", "--wait", "2m")
 		if code != 0 || d.After == nil || len(d.After.Stale) != 0 || len(d.After.Unserved) != 0 {
 			t.Fatalf("try %d: repair: exit %d, after %+v", try, code, d.After)
 		}
@@ -81,7 +85,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 				t.Fatalf("try %d: scus offsets partition %d after repair: %v", try, p, err)
 			}
 		}
-		rep, code := check(t, "--cluster", "scus", "--group", scope)
+		rep, code := quietly[chk.Report](t, "--timeout", "10s", "check", "-o", "json", "--cluster", "scus", "--group", scope)
 		if code != 0 || len(rep.Unserved) != 0 || rep.Summary["ok"] != s.Groups*s.KeysPerGroup {
 			t.Fatalf("try %d: check after repair: exit %d, unserved %+v, summary %v", try, code, rep.Unserved, rep.Summary)
 		}
@@ -109,7 +113,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 			}
 		}
 		if served == lab.OffsetsTopicPartitions {
-			rep, code := check(t, "--cluster", "scus", "--group", scope)
+			rep, code := quietly[chk.Report](t, "--timeout", "10s", "check", "-o", "json", "--cluster", "scus", "--group", scope)
 			if code == 0 && rep.Summary["ok"] == s.Groups*s.KeysPerGroup {
 				break
 			}
@@ -122,6 +126,20 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 	if code, stopped := stop(); !stopped {
 		t.Errorf("watch did not stop (exit %d)", code)
 	}
+}
+
+// quietly runs kop-offsets and decodes its JSON document, logging the command, its exit
+// code, the document's size and the end of stderr (50,000 rows are too many to log).
+func quietly[T any](t *testing.T, args ...string) (T, int) {
+	t.Helper()
+	start := time.Now()
+	code, out, errOut := runCLI(context.Background(), theLab, args...)
+	t.Logf("$ kop-offsets %s -> exit %d in %s, %d bytes of JSON\n%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), len(out), tail(errOut, 15))
+	var v T
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("exit %d, not a document: %v", code, err)
+	}
+	return v, code
 }
 
 // unloadNamespace unloads the whole offsets namespace of c and looks every offsets partition
