@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -365,9 +366,9 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 	}
 	for {
 		var still []int
+		e.fetchAll(ctx, grs, pending, deadline)
 		for _, i := range pending {
-			a := e.fetch(ctx, grs[i].Group, deadline)
-			grs[i].After = a
+			a := grs[i].After
 			if a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
 				grs[i].Status = GroupFresh
 				continue
@@ -572,4 +573,24 @@ func sameOffsets(cached, persisted []TopicOffset) bool {
 	return slices.EqualFunc(a, b, func(x, y TopicOffset) bool {
 		return x.Topic == y.Topic && x.Partition == y.Partition && x.Offset == y.Offset
 	})
+}
+
+// verifyConcurrency bounds the OffsetFetches of a verification in flight: a bundle can hold
+// thousands of groups, and one at a time is one round trip each.
+const verifyConcurrency = 16
+
+// fetchAll asks KoP about the groups grs[i] of idx, a few at a time, into their After.
+func (e *Executor) fetchAll(ctx context.Context, grs []GroupResult, idx []int, deadline time.Time) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, verifyConcurrency)
+	for _, i := range idx {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			grs[i].After = e.fetch(ctx, grs[i].Group, deadline)
+		}()
+	}
+	wg.Wait()
 }
