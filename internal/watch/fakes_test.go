@@ -196,8 +196,12 @@ func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 5 * time.Second}
+	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: fakeCoordinatorWait}
 }
+
+// fakeCoordinatorWait is the fetchers' --coordinator-wait; a test of a group KoP never
+// coordinates shortens it (no test of this package runs in parallel).
+var fakeCoordinatorWait = 5 * time.Second
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {
 	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}

@@ -593,6 +593,8 @@ func TestRepairLiveOnPrimaryStillRepairsStandby(t *testing.T) {
 // KoP on wus does not coordinate the group (its offsets partition is not served): watch
 // --repair reloads that bundle too; only another load brings the partition back.
 func TestRepairReloadsUnservedPartition(t *testing.T) {
+	fakeCoordinatorWait = 300 * time.Millisecond // every cycle waits that long for the group
+	t.Cleanup(func() { fakeCoordinatorWait = 5 * time.Second })
 	e := newEnv(t, Options{Repair: true, Cooldown: 10 * time.Minute})
 	e.scus.commit("", commit("orders", 0, 10900))
 	e.wus.commit("scus", commit("orders", 0, 10900))
