@@ -116,8 +116,11 @@ func runCLI(ctx context.Context, l *lab.Lab, args ...string) (int, string, strin
 		}
 		return ""
 	})
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+	}
 	code := commands.Run(ctx, f, root.NewCmdRoot(f), args)
 	return code, out.String(), errb.String()
 }

@@ -132,7 +132,9 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 func quietly[T any](t *testing.T, args ...string) (T, int) {
 	t.Helper()
 	start := time.Now()
-	code, out, errOut := runCLI(context.Background(), theLab, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	code, out, errOut := runCLI(ctx, theLab, args...)
 	t.Logf("$ kop-offsets %s -> exit %d in %s, %d bytes of JSON\n%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), len(out), tail(errOut, 15))
 	var v T
 	if err := json.Unmarshal([]byte(out), &v); err != nil {

@@ -261,6 +261,7 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 	groups := plan.GroupsIn(pb.Range)
 	grs := make([]GroupResult, len(groups))
 	var late []Loss
+	var ask []int
 	for i, g := range groups {
 		grs[i] = GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded}
 		if g.Served != nil && g.Served.ErrorKind == ErrorKindCoordinator {
@@ -269,7 +270,12 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 			// for each one's timeout.
 			grs[i].Before = g.Served
 		} else if e.Fetcher != nil {
-			grs[i].Before = e.fetch(ctx, g.Group, e.Now().Add(minFetchTimeout))
+			ask = append(ask, i)
+		}
+	}
+	e.fetchAll(ctx, grs, ask, e.Now().Add(minFetchTimeout), func(gr *GroupResult, a *CacheAnswer) { gr.Before = a })
+	for i, g := range groups {
+		if grs[i].Before != nil {
 			// The plan's comparison again, with what KoP serves right now: a commit since
 			// the plan may have moved the cache ahead of what the loader will bring.
 			for _, l := range losses(g, grs[i].Before, func(string, int32) string {
@@ -366,7 +372,7 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 	}
 	for {
 		var still []int
-		e.fetchAll(ctx, grs, pending, deadline)
+		e.fetchAll(ctx, grs, pending, deadline, func(gr *GroupResult, a *CacheAnswer) { gr.After = a })
 		for _, i := range pending {
 			a := grs[i].After
 			if a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
@@ -579,8 +585,9 @@ func sameOffsets(cached, persisted []TopicOffset) bool {
 // thousands of groups, and one at a time is one round trip each.
 const verifyConcurrency = 16
 
-// fetchAll asks KoP about the groups grs[i] of idx, a few at a time, into their After.
-func (e *Executor) fetchAll(ctx context.Context, grs []GroupResult, idx []int, deadline time.Time) {
+// fetchAll asks KoP about the groups grs[i] of idx, a few at a time, and stores each answer
+// with set.
+func (e *Executor) fetchAll(ctx context.Context, grs []GroupResult, idx []int, deadline time.Time, set func(*GroupResult, *CacheAnswer)) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, verifyConcurrency)
 	for _, i := range idx {
@@ -589,7 +596,7 @@ func (e *Executor) fetchAll(ctx context.Context, grs []GroupResult, idx []int, d
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			grs[i].After = e.fetch(ctx, grs[i].Group, deadline)
+			set(&grs[i], e.fetch(ctx, grs[i].Group, deadline))
 		}()
 	}
 	wg.Wait()
