@@ -133,9 +133,13 @@ clusters repair may write to (--cluster; default all), then run 'check' again.
 
 Only stale_cache is repaired: KoP serves an older value (or none) than its loader would
 load from its own offsets topic, and a reload makes it load the topic. Rows that are
-replication_lag, diverged, missing, misaligned, coordinator_unavailable, cache_ahead,
-unloadable, expired or error are listed with the reason repair leaves them: a reload would
-load the same persisted value, or lose the one KoP serves.
+Offsets partitions KoP does not serve (check's "unserved": it dropped their load after an
+unload, and every group of them gets NOT_COORDINATOR) are reloaded too: their bundles are
+unloaded and looked up, and the run waits until KoP answers for every partition of them.
+replication_lag, diverged, missing, misaligned, coordinator_unavailable (outside an
+unserved partition), cache_ahead, unloadable, expired or error are listed with the reason
+repair leaves them: a reload would load the same persisted value, lose the one KoP serves,
+or (misaligned) serve a number that skips messages.
 
 --group and --topic (globs) narrow both checks to some groups or topics, as in check; the
 bundles reloaded are still whole (their other groups reload too, and are in the plan).
@@ -151,8 +155,10 @@ Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock
 does nothing and exits 3 ("another repair is running"). A run with nothing stale does
 nothing and exits 0.
 
-Exit codes: 0 nothing stale, or every stale row it may fix is fixed; 1 stale rows remain
-(refused, beyond --max-bundles, or still stale after the reload); 2 usage error, no --yes
+Exit codes: 0 nothing stale or unserved, or everything it may fix is fixed (the second check
+finds no stale row, no unserved partition and no coordinator_unavailable row); 1 stale rows,
+unserved partitions or coordinator_unavailable rows remain (refused, beyond --max-bundles, or
+still there after the reload), or misaligned rows were left; 2 usage error, no --yes
 without a terminal, declined; 3 an endpoint failed, or the lock is held; 4 a reload did
 not achieve its goal (the cache still differs after --wait).`),
 		Example: cmdutil.Examples(`
