@@ -104,7 +104,7 @@ func fetchServed(ctx context.Context, f OffsetFetcher, groups []string) map[stri
 	out := make(map[string]*CacheAnswer, len(groups))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	sem := make(chan struct{}, 16)
 	for _, g := range groups {
 		wg.Add(1)
 		sem <- struct{}{}

@@ -55,7 +55,9 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	if len(groups) == 0 {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, 2*w.o.CallTimeout)
+	// A plan asks KoP about every group of the bundles (thousands at scale), not only the
+	// stale ones: a call timeout is too short for it.
+	cctx, cancel := context.WithTimeout(ctx, max(2*w.o.CallTimeout, planTimeout))
 	plan, err := c.Reloader.Plan(cctx, groups)
 	cancel()
 	if err != nil {
@@ -116,6 +118,10 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 		}
 	}
 }
+
+// planTimeout bounds a reload plan of watch --repair: the plan reads the bundles' offsets
+// partitions and asks both KoPs about each of their groups.
+const planTimeout = 5 * time.Minute
 
 // backlogToward is the largest replication backlog of group's offsets partition from a
 // peer toward c.
