@@ -35,6 +35,17 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 	scus := theLab.Cluster("scus")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	// Start with every offsets partition served on both clusters (an earlier run may have
+	// left one unserved, which the lab's stale-row check does not see).
+	for _, c := range []lab.Cluster{scus, theLab.Cluster("wus")} {
+		for p := range int32(lab.OffsetsTopicPartitions) {
+			if rawOffsetFetch(t, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)) != nil {
+				if err := lab.ReloadOffsetsPartition(ctx, c, p); err != nil {
+					t.Fatalf("%s: bring offsets partition %d back before the test: %v", c.Name, p, err)
+				}
+			}
+		}
+	}
 	for _, c := range []lab.Cluster{scus, theLab.Cluster("wus")} {
 		a := admin(t, c)
 		if err := loadgen.CreateTopics(ctx, c.Name, a, s); err != nil {
