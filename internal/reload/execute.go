@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -581,23 +580,11 @@ func sameOffsets(cached, persisted []TopicOffset) bool {
 	})
 }
 
-// verifyConcurrency bounds the OffsetFetches of a verification in flight: a bundle can hold
-// thousands of groups, and one at a time is one round trip each.
-const verifyConcurrency = 16
-
 // fetchAll asks KoP about the groups grs[i] of idx, a few at a time, and stores each answer
 // with set.
 func (e *Executor) fetchAll(ctx context.Context, grs []GroupResult, idx []int, deadline time.Time, set func(*GroupResult, *CacheAnswer)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, verifyConcurrency)
-	for _, i := range idx {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			set(&grs[i], e.fetch(ctx, grs[i].Group, deadline))
-		}()
-	}
-	wg.Wait()
+	eachConcurrently(len(idx), func(k int) {
+		i := idx[k]
+		set(&grs[i], e.fetch(ctx, grs[i].Group, deadline))
+	})
 }

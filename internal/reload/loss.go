@@ -101,26 +101,37 @@ func predictedOffsets(po *offsets.PersistedOffsets, group string, n int32, kafka
 
 // fetchServed asks KoP what it serves for each group, a few at a time.
 func fetchServed(ctx context.Context, f OffsetFetcher, groups []string) map[string]*CacheAnswer {
+	answers := make([]*CacheAnswer, len(groups))
+	eachConcurrently(len(groups), func(i int) {
+		fctx, cancel := context.WithTimeout(ctx, DefaultServedTimeout)
+		defer cancel()
+		answers[i] = askCache(fctx, f, groups[i])
+	})
 	out := make(map[string]*CacheAnswer, len(groups))
-	var mu sync.Mutex
+	for i, g := range groups {
+		out[g] = answers[i]
+	}
+	return out
+}
+
+// fetchConcurrency bounds the OffsetFetches in flight when many groups are asked (a plan,
+// a verification): a bundle can hold thousands of groups, one round trip each.
+const fetchConcurrency = 16
+
+// eachConcurrently calls fn(0..n-1), fetchConcurrency at a time, and waits for all.
+func eachConcurrently(n int, fn func(i int)) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for _, g := range groups {
+	sem := make(chan struct{}, fetchConcurrency)
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			fctx, cancel := context.WithTimeout(ctx, DefaultServedTimeout)
-			defer cancel()
-			a := askCache(fctx, f, g)
-			mu.Lock()
-			out[g] = a
-			mu.Unlock()
+			fn(i)
 		}()
 	}
 	wg.Wait()
-	return out
 }
 
 // DefaultServedTimeout bounds the OffsetFetch of one group while planning.
