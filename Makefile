@@ -30,6 +30,7 @@ vet: ## go vet, all build tags
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags kop ./internal/kopsuite/
+	$(GO) vet -tags deploy ./deploy/
 
 unit: fmt vet ## fast tier: unit tests, no JVM (seconds)
 	$(GO) test -count=1 ./...
@@ -43,7 +44,7 @@ e2e: build ## end-to-end tests on the real two-cluster lab (starts it, stops it;
 e2e-kop: ## the KoP suite: the user's story and KoP's facts through real Kafka clients (needs KOP_NAR)
 	scripts/e2e-kop.sh
 
-test: unit lint race release-ci e2e $(if $(KOP_NAR),e2e-kop) ## everything CI runs (with KOP_NAR: on KoP, plus the KoP suite)
+test: unit lint race release-ci deploy-ci e2e $(if $(KOP_NAR),e2e-kop) ## everything CI runs (with KOP_NAR: on KoP, plus the KoP suite)
 
 bench: ## decode and replay microbenchmarks beside plain copying of the same bytes (one run)
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/offsets/
@@ -108,6 +109,27 @@ release-snapshot: tools ## snapshot release into dist/, all platforms (RELEASE_C
 smoke: ## smoke-test the snapshot's binary, archive and .deb for this machine
 	scripts/smoke.sh
 
-release-ci: release-check ## what CI runs: goreleaser check, linux/amd64 snapshot, smoke test
+release-ci: release-check ## what CI runs: goreleaser check, linux/amd64 snapshot with its image, smoke test, image check
+	TOOLS_DIR=$(TOOLS_DIR) scripts/tools.sh podman
 	GORELEASER=$(GORELEASER) scripts/release-snapshot.sh --ci
 	scripts/smoke.sh
+	scripts/image-check.sh
+
+image-check: ## the snapshot's container image: layout, entrypoint, user, files, its binary (deploy/image_test.go)
+	scripts/image-check.sh
+
+# ---- deployment: Helm chart, alert rules (deploy/; the dashboard's test runs in unit) ----
+.PHONY: deploy-ci chart-check rules-check image-check
+HELM     := $(TOOLS_DIR)/helm
+PROMTOOL := $(TOOLS_DIR)/promtool
+
+deploy-ci: chart-check rules-check ## what CI runs for deploy/: helm lint and template, promtool check and test
+
+chart-check: ## helm lint --strict and helm template of deploy/helm/kop-offsets, asserted by deploy/chart_test.go
+	@TOOLS_DIR=$(TOOLS_DIR) scripts/tools.sh helm
+	HELM=$(abspath $(HELM)) $(GO) test -tags deploy -count=1 -run '^TestChart' ./deploy/
+
+rules-check: ## promtool check rules and promtool test rules of deploy/prometheus
+	@TOOLS_DIR=$(TOOLS_DIR) scripts/tools.sh promtool
+	$(PROMTOOL) check rules deploy/prometheus/kop-offsets.rules.yml
+	cd deploy/prometheus && $(abspath $(PROMTOOL)) test rules kop-offsets.rules.test.yml

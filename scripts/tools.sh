@@ -25,15 +25,12 @@ mkdir -p "$TOOLS_DIR"
 # go install wants an absolute GOBIN; make passes a relative one.
 TOOLS_DIR=$(cd "$TOOLS_DIR" && pwd)
 
-# install NAME PACKAGE VERSION [VERSION-ARGS]: NAME is the binary go install writes for
-# PACKAGE; VERSION-ARGS (default --version) make it print its version.
+# install NAME PACKAGE VERSION: NAME is the binary go install writes for PACKAGE. The
+# version installed is read from the binary's build information (go version -m): helm, for
+# one, prints only its minor version.
 install() {
-	local name=$1 pkg=$2 version=$3 bin="$TOOLS_DIR/$1" vargs=${4:---version}
-	# The tools print the version, with or without the v, in their version output.
-	local re="(^|[^0-9.])v?${version#v}([^0-9.]|\$)"
-	re=${re//./\\.}
-	# shellcheck disable=SC2086 # vargs is a list of words
-	if [[ -x $bin ]] && "$bin" $vargs 2>/dev/null | grep -Eq "$re"; then
+	local name=$1 pkg=$2 version=$3 bin="$TOOLS_DIR/$1"
+	if [[ -x $bin ]] && [[ $("$GO" version -m "$bin" 2>/dev/null | awk '$1 == "mod" {print $3}') == "$version" ]]; then
 		echo "tools: $name $version already installed ($bin)"
 		return
 	fi
@@ -94,7 +91,7 @@ for t in "${want[@]}"; do
 	case $t in
 	golangci-lint) install golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint "$GOLANGCI_LINT_VERSION" ;;
 	goreleaser) install goreleaser github.com/goreleaser/goreleaser/v2 "$GORELEASER_VERSION" ;;
-	helm) install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" "version --short" ;;
+	helm) install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" ;;
 	promtool) install_promtool ;;
 	podman) install_podman ;;
 	*) echo "tools: unknown tool $t (known: golangci-lint goreleaser helm promtool podman)" >&2; exit 2 ;;

@@ -1,0 +1,277 @@
+//go:build deploy
+
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
+	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+)
+
+const chartDir = "helm/kop-offsets"
+
+// helmBin is $HELM, else the pinned helm of bin/tools (scripts/tools.sh helm).
+func helmBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("HELM")
+	if bin == "" {
+		bin = filepath.Join("..", "bin", "tools", "helm")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no helm at %s ($HELM): make chart-check installs it (%v)", bin, err)
+	}
+	return bin
+}
+
+// object is one Kubernetes object of the rendered chart, as generic YAML.
+type object map[string]any
+
+// get walks keys (map keys, or "name=X" to pick the list element whose name is X).
+func (o object) get(keys ...string) any {
+	var cur any = map[string]any(o)
+	for _, k := range keys {
+		switch v := cur.(type) {
+		case map[string]any:
+			cur = v[k]
+		case []any:
+			name, ok := strings.CutPrefix(k, "name=")
+			if !ok {
+				return nil
+			}
+			cur = nil
+			for _, e := range v {
+				if m, ok := e.(map[string]any); ok && m["name"] == name {
+					cur = m
+				}
+			}
+		default:
+			return nil
+		}
+	}
+	return cur
+}
+
+// render runs helm template with the values files (relative to the chart) and returns the
+// objects by kind.
+func render(t *testing.T, values ...string) map[string]object {
+	t.Helper()
+	args := []string{"template", "kop", chartDir, "--namespace", "monitoring"}
+	for _, v := range values {
+		args = append(args, "--values", filepath.Join(chartDir, v))
+	}
+	out, err := exec.Command(helmBin(t), args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	objs := map[string]object{}
+	dec := yaml.NewDecoder(bytes.NewReader(out))
+	for {
+		var o map[string]any
+		if err := dec.Decode(&o); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("helm template output: %v", err)
+		}
+		if o == nil {
+			continue
+		}
+		kind, _ := o["kind"].(string)
+		if _, dup := objs[kind]; dup {
+			t.Fatalf("two objects of kind %s", kind)
+		}
+		objs[kind] = object(o)
+	}
+	return objs
+}
+
+func strs(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, e := range l {
+		s, _ := e.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+// assertPod checks what every rendering of the chart must hold: one replica, Recreate,
+// the probes on watch's endpoints, the security context, the config mounted read-only.
+func assertPod(t *testing.T, objs map[string]object) object {
+	t.Helper()
+	d, ok := objs["Deployment"]
+	if !ok {
+		t.Fatal("no Deployment")
+	}
+	if r := d.get("spec", "replicas"); r != 1 {
+		t.Errorf("replicas = %v, want 1 (one writer per cluster)", r)
+	}
+	if s := d.get("spec", "strategy", "type"); s != "Recreate" {
+		t.Errorf("strategy = %v, want Recreate (never two pods at once)", s)
+	}
+	pod := object(d.get("spec", "template", "spec").(map[string]any))
+	for k, want := range map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532} {
+		if got := pod.get("securityContext", k); got != want {
+			t.Errorf("pod securityContext.%s = %v, want %v", k, got, want)
+		}
+	}
+	if pod.get("automountServiceAccountToken") != false {
+		t.Error("the service account token is mounted; kop-offsets never calls the Kubernetes API")
+	}
+	c := object(pod.get("containers", "name=watch").(map[string]any))
+	if c == nil {
+		t.Fatal("no container watch")
+	}
+	if c.get("securityContext", "readOnlyRootFilesystem") != true || c.get("securityContext", "allowPrivilegeEscalation") != false {
+		t.Errorf("container securityContext = %v", c.get("securityContext"))
+	}
+	if drop := strs(c.get("securityContext", "capabilities", "drop")); !slices.Equal(drop, []string{"ALL"}) {
+		t.Errorf("capabilities dropped = %v, want [ALL]", drop)
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz"} {
+		if got := c.get(probe, "httpGet", "path"); got != path {
+			t.Errorf("%s path = %v, want %s", probe, got, path)
+		}
+		if got := c.get(probe, "httpGet", "port"); got != "http" {
+			t.Errorf("%s port = %v, want http", probe, got)
+		}
+	}
+	if got := c.get("ports", "name=http", "containerPort"); got != 9464 {
+		t.Errorf("port http = %v, want 9464", got)
+	}
+	if c.get("resources", "limits", "memory") == nil || c.get("resources", "requests", "cpu") == nil {
+		t.Errorf("resources = %v", c.get("resources"))
+	}
+	if m := c.get("volumeMounts", "name=config"); m == nil || object(m.(map[string]any)).get("mountPath") != "/etc/kop-offsets/config.yaml" ||
+		object(m.(map[string]any)).get("readOnly") != true {
+		t.Errorf("config mount = %v, want /etc/kop-offsets/config.yaml read-only", m)
+	}
+	if c.get("volumeMounts", "name=tmp", "mountPath") != "/tmp" || pod.get("volumes", "name=tmp", "emptyDir") == nil {
+		t.Error("no emptyDir on /tmp (the root filesystem is read-only)")
+	}
+	return pod
+}
+
+// assertWatchArgs parses the container's arguments with kop-offsets' own command tree:
+// they must name the watch command and flags it has, with valid values.
+func assertWatchArgs(t *testing.T, pod object, wantRepair bool) {
+	t.Helper()
+	args := strs(pod.get("containers", "name=watch", "args"))
+	ios, _, _, _ := iostreams.Test()
+	cmd := root.NewCmdRoot(factory.New("test", ios))
+	sub, rest, err := cmd.Find(args)
+	if err != nil || sub.Name() != "watch" {
+		t.Fatalf("args %q: command %v, %v; want watch", args, sub.Name(), err)
+	}
+	if err := sub.ParseFlags(rest); err != nil {
+		t.Fatalf("args %q: %v", args, err)
+	}
+	if pos := sub.Flags().Args(); len(pos) > 0 {
+		t.Errorf("args %q: stray arguments %q", args, pos)
+	}
+	if got, _ := sub.Flags().GetString("config"); got != "/etc/kop-offsets/config.yaml" {
+		t.Errorf("--config = %q", got)
+	}
+	if got, _ := sub.Flags().GetString("listen"); got != "0.0.0.0:9464" {
+		t.Errorf("--listen = %q, want 0.0.0.0:9464 (reachable by the probes)", got)
+	}
+	if got, _ := sub.Flags().GetBool("repair"); got != wantRepair {
+		t.Errorf("--repair = %v, want %v", got, wantRepair)
+	}
+}
+
+func TestChartDefaults(t *testing.T) {
+	objs := render(t, "ci/existing-values.yaml")
+	pod := assertPod(t, objs)
+	assertWatchArgs(t, pod, false) // repair is off unless asked for
+	if got := pod.get("volumes", "name=config", "configMap", "name"); got != "kop-offsets-config" {
+		t.Errorf("config volume from ConfigMap %v, want kop-offsets-config", got)
+	}
+	for _, kind := range []string{"Secret", "ServiceMonitor"} {
+		if _, ok := objs[kind]; ok {
+			t.Errorf("a %s by default", kind)
+		}
+	}
+	if objs["Service"].get("spec", "ports", "name=http", "port") != 9464 {
+		t.Errorf("service ports = %v", objs["Service"].get("spec", "ports"))
+	}
+}
+
+func TestChartInlineConfigCredentialsRepair(t *testing.T) {
+	objs := render(t, "ci/inline-values.yaml")
+	pod := assertPod(t, objs)
+	assertWatchArgs(t, pod, true)
+
+	// The inline config is a Secret, and a valid kop-offsets config.
+	sec, ok := objs["Secret"]
+	if !ok {
+		t.Fatal("no Secret for the inline config")
+	}
+	if got := pod.get("volumes", "name=config", "secret", "secretName"); got != sec.get("metadata", "name") {
+		t.Errorf("config volume from Secret %v, want %v", got, sec.get("metadata", "name"))
+	}
+	text, _ := sec.get("stringData", "config.yaml").(string)
+	cfg, err := config.Parse([]byte(text), "config.yaml")
+	if err != nil {
+		t.Fatalf("the rendered config is not a valid kop-offsets config: %v\n%s", err, text)
+	}
+	if len(cfg.Clusters) != 2 {
+		t.Errorf("clusters = %d, want 2", len(cfg.Clusters))
+	}
+
+	// Credentials: a Secret mounted read-only as a directory (rotated tokens reach tokenFile).
+	c := object(pod.get("containers", "name=watch").(map[string]any))
+	if got := pod.get("volumes", "name=credentials", "secret", "secretName"); got != "kop-offsets-credentials" {
+		t.Errorf("credentials volume from %v", got)
+	}
+	m, _ := c.get("volumeMounts", "name=credentials").(map[string]any)
+	if m == nil || m["mountPath"] != "/etc/kop-offsets/credentials" || m["readOnly"] != true || m["subPath"] != nil {
+		t.Errorf("credentials mount = %v", m)
+	}
+	if got := c.get("envFrom"); len(got.([]any)) != 1 {
+		t.Errorf("envFrom = %v", got)
+	}
+
+	// The ServiceMonitor scrapes the Service's port.
+	sm, ok := objs["ServiceMonitor"]
+	if !ok {
+		t.Fatal("no ServiceMonitor with serviceMonitor.enabled")
+	}
+	eps, _ := sm.get("spec", "endpoints").([]any)
+	if len(eps) != 1 || object(eps[0].(map[string]any)).get("port") != "http" || object(eps[0].(map[string]any)).get("path") != "/metrics" {
+		t.Errorf("ServiceMonitor endpoints = %v", eps)
+	}
+	if sm.get("metadata", "labels", "release") != "prometheus" {
+		t.Errorf("ServiceMonitor labels = %v", sm.get("metadata", "labels"))
+	}
+}
+
+func TestChartLint(t *testing.T) {
+	for _, v := range []string{"ci/existing-values.yaml", "ci/inline-values.yaml"} {
+		out, err := exec.Command(helmBin(t), "lint", "--strict", chartDir, "--values", filepath.Join(chartDir, v)).CombinedOutput()
+		if err != nil {
+			t.Errorf("helm lint --strict with %s: %v\n%s", v, err, out)
+		}
+	}
+	// No config is an error that says what to set, not a pod that cannot start.
+	out, err := exec.Command(helmBin(t), "template", "kop", chartDir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "set exactly one of config.inline") {
+		t.Errorf("helm template without a config: %v\n%s", err, out)
+	}
+}
