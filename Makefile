@@ -79,7 +79,7 @@ e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and sto
 	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
 
 clean: ## remove build output (not the lab's data or the pinned tools: see lab-clean)
-	rm -rf bin/kop-offsets bin/kop-lab dist completions manpages
+	rm -rf bin/kop-offsets bin/kop-lab dist build completions manpages
 
 # ---- tools, lint, docs, release (issue 8) ----
 TOOLS_DIR  ?= bin/tools

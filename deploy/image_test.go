@@ -60,7 +60,7 @@ func openImage(t *testing.T) v1.Image {
 func files(t *testing.T, img v1.Image) (map[string][]byte, map[string]*tar.Header) {
 	t.Helper()
 	rc := mutate.Extract(img)
-	defer rc.Close()
+	defer func() { _ = rc.Close() }()
 	content, headers := map[string][]byte{}, map[string]*tar.Header{}
 	tr := tar.NewReader(rc)
 	for {
@@ -119,6 +119,9 @@ func TestImageFiles(t *testing.T) {
 			got = append(got, name)
 		}
 	}
+	if h := headers["tmp"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode&0o7777 != 0o1777 {
+		t.Errorf("/tmp is not a directory with mode 1777 (repair's lock file): %+v", h)
+	}
 	slices.Sort(got)
 	if !slices.Equal(got, imageFiles) {
 		t.Errorf("files %q, want exactly %q (no shell, nothing else)", got, imageFiles)
@@ -152,7 +155,7 @@ func TestImageBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			t.Error("the binary has an ELF interpreter: it is not static (CGO_ENABLED=0)")
