@@ -8,8 +8,9 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -37,18 +38,18 @@ type backlog int64
 func (b backlog) Backlog(context.Context, int32) (int64, error) { return int64(b), nil }
 
 // setup: scus held 10 messages before replication, the group read scus to 60 (wus 50).
-func setup() (*Planner, *testkit.MemReader, *fakeKoP, *fakeKoP) {
-	c := testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
-	src := testkit.NewMemReader(8).Commit(c)
-	dst := testkit.NewMemReader(8).Replicated("scus", c)
+func setup() (*Planner, *fakes.MemReader, *fakeKoP, *fakeKoP) {
+	c := kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
+	src := fakes.NewMemReader(8).Commit(c)
+	dst := fakes.NewMemReader(8).Replicated("scus", c)
 	sk := &fakeKoP{served: map[string][]reload.TopicOffset{"g": {{Topic: "topic-1", Partition: 0, Offset: 60}}}}
 	wk := &fakeKoP{served: map[string][]reload.TopicOffset{"g": {{Topic: "topic-1", Partition: 0, Offset: 30}}}}
 	pl := &Planner{
 		From: Side{Name: "scus", KafkaNamespace: "public/default", Reader: src, Groups: sk},
 		To:   Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: wk},
 		Aligner: &align.Aligner{Sources: map[string]align.Source{
-			"scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 110)}},
-			"wus":  testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(10, 110)}},
+			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 110)}},
+			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(10, 110)}},
 		}},
 		Backlog: backlog(0),
 	}
@@ -86,7 +87,7 @@ func TestPlan(t *testing.T) {
 	pl, dst, _, _ := setup()
 
 	// The group went on on wus itself, past the translation: never moved back.
-	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
+	dst.Commit(kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "committed 70 on wus itself") {
 		t.Fatalf("own newer: %+v", plan.Rows[0])
 	}
@@ -97,7 +98,7 @@ func TestPlan(t *testing.T) {
 
 	// Already there.
 	pl, dst, _, wk = setup()
-	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
+	dst.Commit(kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
 	wk.served["g"][0].Offset = 50
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionNone {
 		t.Fatalf("already served: %+v", plan.Rows[0])
@@ -111,14 +112,14 @@ func TestPlan(t *testing.T) {
 // fakeTarget is the target side of Apply: the writer appends to its offsets topic, the
 // reloader makes KoP serve what the topic holds (or refuses).
 type fakeTarget struct {
-	dst     *testkit.MemReader
+	dst     *fakes.MemReader
 	kop     *fakeKoP
 	refuse  string
 	written int
 	plans   []map[reload.IntendedKey]int64
 }
 
-func (f *fakeTarget) CommitRequest(_ context.Context, cs []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (f *fakeTarget) CommitRequest(_ context.Context, cs []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
 	f.written++
 	f.dst.Commit(cs...)
 	return 0, nil, nil

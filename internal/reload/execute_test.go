@@ -16,7 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 )
 
 // kafkaCluster is a kfake cluster standing in for KoP's Kafka API (unit tests only).
@@ -81,8 +82,8 @@ func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
 	}
 
 	// A plan over kfake: the live group's bundle is refused without --allow-active.
-	p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: testkit.NewMemReader(8).Commit(
-		testkit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
+	p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: fakes.NewMemReader(8).Commit(
+		kopcommit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
 		Describers: map[string]GroupDescriber{"scus": kg}}
 	plan, err := p.Plan(ctx, Request{Groups: []string{"live"}})
 	if err != nil {
@@ -99,7 +100,7 @@ func TestExecuteVerifiesFreshCache(t *testing.T) {
 	c, adm := kafkaCluster(t)
 	g := groupIn("G", 3, 8)
 	commit(t, adm, g, 0, 500) // the stale cache
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := newFakeAdmin(t)
 	var loading atomic.Int32
 	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -166,7 +167,7 @@ func TestExecuteCacheStillDiffers(t *testing.T) {
 	_, adm := kafkaCluster(t)
 	g := groupIn("G", 3, 8)
 	commit(t, adm, g, 0, 500)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := newFakeAdmin(t)
 	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, AllowActive: true, Fetcher: kg}).Plan(context.Background(), Request{Groups: []string{g}})
@@ -193,7 +194,7 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 	defer cl.Close()
 	kg := KafkaGroups{Admin: kadm.NewClient(cl), KafkaNamespace: "public/default"}
 	g := groupIn("G", 3, 8)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := newFakeAdmin(t)
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).
 		Plan(context.Background(), Request{Groups: []string{g}})
@@ -221,7 +222,7 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 func TestExecutePartialFailure(t *testing.T) {
 	fa := newFakeAdmin(t)
 	fa.unloadErr[b1] = errUnreachable
-	rd := testkit.NewMemReader(8)
+	rd := fakes.NewMemReader(8)
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd}).Plan(context.Background(), Request{Partitions: []int32{0, 1, 2}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -31,11 +32,11 @@ func TestPlanBlastRadius(t *testing.T) {
 	same := groupIn("same", 3, 8)   // same partition
 	neigh := groupIn("neigh", 7, 8) // other partition of the same bundle
 	other := groupIn("other", 0, 8) // another bundle: untouched
-	rd := testkit.NewMemReader(8).Commit(
-		testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
-		testkit.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
-		testkit.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
-		testkit.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
+	rd := fakes.NewMemReader(8).Commit(
+		kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
+		kopcommit.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
+		kopcommit.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
+		kopcommit.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
 	)
 	live := &staticDescriber{groups: map[string]GroupActivity{neigh: {State: "Stable", Members: 2}}}
 	idle := &staticDescriber{}
@@ -94,7 +95,7 @@ func TestPlanBlastRadius(t *testing.T) {
 
 func TestPlanPartitionsAndUnknownActivity(t *testing.T) {
 	adm := newFakeAdmin(t)
-	rd := testkit.NewMemReader(8)
+	rd := fakes.NewMemReader(8)
 	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{
 		"scus": &staticDescriber{err: errors.New("unable to dial: connection refused")},
 		"wus":  nil, // no kafkaBootstrap
@@ -135,7 +136,7 @@ func TestPlanErrors(t *testing.T) {
 	ctx := context.Background()
 	adm := newFakeAdmin(t)
 	adm.partsErr = adminErr(404, "get partitioned metadata of")
-	p := &Planner{Cluster: scus, Admin: adm, Reader: testkit.NewMemReader(8)}
+	p := &Planner{Cluster: scus, Admin: adm, Reader: fakes.NewMemReader(8)}
 	_, err := p.Plan(ctx, Request{Groups: []string{"G"}})
 	var pe *PlanError
 	if !errors.As(err, &pe) || !errors.Is(err, pulsarx.ErrNotFound) {
@@ -154,7 +155,7 @@ func TestPlanErrors(t *testing.T) {
 		t.Fatalf("partition 8 of 8: want ErrBadRequest, got %v", err)
 	}
 
-	rd := testkit.NewMemReader(8)
+	rd := fakes.NewMemReader(8)
 	rd.Err = errors.New("broker gone")
 	p.Reader = rd
 	if _, err := p.Plan(ctx, Request{Groups: []string{"G"}}); !errors.As(err, &pe) || pe.Step == "" {

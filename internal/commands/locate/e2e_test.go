@@ -15,10 +15,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -38,10 +38,10 @@ func TestE2ELocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	w := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kopcommit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer w.Close()
 	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-locate-%d", time.Now().UnixNano())
-	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
+	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // let the replicator write to wus, which loads the bundle there

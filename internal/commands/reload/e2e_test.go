@@ -22,10 +22,10 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // The lab: two real Pulsar clusters, public/__kafka with 4 bundles, an offsets topic of 8
@@ -76,7 +76,7 @@ func setup(t *testing.T) *env {
 		}
 	}
 	// Through KoP when it runs, else written as KoP writes it.
-	if _, err := l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
+	if _, err := l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{lab: l, admin: adm, group: group}

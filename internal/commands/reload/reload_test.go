@@ -13,12 +13,13 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -59,7 +60,7 @@ func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.Gr
 }
 
 // fresh serves whatever the reader holds (a KoP that loaded the topic).
-type fresh struct{ rd *testkit.MemReader }
+type fresh struct{ rd *fakes.MemReader }
 
 func (f fresh) FetchOffsets(ctx context.Context, g string) ([]reload.TopicOffset, error) {
 	po, err := offsets.ReplayPartition(ctx, f.rd, offsets.PartitionFor(g, 8), offsets.OrderingKoP)
@@ -87,7 +88,7 @@ func newHarness(t *testing.T) *harness {
 	ios, in, out, errb := iostreams.Test()
 	b, _ := pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
 	h := &harness{admin: &fakeAdmin{bundles: b}, out: out, err: errb, in: in, ios: ios}
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
 	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
 	h.opts = &Options{
 		IO: ios, Format: output.Table,
