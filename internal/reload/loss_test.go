@@ -39,7 +39,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
 	plan := func(t *testing.T, rd offsets.OffsetTopicReader, f OffsetFetcher, accept bool) *Plan {
 		t.Helper()
-		p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: idle, Fetcher: f, AcceptLoss: accept}
+		p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: idle, Fetcher: f, AcceptLoss: accept}
 		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +171,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 				f[g] = append(f[g], TopicOffset{Topic: "topic-1", Partition: p, Offset: o})
 			}
 		}
-		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
+		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
 			Plan(context.Background(), Request{Partitions: []int32{3, 7}})
 		if err != nil {
 			t.Fatal(err)
@@ -229,11 +229,11 @@ func (k *kopModel) unloaded() {
 func TestExecutePacedUnloads(t *testing.T) {
 	g := groupIn("g", 3, 8)
 	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	run := func(t *testing.T, stuckFor int) (*Execution, *fakeAdmin) {
+	run := func(t *testing.T, stuckFor int) (*Execution, *fakes.Admin) {
 		t.Helper()
-		fa := newFakeAdmin(t)
+		fa := fakes.NewAdmin("scus")
 		k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
-		fa.onUnload = func(string) {
+		fa.OnUnload = func(string) {
 			k.unloaded()
 			k.mu.Lock()
 			k.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 10900}}
@@ -274,8 +274,8 @@ func TestExecutePacedUnloads(t *testing.T) {
 func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 	g := groupIn("g", 3, 8)
 	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
-	fa.unloadErr[b2] = errors.New("500 Internal Server Error")
+	fa := fakes.NewAdmin("scus")
+	fa.UnloadErr[b2] = errors.New("500 Internal Server Error")
 	k := &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}} // KoP dropped the groups
 	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
 		Plan(context.Background(), Request{Groups: []string{g}})
@@ -296,7 +296,7 @@ func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 func TestExecuteRechecksLossBeforeUnload(t *testing.T) {
 	g := groupIn("g", 3, 8)
 	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
+	fa := fakes.NewAdmin("scus")
 	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
 	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
 		Plan(context.Background(), Request{Groups: []string{g}})

@@ -27,7 +27,7 @@ const (
 
 func TestPlanBlastRadius(t *testing.T) {
 	ctx := context.Background()
-	adm := newFakeAdmin(t)
+	adm := fakes.NewAdmin("scus")
 	g := groupIn("g", 3, 8)         // requested, partition 3 -> bundle b2
 	same := groupIn("same", 3, 8)   // same partition
 	neigh := groupIn("neigh", 7, 8) // other partition of the same bundle
@@ -94,7 +94,7 @@ func TestPlanBlastRadius(t *testing.T) {
 }
 
 func TestPlanPartitionsAndUnknownActivity(t *testing.T) {
-	adm := newFakeAdmin(t)
+	adm := fakes.NewAdmin("scus")
 	rd := fakes.NewMemReader(8)
 	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{
 		"scus": &staticDescriber{err: errors.New("unable to dial: connection refused")},
@@ -134,8 +134,8 @@ func TestPlanPartitionsAndUnknownActivity(t *testing.T) {
 
 func TestPlanErrors(t *testing.T) {
 	ctx := context.Background()
-	adm := newFakeAdmin(t)
-	adm.partsErr = adminErr(404, "get partitioned metadata of")
+	adm := fakes.NewAdmin("scus")
+	adm.PartitionsErr = adminErr(404, "get partitioned metadata of")
 	p := &Planner{Cluster: scus, Admin: adm, Reader: fakes.NewMemReader(8)}
 	_, err := p.Plan(ctx, Request{Groups: []string{"G"}})
 	var pe *PlanError
@@ -143,14 +143,14 @@ func TestPlanErrors(t *testing.T) {
 		t.Fatalf("want PlanError wrapping ErrNotFound, got %v", err)
 	}
 
-	adm = newFakeAdmin(t)
-	adm.bundlesErr = adminErr(0, "get bundles of")
+	adm = fakes.NewAdmin("scus")
+	adm.BundlesErr = adminErr(0, "get bundles of")
 	p.Admin = adm
 	if _, err := p.Plan(ctx, Request{Groups: []string{"G"}}); !errors.Is(err, pulsarx.ErrUnreachable) {
 		t.Fatalf("want ErrUnreachable, got %v", err)
 	}
 
-	p.Admin = newFakeAdmin(t)
+	p.Admin = fakes.NewAdmin("scus")
 	if _, err := p.Plan(ctx, Request{Partitions: []int32{8}}); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("partition 8 of 8: want ErrBadRequest, got %v", err)
 	}

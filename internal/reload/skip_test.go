@@ -29,7 +29,7 @@ func TestPlanRefusesSkip(t *testing.T) {
 	plan := func(t *testing.T, a Aligner, accept bool, intended map[IntendedKey]int64) PlannedBundle {
 		t.Helper()
 		rd := fakes.NewMemReader(8).Replicated("wus", c)
-		p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: idle,
+		p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: idle,
 			Fetcher: staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 5}}}, AcceptLoss: accept, Aligner: a, Intended: intended}
 		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
 		if err != nil {
@@ -114,7 +114,7 @@ func TestPlanNeverSkipsProperty(t *testing.T) {
 		a := &align.Aligner{Sources: map[string]align.Source{
 			"wus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}, "scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
 		}}
-		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
 			Fetcher: staticFetcher{}, Aligner: a}).Plan(context.Background(), Request{Partitions: []int32{0, 1, 2, 3, 4, 5, 6, 7}})
 		if err != nil {
 			t.Fatal(err)
@@ -163,7 +163,7 @@ func TestPlanKoPDownDoesNotAlign(t *testing.T) {
 	g := groupIn("g", 3, 8)
 	rd := fakes.NewMemReader(8).Replicated("wus", kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60})
 	a := &countingAligner{}
-	pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+	pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
 		Fetcher: errFetcher{errors.New("dial tcp 127.0.0.1:19092: connect: connection refused")}, Aligner: a}).Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)

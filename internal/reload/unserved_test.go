@@ -22,7 +22,7 @@ func TestPlanUnservedGroupIsNotActive(t *testing.T) {
 	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
 	notCoordinator := &staticDescriber{groups: map[string]GroupActivity{g: {Err: kerr.NotCoordinator}}}
 	plan := func(f OffsetFetcher) *Plan {
-		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": notCoordinator},
+		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": notCoordinator},
 			Fetcher: f}).Plan(context.Background(), Request{Partitions: []int32{3}})
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +72,7 @@ func TestPlanProbesUnservedPartitions(t *testing.T) {
 	}
 	f := &countingFetcher{unserved: map[int32]bool{3: true}}
 	d := &staticDescriber{}
-	pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": d},
+	pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": d},
 		Fetcher: f}).Plan(context.Background(), Request{Partitions: []int32{3}})
 	if err != nil {
 		t.Fatal(err)
