@@ -17,8 +17,9 @@ import (
 // Every call is recorded (Calls) and guarded by one mutex.
 type Admin struct {
 	Name string // the cluster, named in errors
-	// Down fails every call as an unreachable admin URL.
-	Down bool
+	// Down fails every call as an unreachable admin URL, with DownErr when set.
+	Down    bool
+	DownErr error
 
 	// OffsetsPartitions of the offsets topic; 0: it does not exist (not found).
 	OffsetsPartitions int32
@@ -74,6 +75,9 @@ func (f *Admin) Call(s string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, s)
+	if f.Down && f.DownErr != nil {
+		return f.DownErr
+	}
 	if f.Down {
 		return &pulsarx.AdminError{Cluster: f.Name, Op: "call", Err: errors.New("dial tcp: connection refused")}
 	}
