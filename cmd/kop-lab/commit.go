@@ -10,8 +10,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // commit commits one offset on a lab cluster: through KoP's Kafka path when the lab runs KoP
@@ -25,7 +25,7 @@ func commit(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "topic-1", "Kafka topic (short name in public/default, or a full persistent:// name)")
 	partition := fs.Int("partition", 0, "topic partition")
 	offset := fs.Int64("offset", -1, "committed offset (required)")
-	via := fs.String("via", "auto", "kop (KoP's Kafka path), pulsar (testkit's writer) or auto (kop when the lab runs KoP)")
+	via := fs.String("via", "auto", "kop (KoP's Kafka path), pulsar (kopcommit's writer) or auto (kop when the lab runs KoP)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,9 +68,9 @@ func commit(ctx context.Context, args []string) error {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}
 	defer client.Close()
-	w := testkit.NewWriter(client, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kopcommit.NewWriter(client, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer w.Close()
-	p, id, err := w.Commit(ctx, testkit.OffsetCommit{Group: *group, Topic: full, Partition: int32(*partition), Offset: *offset})
+	p, id, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: *group, Topic: full, Partition: int32(*partition), Offset: *offset})
 	if err != nil {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}

@@ -16,8 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -101,8 +102,8 @@ func (f *fakeKoP) fetcher(t *testing.T) *KafkaFetcher {
 	return &KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
 }
 
-func commit(group string, p int32, off int64) testkit.OffsetCommit {
-	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1700000000000 + off)}
+func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
+	return kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1700000000000 + off)}
 }
 
 // TestUserScenarioStaleCache: wus's offsets topic holds 10900 (replicated), KoP on wus
@@ -111,8 +112,8 @@ func TestUserScenarioStaleCache(t *testing.T) {
 	scusKoP, wusKoP := newFakeKoP(t, 11000), newFakeKoP(t, 11000)
 	scusKoP.cache["orders"] = map[int32]int64{0: 10900}
 	wusKoP.cache["orders"] = map[int32]int64{0: 500}
-	scus := testkit.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
-	wus := testkit.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
+	scus := fakes.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
+	wus := fakes.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
 	rep, err := Run(context.Background(), []Cluster{
 		{Name: "scus", KafkaNamespace: "public/default", Reader: scus, Fetcher: scusKoP.fetcher(t), Replication: StaticReplication{}},
 		{Name: "wus", KafkaNamespace: "public/default", Reader: wus, Fetcher: wusKoP.fetcher(t), Replication: StaticReplication{}},
@@ -153,7 +154,7 @@ func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
 	k.cache["b"] = map[int32]int64{0: 6}
 	k.loading["a"] = 2  // answers after two retries
 	k.loading["b"] = -1 // never
-	r := testkit.NewMemReader(8).Commit(commit("a", 0, 5), commit("b", 0, 6))
+	r := fakes.NewMemReader(8).Commit(commit("a", 0, 5), commit("b", 0, 6))
 	f := k.fetcher(t)
 	f.CoordinatorWait = 1500 * time.Millisecond
 	start := time.Now()
@@ -176,8 +177,8 @@ func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
 func TestUnreachableCluster(t *testing.T) {
 	k := newFakeKoP(t, 10)
 	k.cache["g"] = map[int32]int64{0: 7}
-	ok := testkit.NewMemReader(8).Commit(commit("g", 0, 7))
-	dead := testkit.NewMemReader(8)
+	ok := fakes.NewMemReader(8).Commit(commit("g", 0, 7))
+	dead := fakes.NewMemReader(8)
 	dead.Err = errors.New("dial tcp 127.0.0.1:1: connection refused")
 	rep, err := Run(context.Background(), []Cluster{
 		{Name: "scus", KafkaNamespace: "public/default", Reader: ok, Fetcher: k.fetcher(t)},
@@ -197,8 +198,8 @@ func TestUnreachableCluster(t *testing.T) {
 
 func TestReplicationLagAndMissing(t *testing.T) {
 	p := offsets.PartitionFor("g", 8)
-	scus := testkit.NewMemReader(8).Commit(commit("g", 0, 20), commit("a", 0, 3))
-	wus := testkit.NewMemReader(8).Commit(commit("g", 0, 10))
+	scus := fakes.NewMemReader(8).Commit(commit("g", 0, 20), commit("a", 0, 3))
+	wus := fakes.NewMemReader(8).Commit(commit("g", 0, 10))
 	run := func(backlog int64) *Report {
 		rep, err := Run(context.Background(), []Cluster{
 			{Name: "scus", Reader: scus, Replication: StaticReplication{p: {"wus": {Backlog: backlog, Connected: true}}}},
@@ -229,15 +230,15 @@ func TestReplicationLagAndMissing(t *testing.T) {
 // TestMisaligned: scus held 10 messages before replication began, so wus numbers every
 // later message 10 lower; the commit replicated from scus names another message on wus.
 func TestMisaligned(t *testing.T) {
-	scus := testkit.NewMemReader(8).Commit(commit("g", 0, 60))
-	wus := testkit.NewMemReader(8).Replicated("scus", commit("g", 0, 60))
+	scus := fakes.NewMemReader(8).Commit(commit("g", 0, 60))
+	wus := fakes.NewMemReader(8).Replicated("scus", commit("g", 0, 60))
 	copies := func(wusIDs []uint64) []Cluster {
 		return []Cluster{
-			{Name: "scus", Reader: scus, Copies: testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 100)}}},
-			{Name: "wus", Reader: wus, Copies: testkit.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}},
+			{Name: "scus", Reader: scus, Copies: fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}}},
+			{Name: "wus", Reader: wus, Copies: fakes.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}},
 		}
 	}
-	rep, _ := Run(context.Background(), copies(testkit.Sequence(10, 100)), Options{Now: testNow})
+	rep, _ := Run(context.Background(), copies(fakes.Sequence(10, 100)), Options{Now: testNow})
 	r := rep.Rows[0]
 	c := r.Clusters["wus"]
 	if r.Status != offsets.StatusMisaligned || c.Status != offsets.StatusMisaligned || c.Origin != "scus" ||
@@ -254,19 +255,19 @@ func TestMisaligned(t *testing.T) {
 	}
 
 	// Aligned copies: the number means the same message, the row is ok.
-	rep, _ = Run(context.Background(), copies(testkit.Sequence(0, 100)), Options{Now: testNow})
+	rep, _ = Run(context.Background(), copies(fakes.Sequence(0, 100)), Options{Now: testNow})
 	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || c.Translated == nil || *c.Translated != 60 {
 		t.Fatalf("aligned: %s %+v", rep.Rows[0].Status, c)
 	}
 	// --alignment=false: not looked at.
-	rep, _ = Run(context.Background(), copies(testkit.Sequence(10, 100)), Options{Now: testNow, SkipAlignment: true})
+	rep, _ = Run(context.Background(), copies(fakes.Sequence(10, 100)), Options{Now: testNow, SkipAlignment: true})
 	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || c.Translated != nil {
 		t.Fatalf("skipped: %s %+v", rep.Rows[0].Status, c)
 	}
 	// After a failover: wus holds its own record at the translated 50. The numbers differ
 	// by design; compared in each cluster's numbering the row is ok, not diverged.
-	failedOver := copies(testkit.Sequence(10, 100))
-	failedOver[1].Reader = testkit.NewMemReader(8).Replicated("scus", commit("g", 0, 60)).Commit(commit("g", 0, 50))
+	failedOver := copies(fakes.Sequence(10, 100))
+	failedOver[1].Reader = fakes.NewMemReader(8).Replicated("scus", commit("g", 0, 60)).Commit(commit("g", 0, 50))
 	rep, _ = Run(context.Background(), failedOver, Options{Now: testNow})
 	if r := rep.Rows[0]; r.Status != offsets.StatusOK || rep.ExitCode != ExitOK {
 		t.Fatalf("after failover: %s scus %+v wus %+v", r.Status, r.Clusters["scus"], r.Clusters["wus"])
@@ -296,7 +297,7 @@ func TestGroups(t *testing.T) {
 	if _, err := adm.CommitOffsets(context.Background(), "live", os); err != nil {
 		t.Fatal(err)
 	}
-	r := testkit.NewMemReader(8).Commit(commit("live", 0, 1), commit("old", 0, 4))
+	r := fakes.NewMemReader(8).Commit(commit("live", 0, 1), commit("old", 0, 4))
 	f := k.fetcher(t)
 	f.Describe = true
 	rep := Groups(context.Background(), []Cluster{{Name: "scus", Reader: r, Fetcher: f}}, nil, 2)
@@ -369,7 +370,7 @@ func TestUnservedPartition(t *testing.T) {
 	k.loading[offsets.ProbeGroup(3, 8)] = -1 // forever
 	g := groupIn3()
 	k.loading[g] = -1
-	rd := testkit.NewMemReader(8).Commit(commit(g, 0, 5))
+	rd := fakes.NewMemReader(8).Commit(commit(g, 0, 5))
 	owner := func(_ context.Context, p int32) (string, error) { return fmt.Sprintf("broker-of-%d:8080", p), nil }
 	rep, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: rd, Fetcher: k.fetcher(t), Owner: owner}}, Options{Now: testNow})
 	if err != nil {

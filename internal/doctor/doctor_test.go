@@ -79,7 +79,7 @@ func TestHealthyIsQuiet(t *testing.T) {
 
 func TestKoPListener(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	s.runtime["messagingProtocols"] = "[]"
+	s.Runtime["messagingProtocols"] = "[]"
 	k := &fakeKafka{fail: map[string]error{
 		"scus": &KafkaProbeError{Stage: "dial", Dial: map[string]string{"127.0.0.1:19092": "connect: connection refused"}, Err: errors.New("connect: connection refused")},
 		"wus":  errors.New("i/o timeout"),
@@ -103,7 +103,7 @@ func TestKoPListener(t *testing.T) {
 
 func TestOffsetsTopic(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	w.offsetsN = 8
+	w.OffsetsPartitions = 8
 	r := runWith(t, Options{}, s, w)
 	f := wantOne(t, r, SeverityError, CheckOffsetsPartitions, "scus",
 		"pulsar-admin --admin-url http://127.0.0.1:18080 topics update-partitioned-topic "+offsetsTopic+" --partitions 8")
@@ -112,7 +112,7 @@ func TestOffsetsTopic(t *testing.T) {
 	}
 
 	s, w = healthy("scus"), healthy("wus")
-	w.offsetsN = 0
+	w.OffsetsPartitions = 0
 	r = runWith(t, Options{}, s, w)
 	wantOne(t, r, SeverityError, CheckOffsetsTopicExists, "wus", "topics create-partitioned-topic "+offsetsTopic+" --partitions 4")
 	if len(only(r, SeverityError, CheckOffsetsPartitions)) != 0 {
@@ -122,7 +122,7 @@ func TestOffsetsTopic(t *testing.T) {
 
 func TestMetadataNamespaceReplication(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	s.nsRepl["public/__kafka"] = []string{"scus"}
+	s.NamespaceRepl["public/__kafka"] = []string{"scus"}
 	r := runWith(t, Options{}, s, w)
 	f := wantOne(t, r, SeverityError, CheckMetadataNamespace, "scus",
 		"pulsar-admin --admin-url http://127.0.0.1:18080 namespaces set-clusters public/__kafka --clusters scus,wus")
@@ -135,15 +135,15 @@ func TestMetadataNamespaceReplication(t *testing.T) {
 
 	// Other direction, and a namespace that does not exist.
 	s, w = healthy("scus"), healthy("wus")
-	delete(w.nsRepl, "public/__kafka")
+	delete(w.NamespaceRepl, "public/__kafka")
 	r = runWith(t, Options{}, s, w)
 	wantOne(t, r, SeverityError, CheckMetadataNamespace, "wus", "namespaces create public/__kafka --clusters scus,wus")
 }
 
 func TestTenantAllowedAndPeerRegistered(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	w.tenants["public"] = []string{"wus"}
-	w.clusters = []string{"wus"}
+	w.Tenants["public"] = []string{"wus"}
+	w.ClusterNames = []string{"wus"}
 	r := runWith(t, Options{}, s, w)
 	wantOne(t, r, SeverityError, CheckTenantAllowed, "wus", "tenants update public --allowed-clusters scus,wus")
 	wantOne(t, r, SeverityError, CheckPeerRegistered, "wus", "clusters create scus --url http://127.0.0.1:18080 --broker-url pulsar://127.0.0.1:16650")
@@ -151,10 +151,10 @@ func TestTenantAllowedAndPeerRegistered(t *testing.T) {
 
 func TestOffsetsReplicators(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	s.repl[pulsarx.PartitionTopic(offsetsTopic, 1)] = map[string]pulsarx.Replication{"wus": {Connected: false, ReplicationBacklog: 3}}
-	delete(s.repl, pulsarx.PartitionTopic(offsetsTopic, 2))
-	s.repl[pulsarx.PartitionTopic(offsetsTopic, 3)] = map[string]pulsarx.Replication{"wus": {Connected: true, ReplicationBacklog: 5, ReplicationDelayInSeconds: 600}}
-	w.repl[pulsarx.PartitionTopic(offsetsTopic, 0)] = map[string]pulsarx.Replication{"scus": {Connected: true, ReplicationBacklog: 1, ReplicationDelayInSeconds: 2}}
+	s.Repl[pulsarx.PartitionTopic(offsetsTopic, 1)] = map[string]pulsarx.Replication{"wus": {Connected: false, ReplicationBacklog: 3}}
+	delete(s.Repl, pulsarx.PartitionTopic(offsetsTopic, 2))
+	s.Repl[pulsarx.PartitionTopic(offsetsTopic, 3)] = map[string]pulsarx.Replication{"wus": {Connected: true, ReplicationBacklog: 5, ReplicationDelayInSeconds: 600}}
+	w.Repl[pulsarx.PartitionTopic(offsetsTopic, 0)] = map[string]pulsarx.Replication{"scus": {Connected: true, ReplicationBacklog: 1, ReplicationDelayInSeconds: 2}}
 	r := runWith(t, Options{}, s, w)
 	var disc, miss Finding
 	for _, f := range only(r, SeverityError, CheckOffsetsReplicator) {
@@ -177,10 +177,10 @@ func TestOffsetsReplicators(t *testing.T) {
 
 	// Delay beyond the message TTL: commits are being expired.
 	s, w = healthy("scus"), healthy("wus")
-	p := s.policies["public/__kafka"]
+	p := s.Policies["public/__kafka"]
 	p.MessageTTLInSeconds = ptr(300)
-	s.policies["public/__kafka"] = p
-	s.repl[pulsarx.PartitionTopic(offsetsTopic, 0)] = map[string]pulsarx.Replication{"wus": {Connected: true, ReplicationBacklog: 5, ReplicationDelayInSeconds: 600}}
+	s.Policies["public/__kafka"] = p
+	s.Repl[pulsarx.PartitionTopic(offsetsTopic, 0)] = map[string]pulsarx.Replication{"wus": {Connected: true, ReplicationBacklog: 5, ReplicationDelayInSeconds: 600}}
 	r = runWith(t, Options{}, s, w)
 	f := wantOne(t, r, SeverityError, CheckOffsetsReplicator, "scus", "remove-message-ttl")
 	if !strings.Contains(f.Message, "expired") {
@@ -221,10 +221,10 @@ func TestRetentionCompaction(t *testing.T) {
 	// The lab's set-up: the namespace was created before KoP, with no policies, on brokers
 	// with Pulsar's defaults.
 	s, w := healthy("scus"), healthy("wus")
-	s.policies["public/__kafka"] = pulsarx.NamespacePolicy{}
-	s.runtime["defaultRetentionTimeInMinutes"] = "0"
-	s.runtime["defaultRetentionSizeInMB"] = "0"
-	s.runtime["brokerServiceCompactionThresholdInBytes"] = "0"
+	s.Policies["public/__kafka"] = pulsarx.NamespacePolicy{}
+	s.Runtime["defaultRetentionTimeInMinutes"] = "0"
+	s.Runtime["defaultRetentionSizeInMB"] = "0"
+	s.Runtime["brokerServiceCompactionThresholdInBytes"] = "0"
 	r := runWith(t, Options{}, s, w)
 	f := wantOne(t, r, SeverityError, CheckOffsetsRetention, "scus", "namespaces set-retention public/__kafka --time 4320m --size -1")
 	if f.Evidence["source"].(map[string]string)["retentionTime"] != "broker default defaultRetentionTimeInMinutes" {
@@ -235,8 +235,8 @@ func TestRetentionCompaction(t *testing.T) {
 	// Infinite retention, no compaction: a warning only. A longer --offsets-retention than
 	// the namespace keeps: an error.
 	s, w = healthy("scus"), healthy("wus")
-	s.policies["public/__kafka"] = pulsarx.NamespacePolicy{RetentionTimeInMinutes: ptr(-1), RetentionSizeInMB: ptr(int64(-1))}
-	p := w.policies["public/__kafka"]
+	s.Policies["public/__kafka"] = pulsarx.NamespacePolicy{RetentionTimeInMinutes: ptr(-1), RetentionSizeInMB: ptr(int64(-1))}
+	p := w.Policies["public/__kafka"]
 	r = runWith(t, Options{OffsetsRetention: 7 * 24 * time.Hour}, s, w)
 	if len(only(r, SeverityError, "")) != 1 {
 		t.Errorf("errors: %+v", only(r, SeverityError, ""))
@@ -248,9 +248,9 @@ func TestRetentionCompaction(t *testing.T) {
 
 func TestUnreachableCluster(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	w.down = true
+	w.Down = true
 	for i := int32(0); i < 4; i++ {
-		s.repl[pulsarx.PartitionTopic(offsetsTopic, i)] = map[string]pulsarx.Replication{"wus": {Connected: false}}
+		s.Repl[pulsarx.PartitionTopic(offsetsTopic, i)] = map[string]pulsarx.Replication{"wus": {Connected: false}}
 	}
 	r := runWith(t, Options{Topics: []string{"topic-1"}}, s, w)
 	if len(r.Unreachable) != 1 || r.Unreachable[0] != "wus" || r.Clusters[1].Reachable {
@@ -274,7 +274,7 @@ func TestUnreachableCluster(t *testing.T) {
 
 func TestAPIError(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	s.nsReplError = &pulsarx.AdminError{Cluster: "scus", Op: "get", Status: http.StatusForbidden, Err: errors.New("forbidden")}
+	s.NamespaceReplErr = &pulsarx.AdminError{Cluster: "scus", Op: "get", Status: http.StatusForbidden, Err: errors.New("forbidden")}
 	r := runWith(t, Options{}, s, w)
 	if !r.APIErrors {
 		t.Error("APIErrors not set")
@@ -284,13 +284,13 @@ func TestAPIError(t *testing.T) {
 
 func TestTopics(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	s.topics["persistent://public/default/t23"] = 2
-	w.topics["persistent://public/default/t23"] = 3
-	s.topics["persistent://public/default/only-scus"] = 2
-	s.nsRepl["public/other"] = []string{"scus"}
-	w.nsRepl["public/other"] = []string{"scus", "wus"}
-	s.topics["persistent://public/other/t"] = 0
-	w.topics["persistent://public/other/t"] = 0
+	s.Topics["persistent://public/default/t23"] = 2
+	w.Topics["persistent://public/default/t23"] = 3
+	s.Topics["persistent://public/default/only-scus"] = 2
+	s.NamespaceRepl["public/other"] = []string{"scus"}
+	w.NamespaceRepl["public/other"] = []string{"scus", "wus"}
+	s.Topics["persistent://public/other/t"] = 0
+	w.Topics["persistent://public/other/t"] = 0
 	s.activity = map[string]TopicActivity{"persistent://public/other/t": {LocalProducers: []string{"p1"}}}
 	w.activity = map[string]TopicActivity{"persistent://public/other/t": {LocalProducers: []string{"p2"}}}
 	r := runWith(t, Options{Topics: []string{"t23", "public/default/only-scus", "persistent://public/other/t", "topic-1"}}, s, w)
@@ -335,7 +335,7 @@ func TestGroups(t *testing.T) {
 
 func TestSingleClusterHasNoPairRules(t *testing.T) {
 	s := healthy("scus")
-	s.nsRepl["public/__kafka"] = []string{"scus"}
+	s.NamespaceRepl["public/__kafka"] = []string{"scus"}
 	r := runWith(t, Options{}, s)
 	if n := len(only(r, SeverityError, "")); n != 0 {
 		t.Errorf("%+v", r.Findings)

@@ -9,16 +9,16 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // LocalWriter writes one OffsetCommit request of a group into the target's offsets topic,
 // in KoP's format, with replication disabled so that the record stays on the target
-// (*testkit.Writer with Local set).
+// (*kopcommit.Writer with Local set).
 type LocalWriter interface {
-	CommitRequest(ctx context.Context, commits []testkit.OffsetCommit) (int32, pulsar.MessageID, error)
+	CommitRequest(ctx context.Context, commits []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error)
 }
 
 // Reloader reloads bundles of the target (package reload).
@@ -111,10 +111,10 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		return res
 	}
 	// 2. The records, on the target only.
-	byGroup := map[string][]testkit.OffsetCommit{}
+	byGroup := map[string][]kopcommit.OffsetCommit{}
 	for _, r := range plan.Rows {
 		if r.Action == ActionWrite {
-			byGroup[r.Group] = append(byGroup[r.Group], testkit.OffsetCommit{Group: r.Group,
+			byGroup[r.Group] = append(byGroup[r.Group], kopcommit.OffsetCommit{Group: r.Group,
 				Topic: offsets.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
 		}
 	}

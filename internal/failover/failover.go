@@ -146,26 +146,8 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 		return plan, nil
 	}
 	// Preflight: replication of the groups' offsets partitions caught up.
-	if pl.Backlog != nil {
-		n, err := pl.From.Reader.Partitions(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: partition count: %w", pl.From.Name, err)
-		}
-		seen := map[int32]bool{}
-		for _, r := range plan.Rows {
-			seen[offsets.PartitionFor(r.Group, n)] = true
-		}
-		for _, p := range slices.Sorted(maps.Keys(seen)) {
-			b, err := pl.Backlog.Backlog(ctx, p)
-			if err != nil {
-				plan.Blocked = fmt.Sprintf("replication of offsets partition %d from %s to %s could not be read: %v", p, pl.From.Name, pl.To.Name, err)
-				break
-			}
-			if b > 0 {
-				plan.Blocked = fmt.Sprintf("replication of offsets partition %d from %s to %s has a backlog of %d entries: the target may not hold the groups' newest commits yet; wait and run again", p, pl.From.Name, pl.To.Name, b)
-				break
-			}
-		}
+	if plan.Blocked, err = pl.preflight(ctx, plan.Rows); err != nil {
+		return nil, err
 	}
 	var groups []string
 	for _, r := range plan.Rows {
@@ -173,24 +155,7 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 			groups = append(groups, r.Group)
 		}
 	}
-	activity, actErr := map[string]reload.GroupActivity{}, error(nil)
-	if pl.To.Groups != nil {
-		activity, actErr = pl.To.Groups.DescribeGroups(ctx, groups)
-	}
-	served := map[string]map[tp]int64{}
-	for _, g := range groups {
-		served[g] = map[tp]int64{}
-		if pl.To.Groups == nil {
-			continue
-		}
-		offs, err := pl.To.Groups.FetchOffsets(ctx, g)
-		if err != nil {
-			continue // KoP serves nothing for it now (not coordinator, loading): nothing to lose
-		}
-		for _, o := range offs {
-			served[g][tp{o.Topic, o.Partition}] = o.Offset
-		}
-	}
+	activity, served, actErr := pl.askTarget(ctx, groups)
 	var reqs []align.Request
 	for _, r := range plan.Rows {
 		reqs = append(reqs, align.Request{From: pl.From.Name, To: pl.To.Name, Topic: r.Topic, Partition: r.Partition, Offset: r.Source})
@@ -224,6 +189,56 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// preflight returns why the plan is blocked: the replication of an offsets partition of the
+// rows' groups from From to To has a backlog, or could not be read ("" when caught up).
+func (pl *Planner) preflight(ctx context.Context, rows []Row) (string, error) {
+	if pl.Backlog == nil {
+		return "", nil
+	}
+	n, err := pl.From.Reader.Partitions(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cluster %s: partition count: %w", pl.From.Name, err)
+	}
+	seen := map[int32]bool{}
+	for _, r := range rows {
+		seen[offsets.PartitionFor(r.Group, n)] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(seen)) {
+		b, err := pl.Backlog.Backlog(ctx, p)
+		if err != nil {
+			return fmt.Sprintf("replication of offsets partition %d from %s to %s could not be read: %v", p, pl.From.Name, pl.To.Name, err), nil
+		}
+		if b > 0 {
+			return fmt.Sprintf("replication of offsets partition %d from %s to %s has a backlog of %d entries: the target may not hold the groups' newest commits yet; wait and run again", p, pl.From.Name, pl.To.Name, b), nil
+		}
+	}
+	return "", nil
+}
+
+// askTarget asks the target's KoP about the groups: their activity, what it serves each, and
+// why it could not describe them (actErr).
+func (pl *Planner) askTarget(ctx context.Context, groups []string) (activity map[string]reload.GroupActivity, served map[string]map[tp]int64, actErr error) {
+	activity = map[string]reload.GroupActivity{}
+	if pl.To.Groups != nil {
+		activity, actErr = pl.To.Groups.DescribeGroups(ctx, groups)
+	}
+	served = map[string]map[tp]int64{}
+	for _, g := range groups {
+		served[g] = map[tp]int64{}
+		if pl.To.Groups == nil {
+			continue
+		}
+		offs, err := pl.To.Groups.FetchOffsets(ctx, g)
+		if err != nil {
+			continue // KoP serves nothing for it now (not coordinator, loading): nothing to lose
+		}
+		for _, o := range offs {
+			served[g][tp{o.Topic, o.Partition}] = o.Offset
+		}
+	}
+	return activity, served, actErr
 }
 
 type tp struct {

@@ -8,28 +8,16 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 const topic1 = "persistent://public/default/topic-1"
 
-// fakeKoP is one cluster's KoP: what it serves and who is live.
-type fakeKoP struct {
-	served  map[string][]reload.TopicOffset
-	members map[string]int
-}
-
-func (k *fakeKoP) DescribeGroups(_ context.Context, groups []string) (map[string]reload.GroupActivity, error) {
-	out := map[string]reload.GroupActivity{}
-	for _, g := range groups {
-		out[g] = reload.GroupActivity{State: "Empty", Members: k.members[g]}
-	}
-	return out, nil
-}
-
-func (k *fakeKoP) FetchOffsets(_ context.Context, g string) ([]reload.TopicOffset, error) {
-	return k.served[g], nil
+// groups asks a fake KoP as failover asks a real one.
+func groups(t *testing.T, k *fakes.KoP) reload.KafkaGroups {
+	return reload.KafkaGroups{Admin: k.Admin(t), KafkaNamespace: "public/default"}
 }
 
 type backlog int64
@@ -37,18 +25,19 @@ type backlog int64
 func (b backlog) Backlog(context.Context, int32) (int64, error) { return int64(b), nil }
 
 // setup: scus held 10 messages before replication, the group read scus to 60 (wus 50).
-func setup() (*Planner, *testkit.MemReader, *fakeKoP, *fakeKoP) {
-	c := testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
-	src := testkit.NewMemReader(8).Commit(c)
-	dst := testkit.NewMemReader(8).Replicated("scus", c)
-	sk := &fakeKoP{served: map[string][]reload.TopicOffset{"g": {{Topic: "topic-1", Partition: 0, Offset: 60}}}}
-	wk := &fakeKoP{served: map[string][]reload.TopicOffset{"g": {{Topic: "topic-1", Partition: 0, Offset: 30}}}}
+func setup(t *testing.T) (*Planner, *fakes.MemReader, *fakes.KoP, *fakes.KoP) {
+	c := kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
+	src := fakes.NewMemReader(8).Commit(c)
+	dst := fakes.NewMemReader(8).Replicated("scus", c)
+	sk, wk := fakes.NewKoP(t), fakes.NewKoP(t)
+	sk.Set("g", "topic-1", 0, 60)
+	wk.Set("g", "topic-1", 0, 30)
 	pl := &Planner{
-		From: Side{Name: "scus", KafkaNamespace: "public/default", Reader: src, Groups: sk},
-		To:   Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: wk},
+		From: Side{Name: "scus", KafkaNamespace: "public/default", Reader: src, Groups: groups(t, sk)},
+		To:   Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, wk)},
 		Aligner: &align.Aligner{Sources: map[string]align.Source{
-			"scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 110)}},
-			"wus":  testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(10, 110)}},
+			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 110)}},
+			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(10, 110)}},
 		}},
 		Backlog: backlog(0),
 	}
@@ -57,7 +46,7 @@ func setup() (*Planner, *testkit.MemReader, *fakeKoP, *fakeKoP) {
 
 func TestPlan(t *testing.T) {
 	ctx := context.Background()
-	pl, _, _, wk := setup()
+	pl, _, _, wk := setup(t)
 	plan, err := pl.Plan(ctx, Scope{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,11 +56,11 @@ func TestPlan(t *testing.T) {
 		t.Fatalf("%+v", plan.Rows)
 	}
 
-	wk.members = map[string]int{"g": 2}
+	wk.SetMembers("g", 2)
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "2 live members on wus") {
 		t.Fatalf("live: %+v", plan.Rows[0])
 	}
-	wk.members = nil
+	wk.SetMembers("g", 0)
 
 	pl.Backlog = backlog(3)
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Blocked, "backlog of 3") {
@@ -83,10 +72,10 @@ func TestPlan(t *testing.T) {
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "alignment unknown") {
 		t.Fatalf("no aligner: %+v", plan.Rows[0])
 	}
-	pl, dst, _, _ := setup()
+	pl, dst, _, _ := setup(t)
 
 	// The group went on on wus itself, past the translation: never moved back.
-	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
+	dst.Commit(kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "committed 70 on wus itself") {
 		t.Fatalf("own newer: %+v", plan.Rows[0])
 	}
@@ -96,9 +85,9 @@ func TestPlan(t *testing.T) {
 	}
 
 	// Already there.
-	pl, dst, _, wk = setup()
-	dst.Commit(testkit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
-	wk.served["g"][0].Offset = 50
+	pl, dst, _, wk = setup(t)
+	dst.Commit(kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
+	wk.Set("g", "topic-1", 0, 50)
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionNone {
 		t.Fatalf("already served: %+v", plan.Rows[0])
 	}
@@ -111,14 +100,14 @@ func TestPlan(t *testing.T) {
 // fakeTarget is the target side of Apply: the writer appends to its offsets topic, the
 // reloader makes KoP serve what the topic holds (or refuses).
 type fakeTarget struct {
-	dst     *testkit.MemReader
-	kop     *fakeKoP
+	dst     *fakes.MemReader
+	kop     *fakes.KoP
 	refuse  string
 	written int
 	plans   []map[reload.IntendedKey]int64
 }
 
-func (f *fakeTarget) CommitRequest(_ context.Context, cs []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (f *fakeTarget) CommitRequest(_ context.Context, cs []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
 	f.written++
 	f.dst.Commit(cs...)
 	return 0, nil, nil
@@ -131,13 +120,13 @@ func (f *fakeTarget) Plan(_ context.Context, groups []string, intended map[reloa
 }
 
 func (f *fakeTarget) Execute(context.Context, *reload.Plan) *reload.Execution {
-	f.kop.served["g"] = []reload.TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 50}}
+	f.kop.Set("g", "topic-1", 0, 50)
 	return &reload.Execution{}
 }
 
 func TestApply(t *testing.T) {
 	ctx := context.Background()
-	pl, dst, _, wk := setup()
+	pl, dst, _, wk := setup(t)
 	plan, _ := pl.Plan(ctx, Scope{})
 	ft := &fakeTarget{dst: dst, kop: wk}
 	ex := &Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}
@@ -155,7 +144,7 @@ func TestApply(t *testing.T) {
 	}
 
 	// A reload that would be refused: nothing written.
-	pl, dst, _, wk = setup()
+	pl, dst, _, wk = setup(t)
 	plan, _ = pl.Plan(ctx, Scope{})
 	ft = &fakeTarget{dst: dst, kop: wk, refuse: "live members: other@wus"}
 	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
@@ -164,10 +153,10 @@ func TestApply(t *testing.T) {
 	}
 
 	// The target does not serve it afterwards: exit 4.
-	pl, dst, _, wk = setup()
+	pl, dst, _, wk = setup(t)
 	plan, _ = pl.Plan(ctx, Scope{})
-	ft = &fakeTarget{dst: dst, kop: &fakeKoP{served: map[string][]reload.TopicOffset{}}}
-	res = (&Executor{From: pl.From, To: Side{Name: "wus", Groups: wk}, Writer: ft, Reloader: ft}).Apply(ctx, plan)
+	ft = &fakeTarget{dst: dst, kop: fakes.NewKoP(t)}
+	res = (&Executor{From: pl.From, To: Side{Name: "wus", Groups: groups(t, wk)}, Writer: ft, Reloader: ft}).Apply(ctx, plan)
 	if res.ExitCode != ExitWriteFailed || !strings.Contains(res.Error, "wus serves 30 after the reload, want 50") {
 		t.Fatalf("not served: %+v", res)
 	}

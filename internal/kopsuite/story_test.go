@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -25,7 +26,7 @@ func TestUserStoryJavaConsumer(t *testing.T) { story(t, javaConsumeFirst) }
 // of the first record it gets.
 func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string) int64) {
 	topic := newTopic(t, "story")
-	group := newName("story-group")
+	group := labtest.Name("story-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	t.Logf("topic %s, group %s (offsets partition %d)", topic, group, part)
 

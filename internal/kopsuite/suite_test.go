@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,10 +21,9 @@ import (
 
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -109,20 +107,14 @@ func staleRows(ctx context.Context, l *lab.Lab) []string {
 
 // runCLI runs kop-offsets in-process against the lab's config.yaml.
 func runCLI(ctx context.Context, l *lab.Lab, args ...string) (int, string, string) {
-	ios, _, out, errb := iostreams.Test()
-	f := factory.NewWithEnv("kop-suite", ios, func(k string) string {
-		if k == "KOP_OFFSETS_CONFIG" {
-			return l.ConfigPath
-		}
-		return ""
-	})
+	f, streams := labtest.Factory(l)
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
 	}
 	code := commands.Run(ctx, f, root.NewCmdRoot(f), args)
-	return code, out.String(), errb.String()
+	return code, streams.Out.String(), streams.ErrOut.String()
 }
 
 // run runs kop-offsets and logs the command, its exit code and its output.
@@ -204,20 +196,17 @@ func val(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
-// newName returns a name unique to this run.
-func newName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
-
 // newTopic creates persistent://public/default/<name> with one partition on both clusters
 // (the namespace replicates both ways) and returns its Kafka name.
 func newTopic(t *testing.T, prefix string) string {
 	t.Helper()
-	name := newName(prefix)
+	name := labtest.Name(prefix)
 	tn, err := utils.GetTopicName("persistent://public/default/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range theLab.Clusters {
-		a := admin(t, c)
+		a := labtest.Admin(t, c)
 		if err := a.Topics().Create(*tn, 1); err != nil && !strings.Contains(err.Error(), "409") {
 			t.Fatalf("%s: create %s: %v", c.Name, tn, err)
 		}
@@ -225,30 +214,11 @@ func newTopic(t *testing.T, prefix string) string {
 	return name
 }
 
-func admin(t *testing.T, c lab.Cluster) pulsaradmin.Client {
-	t.Helper()
-	a, err := lab.NewAdmin(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func kafka(t *testing.T, c lab.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := lab.KafkaClient(c, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 // produce writes n records (key k-<i>, value v-<i>) to topic through c's KoP.
 func produce(t *testing.T, c lab.Cluster, topic string, n int) {
 	t.Helper()
 	start := time.Now()
-	cl := kafka(t, c, kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond))
+	cl := labtest.Kafka(t, c, kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const chunk = 1000
@@ -268,7 +238,7 @@ func produce(t *testing.T, c lab.Cluster, topic string, n int) {
 // records of the other cluster).
 func waitEndOffset(t *testing.T, c lab.Cluster, topic string, want int64) {
 	t.Helper()
-	adm := kadm.NewClient(kafka(t, c))
+	adm := kadm.NewClient(labtest.Kafka(t, c))
 	deadline := time.Now().Add(2 * time.Minute)
 	var got int64 = -1
 	for {
@@ -295,7 +265,7 @@ func waitEndOffset(t *testing.T, c lab.Cluster, topic string, want int64) {
 func waitReplicated(t *testing.T, from, to string, p int32) {
 	t.Helper()
 	tn, _ := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, p))
-	a := admin(t, theLab.Cluster(from))
+	a := labtest.Admin(t, theLab.Cluster(from))
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, err := a.Topics().GetStats(*tn)
@@ -381,7 +351,7 @@ var errNotCoordinator = errors.New("NOT_COORDINATOR")
 // client retry, and returns the group's error code as an error (nil when it answered).
 func rawOffsetFetch(t *testing.T, c lab.Cluster, group string) error {
 	t.Helper()
-	cl := kafka(t, c)
+	cl := labtest.Kafka(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -24,7 +25,7 @@ import (
 // reload of wus makes it serve 500.
 func TestOtherFormNoOffset(t *testing.T) {
 	topic := newTopic(t, "other-form")
-	group := newName("other-form-group")
+	group := labtest.Name("other-form-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group)
 	produce(t, theLab.Cluster("scus"), topic, 600)
@@ -59,14 +60,14 @@ func TestOtherFormNoOffset(t *testing.T) {
 // rebalance), and reloaded with --allow-active.
 func TestLiveGroupRefused(t *testing.T) {
 	topic := newTopic(t, "live")
-	group := newName("live-group")
+	group := labtest.Name("live-group")
 	settle(t, group)
 	wus := theLab.Cluster("wus")
 	produce(t, wus, topic, 20)
 	commit(t, "wus", group, topic, 5)
 
 	// A live member: joined, and polling in the background until the test ends.
-	cl := kafka(t, wus, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	cl := labtest.Kafka(t, wus, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -115,7 +116,7 @@ func TestLiveGroupRefused(t *testing.T) {
 // waitGroupState waits until KoP on c describes group in state.
 func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
 	t.Helper()
-	adm := kadm.NewClient(kafka(t, c))
+	adm := kadm.NewClient(labtest.Kafka(t, c))
 	deadline := time.Now().Add(time.Minute)
 	last := ""
 	for time.Now().Before(deadline) {
@@ -141,7 +142,7 @@ func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
 // unknown) unless --allow-active, and that bundle reload brings it back.
 func TestSingleTopicUnload(t *testing.T) {
 	topic := newTopic(t, "single-unload")
-	group := newName("single-unload-group")
+	group := labtest.Name("single-unload-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group) // loads the partition again at the end, whatever happens
 	wus := theLab.Cluster("wus")
@@ -155,7 +156,7 @@ func TestSingleTopicUnload(t *testing.T) {
 	}
 
 	tn, _ := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, part))
-	if err := admin(t, wus).Topics().Unload(*tn); err != nil {
+	if err := labtest.Admin(t, wus).Topics().Unload(*tn); err != nil {
 		t.Fatalf("wus: unload %s: %v", tn, err)
 	}
 	t.Logf("wus: unloaded %s alone", tn)
@@ -191,7 +192,7 @@ func TestSingleTopicUnload(t *testing.T) {
 // the row misaligned and translates it.
 func TestMisaligned(t *testing.T) {
 	topic := newTopic(t, "misaligned")
-	group := newName("misaligned-group")
+	group := labtest.Name("misaligned-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")

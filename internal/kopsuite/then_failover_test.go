@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -27,7 +27,7 @@ import (
 //     scus still serves its own 60, also after a reload of its bundle.
 func TestFailoverShiftedCopies(t *testing.T) {
 	topic := newTopic(t, "shifted")
-	group := newName("shifted-group")
+	group := labtest.Name("shifted-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
@@ -117,11 +117,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 // replication disabled: they exist on c only.
 func produceLocal(t *testing.T, c lab.Cluster, topic string, n int) {
 	t.Helper()
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
+	pc := labtest.Pulsar(t, c)
 	prod, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/" + topic + "-partition-0", DisableBatching: true})
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +133,7 @@ func produceLocal(t *testing.T, c lab.Cluster, topic string, n int) {
 // firstRecord is consumeFirst returning the record.
 func firstRecord(t *testing.T, cluster, group, topic string) *kgo.Record {
 	t.Helper()
-	cl := kafka(t, theLab.Cluster(cluster), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	cl := labtest.Kafka(t, theLab.Cluster(cluster), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -16,6 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -26,7 +27,7 @@ import (
 // must still serve the offset afterwards.
 func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 	in := newTopic(t, "txn-in")
-	group := newName("txn-group")
+	group := labtest.Name("txn-group")
 	settle(t, group)
 	consumeTransactionally(t, "scus", group, in, 600)
 
@@ -73,7 +74,7 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 // and a reload brings the offset back.
 func TestPoisonedPartitionPredicted(t *testing.T) {
 	topic := newTopic(t, "poison")
-	group := newName("poison-group")
+	group := labtest.Name("poison-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	wus := theLab.Cluster("wus")
 	settle(t, group)
@@ -86,11 +87,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 	key := "kop-offsets-kopsuite-poison"
 	send := func(value []byte) {
 		t.Helper()
-		pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: wus.ServiceURL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer pc.Close()
+		pc := labtest.Pulsar(t, wus)
 		p, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: partTopic, DisableBatching: true})
 		if err != nil {
 			t.Fatal(err)
@@ -168,7 +165,7 @@ func compact(t *testing.T, c lab.Cluster, topic string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := admin(t, c)
+	a := labtest.Admin(t, c)
 	if err := a.Topics().Compact(*tn); err != nil {
 		t.Fatalf("%s: compact %s: %v", c.Name, topic, err)
 	}
@@ -195,9 +192,9 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 	topic := newTopic(t, "paced")
 	var groups []string
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		g := offsets.ProbeGroup(p, lab.OffsetsTopicPartitions) + "-" + newName("paced")
+		g := offsets.ProbeGroup(p, lab.OffsetsTopicPartitions) + "-" + labtest.Name("paced")
 		for offsets.PartitionFor(g, lab.OffsetsTopicPartitions) != p {
-			g = newName(fmt.Sprintf("paced-%d", p))
+			g = labtest.Name(fmt.Sprintf("paced-%d", p))
 		}
 		groups = append(groups, g)
 	}
@@ -271,7 +268,7 @@ func consumeTransactionally(t *testing.T, cluster, group, in string, n int) {
 		t.Fatal(err)
 	}
 	sess, err := kgo.NewGroupTransactSession(append(base,
-		kgo.TransactionalID(newName("txn-id")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
+		kgo.TransactionalID(labtest.Name("txn-id")), kgo.ConsumerGroup(group), kgo.ConsumeTopics(in),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DefaultProduceTopic(out))...)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
@@ -47,7 +48,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 		}
 	}
 	for _, c := range []lab.Cluster{scus, theLab.Cluster("wus")} {
-		a := admin(t, c)
+		a := labtest.Admin(t, c)
 		if err := loadgen.CreateTopics(ctx, c.Name, a, s); err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func quietly[T any](t *testing.T, args ...string) (T, int) {
 // up, as an operator's `pulsar-admin namespaces unload` and the clients' next lookups do.
 func unloadNamespace(t *testing.T, c lab.Cluster) {
 	t.Helper()
-	a := admin(t, c)
+	a := labtest.Admin(t, c)
 	if err := a.Namespaces().Unload(lab.MetadataNamespace); err != nil {
 		t.Fatalf("%s: unload %s: %v", c.Name, lab.MetadataNamespace, err)
 	}

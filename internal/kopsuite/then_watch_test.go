@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -24,7 +25,7 @@ import (
 // with no command typed, and the staleness series has seen the episode.
 func TestWatchRepairHealsStory(t *testing.T) {
 	topic := newTopic(t, "watch")
-	group := newName("watch-group")
+	group := labtest.Name("watch-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group)
 	produce(t, theLab.Cluster("scus"), topic, 10900)
@@ -87,7 +88,7 @@ func TestWatchRepairHealsStory(t *testing.T) {
 // scus committed.
 func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 	topic := newTopic(t, "standby")
-	group := newName("standby-group")
+	group := labtest.Name("standby-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group)
 	produce(t, theLab.Cluster("scus"), topic, 50)
@@ -97,7 +98,7 @@ func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 	loadOn(t, "wus", group)
 
 	// A live member on scus consumes everything and commits 50.
-	cl := kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for n := 0; n < 40; {
@@ -206,13 +207,13 @@ func tail(s string, n int) string {
 //     (no member there) and KoP on wus serves what L committed on scus.
 func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	in := newTopic(t, "wtxn-in")
-	txnGroup := newName("wtxn-group")
+	txnGroup := labtest.Name("wtxn-group")
 	part := offsets.PartitionFor(txnGroup, lab.OffsetsTopicPartitions)
-	stale := newName("wtxn-neighbour")
+	stale := labtest.Name("wtxn-neighbour")
 	for offsets.PartitionFor(stale, lab.OffsetsTopicPartitions) != part {
-		stale = newName("wtxn-neighbour")
+		stale = labtest.Name("wtxn-neighbour")
 	}
-	live := newName("wlive-group")
+	live := labtest.Name("wlive-group")
 	livePart := offsets.PartitionFor(live, lab.OffsetsTopicPartitions)
 	settle(t, txnGroup, stale, live)
 	consumeTransactionally(t, "scus", txnGroup, in, 600)
@@ -230,7 +231,7 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	// S commits on wus: replicated to scus behind its KoP, scus is stale for S.
 	commit(t, "wus", stale, in, 5)
 	// L's live member on scus resumes at its committed 10, consumes the other 40 and commits 50.
-	cl := kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(live), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(live), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer ccancel()

@@ -33,86 +33,8 @@ func Configure(ctx context.Context, cs []Cluster, log io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for i, c := range cs {
-		a := admins[i]
-		for _, o := range cs {
-			if o.Name == c.Name {
-				continue
-			}
-			if err := ensureClusterRegistered(ctx, a, o); err != nil {
-				return fmt.Errorf("lab: %s: register cluster %s: %w", c.Name, o.Name, err)
-			}
-		}
-		td, err := a.Tenants().GetWithContext(ctx, Tenant)
-		if err != nil {
-			return fmt.Errorf("lab: %s: tenant %s: %w", c.Name, Tenant, err)
-		}
-		if !sameSet(td.AllowedClusters, names) {
-			td.Name = Tenant
-			td.AllowedClusters = names
-			if td.AdminRoles == nil {
-				td.AdminRoles = []string{}
-			}
-			if err := a.Tenants().UpdateWithContext(ctx, td); err != nil {
-				return fmt.Errorf("lab: %s: tenant %s allowed clusters %v: %w", c.Name, Tenant, names, err)
-			}
-		}
-		nss, err := a.Namespaces().GetNamespacesWithContext(ctx, Tenant)
-		if err != nil {
-			return fmt.Errorf("lab: %s: namespaces: %w", c.Name, err)
-		}
-		if !slices.Contains(nss, DefaultNamespace) {
-			if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !isStatus(err, http.StatusConflict) {
-				return fmt.Errorf("lab: %s: create %s: %w", c.Name, DefaultNamespace, err)
-			}
-		}
-		if !slices.Contains(nss, MetadataNamespace) {
-			fmt.Fprintf(log, "lab: %s: creating %s with %d bundles\n", c.Name, MetadataNamespace, MetadataBundles)
-			// Not CreateNsWithNumBundles: pulsaradmin v0.19.0 sends "replication_clusters": null
-			// with it, and Pulsar 4.0.8 answers 500 (NullPointerException in
-			// BrokerService.setCurrentClusterAllowedIfNoClusterIsAllowed).
-			pol := utils.NewDefaultPolicies()
-			pol.Bundles = utils.NewBundlesDataWithNumBundles(MetadataBundles)
-			pol.ReplicationClusters = names
-			if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !isStatus(err, http.StatusConflict) {
-				return fmt.Errorf("lab: %s: create %s: %w", c.Name, MetadataNamespace, err)
-			}
-		}
-		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
-		if err != nil {
-			return fmt.Errorf("lab: %s: policies of %s: %w", c.Name, MetadataNamespace, err)
-		}
-		if pol.Bundles == nil || pol.Bundles.NumBundles != MetadataBundles {
-			return fmt.Errorf("lab: %s: %s has %v bundles, want %d", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
-		}
-		// KoP (MetadataUtils.createNamespaceIfMissing) gives the metadata namespace a retention
-		// of offsetsRetentionMinutes (3 days), unlimited size and a 100 MB compaction threshold,
-		// but only when it creates the namespace itself. The lab creates it first, so it sets
-		// the same policies; without them a replicated-and-read ledger is deleted on rollover.
-		if pol.RetentionPolicies == nil || pol.RetentionPolicies.RetentionTimeInMinutes != MetadataRetentionMinutes {
-			if err := a.Namespaces().SetRetentionWithContext(ctx, MetadataNamespace, utils.NewRetentionPolicies(MetadataRetentionMinutes, -1)); err != nil {
-				return fmt.Errorf("lab: %s: set retention of %s: %w", c.Name, MetadataNamespace, err)
-			}
-		}
-		if pol.CompactionThreshold == nil || *pol.CompactionThreshold != MetadataCompactionThreshold {
-			nsName, err := utils.GetNamespaceName(MetadataNamespace)
-			if err != nil {
-				return fmt.Errorf("lab: %s: %w", c.Name, err)
-			}
-			if err := a.Namespaces().SetCompactionThresholdWithContext(ctx, *nsName, MetadataCompactionThreshold); err != nil {
-				return fmt.Errorf("lab: %s: set compaction threshold of %s: %w", c.Name, MetadataNamespace, err)
-			}
-		}
-		for _, ns := range []string{DefaultNamespace, MetadataNamespace} {
-			cur, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, ns)
-			if err != nil {
-				return fmt.Errorf("lab: %s: replication clusters of %s: %w", c.Name, ns, err)
-			}
-			if sameSet(cur, names) {
-				continue
-			}
-			if err := a.Namespaces().SetNamespaceReplicationClustersWithContext(ctx, ns, names); err != nil {
-				return fmt.Errorf("lab: %s: set replication clusters of %s to %v: %w", c.Name, ns, names, err)
-			}
+		if err := configureCluster(ctx, admins[i], c, cs, names, log); err != nil {
+			return err
 		}
 	}
 	for i, c := range cs {
@@ -123,6 +45,109 @@ func Configure(ctx context.Context, cs []Cluster, log io.Writer) error {
 			if err := ensurePartitioned(ctx, admins[i], t.name, t.n); err != nil {
 				return fmt.Errorf("lab: %s: %w", c.Name, err)
 			}
+		}
+	}
+	return nil
+}
+
+// configureCluster registers the other clusters on c, lets tenant public use them all, and
+// creates and replicates the namespaces.
+func configureCluster(ctx context.Context, a pulsaradmin.Client, c Cluster, cs []Cluster, names []string, log io.Writer) error {
+	for _, o := range cs {
+		if o.Name == c.Name {
+			continue
+		}
+		if err := ensureClusterRegistered(ctx, a, o); err != nil {
+			return fmt.Errorf("lab: %s: register cluster %s: %w", c.Name, o.Name, err)
+		}
+	}
+	td, err := a.Tenants().GetWithContext(ctx, Tenant)
+	if err != nil {
+		return fmt.Errorf("lab: %s: tenant %s: %w", c.Name, Tenant, err)
+	}
+	if !sameSet(td.AllowedClusters, names) {
+		td.Name = Tenant
+		td.AllowedClusters = names
+		if td.AdminRoles == nil {
+			td.AdminRoles = []string{}
+		}
+		if err := a.Tenants().UpdateWithContext(ctx, td); err != nil {
+			return fmt.Errorf("lab: %s: tenant %s allowed clusters %v: %w", c.Name, Tenant, names, err)
+		}
+	}
+	if err := ensureNamespaces(ctx, a, c, names, log); err != nil {
+		return err
+	}
+	if err := ensureMetadataPolicies(ctx, a, c); err != nil {
+		return err
+	}
+	for _, ns := range []string{DefaultNamespace, MetadataNamespace} {
+		cur, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, ns)
+		if err != nil {
+			return fmt.Errorf("lab: %s: replication clusters of %s: %w", c.Name, ns, err)
+		}
+		if sameSet(cur, names) {
+			continue
+		}
+		if err := a.Namespaces().SetNamespaceReplicationClustersWithContext(ctx, ns, names); err != nil {
+			return fmt.Errorf("lab: %s: set replication clusters of %s to %v: %w", c.Name, ns, names, err)
+		}
+	}
+	return nil
+}
+
+// ensureNamespaces creates public/default and public/__kafka (with its bundles) when missing.
+func ensureNamespaces(ctx context.Context, a pulsaradmin.Client, c Cluster, names []string, log io.Writer) error {
+	nss, err := a.Namespaces().GetNamespacesWithContext(ctx, Tenant)
+	if err != nil {
+		return fmt.Errorf("lab: %s: namespaces: %w", c.Name, err)
+	}
+	if !slices.Contains(nss, DefaultNamespace) {
+		if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !isStatus(err, http.StatusConflict) {
+			return fmt.Errorf("lab: %s: create %s: %w", c.Name, DefaultNamespace, err)
+		}
+	}
+	if !slices.Contains(nss, MetadataNamespace) {
+		fmt.Fprintf(log, "lab: %s: creating %s with %d bundles\n", c.Name, MetadataNamespace, MetadataBundles)
+		// Not CreateNsWithNumBundles: pulsaradmin v0.19.0 sends "replication_clusters": null
+		// with it, and Pulsar 4.0.8 answers 500 (NullPointerException in
+		// BrokerService.setCurrentClusterAllowedIfNoClusterIsAllowed).
+		pol := utils.NewDefaultPolicies()
+		pol.Bundles = utils.NewBundlesDataWithNumBundles(MetadataBundles)
+		pol.ReplicationClusters = names
+		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !isStatus(err, http.StatusConflict) {
+			return fmt.Errorf("lab: %s: create %s: %w", c.Name, MetadataNamespace, err)
+		}
+	}
+	return nil
+}
+
+// ensureMetadataPolicies checks public/__kafka's bundles and sets KoP's retention and
+// compaction threshold on it.
+func ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster) error {
+	pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
+	if err != nil {
+		return fmt.Errorf("lab: %s: policies of %s: %w", c.Name, MetadataNamespace, err)
+	}
+	if pol.Bundles == nil || pol.Bundles.NumBundles != MetadataBundles {
+		return fmt.Errorf("lab: %s: %s has %v bundles, want %d", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
+	}
+	// KoP (MetadataUtils.createNamespaceIfMissing) gives the metadata namespace a retention
+	// of offsetsRetentionMinutes (3 days), unlimited size and a 100 MB compaction threshold,
+	// but only when it creates the namespace itself. The lab creates it first, so it sets
+	// the same policies; without them a replicated-and-read ledger is deleted on rollover.
+	if pol.RetentionPolicies == nil || pol.RetentionPolicies.RetentionTimeInMinutes != MetadataRetentionMinutes {
+		if err := a.Namespaces().SetRetentionWithContext(ctx, MetadataNamespace, utils.NewRetentionPolicies(MetadataRetentionMinutes, -1)); err != nil {
+			return fmt.Errorf("lab: %s: set retention of %s: %w", c.Name, MetadataNamespace, err)
+		}
+	}
+	if pol.CompactionThreshold == nil || *pol.CompactionThreshold != MetadataCompactionThreshold {
+		nsName, err := utils.GetNamespaceName(MetadataNamespace)
+		if err != nil {
+			return fmt.Errorf("lab: %s: %w", c.Name, err)
+		}
+		if err := a.Namespaces().SetCompactionThresholdWithContext(ctx, *nsName, MetadataCompactionThreshold); err != nil {
+			return fmt.Errorf("lab: %s: set compaction threshold of %s: %w", c.Name, MetadataNamespace, err)
 		}
 	}
 	return nil

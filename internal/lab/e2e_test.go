@@ -18,8 +18,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // One lab per go test run: Ensure starts it (or reuses a running one); Main releases it and
@@ -47,7 +47,7 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	// The record is a valid offset commit in KoP's format (testkit) of a group of this run that
+	// The record is a valid offset commit in KoP's format (kopcommit) of a group of this run that
 	// lives in partition 5: KoP loads this shared offsets topic, and a record it cannot parse
 	// would make it fail the whole partition on every load (issue 15).
 	const partition = 5
@@ -58,8 +58,8 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 			group = g
 		}
 	}
-	_, payload := testkit.Encode(testkit.OffsetCommit{Group: group, Topic: Topic1, Partition: 0, Offset: 1})
-	key := base64.StdEncoding.EncodeToString(testkit.PulsarKey(group))
+	_, payload := kopcommit.Encode(kopcommit.OffsetCommit{Group: group, Topic: Topic1, Partition: 0, Offset: 1})
+	key := base64.StdEncoding.EncodeToString(kopcommit.PulsarKey(group))
 
 	for _, c := range []Cluster{scus, wus} {
 		a, err := NewAdmin(c)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // KafkaClient returns a franz-go client for c's KoP listener, built like the CLI's
@@ -100,9 +100,9 @@ func fullTopic(s string) string {
 }
 
 // Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka
-// path when KoP runs (KoP writes the record and caches it), else with testkit, byte for byte
+// path when KoP runs (KoP writes the record and caches it), else with kopcommit, byte for byte
 // what KoP would write into the offsets topic. It returns the offsets partition of the group.
-func (l *Lab) Commit(ctx context.Context, name string, c testkit.OffsetCommit) (int32, error) {
+func (l *Lab) Commit(ctx context.Context, name string, c kopcommit.OffsetCommit) (int32, error) {
 	cl := l.Cluster(name)
 	part := offsets.PartitionFor(c.Group, OffsetsTopicPartitions)
 	if cl.KoP {
@@ -113,14 +113,14 @@ func (l *Lab) Commit(ctx context.Context, name string, c testkit.OffsetCommit) (
 		return 0, err
 	}
 	defer pc.Close()
-	w := testkit.NewWriter(pc, OffsetsTopic, OffsetsTopicPartitions)
+	w := kopcommit.NewWriter(pc, OffsetsTopic, OffsetsTopicPartitions)
 	defer w.Close()
 	p, _, err := w.Commit(ctx, c)
 	if err != nil {
 		return 0, err
 	}
 	if p != part {
-		return p, errors.New("lab: testkit wrote to another offsets partition than KoP's mapping")
+		return p, errors.New("lab: kopcommit wrote to another offsets partition than KoP's mapping")
 	}
 	return p, nil
 }

@@ -180,6 +180,34 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 		_ = os.Remove(p.StateFile())
 	}
 
+	cs, err := prepareClusters(o, p, kop)
+	if err != nil {
+		return nil, err
+	}
+	st, err = startClusters(ctx, o, p, cs, kop)
+	if err != nil {
+		return nil, err
+	}
+	if tm.Ready, err = awaitHealthy(ctx, o, p, st); err != nil {
+		return nil, err
+	}
+	if err := WriteState(p.StateFile(), st); err != nil {
+		return nil, err
+	}
+	cs0 := time.Now()
+	l, err := finish(ctx, o, p, st, true)
+	if err != nil {
+		return nil, err
+	}
+	tm.Configure = time.Since(cs0)
+	tm.Total = time.Since(t0)
+	l.Timings = tm
+	return l, nil
+}
+
+// prepareClusters returns the clusters to start, with their broker configuration written
+// (and their data removed when asked); it fails when a port is taken by another process.
+func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 	cs := make([]Cluster, len(o.Clusters))
 	copy(cs, o.Clusters)
 	for i := range cs {
@@ -198,8 +226,12 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 			return nil, err
 		}
 	}
+	return cs, nil
+}
 
-	st = &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC()}
+// startClusters starts a JVM per cluster and records their pids in the state file.
+func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop KoPStatus) (*State, error) {
+	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC()}
 	for _, c := range cs {
 		pid, err := startJVM(p, c, o.PulsarVersion)
 		if err != nil {
@@ -216,8 +248,13 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 		_ = stopAll(ctx, st, o.Log)
 		return nil, err
 	}
+	return st, nil
+}
 
-	tm.Ready = map[string]time.Duration{}
+// awaitHealthy waits for every started cluster to be healthy and returns how long each
+// took; when one is not, it stops them all.
+func awaitHealthy(ctx context.Context, o Options, p Paths, st *State) (map[string]time.Duration, error) {
+	ready := map[string]time.Duration{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(st.Clusters))
@@ -230,7 +267,7 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 			errs[i] = err
 			if err == nil {
 				mu.Lock()
-				tm.Ready[cs.Name] = d
+				ready[cs.Name] = d
 				cs.ReadySeconds = d.Seconds()
 				mu.Unlock()
 				fmt.Fprintf(o.Log, "lab: %s healthy after %s\n", cs.Name, d.Round(100*time.Millisecond))
@@ -243,18 +280,7 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 		_ = os.Remove(p.StateFile())
 		return nil, err
 	}
-	if err := WriteState(p.StateFile(), st); err != nil {
-		return nil, err
-	}
-	cs0 := time.Now()
-	l, err := finish(ctx, o, p, st, true)
-	if err != nil {
-		return nil, err
-	}
-	tm.Configure = time.Since(cs0)
-	tm.Total = time.Since(t0)
-	l.Timings = tm
-	return l, nil
+	return ready, nil
 }
 
 // finish configures geo-replication, writes config.yaml and the state, and builds the Lab.

@@ -257,7 +257,31 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 
 func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundle) (BundleResult, []GroupResult) {
 	br := BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
-	groups := plan.GroupsIn(pb.Range)
+	grs, late := e.recheck(ctx, plan, plan.GroupsIn(pb.Range))
+	if len(late) > 0 && !e.AcceptLoss && !plan.AcceptLoss {
+		br.Status = BundleRefused
+		br.Error = "not unloaded: since the plan, " + lossRefusal(late)
+		return br, grs
+	}
+	unloadErr := e.unload(ctx, pb, &br)
+	if e.load(ctx, pb, &br) {
+		e.verify(ctx, pb, &br, grs)
+	}
+	if unloadErr != nil {
+		msg := "the unload call failed: " + unloadErr.Error() + "; KoP drops a bundle's groups even when its unload fails, so the bundle was looked up again and checked"
+		if br.Status != BundleVerified {
+			msg += ": " + br.Error
+		} else {
+			msg += ": KoP serves the predicted offsets"
+		}
+		br.Status, br.Error = BundleUnloadFailed, msg
+	}
+	return br, grs
+}
+
+// recheck starts the results of the bundle's groups with what KoP serves them now and
+// returns the losses a reload would cause that the plan did not see.
+func (e *Executor) recheck(ctx context.Context, plan *Plan, groups []AffectedGroup) ([]GroupResult, []Loss) {
 	grs := make([]GroupResult, len(groups))
 	var late []Loss
 	var ask []int
@@ -286,43 +310,35 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 			}
 		}
 	}
-	if len(late) > 0 && !e.AcceptLoss && !plan.AcceptLoss {
-		br.Status = BundleRefused
-		br.Error = "not unloaded: since the plan, " + lossRefusal(late)
-		return br, grs
-	}
+	return grs, late
+}
 
+// unload unloads the bundle and returns the unload call's error.
+func (e *Executor) unload(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
 	ns := e.Cluster.Namespace()
 	e.Log("unloading bundle %s/%s on %s", ns, pb.Range, e.Cluster.Name)
-	unloadErr := e.Admin.UnloadBundle(ctx, ns, pb.Range)
-	if unloadErr == nil {
+	err := e.Admin.UnloadBundle(ctx, ns, pb.Range)
+	if err == nil {
 		br.Unloaded = true
 		br.UnloadedAt = output.NewTime(e.Now())
-	} else {
-		// KoP's bundle listener drops the bundle's groups on an unload at the FAILURE stage
-		// too: a failed unload may have emptied the cache. Look the bundle up and check it
-		// like a successful one, so the report says what KoP serves now.
-		e.Log("unload of %s on %s failed (%v): KoP may have dropped its groups anyway; looking it up and checking", pb.Range, e.Cluster.Name, unloadErr)
+		return nil
 	}
-	finish := func(br BundleResult, grs []GroupResult) (BundleResult, []GroupResult) {
-		if unloadErr != nil {
-			msg := "the unload call failed: " + unloadErr.Error() + "; KoP drops a bundle's groups even when its unload fails, so the bundle was looked up again and checked"
-			if br.Status != BundleVerified {
-				msg += ": " + br.Error
-			} else {
-				msg += ": KoP serves the predicted offsets"
-			}
-			br.Status, br.Error = BundleUnloadFailed, msg
-		}
-		return br, grs
-	}
+	// KoP's bundle listener drops the bundle's groups on an unload at the FAILURE stage
+	// too: a failed unload may have emptied the cache. Look the bundle up and check it
+	// like a successful one, so the report says what KoP serves now.
+	e.Log("unload of %s on %s failed (%v): KoP may have dropped its groups anyway; looking it up and checking", pb.Range, e.Cluster.Name, err)
+	return err
+}
 
+// load makes a broker take the bundle again and waits for every offsets partition of it to
+// answer; false, with br's status and error set, when either fails.
+func (e *Executor) load(ctx context.Context, pb PlannedBundle, br *BundleResult) bool {
 	// The load: a lookup of each offsets partition makes a broker take the bundle; KoP's
 	// bundle listener then loads every offsets partition in it.
-	if err := e.lookup(ctx, pb, &br); err != nil {
+	if err := e.lookup(ctx, pb, br); err != nil {
 		br.Status = BundleLoadFailed
 		br.Error = fmt.Sprintf("unloaded, but the lookup that loads it again failed (the next client lookup of a topic in the bundle loads it): %v", err)
-		return finish(br, grs)
+		return false
 	}
 	br.Loaded = true
 	br.LoadedAt = output.NewTime(e.Now())
@@ -331,56 +347,65 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 	// Paced: every offsets partition of the bundle must answer before anything else is
 	// unloaded. KoP ignores a load of a partition whose previous unload has not finished
 	// ("Already loading") and then never loads it.
-	if stuck := e.awaitPartitions(ctx, pb, &br); len(stuck) > 0 {
+	if stuck := e.awaitPartitions(ctx, pb, br); len(stuck) > 0 {
 		br.Status = BundleLoadFailed
 		br.Error = fmt.Sprintf("looked up, but KoP on %s still answers NOT_COORDINATOR or loading for offsets partitions %v after %s, a second unload and lookup: "+
 			"their groups are served nothing; fix: kop-offsets reload --cluster %s --partition %s --yes (or restart the broker that owns them)",
 			e.Cluster.Name, stuck, e.Wait, e.Cluster.Name, joinInts(stuck))
-		return finish(br, grs)
+		return false
 	}
+	return true
+}
 
-	if len(groups) == 0 {
+// verify waits for KoP to serve each group of the loaded bundle what its offsets topic holds
+// and sets the statuses.
+func (e *Executor) verify(ctx context.Context, pb PlannedBundle, br *BundleResult, grs []GroupResult) {
+	if len(grs) == 0 {
 		br.Status = BundleVerified
 		br.VerifiedAt = output.NewTime(e.Now())
-		return finish(br, grs)
+		return
+	}
+	unverified := func(msg string) {
+		br.Status, br.Error = BundleUnverified, msg
+		for i := range grs {
+			grs[i].Status = GroupUnverified
+		}
 	}
 	if e.Fetcher == nil {
-		br.Status = BundleUnverified
-		br.Error = "cannot verify: the cluster has no kafkaBootstrap"
-		for i := range grs {
-			grs[i].Status = GroupUnverified
-		}
-		return finish(br, grs)
+		unverified("cannot verify: the cluster has no kafkaBootstrap")
+		return
 	}
-
 	// What KoP must now serve: the offsets topic as it is after the load.
 	if err := e.persisted(ctx, pb, grs); err != nil {
-		br.Status = BundleUnverified
-		br.Error = fmt.Sprintf("unloaded and loaded, but the offsets topic could not be read to verify: %v", err)
-		for i := range grs {
-			grs[i].Status = GroupUnverified
-		}
-		return finish(br, grs)
+		unverified(fmt.Sprintf("unloaded and loaded, but the offsets topic could not be read to verify: %v", err))
+		return
 	}
-
 	e.Log("waiting up to %s for KoP on %s to serve the persisted offsets of %d groups", e.Wait, e.Cluster.Name, len(grs))
+	e.judge(ctx, br, grs, e.awaitFresh(ctx, pb, grs))
+}
+
+// awaitFresh asks KoP for the groups until each serves its persisted offsets or Wait has
+// passed, marks the fresh ones and returns the indexes of the others.
+func (e *Executor) awaitFresh(ctx context.Context, pb PlannedBundle, grs []GroupResult) []int {
 	deadline := e.Now().Add(e.Wait)
 	pending := make([]int, len(grs))
 	for i := range grs {
 		pending[i] = i
 	}
-	for {
+	fresh := func(pending []int) []int {
 		var still []int
-		e.fetchAll(ctx, grs, pending, deadline, func(gr *GroupResult, a *CacheAnswer) { gr.After = a })
 		for _, i := range pending {
-			a := grs[i].After
-			if a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
+			if a := grs[i].After; a != nil && a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
 				grs[i].Status = GroupFresh
 				continue
 			}
 			still = append(still, i)
 		}
-		pending = still
+		return still
+	}
+	for {
+		e.fetchAll(ctx, grs, pending, deadline, func(gr *GroupResult, a *CacheAnswer) { gr.After = a })
+		pending = fresh(pending)
 		if len(pending) == 0 || !e.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
@@ -392,17 +417,14 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 		// Commits may have landed since the load: compare the last answers with the topic
 		// once more before calling the cache stale.
 		if err := e.persisted(ctx, pb, grs); err == nil {
-			var still []int
-			for _, i := range pending {
-				if a := grs[i].After; a != nil && a.Error == "" && sameOffsets(a.Offsets, grs[i].Persisted) {
-					grs[i].Status = GroupFresh
-					continue
-				}
-				still = append(still, i)
-			}
-			pending = still
+			pending = fresh(pending)
 		}
 	}
+	return pending
+}
+
+// judge sets the status of the groups still pending after the wait, and the bundle's.
+func (e *Executor) judge(ctx context.Context, br *BundleResult, grs []GroupResult, pending []int) {
 	unverified, differs := 0, 0
 	for _, i := range pending {
 		a := grs[i].After
@@ -432,7 +454,6 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 		br.Status = BundleVerified
 		br.VerifiedAt = output.NewTime(e.Now())
 	}
-	return finish(br, grs)
 }
 
 // persisted replays the bundle's partitions and stores in grs what each group's load

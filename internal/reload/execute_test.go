@@ -6,83 +6,40 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 )
 
-// kafkaCluster is a kfake cluster standing in for KoP's Kafka API (unit tests only).
-func kafkaCluster(t *testing.T) (*kfake.Cluster, *kadm.Client) {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "topic-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RetryTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return c, kadm.NewClient(cl)
-}
-
-func commit(t *testing.T, adm *kadm.Client, group string, part int32, at int64) {
-	t.Helper()
-	os := kadm.Offsets{}
-	os.AddOffset("topic-1", part, at, -1)
-	r, err := adm.CommitOffsets(context.Background(), group, os)
-	if err == nil {
-		err = r.Error()
-	}
-	if err != nil {
-		t.Fatalf("commit %s: %v", group, err)
-	}
+// kafkaGroups is KafkaGroups over a fake KoP whose kgo retries coordinator errors for up to
+// 2 s, as a short --coordinator-wait would.
+func kafkaGroups(t *testing.T, k *fakes.KoP) KafkaGroups {
+	return KafkaGroups{Admin: k.Admin(t, kgo.RetryTimeout(2*time.Second)), KafkaNamespace: "public/default"}
 }
 
 func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
-	c, adm := kafkaCluster(t)
-	commit(t, adm, "idle", 0, 3)
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumerGroup("live"), kgo.ConsumeTopics("topic-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer consumer.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			consumer.PollFetches(ctx)
-		}
-	}()
-	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
-	var got map[string]GroupActivity
-	for ctx.Err() == nil {
-		got, err = kg.DescribeGroups(ctx, []string{"live", "idle", "never"})
-		// Members appear while the group is still CompletingRebalance; wait for Stable.
-		if err == nil && got["live"].Members == 1 && got["live"].State == "Stable" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if got["live"].Members != 1 || got["live"].State != "Stable" {
+	k := fakes.NewKoP(t)
+	k.Set("idle", "topic-1", 0, 3)
+	k.SetMembers("live", 1)
+	kg := kafkaGroups(t, k)
+	ctx := context.Background()
+	got, err := kg.DescribeGroups(ctx, []string{"live", "idle", "never"})
+	if err != nil || got["live"].Members != 1 || got["live"].State != "Stable" {
 		t.Fatalf("live group: %+v (%v)", got["live"], err)
 	}
 	if got["idle"].Members != 0 || got["never"].Members != 0 {
 		t.Errorf("idle/never: %+v %+v", got["idle"], got["never"])
 	}
 
-	// A plan over kfake: the live group's bundle is refused without --allow-active.
-	p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: testkit.NewMemReader(8).Commit(
-		testkit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
+	// A plan over the fake KoP: the live group's bundle is refused without --allow-active.
+	p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: fakes.NewMemReader(8).Commit(
+		kopcommit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
 		Describers: map[string]GroupDescriber{"scus": kg}}
 	plan, err := p.Plan(ctx, Request{Groups: []string{"live"}})
 	if err != nil {
@@ -96,34 +53,16 @@ func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
 // The whole reload against kfake: KoP serves 500 (stale) while the topic holds 10900; the
 // unload makes the fake "KoP" answer COORDINATOR_LOAD_IN_PROGRESS twice, then the loaded value.
 func TestExecuteVerifiesFreshCache(t *testing.T) {
-	c, adm := kafkaCluster(t)
+	k := fakes.NewKoP(t)
 	g := groupIn("G", 3, 8)
-	commit(t, adm, g, 0, 500) // the stale cache
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
-	var loading atomic.Int32
-	c.ControlKey(int16(kmsg.OffsetFetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if loading.Load() <= 0 {
-			return nil, nil, false
-		}
-		loading.Add(-1)
-		r := req.(*kmsg.OffsetFetchRequest)
-		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
-		resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-		for _, rg := range r.Groups {
-			g := kmsg.NewOffsetFetchResponseGroup()
-			g.Group = rg.Group
-			g.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-			resp.Groups = append(resp.Groups, g)
-		}
-		return resp, nil, true
-	})
-	fa.onUnload = func(string) {
-		loading.Store(2)
-		commit(t, adm, g, 0, 10900) // what KoP's load will put in the cache
+	k.Set(g, "topic-1", 0, 500) // the stale cache
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
+	fa.OnUnload = func(string) {
+		k.SetLoading(g, 2)
+		k.Set(g, "topic-1", 0, 10900) // what KoP's load will put in the cache
 	}
-	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
+	kg := kafkaGroups(t, k)
 	p := &Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}
 	plan, err := p.Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
@@ -146,7 +85,7 @@ func TestExecuteVerifiesFreshCache(t *testing.T) {
 	if gr.Status != GroupFresh || FormatTest(gr.Before) != "topic-1/0=500" || FormatTest(gr.After) != "topic-1/0=10900" {
 		t.Errorf("group before/after: %s -> %s (%s)", FormatTest(gr.Before), FormatTest(gr.After), gr.Status)
 	}
-	if loading.Load() != 0 {
+	if k.LoadingLeft(g) != 0 {
 		t.Error("the coordinator errors were not all seen")
 	}
 	// Unload, then a lookup of each offsets partition of the bundle (3 and 7).
@@ -163,12 +102,12 @@ func TestExecuteVerifiesFreshCache(t *testing.T) {
 }
 
 func TestExecuteCacheStillDiffers(t *testing.T) {
-	_, adm := kafkaCluster(t)
+	k := fakes.NewKoP(t)
 	g := groupIn("G", 3, 8)
-	commit(t, adm, g, 0, 500)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
-	kg := KafkaGroups{Admin: adm, KafkaNamespace: "public/default"}
+	k.Set(g, "topic-1", 0, 500)
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
+	kg := kafkaGroups(t, k)
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, AllowActive: true, Fetcher: kg}).Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)
@@ -193,8 +132,8 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 	defer cl.Close()
 	kg := KafkaGroups{Admin: kadm.NewClient(cl), KafkaNamespace: "public/default"}
 	g := groupIn("G", 3, 8)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).
 		Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
@@ -219,9 +158,9 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 // Partial failure: three bundles; the second unload fails. The first is reported unloaded
 // and verified, the second unload_failed, the third not attempted.
 func TestExecutePartialFailure(t *testing.T) {
-	fa := newFakeAdmin(t)
-	fa.unloadErr[b1] = errUnreachable
-	rd := testkit.NewMemReader(8)
+	fa := fakes.NewAdmin("scus")
+	fa.UnloadErr[b1] = errUnreachable
+	rd := fakes.NewMemReader(8)
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd}).Plan(context.Background(), Request{Partitions: []int32{0, 1, 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +193,8 @@ func TestExecutePartialFailure(t *testing.T) {
 	}
 
 	// A failed lookup: unloaded, not loaded.
-	fa = newFakeAdmin(t)
-	fa.lookupErr["persistent://public/__kafka/__consumer_offsets-partition-4"] = errors.New("lookup timed out")
+	fa = fakes.NewAdmin("scus")
+	fa.LookupErr["persistent://public/__kafka/__consumer_offsets-partition-4"] = errors.New("lookup timed out")
 	ex = (&Executor{Cluster: scus, Admin: fa, Reader: rd}).Execute(context.Background(), plan, plan.Executable()[:1])
 	if b := ex.Bundles[0]; b.Status != BundleLoadFailed || !b.Unloaded || b.Loaded || ex.ExitCode != 3 {
 		t.Errorf("load failure: %+v exit %d", b, ex.ExitCode)

@@ -13,8 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // staticFetcher serves a fixed cache; groups it lacks have no offsets; an error value is
@@ -38,34 +39,34 @@ func TestPlanRefusesLoss(t *testing.T) {
 	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
 	plan := func(t *testing.T, rd offsets.OffsetTopicReader, f OffsetFetcher, accept bool) *Plan {
 		t.Helper()
-		p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: idle, Fetcher: f, AcceptLoss: accept}
+		p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: idle, Fetcher: f, AcceptLoss: accept}
 		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return pl
 	}
-	commit := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900}
+	commit := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900}
 
 	t.Run("the user's case: older cache, reload allowed", func(t *testing.T) {
-		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, false)
+		pl := plan(t, fakes.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, false)
 		if b := pl.Bundles[0]; b.Refused || len(b.Losses) != 0 {
 			t.Fatalf("%+v", b)
 		}
 	})
 	t.Run("cache ahead of the loader: refused, named", func(t *testing.T) {
-		pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 11000}, {Topic: "topic-1", Partition: 1, Offset: 3}}}, false)
+		pl := plan(t, fakes.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 11000}, {Topic: "topic-1", Partition: 1, Offset: 3}}}, false)
 		b := pl.Bundles[0]
 		if !b.Refused || len(b.Losses) != 2 || !strings.Contains(b.Reason, g+" topic-1[0]: serves 11000, would serve 10900") ||
 			!strings.Contains(b.Reason, "topic-1[1]: serves 3, would serve none") || !strings.Contains(b.Reason, "--accept-loss") {
 			t.Fatalf("%+v", b)
 		}
-		if pl := plan(t, testkit.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 11000}}}, true); pl.Bundles[0].Refused {
+		if pl := plan(t, fakes.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 11000}}}, true); pl.Bundles[0].Refused {
 			t.Errorf("--accept-loss: %+v", pl.Bundles[0])
 		}
 	})
 	t.Run("transactional commit only the live path applied", func(t *testing.T) {
-		rd := &txnReader{MemReader: testkit.NewMemReader(8), group: g, offset: 600}
+		rd := &txnReader{MemReader: fakes.NewMemReader(8), group: g, offset: 600}
 		pl := plan(t, rd, staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 600}}}, false)
 		b := pl.Bundles[0]
 		if !b.Refused || len(b.Losses) != 1 || !strings.Contains(b.Losses[0].Why, "transactional commit (600)") {
@@ -73,7 +74,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 		}
 	})
 	t.Run("partition KoP cannot load", func(t *testing.T) {
-		rd := testkit.NewMemReader(8).Commit(commit)
+		rd := fakes.NewMemReader(8).Commit(commit)
 		rd.Append(offsets.PartitionFor(g, 8), offsets.Message{Key: []byte("e2e-key"), Value: []byte("kop-lab e2e raw")})
 		pl := plan(t, rd, staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 10900}}}, false)
 		b := pl.Bundles[0]
@@ -85,13 +86,13 @@ func TestPlanRefusesLoss(t *testing.T) {
 		}
 	})
 	t.Run("KoP cannot be asked: refused", func(t *testing.T) {
-		pl := plan(t, testkit.NewMemReader(8).Commit(commit), errFetcher{errors.New("dial tcp: connection refused")}, false)
+		pl := plan(t, fakes.NewMemReader(8).Commit(commit), errFetcher{errors.New("dial tcp: connection refused")}, false)
 		if b := pl.Bundles[0]; !b.Refused || !b.Losses[0].Unknown {
 			t.Fatalf("%+v", b)
 		}
 	})
 	t.Run("KoP loading or not coordinator: serves nothing, reload allowed", func(t *testing.T) {
-		pl := plan(t, testkit.NewMemReader(8).Commit(commit), errFetcher{kerr.NotCoordinator}, false)
+		pl := plan(t, fakes.NewMemReader(8).Commit(commit), errFetcher{kerr.NotCoordinator}, false)
 		if b := pl.Bundles[0]; b.Refused {
 			t.Fatalf("%+v", b)
 		}
@@ -101,7 +102,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 // txnReader adds a transactional commit of group without its marker (as KoP's loader sees
 // it: the marker is a Pulsar marker entry no reader gets) to a MemReader.
 type txnReader struct {
-	*testkit.MemReader
+	*fakes.MemReader
 	group  string
 	offset int64
 	added  bool
@@ -110,8 +111,8 @@ type txnReader struct {
 func (r *txnReader) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
 	if !r.added {
 		r.added = true
-		c := testkit.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
-		r.Append(offsets.PartitionFor(r.group, 8), offsets.Message{Key: []byte("k"), Value: testkit.EncodeTxnBatch(testkit.EncodeKey(c), testkit.EncodeValue(c), 42)})
+		c := kopcommit.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
+		r.Append(offsets.PartitionFor(r.group, 8), offsets.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), 42)})
 	}
 	return r.MemReader.ReadPartition(ctx, p, fn)
 }
@@ -124,7 +125,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	groups := []string{groupIn("a", 3, 8), groupIn("b", 3, 8), groupIn("c", 7, 8)}
 	for iter := range 300 {
-		rd := testkit.NewMemReader(8)
+		rd := fakes.NewMemReader(8)
 		cache := map[string]map[int32]int64{}
 		set := func(g string, p int32, o int64) {
 			if cache[g] == nil {
@@ -138,14 +139,14 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 			p := int32(r.IntN(2))
 			o := int64(r.IntN(1000))
 			part := offsets.PartitionFor(g, 8)
-			c := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: o}
+			c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: o}
 			switch k := r.IntN(10); {
 			case k < 4: // a plain commit: topic and cache
 				rd.Commit(c)
 				set(g, p, o)
 				history = append(history, fmt.Sprintf("commit %s/%d=%d", g, p, o))
 			case k < 6: // a transactional commit: the live path applies it, its marker is invisible
-				rd.Append(part, offsets.Message{Key: []byte("k"), Value: testkit.EncodeTxnBatch(testkit.EncodeKey(c), testkit.EncodeValue(c), int64(100+step))})
+				rd.Append(part, offsets.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), int64(100+step))})
 				set(g, p, o)
 				history = append(history, fmt.Sprintf("txn %s/%d=%d", g, p, o))
 			case k < 7: // a tombstone (deletion or a replicated expiry)
@@ -170,7 +171,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 				f[g] = append(f[g], TopicOffset{Topic: "topic-1", Partition: p, Offset: o})
 			}
 		}
-		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
+		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
 			Plan(context.Background(), Request{Partitions: []int32{3, 7}})
 		if err != nil {
 			t.Fatal(err)
@@ -227,12 +228,12 @@ func (k *kopModel) unloaded() {
 
 func TestExecutePacedUnloads(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	run := func(t *testing.T, stuckFor int) (*Execution, *fakeAdmin) {
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	run := func(t *testing.T, stuckFor int) (*Execution, *fakes.Admin) {
 		t.Helper()
-		fa := newFakeAdmin(t)
+		fa := fakes.NewAdmin("scus")
 		k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
-		fa.onUnload = func(string) {
+		fa.OnUnload = func(string) {
 			k.unloaded()
 			k.mu.Lock()
 			k.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 10900}}
@@ -272,9 +273,9 @@ func TestExecutePacedUnloads(t *testing.T) {
 
 func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
-	fa.unloadErr[b2] = errors.New("500 Internal Server Error")
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
+	fa.UnloadErr[b2] = errors.New("500 Internal Server Error")
 	k := &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}} // KoP dropped the groups
 	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
 		Plan(context.Background(), Request{Groups: []string{g}})
@@ -294,8 +295,8 @@ func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 
 func TestExecuteRechecksLossBeforeUnload(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := newFakeAdmin(t)
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
 	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
 	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
 		Plan(context.Background(), Request{Groups: []string{g}})

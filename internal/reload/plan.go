@@ -232,192 +232,245 @@ var ErrBadRequest = errors.New("bad reload request")
 // a broker take a bundle; the offsets topic is read with non-durable readers.
 func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	cl := p.Cluster.withDefaults()
-	plan := &Plan{
+	r := &planRun{p: p, cl: cl, plan: &Plan{
 		Cluster: cl.Name, Namespace: cl.Namespace(), OffsetsTopic: cl.OffsetsTopic(),
 		AllowActive: p.AllowActive, AcceptLoss: p.AcceptLoss, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
 		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic, intended: p.Intended,
+		RequestedGroups: sortedUnique(req.Groups), RequestedPartitions: sortedUnique(req.Partitions),
+		Clusters: slices.Sorted(maps.Keys(p.Describers)),
+	}}
+	if err := r.selectBundles(ctx); err != nil {
+		return nil, err
 	}
-	plan.RequestedGroups = sortedUnique(req.Groups)
-	plan.RequestedPartitions = sortedUnique(req.Partitions)
-	plan.Clusters = slices.Sorted(maps.Keys(p.Describers))
+	if err := r.readGroups(ctx); err != nil {
+		return nil, err
+	}
+	activity := r.askKoP(ctx)
+	for _, f := range r.persisted.LoadFailures() {
+		if pb := r.byRange[r.bundleOf[f.Partition].Range]; pb != nil {
+			pb.LoadFailures = append(pb.LoadFailures, f)
+		}
+	}
+	for _, name := range r.names {
+		r.addGroup(name, activity)
+	}
+	r.addSkips(ctx)
+	for i := range r.plan.Bundles {
+		r.decide(&r.plan.Bundles[i])
+	}
+	return r.plan, nil
+}
 
-	n, err := p.Admin.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
+// planRun is the working state of one Plan call.
+type planRun struct {
+	p    *Planner
+	cl   ClusterRef
+	plan *Plan
+	n    int32 // offsets partitions
+
+	bundleOf       map[int32]pulsarx.Bundle  // every offsets partition's bundle
+	byRange        map[string]*PlannedBundle // the planned bundles
+	parts          []int32                   // their offsets partitions
+	requestedGroup map[string]int32          // requested group -> its offsets partition
+
+	persisted *offsets.PersistedOffsets
+	groups    map[string]*AffectedGroup
+	names     []string                // sorted keys of groups
+	served    map[string]*CacheAnswer // nil: no Fetcher
+}
+
+// selectBundles reads the partition count and the bundles and plans every bundle holding a
+// requested group or partition.
+func (r *planRun) selectBundles(ctx context.Context) error {
+	cl, plan := r.cl, r.plan
+	n, err := r.p.Admin.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
 	if err != nil {
-		return nil, &PlanError{Cluster: cl.Name, Step: "partition count of " + cl.OffsetsTopic(), Err: err}
+		return &PlanError{Cluster: cl.Name, Step: "partition count of " + cl.OffsetsTopic(), Err: err}
 	}
-	plan.OffsetsPartitions = n
+	r.n, plan.OffsetsPartitions = n, n
 	for _, part := range plan.RequestedPartitions {
 		if part < 0 || part >= n {
-			return nil, fmt.Errorf("cluster %s: offsets partition %d does not exist (%s has %d partitions): %w",
+			return fmt.Errorf("cluster %s: offsets partition %d does not exist (%s has %d partitions): %w",
 				cl.Name, part, cl.OffsetsTopic(), n, ErrBadRequest)
 		}
 	}
-	bundles, err := p.Admin.Bundles(ctx, cl.Namespace())
+	bundles, err := r.p.Admin.Bundles(ctx, cl.Namespace())
 	if err != nil {
-		return nil, &PlanError{Cluster: cl.Name, Step: "bundles of " + cl.Namespace(), Err: err}
+		return &PlanError{Cluster: cl.Name, Step: "bundles of " + cl.Namespace(), Err: err}
 	}
-
 	// Every offsets partition -> its bundle (Pulsar's CRC-32 placement, as the broker does).
-	bundleOf := make(map[int32]pulsarx.Bundle, n)
+	r.bundleOf = make(map[int32]pulsarx.Bundle, n)
 	for part := range n {
 		b, err := pulsarx.FindBundle(bundles, cl.PartitionTopic(part))
 		if err != nil {
-			return nil, &PlanError{Cluster: cl.Name, Step: "bundle of offsets partition", Err: err}
+			return &PlanError{Cluster: cl.Name, Step: "bundle of offsets partition", Err: err}
 		}
-		bundleOf[part] = b
+		r.bundleOf[part] = b
 	}
-	requestedGroup := map[string]int32{}
+	r.requestedGroup = map[string]int32{}
 	selected := map[string]bool{} // bundle ranges
 	for _, g := range plan.RequestedGroups {
 		part := offsets.PartitionFor(g, n)
-		requestedGroup[g] = part
-		selected[bundleOf[part].Range] = true
+		r.requestedGroup[g] = part
+		selected[r.bundleOf[part].Range] = true
 	}
 	for _, part := range plan.RequestedPartitions {
-		selected[bundleOf[part].Range] = true
+		selected[r.bundleOf[part].Range] = true
 	}
-	var parts []int32
-	byRange := map[string]*PlannedBundle{}
 	for _, b := range bundles {
-		if !selected[b.Range] {
-			continue
+		if selected[b.Range] {
+			plan.Bundles = append(plan.Bundles, PlannedBundle{Range: b.Range, OffsetsPartitions: []int32{}, Groups: []string{}, Active: []string{}, Losses: []Loss{}})
 		}
-		plan.Bundles = append(plan.Bundles, PlannedBundle{Range: b.Range, OffsetsPartitions: []int32{}, Groups: []string{}, Active: []string{}, Losses: []Loss{}})
 	}
+	r.byRange = map[string]*PlannedBundle{}
 	for i := range plan.Bundles {
-		byRange[plan.Bundles[i].Range] = &plan.Bundles[i]
+		r.byRange[plan.Bundles[i].Range] = &plan.Bundles[i]
 	}
 	for part := range n {
-		if pb := byRange[bundleOf[part].Range]; pb != nil {
+		if pb := r.byRange[r.bundleOf[part].Range]; pb != nil {
 			pb.OffsetsPartitions = append(pb.OffsetsPartitions, part)
-			parts = append(parts, part)
+			r.parts = append(r.parts, part)
 		}
 	}
+	return nil
+}
 
-	// The blast radius: every group persisted in those partitions.
-	persisted, err := replay(ctx, p.Reader, parts, p.Ordering)
+// readGroups replays the planned partitions: the blast radius is every group persisted in
+// them, plus the requested groups.
+func (r *planRun) readGroups(ctx context.Context) error {
+	persisted, err := replay(ctx, r.p.Reader, r.parts, r.p.Ordering)
 	if err != nil {
-		return nil, &PlanError{Cluster: cl.Name, Step: "read " + cl.OffsetsTopic(), Err: err}
+		return &PlanError{Cluster: r.cl.Name, Step: "read " + r.cl.OffsetsTopic(), Err: err}
 	}
-	groups := map[string]*AffectedGroup{}
+	r.persisted = persisted
+	r.groups = map[string]*AffectedGroup{}
 	for _, g := range persisted.Groups() {
-		groups[g.Group] = &AffectedGroup{Group: g.Group, OffsetsPartition: g.OffsetsPartition}
+		r.groups[g.Group] = &AffectedGroup{Group: g.Group, OffsetsPartition: g.OffsetsPartition}
 	}
-	for g, part := range requestedGroup {
-		if groups[g] == nil {
-			groups[g] = &AffectedGroup{Group: g, OffsetsPartition: part}
+	for g, part := range r.requestedGroup {
+		if r.groups[g] == nil {
+			r.groups[g] = &AffectedGroup{Group: g, OffsetsPartition: part}
 		}
-		groups[g].Requested = true
+		r.groups[g].Requested = true
 	}
-	names := slices.Sorted(maps.Keys(groups))
+	r.names = slices.Sorted(maps.Keys(r.groups))
+	return nil
+}
+
+// askKoP asks every cluster's KoP about the groups' activity and this one's what it serves
+// (r.served), and returns the activity by cluster and group.
+func (r *planRun) askKoP(ctx context.Context) map[string]map[string]Activity {
 	// An offsets partition KoP does not serve here answers every group of it with
 	// NOT_COORDINATOR or loading only after each one's timeout: one probe per partition says
 	// it for all of them (thousands of groups would otherwise wait one by one).
 	var unserved map[int32]*CacheAnswer
-	if p.Fetcher != nil {
-		unserved = probeUnserved(ctx, p.Fetcher, parts, n)
+	if r.p.Fetcher != nil {
+		unserved = probeUnserved(ctx, r.p.Fetcher, r.parts, r.n)
 	}
 	var asked, inUnserved []string
-	for _, name := range names {
-		if unserved[groups[name].OffsetsPartition] != nil {
+	for _, name := range r.names {
+		if unserved[r.groups[name].OffsetsPartition] != nil {
 			inUnserved = append(inUnserved, name)
 		} else {
 			asked = append(asked, name)
 		}
 	}
-	activity := describeAll(ctx, p.Describers, names, cl.Name, inUnserved)
-	var served map[string]*CacheAnswer
-	if p.Fetcher != nil {
-		served = fetchServed(ctx, p.Fetcher, asked)
+	activity := describeAll(ctx, r.p.Describers, r.names, r.cl.Name, inUnserved)
+	if r.p.Fetcher != nil {
+		r.served = fetchServed(ctx, r.p.Fetcher, asked)
 		for _, name := range inUnserved {
-			served[name] = unserved[groups[name].OffsetsPartition]
+			r.served[name] = unserved[r.groups[name].OffsetsPartition]
 		}
 	}
-	for _, f := range persisted.LoadFailures() {
-		if pb := byRange[bundleOf[f.Partition].Range]; pb != nil {
-			pb.LoadFailures = append(pb.LoadFailures, f)
-		}
-	}
-	for _, name := range names {
-		g := groups[name]
-		g.Bundle = bundleOf[g.OffsetsPartition].Range
-		g.Persisted = predictedOffsets(persisted, name, n, cl.KafkaNamespace)
-		pb := byRange[g.Bundle]
-		switch {
-		case served != nil:
-			g.Served = served[name]
-			for _, l := range losses(*g, g.Served, func(topic string, part int32) string {
-				return lossReason(persisted, name, offsets.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
-			}) {
-				if !plan.isIntended(l.Group, l.Topic, l.Partition, l.Predicted) {
-					pb.Losses = append(pb.Losses, l)
-				}
+	return activity
+}
+
+// addGroup completes group name (bundle, persisted and served offsets, losses, activity) and
+// adds it to its bundle and to the plan.
+func (r *planRun) addGroup(name string, activity map[string]map[string]Activity) {
+	cl, n := r.cl, r.n
+	g := r.groups[name]
+	g.Bundle = r.bundleOf[g.OffsetsPartition].Range
+	g.Persisted = predictedOffsets(r.persisted, name, n, cl.KafkaNamespace)
+	pb := r.byRange[g.Bundle]
+	switch {
+	case r.served != nil:
+		g.Served = r.served[name]
+		for _, l := range losses(*g, g.Served, func(topic string, part int32) string {
+			return lossReason(r.persisted, name, offsets.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
+		}) {
+			if !r.plan.isIntended(l.Group, l.Topic, l.Partition, l.Predicted) {
+				pb.Losses = append(pb.Losses, l)
 			}
-		case len(g.Persisted) > 0 || g.Requested:
-			pb.Losses = append(pb.Losses, Loss{Group: name, Unknown: true, Requested: g.Requested,
-				Error: "the cluster has no kafkaBootstrap: what KoP serves cannot be compared with what a load brings"})
 		}
-		g.Activity = map[string]Activity{}
-		for _, c := range plan.Clusters {
-			g.Activity[c] = activity[c][name]
-		}
-		g.Status = summarize(g.Activity)
-		g.Here = g.Activity[cl.Name].Status
-		if g.Here == "" {
-			g.Here = ActivityUnknown // no describer for this cluster
-		}
-		if g.Here == ActivityUnknown && g.Served != nil && g.Served.ErrorKind == ErrorKindCoordinator {
-			g.Here = ActivityUnserved
-			a := g.Activity[cl.Name]
-			a.Status = ActivityUnserved
-			g.Activity[cl.Name] = a
-		}
-		pb.Groups = append(pb.Groups, name)
-		switch {
-		case g.Here != ActivityIdle && g.Here != ActivityUnserved:
-			pb.Active = append(pb.Active, name)
-		case g.Status == ActivityLive:
-			pb.LiveElsewhere = append(pb.LiveElsewhere, name)
-		}
-		plan.Groups = append(plan.Groups, *g)
+	case len(g.Persisted) > 0 || g.Requested:
+		pb.Losses = append(pb.Losses, Loss{Group: name, Unknown: true, Requested: g.Requested,
+			Error: "the cluster has no kafkaBootstrap: what KoP serves cannot be compared with what a load brings"})
 	}
+	g.Activity = map[string]Activity{}
+	for _, c := range r.plan.Clusters {
+		g.Activity[c] = activity[c][name]
+	}
+	g.Status = summarize(g.Activity)
+	g.Here = g.Activity[cl.Name].Status
+	if g.Here == "" {
+		g.Here = ActivityUnknown // no describer for this cluster
+	}
+	if g.Here == ActivityUnknown && g.Served != nil && g.Served.ErrorKind == ErrorKindCoordinator {
+		g.Here = ActivityUnserved
+		a := g.Activity[cl.Name]
+		a.Status = ActivityUnserved
+		g.Activity[cl.Name] = a
+	}
+	pb.Groups = append(pb.Groups, name)
+	switch {
+	case g.Here != ActivityIdle && g.Here != ActivityUnserved:
+		pb.Active = append(pb.Active, name)
+	case g.Status == ActivityLive:
+		pb.LiveElsewhere = append(pb.LiveElsewhere, name)
+	}
+	r.plan.Groups = append(r.plan.Groups, *g)
+}
+
+// addSkips adds the rows a reload would make KoP serve past the group's position here.
+func (r *planRun) addSkips(ctx context.Context) {
 	var affected []*AffectedGroup
-	for _, name := range names {
-		affected = append(affected, groups[name])
+	for _, name := range r.names {
+		affected = append(affected, r.groups[name])
 	}
-	aligner := p.Aligner
-	if unreachable(served) {
+	aligner := r.p.Aligner
+	if unreachable(r.served) {
 		// KoP here did not answer at all: reading the copies through it would only wait for
 		// the same failure once per topic. The skips stay unknown (refused).
 		aligner = nil
 	}
-	for g, ss := range skips(ctx, aligner, cl.Name, affected) {
-		pb := byRange[groups[g].Bundle]
+	for g, ss := range skips(ctx, aligner, r.cl.Name, affected) {
+		pb := r.byRange[r.groups[g].Bundle]
 		for _, s := range ss {
-			if !plan.isIntended(s.Group, s.Topic, s.Partition, &s.Predicted) {
+			if !r.plan.isIntended(s.Group, s.Topic, s.Partition, &s.Predicted) {
 				pb.Skips = append(pb.Skips, s)
 			}
 		}
 	}
-	for i := range plan.Bundles {
-		pb := &plan.Bundles[i]
-		slices.SortFunc(pb.Skips, func(a, b Skip) int { return strings.Compare(a.Group+"\x00"+a.Topic, b.Group+"\x00"+b.Topic) })
-		var reasons []string
-		if len(pb.Active) > 0 && !p.AllowActive {
-			reasons = append(reasons, refusal(plan, pb))
-		}
-		if len(pb.Losses) > 0 && !p.AcceptLoss {
-			reasons = append(reasons, lossRefusal(pb.Losses))
-		}
-		if len(pb.Skips) > 0 && !p.AcceptLoss {
-			reasons = append(reasons, skipRefusal(pb.Skips))
-		}
-		if len(reasons) > 0 {
-			pb.Refused = true
-			pb.Reason = strings.Join(reasons, "; and ")
-		}
+}
+
+// decide refuses pb when it has active groups, losses or skips that were not allowed.
+func (r *planRun) decide(pb *PlannedBundle) {
+	slices.SortFunc(pb.Skips, func(a, b Skip) int { return strings.Compare(a.Group+"\x00"+a.Topic, b.Group+"\x00"+b.Topic) })
+	var reasons []string
+	if len(pb.Active) > 0 && !r.p.AllowActive {
+		reasons = append(reasons, refusal(r.plan, pb))
 	}
-	return plan, nil
+	if len(pb.Losses) > 0 && !r.p.AcceptLoss {
+		reasons = append(reasons, lossRefusal(pb.Losses))
+	}
+	if len(pb.Skips) > 0 && !r.p.AcceptLoss {
+		reasons = append(reasons, skipRefusal(pb.Skips))
+	}
+	if len(reasons) > 0 {
+		pb.Refused = true
+		pb.Reason = strings.Join(reasons, "; and ")
+	}
 }
 
 func refusal(plan *Plan, pb *PlannedBundle) string {

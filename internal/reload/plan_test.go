@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -26,16 +27,16 @@ const (
 
 func TestPlanBlastRadius(t *testing.T) {
 	ctx := context.Background()
-	adm := newFakeAdmin(t)
+	adm := fakes.NewAdmin("scus")
 	g := groupIn("g", 3, 8)         // requested, partition 3 -> bundle b2
 	same := groupIn("same", 3, 8)   // same partition
 	neigh := groupIn("neigh", 7, 8) // other partition of the same bundle
 	other := groupIn("other", 0, 8) // another bundle: untouched
-	rd := testkit.NewMemReader(8).Commit(
-		testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
-		testkit.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
-		testkit.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
-		testkit.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
+	rd := fakes.NewMemReader(8).Commit(
+		kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
+		kopcommit.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
+		kopcommit.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
+		kopcommit.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
 	)
 	live := &staticDescriber{groups: map[string]GroupActivity{neigh: {State: "Stable", Members: 2}}}
 	idle := &staticDescriber{}
@@ -93,8 +94,8 @@ func TestPlanBlastRadius(t *testing.T) {
 }
 
 func TestPlanPartitionsAndUnknownActivity(t *testing.T) {
-	adm := newFakeAdmin(t)
-	rd := testkit.NewMemReader(8)
+	adm := fakes.NewAdmin("scus")
+	rd := fakes.NewMemReader(8)
 	p := &Planner{Cluster: scus, Admin: adm, Reader: rd, Describers: map[string]GroupDescriber{
 		"scus": &staticDescriber{err: errors.New("unable to dial: connection refused")},
 		"wus":  nil, // no kafkaBootstrap
@@ -133,28 +134,28 @@ func TestPlanPartitionsAndUnknownActivity(t *testing.T) {
 
 func TestPlanErrors(t *testing.T) {
 	ctx := context.Background()
-	adm := newFakeAdmin(t)
-	adm.partsErr = adminErr(404, "get partitioned metadata of")
-	p := &Planner{Cluster: scus, Admin: adm, Reader: testkit.NewMemReader(8)}
+	adm := fakes.NewAdmin("scus")
+	adm.PartitionsErr = adminErr(404, "get partitioned metadata of")
+	p := &Planner{Cluster: scus, Admin: adm, Reader: fakes.NewMemReader(8)}
 	_, err := p.Plan(ctx, Request{Groups: []string{"G"}})
 	var pe *PlanError
 	if !errors.As(err, &pe) || !errors.Is(err, pulsarx.ErrNotFound) {
 		t.Fatalf("want PlanError wrapping ErrNotFound, got %v", err)
 	}
 
-	adm = newFakeAdmin(t)
-	adm.bundlesErr = adminErr(0, "get bundles of")
+	adm = fakes.NewAdmin("scus")
+	adm.BundlesErr = adminErr(0, "get bundles of")
 	p.Admin = adm
 	if _, err := p.Plan(ctx, Request{Groups: []string{"G"}}); !errors.Is(err, pulsarx.ErrUnreachable) {
 		t.Fatalf("want ErrUnreachable, got %v", err)
 	}
 
-	p.Admin = newFakeAdmin(t)
+	p.Admin = fakes.NewAdmin("scus")
 	if _, err := p.Plan(ctx, Request{Partitions: []int32{8}}); !errors.Is(err, ErrBadRequest) {
 		t.Fatalf("partition 8 of 8: want ErrBadRequest, got %v", err)
 	}
 
-	rd := testkit.NewMemReader(8)
+	rd := fakes.NewMemReader(8)
 	rd.Err = errors.New("broker gone")
 	p.Reader = rd
 	if _, err := p.Plan(ctx, Request{Groups: []string{"G"}}); !errors.As(err, &pe) || pe.Step == "" {

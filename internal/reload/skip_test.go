@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 )
 
 // The standby (scus in these tests: the plan's cluster) holds a commit replicated from wus.
@@ -18,17 +19,17 @@ func TestPlanRefusesSkip(t *testing.T) {
 	ctx := context.Background()
 	g := groupIn("g", 3, 8)
 	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
-	c := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60}
+	c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60}
 	copies := func(scusIDs []uint64) *align.Aligner {
 		return &align.Aligner{Sources: map[string]align.Source{
-			"wus":  testkit.MemCopies{Topics: map[string][]uint64{"topic-1": testkit.Sequence(0, 100)}},
-			"scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
+			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
+			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
 		}}
 	}
 	plan := func(t *testing.T, a Aligner, accept bool, intended map[IntendedKey]int64) PlannedBundle {
 		t.Helper()
-		rd := testkit.NewMemReader(8).Replicated("wus", c)
-		p := &Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: idle,
+		rd := fakes.NewMemReader(8).Replicated("wus", c)
+		p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: idle,
 			Fetcher: staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 5}}}, AcceptLoss: accept, Aligner: a, Intended: intended}
 		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
 		if err != nil {
@@ -40,7 +41,7 @@ func TestPlanRefusesSkip(t *testing.T) {
 		return pl.Bundles[0]
 	}
 	t.Run("shifted copies: refused, named, with the fix", func(t *testing.T) {
-		b := plan(t, copies(testkit.Sequence(10, 100)), false, nil)
+		b := plan(t, copies(fakes.Sequence(10, 100)), false, nil)
 		if !b.Refused || len(b.Skips) != 1 || b.Skips[0].Skipped != 10 || *b.Skips[0].Translated != 50 {
 			t.Fatalf("%+v", b)
 		}
@@ -52,12 +53,12 @@ func TestPlanRefusesSkip(t *testing.T) {
 		}
 	})
 	t.Run("aligned copies: the user's story reloads", func(t *testing.T) {
-		if b := plan(t, copies(testkit.Sequence(0, 100)), false, nil); b.Refused || len(b.Skips) != 0 {
+		if b := plan(t, copies(fakes.Sequence(0, 100)), false, nil); b.Refused || len(b.Skips) != 0 {
 			t.Fatalf("%+v", b)
 		}
 	})
 	t.Run("a message on the standby alone, before the position: the group must read it", func(t *testing.T) {
-		b := plan(t, copies(append([]uint64{900}, testkit.Sequence(0, 100)...)), false, nil)
+		b := plan(t, copies(append([]uint64{900}, fakes.Sequence(0, 100)...)), false, nil)
 		if !b.Refused || *b.Skips[0].Translated != 0 || !strings.Contains(b.Reason, "exists on scus only") {
 			t.Fatalf("%+v", b)
 		}
@@ -69,12 +70,12 @@ func TestPlanRefusesSkip(t *testing.T) {
 		}
 	})
 	t.Run("--accept-loss names the loss", func(t *testing.T) {
-		if b := plan(t, copies(testkit.Sequence(10, 100)), true, nil); b.Refused || len(b.Skips) != 1 {
+		if b := plan(t, copies(fakes.Sequence(10, 100)), true, nil); b.Refused || len(b.Skips) != 1 {
 			t.Fatalf("%+v", b)
 		}
 	})
 	t.Run("a value written on purpose is not a skip", func(t *testing.T) {
-		if b := plan(t, copies(testkit.Sequence(10, 100)), false, map[IntendedKey]int64{{g, "topic-1", 0}: 60}); b.Refused {
+		if b := plan(t, copies(fakes.Sequence(10, 100)), false, map[IntendedKey]int64{{g, "topic-1", 0}: 60}); b.Refused {
 			t.Fatalf("%+v", b)
 		}
 	})
@@ -86,8 +87,8 @@ func TestPlanRefusesSkip(t *testing.T) {
 func TestPlanNeverSkipsProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 9))
 	for iter := range 200 {
-		rd := testkit.NewMemReader(8)
-		wusIDs := testkit.Sequence(0, 200)
+		rd := fakes.NewMemReader(8)
+		wusIDs := fakes.Sequence(0, 200)
 		var scusIDs []uint64
 		for _, id := range wusIDs {
 			switch rng.IntN(15) {
@@ -101,7 +102,7 @@ func TestPlanNeverSkipsProperty(t *testing.T) {
 		var history []string
 		for range 1 + rng.IntN(6) {
 			g := fmt.Sprintf("g%d", rng.IntN(4))
-			c := testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: int64(rng.IntN(200))}
+			c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: int64(rng.IntN(200))}
 			if rng.IntN(2) == 0 {
 				rd.Replicated("wus", c)
 				history = append(history, fmt.Sprintf("wus %s=%d", g, c.Offset))
@@ -111,9 +112,9 @@ func TestPlanNeverSkipsProperty(t *testing.T) {
 			}
 		}
 		a := &align.Aligner{Sources: map[string]align.Source{
-			"wus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}, "scus": testkit.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
+			"wus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": wusIDs}}, "scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": scusIDs}},
 		}}
-		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
 			Fetcher: staticFetcher{}, Aligner: a}).Plan(context.Background(), Request{Partitions: []int32{0, 1, 2, 3, 4, 5, 6, 7}})
 		if err != nil {
 			t.Fatal(err)
@@ -160,9 +161,9 @@ func (c *countingAligner) TranslateAll(context.Context, []align.Request) map[ali
 // would wait for the same failure); the replicated rows stay unknown, refused.
 func TestPlanKoPDownDoesNotAlign(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := testkit.NewMemReader(8).Replicated("wus", testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60})
+	rd := fakes.NewMemReader(8).Replicated("wus", kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60})
 	a := &countingAligner{}
-	pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+	pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
 		Fetcher: errFetcher{errors.New("dial tcp 127.0.0.1:19092: connect: connection refused")}, Aligner: a}).Plan(context.Background(), Request{Groups: []string{g}})
 	if err != nil {
 		t.Fatal(err)

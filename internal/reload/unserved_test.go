@@ -10,18 +10,19 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // KoP does not coordinate the group here (the partition it lives in is not served): the
 // group cannot be live here, so the plan does not refuse the bundle that brings it back.
 func TestPlanUnservedGroupIsNotActive(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
 	notCoordinator := &staticDescriber{groups: map[string]GroupActivity{g: {Err: kerr.NotCoordinator}}}
 	plan := func(f OffsetFetcher) *Plan {
-		pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": notCoordinator},
+		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": notCoordinator},
 			Fetcher: f}).Plan(context.Background(), Request{Partitions: []int32{3}})
 		if err != nil {
 			t.Fatal(err)
@@ -60,18 +61,18 @@ func (c *countingFetcher) FetchOffsets(_ context.Context, g string) ([]TopicOffs
 // One probe per offsets partition: the groups of an unserved partition are not asked one by
 // one (at scale each would wait for its timeout), nor described there.
 func TestPlanProbesUnservedPartitions(t *testing.T) {
-	rd := testkit.NewMemReader(8)
+	rd := fakes.NewMemReader(8)
 	var in3 []string
 	for i := 0; len(in3) < 20; i++ {
 		g := fmt.Sprintf("g-%d", i)
 		if offsets.PartitionFor(g, 8) == 3 {
 			in3 = append(in3, g)
-			rd.Commit(testkit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
+			rd.Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
 		}
 	}
 	f := &countingFetcher{unserved: map[int32]bool{3: true}}
 	d := &staticDescriber{}
-	pl, err := (&Planner{Cluster: scus, Admin: newFakeAdmin(t), Reader: rd, Describers: map[string]GroupDescriber{"scus": d},
+	pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": d},
 		Fetcher: f}).Plan(context.Background(), Request{Partitions: []int32{3}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -42,12 +42,12 @@ func newMemTail(n int32) *memTail {
 
 // commit appends commits as KoP would write them; from names the cluster they were
 // replicated from ("" for local commits).
-func (m *memTail) commit(from string, cs ...testkit.OffsetCommit) {
+func (m *memTail) commit(from string, cs ...kopcommit.OffsetCommit) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range cs {
 		p := offsets.PartitionFor(c.Group, m.n)
-		msg := testkit.Message(p, len(m.msgs[p]), c)
+		msg := kopcommit.Message(p, len(m.msgs[p]), c)
 		m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg, ReplicatedFrom: from})
 	}
 	close(m.wake)
@@ -203,8 +203,8 @@ func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
 // coordinates shortens it (no test of this package runs in parallel).
 var fakeCoordinatorWait = 5 * time.Second
 
-func commit(group string, p int32, off int64) testkit.OffsetCommit {
-	return testkit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}
+func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
+	return kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}
 }
 
 // clock is a settable Now.

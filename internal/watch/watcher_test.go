@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 type env struct {
@@ -556,7 +556,7 @@ func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 		t.Fatal("no cached answer kept")
 	}
 	// The group is deleted (offset tombstone) and KoP forgets it.
-	e.scus.commit("", testkit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
+	e.scus.commit("", kopcommit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
 	e.kScus.mu.Lock()
 	delete(e.kScus.cache, "gone")
 	e.kScus.mu.Unlock()

@@ -11,10 +11,11 @@ import (
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -36,8 +37,8 @@ func (m memFetcher) EndOffsets(context.Context, []string) (map[string]map[int32]
 	return m.leo, nil
 }
 
-func c(group string, off int64) testkit.OffsetCommit {
-	return testkit.OffsetCommit{Group: group, Topic: "persistent://public/default/topic-1", Offset: off,
+func c(group string, off int64) kopcommit.OffsetCommit {
+	return kopcommit.OffsetCommit{Group: group, Topic: "persistent://public/default/topic-1", Offset: off,
 		CommitTime: time.UnixMilli(1700000000000 + off)}
 }
 
@@ -46,8 +47,8 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), ConnectFunc) {
 	clusters := func() ([]config.Cluster, error) {
 		return []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}, {Name: "wus", KafkaNamespace: "public/default"}}, nil
 	}
-	scus := testkit.NewMemReader(8).Commit(c("orders", 500), c("orders", 10900), c("billing", 42))
-	wus := testkit.NewMemReader(8).Commit(c("orders", 500), c("orders", 10900), c("billing", 40))
+	scus := fakes.NewMemReader(8).Commit(c("orders", 500), c("orders", 10900), c("billing", 42))
+	wus := fakes.NewMemReader(8).Commit(c("orders", 500), c("orders", 10900), c("billing", 40))
 	if deadWus {
 		wus.Err = &testError{"cluster wus: get partitioned metadata of persistent://public/__kafka/__consumer_offsets: unreachable: connection refused"}
 	}

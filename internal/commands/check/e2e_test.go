@@ -7,7 +7,7 @@ package check
 // on the Kafka ports, so the cached side is asserted to fail truthfully; with KoP the commits
 // of the shared offsets topic go through KoP's Kafka path and the cached side is asserted as
 // KoP serves it. The cross-cluster statuses are asserted with --persisted-only, in namespaces
-// of the tests' own written with internal/testkit (what KoP's writer would write), which no
+// of the tests' own written with internal/kopcommit (what KoP's writer would write), which no
 // KoP loads.
 
 import (
@@ -29,9 +29,9 @@ import (
 
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -188,7 +188,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	}
 	var part int32
 	for _, off := range []int64{500, 10900} {
-		p, err := e.l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
+		p, err := e.l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +240,7 @@ func TestE2EClusterUnreachable(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	group := fmt.Sprintf("e2e-down-%d", time.Now().UnixNano())
-	if _, err := e.l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 77}); err != nil {
+	if _, err := e.l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 77}); err != nil {
 		t.Fatal(err)
 	}
 	rep, code, stderr := runCheck(t, e.writeConfig(t, "__kafka", "wus"), "--persisted-only", "--group", group)
@@ -281,9 +281,9 @@ func TestE2EReplicationLag(t *testing.T) {
 	group := "lagging-group"
 	part := offsets.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := testkit.NewWriter(e.pc["scus"], topic, 8)
+	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
-	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
+	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitReplicated(t, partTopic, time.Minute)
@@ -297,7 +297,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	defer unthrottle()
 	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
 	for _, off := range []int64{20, 30, 40} {
-		if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
+		if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -465,13 +465,13 @@ func TestE2EDiverged(t *testing.T) {
 	group := fmt.Sprintf("diverged-group-%d", time.Now().UnixNano())
 	part := offsets.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	ws := testkit.NewWriter(e.pc["scus"], topic, 8)
+	ws := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer ws.Close()
-	ww := testkit.NewWriter(e.pc["wus"], topic, 8)
+	ww := kopcommit.NewWriter(e.pc["wus"], topic, 8)
 	defer ww.Close()
-	commit := func(w *testkit.Writer, group string, off int64) {
+	commit := func(w *kopcommit.Writer, group string, off int64) {
 		t.Helper()
-		p, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
+		p, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +515,7 @@ func TestE2EDiverged(t *testing.T) {
 		}
 	}()
 	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
-	writers := map[string]*testkit.Writer{"scus": ws, "wus": ww}
+	writers := map[string]*kopcommit.Writer{"scus": ws, "wus": ww}
 	for _, d := range both {
 		for i := 0; ; i++ {
 			if i == 5 {
@@ -587,9 +587,9 @@ func TestE2EMissing(t *testing.T) {
 	group := fmt.Sprintf("missing-group-%d", time.Now().UnixNano())
 	part := offsets.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := testkit.NewWriter(e.pc["scus"], topic, 8)
+	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
-	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 42}); err != nil {
+	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 42}); err != nil {
 		t.Fatal(err)
 	}
 	// No replicator toward wus: nothing is or will be in flight.

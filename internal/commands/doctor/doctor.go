@@ -56,13 +56,8 @@ type Result struct {
 	ExitCode      int                     `json:"exitCode"`
 }
 
-// NewCmdDoctor returns `doctor`. runF replaces the run function in tests.
-func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
-	cmd := &cobra.Command{
-		Use:   "doctor [--topic TOPIC]... [--group GROUP]...",
-		Short: "Audit what geo-replicated KoP offsets depend on, with the fix for each problem",
-		Long: strings.TrimSpace(`
+// doctorLong is the long help of the command.
+const doctorLong = `
 Audit, read-only, every selected cluster (--cluster; default all) and every pair of them for
 what consumer offsets need to be the same on every cluster, and print each problem with its
 evidence and the exact command that fixes it (pulsar-admin; pulsarctl in JSON/YAML too).
@@ -103,7 +98,15 @@ Output: -o table (findings, errors first, each fix on its own line, then a summa
 
 Exit codes: 0 no error finding (warnings and info may be present); 1 an error finding;
 2 usage or configuration error; 3 a cluster's admin API could not be reached or answered
-with errors (what could be checked is still printed; the findings name the cluster).`),
+with errors (what could be checked is still printed; the findings name the cluster).`
+
+// NewCmdDoctor returns `doctor`. runF replaces the run function in tests.
+func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	cmd := &cobra.Command{
+		Use:   "doctor [--topic TOPIC]... [--group GROUP]...",
+		Short: "Audit what geo-replicated KoP offsets depend on, with the fix for each problem",
+		Long:  strings.TrimSpace(doctorLong),
 		Example: cmdutil.Examples(`
   # audit every configured cluster and every pair of them
   kop-offsets doctor

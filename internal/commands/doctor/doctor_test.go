@@ -12,6 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -52,49 +53,35 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 }
 
 // labAdmin answers like one cluster of the lab: Pulsar 4.0.8, KoP not loaded, public/__kafka
-// replicated both ways with no retention or compaction policies.
-type labAdmin struct {
-	name string
-	down bool
+// replicated both ways with no retention or compaction policies, 8 offsets partitions.
+type labAdmin struct{ *fakes.Admin }
+
+func newLabAdmin(name string) labAdmin {
+	peer := map[string]string{"scus": "wus", "wus": "scus"}[name]
+	both := []string{"scus", "wus"}
+	a := &fakes.Admin{Name: name, Version: "4.0.8", OffsetsPartitions: 8, ClusterNames: both,
+		Runtime: map[string]string{"clusterName": name, "messagingProtocols": "[]", "defaultRetentionTimeInMinutes": "0",
+			"defaultRetentionSizeInMB": "0", "brokerServiceCompactionThresholdInBytes": "0", "ttlDurationDefaultInSeconds": "0"},
+		NamespaceRepl: map[string][]string{}, Policies: map[string]pulsarx.NamespacePolicy{},
+		Tenants: map[string][]string{"public": both}, Topics: map[string]int32{}, Repl: map[string]map[string]pulsarx.Replication{}}
+	for _, ns := range []string{"public/__kafka", "public/default"} {
+		a.NamespaceRepl[ns] = both
+		a.Policies[ns] = pulsarx.NamespacePolicy{ReplicationClusters: both}
+	}
+	for p := range int32(8) {
+		topic := pulsarx.PartitionTopic("persistent://public/__kafka/__consumer_offsets", p)
+		a.Topics[topic] = 1
+		a.Repl[topic] = map[string]pulsarx.Replication{peer: {Connected: peer != "wus" || !wusDown}}
+	}
+	if name == "wus" && wusDown {
+		a.Down = true
+		a.DownErr = &pulsarx.AdminError{Cluster: name, Op: "get broker version", Err: errors.New("dial tcp 127.0.0.1:28080: connect: connection refused")}
+	}
+	return labAdmin{a}
 }
 
-func (a *labAdmin) fail() error {
-	if a.down {
-		return &pulsarx.AdminError{Cluster: a.name, Op: "get broker version", Err: errors.New("dial tcp 127.0.0.1:28080: connect: connection refused")}
-	}
-	return nil
-}
-func (a *labAdmin) BrokerVersion(context.Context) (string, error) { return "4.0.8", a.fail() }
-func (a *labAdmin) RuntimeConfig(context.Context) (map[string]string, error) {
-	return map[string]string{"clusterName": a.name, "messagingProtocols": "[]", "defaultRetentionTimeInMinutes": "0",
-		"defaultRetentionSizeInMB": "0", "brokerServiceCompactionThresholdInBytes": "0", "ttlDurationDefaultInSeconds": "0"}, a.fail()
-}
-func (a *labAdmin) Clusters(context.Context) ([]string, error) {
-	return []string{"scus", "wus"}, a.fail()
-}
-func (a *labAdmin) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
-	return 8, a.fail()
-}
-func (a *labAdmin) PartitionedTopicPartitions(context.Context, string) (int32, error) {
-	return 1, a.fail()
-}
-func (a *labAdmin) TopicExists(context.Context, string) (bool, error) { return true, a.fail() }
-func (a *labAdmin) ReplicationStats(context.Context, string) (map[string]pulsarx.Replication, error) {
-	peer := map[string]string{"scus": "wus", "wus": "scus"}[a.name]
-	return map[string]pulsarx.Replication{peer: {Connected: peer != "wus" || !a.downPeer()}}, a.fail()
-}
-func (a *labAdmin) downPeer() bool { return a.name == "scus" && wusDown }
-func (a *labAdmin) TopicActivity(context.Context, string) (doctor.TopicActivity, error) {
-	return doctor.TopicActivity{}, a.fail()
-}
-func (a *labAdmin) NamespaceReplicationClusters(context.Context, string) ([]string, error) {
-	return []string{"scus", "wus"}, a.fail()
-}
-func (a *labAdmin) NamespacePolicies(context.Context, string) (pulsarx.NamespacePolicy, error) {
-	return pulsarx.NamespacePolicy{ReplicationClusters: []string{"scus", "wus"}}, a.fail()
-}
-func (a *labAdmin) TenantAllowedClusters(context.Context, string) ([]string, error) {
-	return []string{"scus", "wus"}, a.fail()
+func (a labAdmin) TopicActivity(_ context.Context, topic string) (doctor.TopicActivity, error) {
+	return doctor.TopicActivity{}, a.Call("TopicActivity " + topic)
 }
 
 var wusDown bool
@@ -120,7 +107,7 @@ func labOpts(ios *iostreams.IOStreams, format output.Format) *Options {
 			if err != nil {
 				return nil, err
 			}
-			dc.Admin = &labAdmin{name: cl.Name, down: cl.Name == "wus" && wusDown}
+			dc.Admin = newLabAdmin(cl.Name)
 			return dc, nil
 		}}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -29,18 +30,7 @@ import (
 // reports the missing retention too; the tests derive that expectation from the namespace's
 // own policies rather than assuming it.
 
-func TestMain(m *testing.M) { lab.Main(m) }
-
-func ensure(t *testing.T) *lab.Lab {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	l, err := lab.Ensure(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // runDoctor runs `kop-offsets --config <lab> doctor -o json args...` and decodes the result.
 func runDoctor(t *testing.T, l *lab.Lab, args ...string) (Result, int) {
@@ -59,39 +49,18 @@ func runDoctor(t *testing.T, l *lab.Lab, args ...string) (Result, int) {
 	return res, code
 }
 
-func admin(t *testing.T, c lab.Cluster) pulsaradmin.Client {
-	t.Helper()
-	a, err := lab.NewAdmin(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 // labLacksRetention reports whether public/__kafka on c has no retention policy and the
 // broker default keeps nothing (the lab's set-up), read with plain HTTP.
 func labLacksRetention(t *testing.T, c lab.Cluster) bool {
 	t.Helper()
 	var ns map[string]any
-	getJSON(t, c.AdminURL+"/admin/v2/namespaces/public/__kafka", &ns)
+	labtest.GetJSON(t, c.AdminURL+"/admin/v2/namespaces/public/__kafka", &ns)
 	if _, ok := ns["retention_policies"]; ok {
 		return false
 	}
 	var rc map[string]string
-	getJSON(t, c.AdminURL+"/admin/v2/brokers/configuration/runtime", &rc)
+	labtest.GetJSON(t, c.AdminURL+"/admin/v2/brokers/configuration/runtime", &rc)
 	return rc["defaultRetentionTimeInMinutes"] == "0"
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("%s: %v", url, err)
-	}
 }
 
 type key struct{ check, cluster, peer string }
@@ -155,14 +124,14 @@ func assertBaseline(t *testing.T, l *lab.Lab) {
 }
 
 func TestDoctorLab(t *testing.T) {
-	l := ensure(t)
+	l := labtest.Lab(t)
 	assertBaseline(t, l)
 }
 
 func TestDoctorMetadataNamespaceNotReplicated(t *testing.T) {
-	l := ensure(t)
+	l := labtest.Lab(t)
 	scus := l.Cluster("scus")
-	a := admin(t, scus)
+	a := labtest.Admin(t, scus)
 	ctx := context.Background()
 	if err := a.Namespaces().SetNamespaceReplicationClustersWithContext(ctx, "public/__kafka", []string{"scus"}); err != nil {
 		t.Fatal(err)
@@ -215,7 +184,7 @@ func waitBaseline(t *testing.T, l *lab.Lab) {
 }
 
 func TestDoctorTopicPartitionMismatch(t *testing.T) {
-	l := ensure(t)
+	l := labtest.Lab(t)
 	ctx := context.Background()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
@@ -224,7 +193,7 @@ func TestDoctorTopicPartitionMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sa, wa := admin(t, l.Cluster("scus")), admin(t, l.Cluster("wus"))
+	sa, wa := labtest.Admin(t, l.Cluster("scus")), labtest.Admin(t, l.Cluster("wus"))
 	if err := sa.Topics().CreateWithContext(ctx, *tn, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +257,7 @@ func TestDoctorTopicPartitionMismatch(t *testing.T) {
 }
 
 func TestDoctorWusStopped(t *testing.T) {
-	l := ensure(t)
+	l := labtest.Lab(t)
 	st, err := lab.ReadState(l.Paths.StateFile())
 	if err != nil || st == nil {
 		t.Fatalf("state: %v", err)

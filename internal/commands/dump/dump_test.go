@@ -12,11 +12,12 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -84,10 +85,10 @@ func TestGlob(t *testing.T) {
 	}
 }
 
-// fakeReader is an in-memory offsets.OffsetTopicReader (testkit.MemReader) that can also
+// fakeReader is an in-memory offsets.OffsetTopicReader (fakes.MemReader) that can also
 // hold hand-made messages; it implements neither AllReader nor Follower.
 type fakeReader struct {
-	*testkit.MemReader
+	*fakes.MemReader
 	extra map[int32][]offsets.Message
 }
 
@@ -103,15 +104,15 @@ func (f *fakeReader) ReadPartition(ctx context.Context, p int32, fn func(offsets
 	return nil
 }
 
-func commit(group, topic string, partition int32, offset int64) testkit.OffsetCommit {
-	return testkit.OffsetCommit{Group: group, Topic: topic, Partition: partition, Offset: offset, CommitTime: ts}
+func commit(group, topic string, partition int32, offset int64) kopcommit.OffsetCommit {
+	return kopcommit.OffsetCommit{Group: group, Topic: topic, Partition: partition, Offset: offset, CommitTime: ts}
 }
 
 // lab returns two clusters: scus with commits of G (partition 7 of 8) and other groups, a
 // group record, a tombstone and an undecodable message; wus with only G's first commit.
 func lab() (map[string]*fakeReader, []config.Cluster) {
 	t1 := "persistent://public/default/t1"
-	scus := &fakeReader{MemReader: testkit.NewMemReader(8).Commit(
+	scus := &fakeReader{MemReader: fakes.NewMemReader(8).Commit(
 		commit("G", t1, 0, 100), commit("G", t1, 1, 200), commit("kop-offsets", t1, 0, 5),
 		commit("orders-a", "persistent://other/ns/t2", 0, 7), commit("G", t1, 0, 150),
 	), extra: map[int32][]offsets.Message{}}
@@ -122,11 +123,11 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 	gv := kmsg.GroupMetadataValue{Version: 1, ProtocolType: "consumer", Generation: 2, Protocol: kmsg.StringPtr("range"),
 		Leader: kmsg.StringPtr("m-1"), Members: []kmsg.GroupMetadataValueMember{{MemberID: "m-1", ClientID: "c", ClientHost: "/h", SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 20000}}}
 	scus.extra[7] = []offsets.Message{
-		{Partition: 7, MessageID: "9:1:7:-1", PublishTime: ts, Key: gk, Value: testkit.EncodeBatch(gk, gv.AppendTo(nil), ts)},
+		{Partition: 7, MessageID: "9:1:7:-1", PublishTime: ts, Key: gk, Value: kopcommit.EncodeBatch(gk, gv.AppendTo(nil), ts)},
 		{Partition: 7, MessageID: "9:2:7:-1", PublishTime: ts, Key: []byte("k"), Value: []byte("garbage")},
 		{Partition: 7, MessageID: "9:3:7:-1", PublishTime: ts}, // placeholder
 	}
-	wus := &fakeReader{MemReader: testkit.NewMemReader(8).Commit(commit("G", t1, 0, 100))}
+	wus := &fakeReader{MemReader: fakes.NewMemReader(8).Commit(commit("G", t1, 0, 100))}
 	return map[string]*fakeReader{"scus": scus, "wus": wus}, []config.Cluster{
 		{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"},
 		{Name: "wus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"},
@@ -312,7 +313,7 @@ func TestDumpStrictAndUnreachable(t *testing.T) {
 
 // followReader implements Follower: it sends its messages, then waits for cancellation.
 type followReader struct {
-	*testkit.MemReader
+	*fakes.MemReader
 }
 
 func (f *followReader) FollowAll(ctx context.Context, parts []int32, fn func(offsets.Message) error) error {
@@ -328,7 +329,7 @@ func (f *followReader) FollowAll(ctx context.Context, parts []int32, fn func(off
 func TestDumpFollowStopsAtLimit(t *testing.T) {
 	t1 := "persistent://public/default/t1"
 	newReader := func() *followReader {
-		return &followReader{MemReader: testkit.NewMemReader(4).Commit(commit("G", t1, 0, 1), commit("G", t1, 1, 2), commit("H", t1, 0, 3))}
+		return &followReader{MemReader: fakes.NewMemReader(4).Commit(commit("G", t1, 0, 1), commit("G", t1, 1, 2), commit("H", t1, 0, 3))}
 	}
 	ios, _, out, _ := iostreams.Test()
 	opts := &Options{IO: ios, Format: output.NDJSON, Follow: true, Limit: 2, Concurrency: 1,

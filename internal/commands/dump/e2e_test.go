@@ -14,9 +14,9 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -61,7 +61,7 @@ func parse(t *testing.T, ndjson string) []record {
 	return out
 }
 
-// TestE2EDumpReplicatedCommits writes commits of group G on scus as KoP would (testkit, KoP
+// TestE2EDumpReplicatedCommits writes commits of group G on scus as KoP would (kopcommit, KoP
 // being unavailable in the lab), and dumps them on both clusters once replicated.
 func TestE2EDumpReplicatedCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -76,7 +76,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	w := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kopcommit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer w.Close()
 
 	const group = "G"
@@ -84,7 +84,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-dump-%d", time.Now().UnixNano())
 	commitTime := time.Now().UTC().Truncate(time.Millisecond)
 	for i := int32(0); i < 3; i++ {
-		p, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: topic, Partition: i, Offset: 10900 + int64(i), CommitTime: commitTime})
+		p, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: topic, Partition: i, Offset: 10900 + int64(i), CommitTime: commitTime})
 		if err != nil || p != wantPart {
 			t.Fatalf("commit: partition %d, %v", p, err)
 		}

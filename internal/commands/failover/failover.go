@@ -23,10 +23,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // Options of `failover`.
@@ -355,7 +355,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			closeAll()
 			return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s: partition count of the offsets topic: %w", to.Name, err))
 		}
-		w := testkit.NewWriter(toClient, to.OffsetsTopic(), n)
+		w := kopcommit.NewWriter(toClient, to.OffsetsTopic(), n)
 		w.Local = true
 		closers = append(closers, w.Close)
 		return &Session{

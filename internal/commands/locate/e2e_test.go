@@ -9,39 +9,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsaradmin"
-
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // TestE2ELocate: after a commit of G on scus (replicated to wus, so both clusters serve the
 // partition), locate names G's partition, the bundle the broker reports and its owner.
 func TestE2ELocate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(ctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: l.Cluster("scus").ServiceURL, OperationTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	w := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
-	defer w.Close()
-	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-locate-%d", time.Now().UnixNano())
-	if _, _, err := w.Commit(ctx, testkit.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
+	l := labtest.Lab(t)
+	w := labtest.Writer(t, l.Cluster("scus"))
+	topic := "persistent://public/default/" + labtest.Name("kop-offsets-e2e-locate")
+	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // let the replicator write to wus, which loads the bundle there
@@ -49,7 +38,7 @@ func TestE2ELocate(t *testing.T) {
 	f, s := testutil.NewFactory("e2e", false)
 	out, errOut := s.Out, s.ErrOut
 	start := time.Now()
-	err = testutil.Execute(ctx, root.NewCmdRoot(f), "--config", l.ConfigPath, "locate", "G", "-o", "json")
+	err := testutil.Execute(ctx, root.NewCmdRoot(f), "--config", l.ConfigPath, "locate", "G", "-o", "json")
 	t.Logf("locate G took %v:\n%s%s", time.Since(start), out, errOut)
 	if cmdutil.ExitCode(err) != 0 {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
@@ -64,10 +53,7 @@ func TestE2ELocate(t *testing.T) {
 	}
 	for _, r := range rows {
 		c := l.Cluster(r.Cluster)
-		a, err := pulsarx.NewAdmin(c.Name, pulsaradmin.Config{WebServiceURL: c.AdminURL})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := labtest.PulsarxAdmin(t, c)
 		pt := pulsarx.PartitionTopic(lab.OffsetsTopic, want)
 		broker, err := a.BrokerBundleForTopic(ctx, pt)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,18 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin"
-
 	"github.com/kop-offsets/kop-offsets/internal/commands"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // The lab: two real Pulsar clusters, public/__kafka with 4 bundles, an offsets topic of 8
@@ -46,7 +41,7 @@ const (
 
 var bundleParts = []int32{1, 5}
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 type env struct {
 	lab   *lab.Lab
@@ -56,27 +51,14 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	l, err := lab.Ensure(ctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
-	sc := l.Cluster("scus")
-	adm, err := pulsarx.NewAdmin("scus", pulsaradmin.Config{WebServiceURL: sc.AdminURL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := labtest.Lab(t)
+	adm := labtest.PulsarxAdmin(t, l.Cluster("scus"))
 	// A group of this run in offsets partition 1, with one commit written as KoP writes it.
-	var group string
-	for i := 0; ; i++ {
-		group = fmt.Sprintf("reload-e2e-%d-%d", time.Now().Unix(), i)
-		if offsets.PartitionFor(group, lab.OffsetsTopicPartitions) == 1 {
-			break
-		}
-	}
+	group := lab.GroupInPartition(labtest.Name("reload-e2e"), 1)
 	// Through KoP when it runs, else written as KoP writes it.
-	if _, err := l.Commit(ctx, "scus", testkit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{lab: l, admin: adm, group: group}
@@ -85,19 +67,13 @@ func setup(t *testing.T) *env {
 // run runs kop-offsets in-process against the lab's config.
 func (e *env) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	ios, _, out, errb := iostreams.Test()
-	f := factory.NewWithEnv("e2e", ios, func(k string) string {
-		if k == "KOP_OFFSETS_CONFIG" {
-			return e.lab.ConfigPath
-		}
-		return ""
-	})
+	f, streams := labtest.Factory(e.lab)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
 	code := commands.Run(ctx, f, root.NewCmdRoot(f), args)
-	t.Logf("kop-offsets %s -> exit %d in %s\nstderr: %s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), errb)
-	return code, out.String(), errb.String()
+	t.Logf("kop-offsets %s -> exit %d in %s\nstderr: %s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), streams.ErrOut)
+	return code, streams.Out.String(), streams.ErrOut.String()
 }
 
 // brokerView is what the broker answers about the bundle and its offsets partitions.
@@ -150,8 +126,8 @@ func (e *env) observe(t *testing.T) brokerView {
 				LedgerID int64 `json:"ledgerId"`
 			} `json:"ledgers"`
 		}
-		getJSON(t, fmt.Sprintf("%s%d/stats", base, p), &st)
-		getJSON(t, fmt.Sprintf("%s%d/internalStats", base, p), &ist)
+		labtest.GetJSON(t, fmt.Sprintf("%s%d/stats", base, p), &st)
+		labtest.GetJSON(t, fmt.Sprintf("%s%d/internalStats", base, p), &ist)
 		tv := topicView{Owner: st.OwnerBroker, MsgInCounter: st.MsgInCounter, BytesInCounter: st.BytesInCounter, LastLedgerAt: ist.LastLedgerCreatedTimestamp}
 		for _, l := range ist.Ledgers {
 			tv.Ledgers = append(tv.Ledgers, l.LedgerID)
@@ -159,21 +135,6 @@ func (e *env) observe(t *testing.T) brokerView {
 		v.Topics[p] = tv
 	}
 	return v
-}
-
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
 }
 
 type doc struct {

@@ -7,46 +7,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
-
-type fakeAdmin struct {
-	mu      sync.Mutex
-	bundles []pulsarx.Bundle
-	writes  []string
-	failAll error
-}
-
-func (f *fakeAdmin) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
-	return 8, f.failAll
-}
-func (f *fakeAdmin) Bundles(context.Context, string) ([]pulsarx.Bundle, error) {
-	return f.bundles, f.failAll
-}
-func (f *fakeAdmin) UnloadBundle(_ context.Context, ns, r string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.writes = append(f.writes, "unload "+r)
-	return nil
-}
-func (f *fakeAdmin) LookupOwner(_ context.Context, topic string) (pulsarx.Owner, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.writes = append(f.writes, "lookup "+topic)
-	return pulsarx.Owner{BrokerURL: "pulsar://b:6650"}, nil
-}
 
 type idle struct{}
 
@@ -59,7 +33,7 @@ func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.Gr
 }
 
 // fresh serves whatever the reader holds (a KoP that loaded the topic).
-type fresh struct{ rd *testkit.MemReader }
+type fresh struct{ rd *fakes.MemReader }
 
 func (f fresh) FetchOffsets(ctx context.Context, g string) ([]reload.TopicOffset, error) {
 	po, err := offsets.ReplayPartition(ctx, f.rd, offsets.PartitionFor(g, 8), offsets.OrderingKoP)
@@ -75,7 +49,7 @@ func (f fresh) FetchOffsets(ctx context.Context, g string) ([]reload.TopicOffset
 
 type harness struct {
 	opts     *Options
-	admin    *fakeAdmin
+	admin    *fakes.Admin
 	sessions int
 	out, err *bytes.Buffer
 	in       *bytes.Buffer
@@ -85,9 +59,8 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ios, in, out, errb := iostreams.Test()
-	b, _ := pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
-	h := &harness{admin: &fakeAdmin{bundles: b}, out: out, err: errb, in: in, ios: ios}
-	rd := testkit.NewMemReader(8).Commit(testkit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
+	h := &harness{admin: fakes.NewAdmin("scus"), out: out, err: errb, in: in, ios: ios}
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
 	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
 	h.opts = &Options{
 		IO: ios, Format: output.Table,
@@ -114,8 +87,8 @@ func TestConfirmationRules(t *testing.T) {
 		if cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--yes") {
 			t.Fatalf("err %v (exit %d)", err, cmdutil.ExitCode(err))
 		}
-		if h.sessions != 0 || len(h.admin.writes) != 0 {
-			t.Errorf("contacted: sessions %d writes %v", h.sessions, h.admin.writes)
+		if h.sessions != 0 || len(h.admin.Writes()) != 0 {
+			t.Errorf("contacted: sessions %d writes %v", h.sessions, h.admin.Writes())
 		}
 	})
 	t.Run("--yes: no prompt, executes", func(t *testing.T) {
@@ -125,8 +98,8 @@ func TestConfirmationRules(t *testing.T) {
 		if err := reloadRun(ctx, h.opts); err != nil {
 			t.Fatalf("err %v\n%s", err, h.err)
 		}
-		if len(h.admin.writes) != 3 || !strings.Contains(h.out.String(), "verified") {
-			t.Errorf("writes %v\n%s", h.admin.writes, h.out)
+		if len(h.admin.Writes()) != 3 || !strings.Contains(h.out.String(), "verified") {
+			t.Errorf("writes %v\n%s", h.admin.Writes(), h.out)
 		}
 	})
 	t.Run("tty, answer yes", func(t *testing.T) {
@@ -140,7 +113,7 @@ func TestConfirmationRules(t *testing.T) {
 		if !strings.Contains(h.err.String(), "Unload 1 bundle(s) of public/__kafka on scus (0x80000000_0xc0000000)? 1 group(s) reload") {
 			t.Errorf("prompt: %q", h.err.String())
 		}
-		if len(h.admin.writes) == 0 {
+		if len(h.admin.Writes()) == 0 {
 			t.Error("not executed")
 		}
 	})
@@ -150,8 +123,8 @@ func TestConfirmationRules(t *testing.T) {
 		h.ios.SetStdoutTTY(true)
 		h.in.WriteString("n\n")
 		err := reloadRun(ctx, h.opts)
-		if cmdutil.ExitCode(err) != 2 || len(h.admin.writes) != 0 {
-			t.Fatalf("err %v writes %v", err, h.admin.writes)
+		if cmdutil.ExitCode(err) != 2 || len(h.admin.Writes()) != 0 {
+			t.Fatalf("err %v writes %v", err, h.admin.Writes())
 		}
 	})
 	t.Run("--dry-run: plan only, exit 0, no tty needed", func(t *testing.T) {
@@ -165,8 +138,8 @@ func TestConfirmationRules(t *testing.T) {
 		if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
 			t.Fatalf("%v\n%s", err, h.out)
 		}
-		if doc.SchemaVersion != 1 || !doc.DryRun || doc.Execution != nil || len(doc.Plan.Bundles) != 1 || len(h.admin.writes) != 0 {
-			t.Errorf("doc %+v writes %v", doc, h.admin.writes)
+		if doc.SchemaVersion != 1 || !doc.DryRun || doc.Execution != nil || len(doc.Plan.Bundles) != 1 || len(h.admin.Writes()) != 0 {
+			t.Errorf("doc %+v writes %v", doc, h.admin.Writes())
 		}
 	})
 }
@@ -176,7 +149,8 @@ func TestExitCodes(t *testing.T) {
 	t.Run("admin unreachable: 3, nothing claimed on stdout", func(t *testing.T) {
 		h := newHarness(t)
 		h.opts.Yes = true
-		h.admin.failAll = &pulsarx.AdminError{Cluster: "scus", Op: "get partitioned metadata of", Status: 0, Err: os.ErrDeadlineExceeded}
+		down := &pulsarx.AdminError{Cluster: "scus", Op: "get partitioned metadata of", Status: 0, Err: os.ErrDeadlineExceeded}
+		h.admin.PartitionsErr, h.admin.BundlesErr = down, down
 		err := reloadRun(ctx, h.opts)
 		if cmdutil.ExitCode(err) != 3 || h.out.Len() != 0 || !strings.Contains(err.Error(), "nothing was unloaded") {
 			t.Fatalf("err %v out %q", err, h.out)
@@ -188,8 +162,8 @@ func TestExitCodes(t *testing.T) {
 		h.opts.Groups = nil
 		h.opts.Partitions = []int32{0, 1}
 		err := reloadRun(ctx, h.opts)
-		if cmdutil.ExitCode(err) != 4 || len(h.admin.writes) != 0 || !strings.Contains(h.err.String(), "more than --max-bundles 1") {
-			t.Fatalf("err %v writes %v stderr %s", err, h.admin.writes, h.err)
+		if cmdutil.ExitCode(err) != 4 || len(h.admin.Writes()) != 0 || !strings.Contains(h.err.String(), "more than --max-bundles 1") {
+			t.Fatalf("err %v writes %v stderr %s", err, h.admin.Writes(), h.err)
 		}
 	})
 	t.Run("unknown partition: 2", func(t *testing.T) {

@@ -6,7 +6,7 @@ package watch
 // scus and wus, geo-replicated), run as the built binary. KoP is not available on this
 // machine (docs/lab.md): nothing listens on the Kafka ports, so the cached side fails
 // truthfully and what is asserted is the persisted side, the replication metrics and the
-// process's survival. Offset commits are written with internal/testkit, which writes what
+// process's survival. Offset commits are written with internal/kopcommit, which writes what
 // KoP's writer would write. The test stops wus by pid, so it must stay the only e2e test of
 // this package (this process's lab is then dead); a later package's lab.Ensure finds wus not
 // running and starts the lab over.
@@ -32,8 +32,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -134,12 +134,12 @@ func TestE2EWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	wr := testkit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	wr := kopcommit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer wr.Close()
 	group := fmt.Sprintf("e2e-watch-%d", time.Now().UnixNano())
 	commitScus := func(off int64) {
 		t.Helper()
-		if _, _, err := wr.Commit(ctx, testkit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
+		if _, _, err := wr.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 func small() Spec {
@@ -62,7 +62,7 @@ func TestLoadReplays(t *testing.T) {
 	}
 	seq := 0
 	err := s.Requests(func(r Request) error {
-		k, v, err := testkit.EncodeRequest(r.Commits, time.Now())
+		k, v, err := kopcommit.EncodeRequest(r.Commits, time.Now())
 		if err != nil {
 			return err
 		}

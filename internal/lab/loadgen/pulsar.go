@@ -11,13 +11,13 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // PulsarOptions tune WritePulsar.
 type PulsarOptions struct {
-	// Batching lets the producers pack several messages into one Pulsar entry. testkit's
+	// Batching lets the producers pack several messages into one Pulsar entry. kopcommit's
 	// Writer sends one message per entry, as KoP does; a reader (KoP's or ours) sees the same
 	// messages either way, but entries differ, so measurements of reads use the default (false).
 	Batching bool
@@ -82,7 +82,7 @@ func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string,
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		key, value, err := testkit.EncodeRequest(req.Commits, time.Now())
+		key, value, err := kopcommit.EncodeRequest(req.Commits, time.Now())
 		if err != nil {
 			return err
 		}

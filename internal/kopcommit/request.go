@@ -1,4 +1,4 @@
-package testkit
+package kopcommit
 
 import (
 	"encoding/binary"
@@ -16,15 +16,15 @@ import (
 // same group and none a tombstone (an OffsetCommit request never deletes).
 func EncodeRequest(cs []OffsetCommit, ts time.Time) (pulsarKey, value []byte, err error) {
 	if len(cs) == 0 {
-		return nil, nil, errors.New("testkit: an offset commit request needs at least one partition")
+		return nil, nil, errors.New("kopcommit: an offset commit request needs at least one partition")
 	}
 	var records []byte
 	for i, c := range cs {
 		if c.Group != cs[0].Group {
-			return nil, nil, errors.New("testkit: one offset commit request is of one group")
+			return nil, nil, errors.New("kopcommit: one offset commit request is of one group")
 		}
 		if c.Tombstone {
-			return nil, nil, errors.New("testkit: an offset commit request holds no tombstone")
+			return nil, nil, errors.New("kopcommit: an offset commit request holds no tombstone")
 		}
 		c.CommitTime = ts
 		rec := kmsg.Record{OffsetDelta: int32(i), Key: EncodeKey(c), Value: EncodeValue(c)}

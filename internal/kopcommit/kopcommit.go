@@ -1,17 +1,17 @@
-// Package testkit is test support: it writes what KoP's offset-commit writer would write,
-// and holds in-memory fakes of the interfaces the domain reads through.
+// Package kopcommit writes offset commits exactly as KoP's GroupMetadataManager stores them
+// in its offsets topic, so that what it writes is what KoP's loader and this tool's reader
+// read. failover uses it to write the aligned offsets onto the target cluster; the lab's load
+// generator and tests use it to write KoP's format without KoP.
 //
-// It is NOT KoP. Nothing here serves the Kafka protocol or keeps a cache. It encodes offset
-// commits exactly as KoP's GroupMetadataManager stores them in its offsets topic (one Kafka
-// record batch, magic 2, uncompressed, CRC-32C, base offset 0, holding one record whose key is
-// an OffsetCommitKey v1 and whose value is an OffsetCommitValue v1, both built with kmsg) and,
-// with Writer, publishes them with a pulsar-client-go producer to
+// It is not KoP: nothing here serves the Kafka protocol or keeps a cache. A commit is one
+// Kafka record batch (magic 2, uncompressed, CRC-32C, base offset 0) holding a record whose
+// key is an OffsetCommitKey v1 and whose value is an OffsetCommitValue v1, both built with
+// kmsg; EncodeRequest puts one OffsetCommit request's partitions into one batch. Writer
+// publishes them with a pulsar-client-go producer to
 // persistent://<tenant>/<ns>/__consumer_offsets-partition-N, the partition KoP would pick for
 // the group (offsets.PartitionFor). The Pulsar key carries the record key in base64, as the
 // Java client's keyBytes() sends it.
-//
-// Use it only from tests and lab scenarios.
-package testkit
+package kopcommit
 
 import (
 	"context"
@@ -209,7 +209,7 @@ func (w *Writer) producer(p int32) (pulsar.Producer, error) {
 		DisableBatching: true, // KoP sends one message per batch
 	})
 	if err != nil {
-		return nil, fmt.Errorf("testkit: producer for %s-partition-%d: %w", w.topic, p, err)
+		return nil, fmt.Errorf("kopcommit: producer for %s-partition-%d: %w", w.topic, p, err)
 	}
 	w.producers[p] = prod
 	return prod, nil
@@ -223,84 +223,4 @@ func (w *Writer) Close() {
 		p.Close()
 	}
 	w.producers = map[int32]pulsar.Producer{}
-}
-
-// MemReader is an in-memory offsets.OffsetTopicReader.
-type MemReader struct {
-	NumPartitions int32
-	mu            sync.Mutex
-	msgs          map[int32][]offsets.Message
-	// Err, when set, is returned by every call (an unreachable cluster).
-	Err error
-	// Reads counts ReadPartition calls per partition.
-	Reads map[int32]int
-}
-
-// NewMemReader returns an empty reader of n partitions.
-func NewMemReader(n int32) *MemReader {
-	return &MemReader{NumPartitions: n, msgs: map[int32][]offsets.Message{}, Reads: map[int32]int{}}
-}
-
-// Commit appends c to the partition of its group, as KoP would.
-func (r *MemReader) Commit(cs ...OffsetCommit) *MemReader {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range cs {
-		p := offsets.PartitionFor(c.Group, r.NumPartitions)
-		r.msgs[p] = append(r.msgs[p], Message(p, len(r.msgs[p]), c))
-	}
-	return r
-}
-
-// Replicated adds commits as the replicator writes them: marked as copied from cluster from.
-func (r *MemReader) Replicated(from string, cs ...OffsetCommit) *MemReader {
-	n, _ := r.Partitions(context.Background())
-	for _, c := range cs {
-		p := offsets.PartitionFor(c.Group, n)
-		m := Message(p, 0, c)
-		m.MessageID = ""
-		m.ReplicatedFrom = from
-		r.Append(p, m)
-	}
-	return r
-}
-
-// Append adds a raw message to a partition (a message id is filled in when empty).
-func (r *MemReader) Append(partition int32, m offsets.Message) *MemReader {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m.Partition = partition
-	if m.MessageID == "" {
-		m.MessageID = fmt.Sprintf("1:%d:%d:-1", len(r.msgs[partition]), partition)
-	}
-	r.msgs[partition] = append(r.msgs[partition], m)
-	return r
-}
-
-// Partitions implements offsets.OffsetTopicReader.
-func (r *MemReader) Partitions(context.Context) (int32, error) {
-	if r.Err != nil {
-		return 0, r.Err
-	}
-	return r.NumPartitions, nil
-}
-
-// ReadPartition implements offsets.OffsetTopicReader.
-func (r *MemReader) ReadPartition(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
-	if r.Err != nil {
-		return r.Err
-	}
-	r.mu.Lock()
-	r.Reads[partition]++
-	msgs := append([]offsets.Message(nil), r.msgs[partition]...)
-	r.mu.Unlock()
-	for _, m := range msgs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-	}
-	return nil
 }

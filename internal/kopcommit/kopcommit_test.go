@@ -1,7 +1,6 @@
-package testkit
+package kopcommit
 
 import (
-	"context"
 	"encoding/base64"
 	"testing"
 	"time"
@@ -22,12 +21,14 @@ func TestEncodeDecodes(t *testing.T) {
 		r.CommitTimestamp.Time() != ts.UTC() {
 		t.Errorf("%+v", r)
 	}
-	mr := NewMemReader(8).Commit(c, OffsetCommit{Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true})
 	p := offsets.PartitionFor("g", 8)
-	po, err := offsets.ReplayPartition(context.Background(), mr, p, offsets.OrderingKoP)
-	if err != nil {
-		t.Fatal(err)
+	rp := offsets.NewReplayer(p, offsets.OrderingKoP)
+	for i, m := range []OffsetCommit{c, {Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true}} {
+		if err := rp.ApplyMessage(Message(p, i, m)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	po := rp.Result()
 	if got, ok := po.Lookup("g", c.Topic, 0); !ok || got.Offset != 10900 {
 		t.Errorf("lookup %+v %v", got, ok)
 	}

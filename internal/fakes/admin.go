@@ -1,0 +1,261 @@
+package fakes
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Admin is one cluster's Pulsar admin API in memory. It implements reload.BundleAdmin and,
+// but for TopicActivity (a doctor type, added by doctor's tests), doctor.Admin. Fields are
+// set before use; NewAdmin answers as a healthy lab cluster's metadata namespace would.
+// Every call is recorded (Calls) and guarded by one mutex.
+type Admin struct {
+	Name string // the cluster, named in errors
+	// Down fails every call as an unreachable admin URL, with DownErr when set.
+	Down    bool
+	DownErr error
+
+	// OffsetsPartitions of the offsets topic; 0: it does not exist (not found).
+	OffsetsPartitions int32
+	PartitionsErr     error
+	// BundleList is the metadata namespace's bundles (all owned by a broker at first).
+	BundleList []pulsarx.Bundle
+	BundlesErr error
+	UnloadErr  map[string]error // by bundle range
+	LookupErr  map[string]error // by topic
+	// OnUnload and OnLookup run after a successful unload or lookup (KoP's reaction).
+	OnUnload func(bundleRange string)
+	OnLookup func(topic string)
+
+	Version      string
+	Runtime      map[string]string
+	ClusterNames []string
+	// NamespaceRepl holds the replication clusters by namespace; absent: not found.
+	NamespaceRepl    map[string][]string
+	NamespaceReplErr error
+	Policies         map[string]pulsarx.NamespacePolicy // absent: not found
+	Tenants          map[string][]string                // allowed clusters; absent: not found
+	Topics           map[string]int32                   // full name -> partitions (0: non-partitioned)
+	Repl             map[string]map[string]pulsarx.Replication
+	StatsErr         error
+	ReplCalls        int // ReplicationStats calls
+
+	mu    sync.Mutex
+	owned map[string]bool
+	calls []string
+}
+
+// LabBoundaries are the bundle boundaries of the lab's metadata namespace: 4 bundles.
+var LabBoundaries = []string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"}
+
+// NewAdmin returns the admin of cluster name with the lab's offsets layout: 8 offsets
+// partitions in 4 bundles, every bundle owned.
+func NewAdmin(name string) *Admin {
+	b, err := pulsarx.BundlesFromBoundaries(LabBoundaries)
+	if err != nil {
+		panic(err)
+	}
+	return &Admin{Name: name, OffsetsPartitions: 8, BundleList: b, UnloadErr: map[string]error{}, LookupErr: map[string]error{}}
+}
+
+// NotFound is the error pulsarx returns for a missing target.
+func NotFound(cluster, target string) error {
+	return &pulsarx.AdminError{Cluster: cluster, Op: "get", Target: target, Status: http.StatusNotFound, Err: errors.New("not found")}
+}
+
+// Call records a call and returns the error of a Down admin; a test that adds a method
+// (one whose types the fake cannot name) calls it first.
+func (f *Admin) Call(s string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+	if f.Down && f.DownErr != nil {
+		return f.DownErr
+	}
+	if f.Down {
+		return &pulsarx.AdminError{Cluster: f.Name, Op: "call", Err: errors.New("dial tcp: connection refused")}
+	}
+	return nil
+}
+
+// Calls returns the calls so far: "partitions <tenant>/<ns>", "bundles <ns>", "unload
+// <ns>/<range>", "lookup <topic>", and the name of each read method for the others.
+func (f *Admin) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// Writes returns the calls that change or trigger bundle ownership: unloads and lookups.
+func (f *Admin) Writes() []string {
+	return slices.DeleteFunc(f.Calls(), func(c string) bool {
+		return !strings.HasPrefix(c, "unload ") && !strings.HasPrefix(c, "lookup ")
+	})
+}
+
+// Owned reports whether a broker owns the bundle of range r: every bundle at first, none
+// after its unload until a topic of it is looked up.
+func (f *Admin) Owned(r string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.owned[r]
+	return !ok || v
+}
+
+func (f *Admin) setOwned(r string, v bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.owned == nil {
+		f.owned = map[string]bool{}
+	}
+	f.owned[r] = v
+}
+
+// OffsetsTopicPartitions implements reload.BundleAdmin and doctor.Admin.
+func (f *Admin) OffsetsTopicPartitions(_ context.Context, tenant, ns string) (int32, error) {
+	if err := f.Call("partitions " + tenant + "/" + ns); err != nil {
+		return 0, err
+	}
+	if f.PartitionsErr != nil {
+		return 0, f.PartitionsErr
+	}
+	if f.OffsetsPartitions == 0 {
+		return 0, NotFound(f.Name, tenant+"/"+ns)
+	}
+	return f.OffsetsPartitions, nil
+}
+
+// Bundles implements reload.BundleAdmin.
+func (f *Admin) Bundles(_ context.Context, ns string) ([]pulsarx.Bundle, error) {
+	if err := f.Call("bundles " + ns); err != nil {
+		return nil, err
+	}
+	return f.BundleList, f.BundlesErr
+}
+
+// UnloadBundle implements reload.BundleAdmin.
+func (f *Admin) UnloadBundle(_ context.Context, ns, r string) error {
+	if err := f.Call("unload " + ns + "/" + r); err != nil {
+		return err
+	}
+	if err := f.UnloadErr[r]; err != nil {
+		return err
+	}
+	f.setOwned(r, false)
+	if f.OnUnload != nil {
+		f.OnUnload(r)
+	}
+	return nil
+}
+
+// LookupOwner implements reload.BundleAdmin: a broker takes the topic's bundle.
+func (f *Admin) LookupOwner(_ context.Context, topic string) (pulsarx.Owner, error) {
+	if err := f.Call("lookup " + topic); err != nil {
+		return pulsarx.Owner{}, err
+	}
+	if err := f.LookupErr[topic]; err != nil {
+		return pulsarx.Owner{}, err
+	}
+	b, err := pulsarx.FindBundle(f.BundleList, topic)
+	if err != nil {
+		return pulsarx.Owner{}, err
+	}
+	f.setOwned(b.Range, true)
+	if f.OnLookup != nil {
+		f.OnLookup(topic)
+	}
+	return pulsarx.Owner{BrokerURL: "pulsar://broker-1:6650", HTTPURL: "http://broker-1:8080"}, nil
+}
+
+// BrokerVersion implements doctor.Admin.
+func (f *Admin) BrokerVersion(context.Context) (string, error) {
+	return f.Version, f.Call("BrokerVersion")
+}
+
+// RuntimeConfig implements doctor.Admin.
+func (f *Admin) RuntimeConfig(context.Context) (map[string]string, error) {
+	return f.Runtime, f.Call("RuntimeConfig")
+}
+
+// Clusters implements doctor.Admin.
+func (f *Admin) Clusters(context.Context) ([]string, error) {
+	return f.ClusterNames, f.Call("Clusters")
+}
+
+// PartitionedTopicPartitions implements doctor.Admin.
+func (f *Admin) PartitionedTopicPartitions(_ context.Context, topic string) (int32, error) {
+	if err := f.Call("PartitionedTopicPartitions " + topic); err != nil {
+		return 0, err
+	}
+	n, ok := f.Topics[topic]
+	if !ok {
+		return 0, NotFound(f.Name, topic)
+	}
+	return n, nil
+}
+
+// TopicExists implements doctor.Admin.
+func (f *Admin) TopicExists(_ context.Context, topic string) (bool, error) {
+	_, ok := f.Topics[topic]
+	return ok, f.Call("TopicExists " + topic)
+}
+
+// ReplicationStats implements doctor.Admin.
+func (f *Admin) ReplicationStats(_ context.Context, topic string) (map[string]pulsarx.Replication, error) {
+	err := f.Call("ReplicationStats " + topic)
+	f.mu.Lock()
+	f.ReplCalls++
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if f.StatsErr != nil {
+		return nil, f.StatsErr
+	}
+	return f.Repl[topic], nil
+}
+
+// NamespaceReplicationClusters implements doctor.Admin.
+func (f *Admin) NamespaceReplicationClusters(_ context.Context, ns string) ([]string, error) {
+	if err := f.Call("NamespaceReplicationClusters " + ns); err != nil {
+		return nil, err
+	}
+	if f.NamespaceReplErr != nil {
+		return nil, f.NamespaceReplErr
+	}
+	rc, ok := f.NamespaceRepl[ns]
+	if !ok {
+		return nil, NotFound(f.Name, ns)
+	}
+	return slices.Clone(rc), nil
+}
+
+// NamespacePolicies implements doctor.Admin.
+func (f *Admin) NamespacePolicies(_ context.Context, ns string) (pulsarx.NamespacePolicy, error) {
+	if err := f.Call("NamespacePolicies " + ns); err != nil {
+		return pulsarx.NamespacePolicy{}, err
+	}
+	p, ok := f.Policies[ns]
+	if !ok {
+		return p, NotFound(f.Name, ns)
+	}
+	return p, nil
+}
+
+// TenantAllowedClusters implements doctor.Admin.
+func (f *Admin) TenantAllowedClusters(_ context.Context, t string) ([]string, error) {
+	if err := f.Call("TenantAllowedClusters " + t); err != nil {
+		return nil, err
+	}
+	a, ok := f.Tenants[t]
+	if !ok {
+		return nil, NotFound(f.Name, t)
+	}
+	return a, nil
+}

@@ -1,0 +1,25 @@
+package fakes
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+)
+
+func TestMemReaderReplays(t *testing.T) {
+	c := kopcommit.OffsetCommit{Group: "g", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900}
+	mr := NewMemReader(8).Commit(c, kopcommit.OffsetCommit{Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true})
+	p := offsets.PartitionFor("g", 8)
+	po, err := offsets.ReplayPartition(context.Background(), mr, p, offsets.OrderingKoP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := po.Lookup("g", c.Topic, 0); !ok || got.Offset != 10900 {
+		t.Errorf("lookup %+v %v", got, ok)
+	}
+	if po.Counts.OffsetTombstones != 1 || po.Counts.Undecodable != 0 || mr.Reads[p] != 1 {
+		t.Errorf("counts %+v, reads %v", po.Counts, mr.Reads)
+	}
+}
