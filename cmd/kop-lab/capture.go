@@ -99,38 +99,9 @@ func capture(ctx context.Context, args []string) error {
 	adm := kadm.NewClient(prod)
 	defer prod.Close()
 
-	var unsupported []string
-	for g, scenario := range groups {
-		switch scenario {
-		case "members": // join (group record with a member), commit, leave (record without members)
-			if err := consumeAndCommit(ctx, base, g, topic); err != nil {
-				return err
-			}
-		case "txn":
-			if err := transactionalCommit(ctx, base, g, topic); err != nil {
-				return err
-			}
-		case "delete-offsets":
-			if err := lab.CommitThroughKoP(ctx, c, g, topic, 0, 7); err != nil {
-				return err
-			}
-			ts := kadm.TopicsSet{}
-			ts.Add(topic, 0)
-			if _, err := adm.DeleteOffsets(ctx, g, ts); errors.Is(err, kerr.UnsupportedVersion) {
-				// KoP 3.1 does not implement OffsetDelete: nothing to capture, said in the file.
-				fmt.Printf("KoP %s answers OffsetDelete (DeleteOffsets) with UNSUPPORTED_VERSION: no offset-deletion record\n", st.KoP.Version)
-				unsupported = append(unsupported, "OffsetDelete (kadm DeleteOffsets): UNSUPPORTED_VERSION")
-			} else if err != nil {
-				return fmt.Errorf("capture: DeleteOffsets %s: %w", g, err)
-			}
-		case "delete-group":
-			if err := lab.CommitThroughKoP(ctx, c, g, topic, 0, 9); err != nil {
-				return err
-			}
-			if _, err := adm.DeleteGroup(ctx, g); err != nil {
-				return fmt.Errorf("capture: DeleteGroups %s: %w", g, err)
-			}
-		}
+	unsupported, err := runScenarios(ctx, c, base, adm, groups, topic, st.KoP.Version)
+	if err != nil {
+		return err
 	}
 	time.Sleep(2 * time.Second) // the transaction's COMMIT and KoP's writes settle
 
@@ -144,6 +115,62 @@ func capture(ctx context.Context, args []string) error {
 	if len(unsupported) > 0 {
 		source += "; not supported by this KoP: " + strings.Join(unsupported, ", ")
 	}
+	lines, err := readCaptured(ctx, rd, groups, source)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(lines, func(x, y capturedMessage) int {
+		return cmp.Or(strings.Compare(x.Scenario, y.Scenario), strings.Compare(x.MessageID, y.MessageID))
+	})
+	if err := writeNDJSON(*out, lines); err != nil {
+		return err
+	}
+	fmt.Printf("captured %d messages of KoP %s into %s\n", len(lines), st.KoP.Version, *out)
+	return nil
+}
+
+// runScenarios makes KoP write each kind of record the capture keeps, and returns the
+// requests this KoP does not support (said in the captured file).
+func runScenarios(ctx context.Context, c lab.Cluster, base []kgo.Opt, adm *kadm.Client, groups map[string]string, topic, version string) ([]string, error) {
+	var unsupported []string
+	for g, scenario := range groups {
+		switch scenario {
+		case "members": // join (group record with a member), commit, leave (record without members)
+			if err := consumeAndCommit(ctx, base, g, topic); err != nil {
+				return nil, err
+			}
+		case "txn":
+			if err := transactionalCommit(ctx, base, g, topic); err != nil {
+				return nil, err
+			}
+		case "delete-offsets":
+			if err := lab.CommitThroughKoP(ctx, c, g, topic, 0, 7); err != nil {
+				return nil, err
+			}
+			ts := kadm.TopicsSet{}
+			ts.Add(topic, 0)
+			if _, err := adm.DeleteOffsets(ctx, g, ts); errors.Is(err, kerr.UnsupportedVersion) {
+				// KoP 3.1 does not implement OffsetDelete: nothing to capture, said in the file.
+				fmt.Printf("KoP %s answers OffsetDelete (DeleteOffsets) with UNSUPPORTED_VERSION: no offset-deletion record\n", version)
+				unsupported = append(unsupported, "OffsetDelete (kadm DeleteOffsets): UNSUPPORTED_VERSION")
+			} else if err != nil {
+				return nil, fmt.Errorf("capture: DeleteOffsets %s: %w", g, err)
+			}
+		case "delete-group":
+			if err := lab.CommitThroughKoP(ctx, c, g, topic, 0, 9); err != nil {
+				return nil, err
+			}
+			if _, err := adm.DeleteGroup(ctx, g); err != nil {
+				return nil, fmt.Errorf("capture: DeleteGroups %s: %w", g, err)
+			}
+		}
+	}
+	return unsupported, nil
+}
+
+// readCaptured reads, for each group, the first message of its offsets partition that holds
+// one of its records.
+func readCaptured(ctx context.Context, rd *pulsarx.Reader, groups map[string]string, source string) ([]capturedMessage, error) {
 	var lines []capturedMessage
 	for g, scenario := range groups {
 		p := offsets.PartitionFor(g, lab.OffsetsTopicPartitions)
@@ -162,13 +189,14 @@ func capture(ctx context.Context, args []string) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("capture: read offsets partition %d: %w", p, err)
+			return nil, fmt.Errorf("capture: read offsets partition %d: %w", p, err)
 		}
 	}
-	slices.SortFunc(lines, func(x, y capturedMessage) int {
-		return cmp.Or(strings.Compare(x.Scenario, y.Scenario), strings.Compare(x.MessageID, y.MessageID))
-	})
-	f, err := os.Create(*out)
+	return lines, nil
+}
+
+func writeNDJSON(path string, lines []capturedMessage) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
@@ -182,7 +210,6 @@ func capture(ctx context.Context, args []string) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Printf("captured %d messages of KoP %s into %s\n", len(lines), st.KoP.Version, *out)
 	return nil
 }
 
