@@ -129,9 +129,41 @@ func checkRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	// Everything that needs no network first: secrets and files. Exit 2 on failure.
+	if err := preflight(clusters, opts.ConfigPath()); err != nil {
+		return err
+	}
+
+	res, jobs := endpointJobs(clusters, opts)
+	probeAll(ctx, opts, &res, jobs)
+
+	for _, r := range res.Endpoints {
+		res.Summary[r.Status]++
+	}
+	if res.Summary[StatusFailed] > 0 {
+		res.ExitCode = cmdutil.ExitUnreachable
+	}
+	if err := printResult(opts, &res); err != nil {
+		return err
+	}
+	if res.ExitCode != 0 && opts.Format == output.Table {
+		fmt.Fprintf(opts.IO.ErrOut, "%d of %d endpoints failed\n", res.Summary[StatusFailed], len(jobs))
+	}
+	return cmdutil.SilentError(res.ExitCode)
+}
+
+// endpointJob is one probe of one cluster's endpoint; idx is its row in Result.Endpoints.
+type endpointJob struct {
+	idx   int
+	cl    config.Cluster
+	kind  string
+	probe func(context.Context, config.Cluster) (string, error)
+}
+
+// preflight checks what needs no network (secrets, files); its errors are config errors.
+func preflight(clusters []config.Cluster, configPath string) error {
 	var perrs config.Errors
 	for _, cl := range clusters {
-		if err := cl.Preflight(opts.ConfigPath()); err != nil {
+		if err := cl.Preflight(configPath); err != nil {
 			var es config.Errors
 			if errors.As(err, &es) {
 				perrs = append(perrs, es...)
@@ -144,14 +176,13 @@ func checkRun(ctx context.Context, opts *Options) error {
 		return cmdutil.ConfigError(perrs)
 	}
 
+	return nil
+}
+
+// endpointJobs lays out one result row per cluster endpoint and a probe for each configured one.
+func endpointJobs(clusters []config.Cluster, opts *Options) (Result, []endpointJob) {
 	res := Result{SchemaVersion: 1, Config: opts.ConfigPath(), Clusters: config.Names(clusters), Summary: map[string]int{}}
-	type job struct {
-		idx   int
-		cl    config.Cluster
-		kind  string
-		probe func(context.Context, config.Cluster) (string, error)
-	}
-	var jobs []job
+	var jobs []endpointJob
 	for _, cl := range clusters {
 		for _, e := range []struct {
 			kind  string
@@ -166,12 +197,17 @@ func checkRun(ctx context.Context, opts *Options) error {
 			if e.url == "" {
 				r.Status = StatusNotConfigured
 			} else {
-				jobs = append(jobs, job{idx: len(res.Endpoints), cl: cl, kind: e.kind, probe: e.probe})
+				jobs = append(jobs, endpointJob{idx: len(res.Endpoints), cl: cl, kind: e.kind, probe: e.probe})
 			}
 			res.Endpoints = append(res.Endpoints, r)
 		}
 	}
 
+	return res, jobs
+}
+
+// probeAll probes every endpoint at once, each within opts.Timeout.
+func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJob) {
 	progress := opts.IO.StartProgress("checking endpoints")
 	progress.Set(0, int64(len(jobs)))
 	var wg sync.WaitGroup
@@ -202,14 +238,11 @@ func checkRun(ctx context.Context, opts *Options) error {
 	wg.Wait()
 	progress.Stop()
 
-	for _, r := range res.Endpoints {
-		res.Summary[r.Status]++
-	}
-	if res.Summary[StatusFailed] > 0 {
-		res.ExitCode = cmdutil.ExitUnreachable
-	}
+}
+
+func printResult(opts *Options, res *Result) error {
 	cs := opts.IO.ColorScheme()
-	err = output.Print(opts.IO, opts.Format, res, func(tp *output.TablePrinter) {
+	return output.Print(opts.IO, opts.Format, res, func(tp *output.TablePrinter) {
 		tp.AddHeader("CLUSTER", "ENDPOINT", "URL", "STATUS", "LATENCY", "DETAIL")
 		for _, r := range res.Endpoints {
 			lat := "-"
@@ -227,13 +260,6 @@ func checkRun(ctx context.Context, opts *Options) error {
 			tp.AddRow(r.Cluster, r.Endpoint, dash(r.URL), status, lat, dash(detail))
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 && opts.Format == output.Table {
-		fmt.Fprintf(opts.IO.ErrOut, "%d of %d endpoints failed\n", res.Summary[StatusFailed], len(jobs))
-	}
-	return cmdutil.SilentError(res.ExitCode)
 }
 
 // runProbe runs probe and returns no later than ctx's deadline, even if probe does not.
