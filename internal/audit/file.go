@@ -17,6 +17,9 @@ import (
 // EnvFile names the environment variable that sets the default of --audit-file.
 const EnvFile = "KOP_OFFSETS_AUDIT_FILE"
 
+// DefaultFileHelp is how help texts show DefaultFile (the value depends on the host).
+const DefaultFileHelp = "$KOP_OFFSETS_AUDIT_FILE, else $XDG_STATE_HOME/kop-offsets/audit.jsonl, else ~/.local/state/kop-offsets/audit.jsonl"
+
 // DefaultFile is the default trail: $KOP_OFFSETS_AUDIT_FILE, else
 // $XDG_STATE_HOME/kop-offsets/audit.jsonl, else ~/.local/state/kop-offsets/audit.jsonl.
 func DefaultFile(getenv func(string) string) string {
@@ -146,7 +149,7 @@ func Read(r io.Reader, f Filter) ([]Record, error) {
 		}
 		var rec Record
 		if err := json.Unmarshal(line, &rec); err != nil {
-			return out, fmt.Errorf("line %d: %w: %v", n, ErrBadLine, err)
+			return out, fmt.Errorf("line %d: %w: %w", n, ErrBadLine, err)
 		}
 		if f.Match(rec) {
 			out = append(out, rec)

@@ -70,7 +70,7 @@ func (p Pulsar) Claim(_ context.Context, topic string, props map[string]string) 
 		// The broker answers ProducerFenced to a second exclusive producer, ProducerBusy to
 		// a shared one meeting an exclusive one.
 		if msg := err.Error(); strings.Contains(msg, "ProducerFenced") || strings.Contains(msg, "ProducerBusy") {
-			return nil, fmt.Errorf("%w: %v", ErrBusy, err)
+			return nil, fmt.Errorf("%w: %w", ErrBusy, err)
 		}
 		return nil, err
 	}

@@ -100,7 +100,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
 			logf:     logf,
 		}
-		s.guard(writes, target, pc, adm)
+		s.guard(writes, target, lease.Pulsar{Client: pc, Admin: adm})
 		s.Close = func() {
 			s.AfterWrite()
 			if s.audit != nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
@@ -48,7 +46,8 @@ func BindWriteFlags(fl *pflag.FlagSet, w *Writes, wait bool) {
 	if wait {
 		fl.DurationVar(&w.LeaseWait, "lease-wait", 0, "how long to wait for the writer lease while another process holds it (0: fail at once, naming the holder)")
 	}
-	fl.StringVar(&w.AuditFile, "audit-file", d.AuditFile, "append a JSON line per write (unload, lookup, commit) to this file; \"\" for none (default $KOP_OFFSETS_AUDIT_FILE, else $XDG_STATE_HOME/kop-offsets/audit.jsonl)")
+	fl.StringVar(&w.AuditFile, "audit-file", d.AuditFile, "append a JSON line per write (unload, lookup, commit) to this file; \"\" for none")
+	fl.Lookup("audit-file").DefValue = audit.DefaultFileHelp
 }
 
 // Validate checks the values of the flags (a usage error, exit 2).
@@ -126,15 +125,15 @@ func (s *Session) onAuditError(err error) {
 }
 
 // guard wraps the executor's admin of s: UnloadBundle takes the lease (when on) and every
-// unload and lookup is recorded. pc and adm are the target's clients.
-func (s *Session) guard(w Writes, target config.Cluster, pc pulsar.Client, adm *pulsarx.Admin) {
+// unload and lookup is recorded. broker holds the target's lock topic.
+func (s *Session) guard(w Writes, target config.Cluster, broker lease.Broker) {
 	s.who = audit.Self()
 	if w.AuditFile != "" {
 		s.audit = &audit.File{Path: w.AuditFile}
 	}
-	var ba reload.BundleAdmin = s.Executor.Admin
+	ba := s.Executor.Admin
 	if !w.NoLease {
-		s.Lease = &lease.Lease{Cluster: target.Name, Topic: w.topic(target), Broker: lease.Pulsar{Client: pc, Admin: adm},
+		s.Lease = &lease.Lease{Cluster: target.Name, Topic: w.topic(target), Broker: broker,
 			Self: s.who, Wait: w.LeaseWait}
 		ba = lease.Admin{BundleAdmin: ba, Lease: s.Lease}
 	}
