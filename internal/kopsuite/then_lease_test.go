@@ -4,6 +4,7 @@ package kopsuite
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -183,7 +184,8 @@ func startProcess(t *testing.T, bin, name, cfg string, args ...string) *process 
 	go func() {
 		err := p.cmd.Wait()
 		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			code = ee.ExitCode()
 		}
 		p.done <- code
