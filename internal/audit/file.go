@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -156,4 +157,17 @@ func Read(r io.Reader, f Filter) ([]Record, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// ReadFile is Read of the trail at p; a trail that does not exist holds no records.
+func ReadFile(p string, f Filter) ([]Record, error) {
+	fh, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = fh.Close() }()
+	return Read(fh, f)
 }

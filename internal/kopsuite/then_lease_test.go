@@ -226,9 +226,9 @@ func (s *syncBuffer) String() string {
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kop-offsets")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kop-offsets/kop-offsets/cmd/kop-offsets").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := lab.BuildKopOffsets(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -259,15 +259,7 @@ func freeListen(t *testing.T) string {
 
 func readTrail(t *testing.T, p string) []audit.Record {
 	t.Helper()
-	fh, err := os.Open(p)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = fh.Close() }()
-	recs, err := audit.Read(fh, audit.Filter{})
+	recs, err := audit.ReadFile(p, audit.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,10 +36,9 @@ func TestMain(m *testing.M) { lab.Main(m) }
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kop-offsets")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/kop-offsets/kop-offsets/cmd/kop-offsets").CombinedOutput()
+	bin, err := lab.BuildKopOffsets(t.TempDir())
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -212,15 +211,7 @@ func exitCode(err error) int {
 
 func read(t *testing.T, p string) []audit.Record {
 	t.Helper()
-	fh, err := os.Open(p)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = fh.Close() }()
-	recs, err := audit.Read(fh, audit.Filter{})
+	recs, err := audit.ReadFile(p, audit.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

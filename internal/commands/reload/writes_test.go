@@ -130,17 +130,9 @@ func TestUnwritableTrailStopsBeforeTheFirstWrite(t *testing.T) {
 	}
 }
 
-func readTrail(t *testing.T, file string) []audit.Record {
+func readTrail(t *testing.T, p string) []audit.Record {
 	t.Helper()
-	fh, err := os.Open(file)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = fh.Close() }()
-	recs, err := audit.Read(fh, audit.Filter{})
+	recs, err := audit.ReadFile(p, audit.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
