@@ -236,12 +236,8 @@ func buildBinary(t *testing.T) string {
 // copyLabConfig is the lab's config as another host's own file.
 func copyLabConfig(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(theLab.ConfigPath)
+	p, err := theLab.ConfigCopy(t.TempDir(), name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 )
@@ -15,4 +16,15 @@ func BuildKopOffsets(dir string) (string, error) {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// ConfigCopy writes the lab's config.yaml to dir/name.yaml: another operator's (or host's)
+// own config file naming the same clusters.
+func (l *Lab) ConfigCopy(dir, name string) (string, error) {
+	b, err := os.ReadFile(l.ConfigPath)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name+".yaml")
+	return p, os.WriteFile(p, b, 0o600)
 }

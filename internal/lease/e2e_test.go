@@ -46,12 +46,8 @@ func buildBinary(t *testing.T) string {
 // copyConfig writes the lab's config to a file of its own: another operator's config.
 func copyConfig(t *testing.T, l *lab.Lab, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(l.ConfigPath)
+	p, err := l.ConfigCopy(t.TempDir(), name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), name+".yaml")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
