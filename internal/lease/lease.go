@@ -135,9 +135,8 @@ type Lease struct {
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
 
-	mu       sync.Mutex
-	prepared bool
-	release  func()
+	mu      sync.Mutex
+	release func()
 }
 
 func (l *Lease) now() time.Time {
@@ -178,11 +177,10 @@ func (l *Lease) Acquire(ctx context.Context) error {
 	if l.release != nil {
 		return nil
 	}
-	if !l.prepared {
-		if err := l.Broker.Prepare(ctx, l.Topic); err != nil {
-			return fmt.Errorf("cluster %s: writer lease %s: %w", l.Cluster, l.Topic, err)
-		}
-		l.prepared = true
+	// Prepared on every acquisition: a broker that deletes inactive topics
+	// (brokerDeleteInactiveTopicsEnabled) drops the lock topic between two leases.
+	if err := l.Broker.Prepare(ctx, l.Topic); err != nil {
+		return fmt.Errorf("cluster %s: writer lease %s: %w", l.Cluster, l.Topic, err)
 	}
 	retry := l.Retry
 	if retry <= 0 {

@@ -54,8 +54,8 @@ func TestAcquireReleaseAcquire(t *testing.T) {
 	if err := l.Acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if b.Prepared != 1 {
-		t.Errorf("lock topic prepared %d times, want once", b.Prepared)
+	if b.Prepared != 2 {
+		t.Errorf("lock topic prepared %d times, want at each of the 2 acquisitions (the broker may delete it in between)", b.Prepared)
 	}
 }
 
