@@ -111,24 +111,30 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 		default:
 			done++
 			w.reportLiveElsewhere(c, plan, pb, behind)
-			w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
-			res := c.Reloader.Reload(audit.WithWhy(ctx, audit.Why{Reason: "watch --repair: stale_cache rows", Plan: plan}), plan, pb)
-			c.lastReload[pb.Range] = w.o.Now()
-			w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
-			attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
-				"unloaded", res.Unloaded, "loaded", res.Loaded}
-			if res.Error != "" {
-				attrs = append(attrs, "err", res.Error)
-			}
-			if res.Status == reload.BundleVerified {
-				w.log.Info("bundle reloaded", attrs...)
-			} else {
-				stopped = true
-				w.m.errors.WithLabelValues(c.Name, "reload").Inc()
-				w.log.Error("bundle reload did not end verified", attrs...)
-			}
+			stopped = !w.reloadBundle(ctx, c, plan, pb, bg)
 		}
 	}
+}
+
+// reloadBundle reloads pb on c, records it (the audit trail's reason comes with ctx) and
+// reports whether it ended verified.
+func (w *Watcher) reloadBundle(ctx context.Context, c *clusterRT, plan *reload.Plan, pb reload.PlannedBundle, bg []string) bool {
+	w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
+	res := c.Reloader.Reload(audit.WithWhy(ctx, audit.Why{Reason: "watch --repair: stale_cache rows", Plan: plan}), plan, pb)
+	c.lastReload[pb.Range] = w.o.Now()
+	w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
+	attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
+		"unloaded", res.Unloaded, "loaded", res.Loaded}
+	if res.Error != "" {
+		attrs = append(attrs, "err", res.Error)
+	}
+	if res.Status != reload.BundleVerified {
+		w.m.errors.WithLabelValues(c.Name, "reload").Inc()
+		w.log.Error("bundle reload did not end verified", attrs...)
+		return false
+	}
+	w.log.Info("bundle reloaded", attrs...)
+	return true
 }
 
 // guardRefuses takes c's write guard (the writer lease) before the cycle's first unload

@@ -57,14 +57,8 @@ type Document struct {
 	ExitCode  int               `json:"exitCode"`
 }
 
-// NewCmdReload returns `reload`. runF replaces the run function in tests.
-func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams}
-	var partitions []int
-	cmd := &cobra.Command{
-		Use:   "reload (--group G... | --partition N... | --from-check FILE) --cluster NAME",
-		Short: "Invalidate and reload KoP's cached group metadata through a bundle unload, then verify",
-		Long: strings.TrimSpace(`
+// reloadLong is the long help of the command.
+const reloadLong = `
 Make KoP on one cluster (--cluster) drop and reload the cached offsets of some consumer
 groups, without restarting brokers, and prove that it then serves what its offsets topic
 holds.
@@ -121,7 +115,16 @@ written); 3 an endpoint failed (admin API, offsets topic, KoP): what was done is
 the cache is not proven fresh; or the writer lease is held elsewhere (nothing written); 4 the
 cache still differs after --wait, or the plan was refused (live/unknown groups without
 --allow-active, offsets that would be lost without --accept-loss, more bundles than
---max-bundles): nothing was unloaded then.`),
+--max-bundles): nothing was unloaded then.`
+
+// NewCmdReload returns `reload`. runF replaces the run function in tests.
+func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	var partitions []int
+	cmd := &cobra.Command{
+		Use:   "reload (--group G... | --partition N... | --from-check FILE) --cluster NAME",
+		Short: "Invalidate and reload KoP's cached group metadata through a bundle unload, then verify",
+		Long:  strings.TrimSpace(reloadLong),
 		Example: cmdutil.Examples(`
   # see what reloading group G on wus would touch
   kop-offsets reload --cluster wus --group G --dry-run

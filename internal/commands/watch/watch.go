@@ -60,13 +60,8 @@ type Options struct {
 	Writes          reloadcmd.Writes
 }
 
-// NewCmdWatch returns `watch`. runF replaces the run function in tests.
-func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams}
-	cmd := &cobra.Command{
-		Use:   "watch",
-		Short: "Follow every cluster's offsets topic, export Prometheus metrics, optionally repair stale caches",
-		Long: strings.TrimSpace(`
+// watchLong is the long help of the command.
+const watchLong = `
 A long-running exporter. For every selected cluster (--cluster; default all) it replays each
 offsets partition once, as KoP's loader does, then follows it with non-durable readers: the
 work of a cycle grows with the commits that arrived, not with the topic. Every --interval it
@@ -108,7 +103,15 @@ one. Following, exporting and /readyz never wait for it. Every unload and lookup
 appended to the audit trail (--audit-file); 'kop-offsets history' reads it back.
 
 A cluster that goes away is marked down (kop_offsets_watch_cluster_up 0) and reconnected
-with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few seconds.`),
+with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few seconds.`
+
+// NewCmdWatch returns `watch`. runF replaces the run function in tests.
+func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Follow every cluster's offsets topic, export Prometheus metrics, optionally repair stale caches",
+		Long:  strings.TrimSpace(watchLong),
 		Example: cmdutil.Examples(`
   kop-offsets watch
   kop-offsets watch --listen 0.0.0.0:9464 --interval 15s
