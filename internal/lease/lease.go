@@ -199,7 +199,10 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		}
 		waited := l.now().Sub(start)
 		if waited >= l.Wait {
-			he := &HeldError{Cluster: l.Cluster, Topic: l.Topic, Waited: waited}
+			he := &HeldError{Cluster: l.Cluster, Topic: l.Topic}
+			if l.Wait > 0 {
+				he.Waited = waited
+			}
 			he.Holders, _ = l.Broker.Holders(ctx, l.Topic)
 			return he
 		}

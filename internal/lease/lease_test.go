@@ -73,6 +73,9 @@ func TestHeldErrorNamesTheHolder(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
+	if strings.Contains(err.Error(), "waited") {
+		t.Errorf("error %q speaks of a wait that was not asked for", err)
+	}
 	if l.Held() || b.Claims != 1 {
 		t.Errorf("held %v, claims %d: Wait 0 tries once", l.Held(), b.Claims)
 	}
