@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Handler serves /metrics (Prometheus), /healthz (liveness: the cycle loop is not stuck)
-// and /readyz (readiness: the initial replay is done on every cluster that answers).
+// and /readyz (readiness: the initial replay is done on every cluster that answers, and
+// at least one cluster answers: with every cluster down there is nothing to export).
 func Handler(w *Watcher) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(w.m.Gatherer(), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -36,7 +38,27 @@ func Handler(w *Watcher) http.Handler {
 			http.Error(rw, "initial replay of the offsets topics not finished", http.StatusServiceUnavailable)
 			return
 		}
+		if !anyClusterUp(w) {
+			http.Error(rw, "every cluster is down", http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(rw, "ready")
 	})
 	return mux
+}
+
+// anyClusterUp reads kop_offsets_watch_cluster_up, which each cycle sets per cluster: the
+// gauge is safe to read from the HTTP goroutines.
+func anyClusterUp(w *Watcher) bool {
+	for _, c := range w.clusters {
+		g, err := w.m.up.GetMetricWithLabelValues(c.Name)
+		if err != nil {
+			continue
+		}
+		var m dto.Metric
+		if g.Write(&m) == nil && m.GetGauge().GetValue() == 1 {
+			return true
+		}
+	}
+	return false
 }

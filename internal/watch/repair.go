@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -69,6 +70,13 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	}
 	done, stopped := 0, false
 	now := w.o.Now()
+	guard, guarded := c.Reloader.(WriteGuard)
+	var guardErr error // the guard's refusal: every bundle of the cycle is refused
+	defer func() {
+		if guarded && done > 0 && guardErr == nil && !w.o.DryRun {
+			guard.AfterWrite()
+		}
+	}()
 	for _, pb := range plan.Bundles {
 		bg := bundleGroups(plan, pb, groups)
 		switch {
@@ -96,27 +104,46 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 			w.m.reloads.WithLabelValues(c.Name, "dry_run").Inc()
 			w.log.Info("would reload bundle (dry run)", "cluster", c.Name, "bundle", pb.Range, "groups", bg,
 				"blastRadius", pb.Groups, "offsetsPartitions", pb.OffsetsPartitions)
+		case guardErr != nil:
+			w.refuse(c, guardReason(guardErr), pb.Range, bg, guardErr.Error())
+		case guarded && done == 0 && w.guardRefuses(ctx, c, guard, &guardErr):
+			w.refuse(c, guardReason(guardErr), pb.Range, bg, guardErr.Error())
 		default:
 			done++
 			w.reportLiveElsewhere(c, plan, pb, behind)
-			w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
-			res := c.Reloader.Reload(ctx, plan, pb)
-			c.lastReload[pb.Range] = w.o.Now()
-			w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
-			attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
-				"unloaded", res.Unloaded, "loaded", res.Loaded}
-			if res.Error != "" {
-				attrs = append(attrs, "err", res.Error)
-			}
-			if res.Status == reload.BundleVerified {
-				w.log.Info("bundle reloaded", attrs...)
-			} else {
-				stopped = true
-				w.m.errors.WithLabelValues(c.Name, "reload").Inc()
-				w.log.Error("bundle reload did not end verified", attrs...)
-			}
+			stopped = !w.reloadBundle(ctx, c, plan, pb, bg)
 		}
 	}
+}
+
+// reloadBundle reloads pb on c, records it (the audit trail's reason comes with ctx) and
+// reports whether it ended verified.
+func (w *Watcher) reloadBundle(ctx context.Context, c *clusterRT, plan *reload.Plan, pb reload.PlannedBundle, bg []string) bool {
+	w.log.Info("reloading bundle", "cluster", c.Name, "bundle", pb.Range, "groups", bg, "blastRadius", pb.Groups)
+	res := c.Reloader.Reload(audit.WithWhy(ctx, audit.Why{Reason: "watch --repair: stale_cache rows", Plan: plan}), plan, pb)
+	c.lastReload[pb.Range] = w.o.Now()
+	w.m.reloads.WithLabelValues(c.Name, res.Status).Inc()
+	attrs := []any{"cluster", c.Name, "bundle", pb.Range, "groups", bg, "result", res.Status,
+		"unloaded", res.Unloaded, "loaded", res.Loaded}
+	if res.Error != "" {
+		attrs = append(attrs, "err", res.Error)
+	}
+	if res.Status != reload.BundleVerified {
+		w.m.errors.WithLabelValues(c.Name, "reload").Inc()
+		w.log.Error("bundle reload did not end verified", attrs...)
+		return false
+	}
+	w.log.Info("bundle reloaded", attrs...)
+	return true
+}
+
+// guardRefuses takes c's write guard (the writer lease) before the cycle's first unload
+// there; on failure it sets *err and reports true.
+func (w *Watcher) guardRefuses(ctx context.Context, c *clusterRT, g WriteGuard, err *error) bool {
+	cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+	defer cancel()
+	*err = g.BeforeWrite(cctx)
+	return *err != nil
 }
 
 // planTimeout bounds a reload plan of watch --repair: the plan reads the bundles' offsets

@@ -361,7 +361,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		return &Session{
 			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
 				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic()}, Target: to.Name}},
-			Executor: &fo.Executor{From: src, To: dst, Writer: w, Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
+			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			Close: closeAll,
 		}, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -41,6 +42,7 @@ type Options struct {
 	// AcceptLoss reloads bundles where KoP would then serve older offsets or none.
 	AcceptLoss bool
 	Flags
+	Writes
 }
 
 // Document is what `reload -o json` prints.
@@ -92,15 +94,25 @@ needs --yes; without a terminal and without --yes it exits 2 before contacting a
 It stops at the first bundle that does not end verified and says exactly which bundles
 were unloaded and which were not. See docs/reload.md.
 
+One writer per cluster: after the confirmation and before the first unload, reload takes
+the cluster's writer lease, an exclusive producer on the lock topic (--lease-topic, default
+persistent://<tenant>/kop-offsets/writer-lease; its namespace is created when missing and
+must be replicated to this cluster only). When another process holds it (watch --repair,
+a repair or reload on any host), nothing is unloaded and the error names the holder
+(command, pid, user, host, since when); --lease-wait waits for it. Every unload and lookup
+is appended to the audit trail (--audit-file), which 'kop-offsets history' reads back.
+
 Used for: fixing stale_cache rows of 'kop-offsets check' (--from-check takes its -o json).
 Required permission: Pulsar admin (namespace bundle unload, topic lookup) on
-<tenant>/<metadataNamespace>; Kafka DescribeGroups/OffsetFetch on the groups.
+<tenant>/<metadataNamespace>; produce on the lock topic (and, once, namespace creation
+in <tenant>); Kafka DescribeGroups/OffsetFetch on the groups.
 Output: the plan, then per bundle and per group the cached offsets before and after;
 -o json|yaml gives one document (schemaVersion 1) with plan and execution.
 
 Exit codes: 0 reloaded and verified (or --dry-run); 2 usage error, or no --yes without a
-terminal, or the operator declined (nothing written); 3 an endpoint failed (admin API,
-offsets topic, KoP): what was done is reported, the cache is not proven fresh; 4 the
+terminal, or the operator declined, or the audit trail cannot be written (nothing
+written); 3 an endpoint failed (admin API, offsets topic, KoP): what was done is reported,
+the cache is not proven fresh; or the writer lease is held elsewhere (nothing written); 4 the
 cache still differs after --wait, or the plan was refused (live/unknown groups without
 --allow-active, offsets that would be lost without --accept-loss, more bundles than
 --max-bundles): nothing was unloaded then.`
@@ -145,7 +157,10 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 					return cmdutil.FlagErrorf("--group must not be empty")
 				}
 			}
-			if err := opts.Validate(); err != nil {
+			if err := opts.Flags.Validate(); err != nil {
+				return err
+			}
+			if err := opts.Writes.Validate(); err != nil {
 				return err
 			}
 			var err error
@@ -155,7 +170,7 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			opts.Target = func() (config.Cluster, []config.Cluster, error) { return Target(f) }
 			opts.NewSession = NewSessionFunc(f, func(format string, a ...any) {
 				f.Logger().Debug(fmt.Sprintf(format, a...))
-			})
+			}, opts.Writes)
 			if runF != nil {
 				return runF(opts)
 			}
@@ -169,6 +184,7 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows of this cluster in a 'check -o json' file (- for stdin)")
 	BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
 		DefaultMaxBundles, "refuse plans that unload more bundles than this")
+	BindWriteFlags(fl, &opts.Writes, true)
 	return cmd
 }
 
@@ -214,12 +230,26 @@ func reloadRun(ctx context.Context, opts *Options) error {
 	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Plan: plan}
 	res := RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: false, Confirm: opts.Confirm,
+		BeforeWrite: sess.BeforeWrite, Reason: "reload: " + requestReason(opts),
 	})
 	if res.Err != nil {
 		return res.Err
 	}
 	doc.Refusal, doc.Execution, doc.ExitCode = res.Refusal, res.Execution, res.ExitCode
 	return printDoc(opts, doc, res)
+}
+
+// requestReason says what the operator asked reload for.
+func requestReason(opts *Options) string {
+	switch {
+	case opts.FromCheck != "":
+		return "stale_cache rows of " + opts.FromCheck
+	case len(opts.Groups) > 0 && len(opts.Partitions) > 0:
+		return "requested groups and offsets partitions"
+	case len(opts.Partitions) > 0:
+		return "requested offsets partitions"
+	}
+	return "requested groups"
 }
 
 func printDoc(opts *Options, doc *Document, res *RunResult) error {
@@ -273,6 +303,12 @@ type RunOptions struct {
 	Confirm       func(string) (bool, error)
 	// Quiet prints nothing (the caller prints a combined document).
 	Quiet bool
+	// BeforeWrite runs after the confirmation, before the first unload: it takes the
+	// writer lease and opens the audit trail (Session.BeforeWrite). An error refuses the
+	// run with nothing written: exit 3 (lease held, cluster down) or 2 (trail unwritable).
+	BeforeWrite func(context.Context) error
+	// Reason is what the audit trail says the writes are for.
+	Reason string
 }
 
 // RunResult is the outcome of RunPlan.
@@ -348,7 +384,13 @@ func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format
 			return res
 		}
 	}
-	res.Execution = ex.Execute(ctx, plan, run)
+	if o.BeforeWrite != nil {
+		if err := o.BeforeWrite(ctx); err != nil {
+			res.Refusal, res.ExitCode = err.Error(), cmdutil.ExitCode(err)
+			return res
+		}
+	}
+	res.Execution = ex.Execute(audit.WithWhy(ctx, audit.Why{Reason: o.Reason, Plan: plan}), plan, run)
 	res.ExitCode = res.Execution.ExitCode
 	return res
 }

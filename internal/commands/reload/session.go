@@ -10,11 +10,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -25,6 +27,12 @@ type Session struct {
 	Planner  *reload.Planner
 	Executor *reload.Executor
 	Close    func()
+	// Lease is the target's writer lease; nil with --no-lease. BeforeWrite takes it.
+	Lease *lease.Lease
+
+	audit *audit.File
+	who   audit.Who
+	logf  func(string, ...any)
 }
 
 // SessionFunc builds the Session of target; all are every configured cluster (target
@@ -38,8 +46,14 @@ func Ref(cl config.Cluster) reload.ClusterRef {
 
 // NewSessionFunc returns the SessionFunc of the real clients built from f: pulsarx.Admin
 // for the admin API, a non-durable pulsarx.Reader for the offsets topic, kadm for the KoP
-// listeners (one per cluster that has kafkaBootstrap).
-func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
+// listeners (one per cluster that has kafkaBootstrap). The executor's admin takes the
+// target's writer lease before an unload and records every write in the audit trail, as
+// w says (default DefaultWrites).
+func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) SessionFunc {
+	writes := DefaultWrites()
+	if len(w) > 0 {
+		writes = w[0]
+	}
 	return func(target config.Cluster, all []config.Cluster) (*Session, error) {
 		var closers []func()
 		closeAll := func() {
@@ -81,11 +95,20 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any)) SessionFunc {
 			}
 		}
 		ref := Ref(target)
-		return &Session{
+		s := &Session{
 			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds, Fetcher: fetcher, Aligner: aligner},
 			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
-			Close:    closeAll,
-		}, nil
+			logf:     logf,
+		}
+		s.guard(writes, target, lease.Pulsar{Client: pc, Admin: adm})
+		s.Close = func() {
+			s.AfterWrite()
+			if s.audit != nil {
+				_ = s.audit.Close()
+			}
+			closeAll()
+		}
+		return s, nil
 	}
 }
 

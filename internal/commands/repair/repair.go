@@ -49,6 +49,7 @@ type Options struct {
 	LockFile string
 	Scope
 	reloadcmd.Flags
+	Writes reloadcmd.Writes
 }
 
 // Scope narrows what repair checks and reloads: --group and --topic globs, as in check.
@@ -151,16 +152,26 @@ then serve an older offset or none is always refused (repair has no --accept-los
 reloaded per cluster and run; the others stay stale (exit 1) and the next run takes them.
 
 Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock or
-/tmp/kop-offsets-repair.lock, flock) keeps two runs apart: a second run while one holds it
-does nothing and exits 3 ("another repair is running"). A run with nothing stale does
-nothing and exits 0.
+/tmp/kop-offsets-repair.lock, flock) keeps two runs on one host apart: a second run while
+one holds it does nothing and exits 3 ("another repair is running"). A run with nothing
+stale does nothing and exits 0.
+
+One writer per cluster, across hosts: before its first unload on a cluster, repair takes
+the cluster's writer lease (an exclusive producer on the lock topic --lease-topic, default
+persistent://<tenant>/kop-offsets/writer-lease, whose namespace is created when missing
+and must be replicated to that cluster only). When another process holds it (watch
+--repair, a reload, a repair on another host), nothing is unloaded on that cluster, the
+error names the holder (command, pid, user, host, since when) and the run exits 3;
+--lease-wait waits for it. A lease whose holder died is free as soon as the broker drops
+its connection. Every unload and lookup is appended to the audit trail (--audit-file; read
+it with 'kop-offsets history'). See docs/watch.md.
 
 Exit codes: 0 nothing stale or unserved, or everything it may fix is fixed (the second check
 finds no stale row, no unserved partition and no coordinator_unavailable row); 1 stale rows,
 unserved partitions or coordinator_unavailable rows remain (refused, beyond --max-bundles, or
 still there after the reload), or misaligned rows were left; 2 usage error, no --yes
-without a terminal, declined; 3 an endpoint failed, or the lock is held; 4 a reload did
-not achieve its goal (the cache still differs after --wait).`),
+without a terminal, declined; 3 an endpoint failed, or the lock or a cluster's writer
+lease is held; 4 a reload did not achieve its goal (the cache still differs after --wait).`),
 		Example: cmdutil.Examples(`
   kop-offsets repair --dry-run
   kop-offsets repair --cluster wus --yes
@@ -171,6 +182,9 @@ not achieve its goal (the cache still differs after --wait).`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Validate(); err != nil {
+				return err
+			}
+			if err := opts.Writes.Validate(); err != nil {
 				return err
 			}
 			var err error
@@ -188,7 +202,7 @@ not achieve its goal (the cache still differs after --wait).`),
 			opts.Check = FactoryCheck(f)
 			opts.NewSession = reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
 				f.Logger().Debug(fmt.Sprintf(format, a...))
-			})
+			}, opts.Writes)
 			if runF != nil {
 				return runF(opts)
 			}
@@ -201,6 +215,7 @@ not achieve its goal (the cache still differs after --wait).`),
 	fl.StringArrayVar(&opts.Topics, "topic", nil, "only rows of these topics: name or glob, short or full name, repeatable")
 	reloadcmd.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
+	reloadcmd.BindWriteFlags(fl, &opts.Writes, true)
 	return cmd
 }
 
@@ -248,43 +263,90 @@ func repairRun(ctx context.Context, opts *Options) error {
 	}
 	defer unlock()
 
-	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{}, Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
+	r := &run{opts: opts, write: write, all: all, doc: &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{},
+		Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}}
 	first, err := opts.Check(ctx, all, opts.Scope)
 	if err != nil {
 		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
 	}
-	endpointFailed := first.ExitCode == cmdutil.ExitUnreachable
-	if endpointFailed {
-		doc.Errors = append(doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
+	if first.ExitCode == cmdutil.ExitUnreachable {
+		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
+		r.raise(cmdutil.ExitUnreachable)
 	}
-	stale := map[string][]string{}
-	unserved := map[string][]int32{}
+	if misaligned := r.sort(first); misaligned > 0 {
+		r.raise(cmdutil.ExitDrift)
+		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
+	}
+	if len(r.doc.Stale) == 0 && len(r.doc.Unserved) == 0 {
+		fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved: nothing to do")
+		r.doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
+		return finish(opts, r.doc, r.worst)
+	}
+	executed := false
 	for _, cl := range write {
+		ran, err := r.reloadCluster(ctx, cl)
+		if err != nil {
+			return err
+		}
+		executed = executed || ran
+	}
+	if opts.DryRun {
+		return finish(opts, r.doc, r.worst)
+	}
+	r.after(ctx, executed)
+	return finish(opts, r.doc, r.worst)
+}
+
+// run is one repair run: the document it builds and its exit code so far.
+type run struct {
+	opts       *Options
+	write, all []config.Cluster
+	doc        *Document
+	worst      int
+	// stale and unserved are, per cluster written to, the groups and offsets partitions
+	// the first check found to reload.
+	stale    map[string][]string
+	unserved map[string][]int32
+}
+
+// raise keeps the most severe exit code: 3 over 4 over 1 over 0.
+func (r *run) raise(code int) {
+	rank := map[int]int{0: 0, 1: 1, 4: 2, 3: 3}
+	if rank[code] > rank[r.worst] {
+		r.worst = code
+	}
+}
+
+// sort files the first check's rows of the clusters written to as stale, unserved or left
+// (with the reason), and returns how many left rows are misaligned.
+func (r *run) sort(first *reload.CheckDocument) (misaligned int) {
+	doc := r.doc
+	r.stale, r.unserved = map[string][]string{}, map[string][]int32{}
+	for _, cl := range r.write {
 		for _, u := range first.Unserved {
 			if u.Cluster == cl.Name {
-				unserved[cl.Name] = append(unserved[cl.Name], u.OffsetsPartition)
+				r.unserved[cl.Name] = append(r.unserved[cl.Name], u.OffsetsPartition)
 				doc.Unserved = append(doc.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
 			}
 		}
 	}
-	misaligned := 0 // left rows whose standby would skip or re-read: the run cannot end ok
-	for _, cl := range write {
-		for _, r := range first.Rows {
-			st := r.CellStatus(cl.Name)
-			row := Row{Cluster: cl.Name, Group: r.Group, Topic: r.Topic, Partition: r.Partition, Status: st}
+	for _, cl := range r.write {
+		for _, cr := range first.Rows {
+			st := cr.CellStatus(cl.Name)
+			row := Row{Cluster: cl.Name, Group: cr.Group, Topic: cr.Topic, Partition: cr.Partition, Status: st}
 			switch {
-			case st == reload.StatusCoordinatorUnavailable && slices.Contains(unserved[cl.Name], r.OffsetsPartition):
+			case st == reload.StatusCoordinatorUnavailable && slices.Contains(r.unserved[cl.Name], cr.OffsetsPartition):
 				// Its partition's bundle is reloaded: the second check says whether it is back.
-			case r.Stale(cl.Name):
+			case cr.Stale(cl.Name):
 				row.Status = reload.StatusStaleCache
 				doc.Stale = append(doc.Stale, row)
-				if !slices.Contains(stale[cl.Name], r.Group) {
-					stale[cl.Name] = append(stale[cl.Name], r.Group)
+				if !slices.Contains(r.stale[cl.Name], cr.Group) {
+					r.stale[cl.Name] = append(r.stale[cl.Name], cr.Group)
 				}
 			case st == reload.StatusOK || st == "" || st == string(offsets.StatusExpiring):
 			default:
 				row.Reason = reload.LeaveReason(st)
-				if c := r.Clusters[cl.Name]; c.Error != "" {
+				if c := cr.Clusters[cl.Name]; c.Error != "" {
 					row.Reason += ": " + c.Error
 				} else if st == reload.StatusMisaligned && c.Detail != "" {
 					row.Reason += ": " + c.Detail
@@ -299,118 +361,101 @@ func repairRun(ctx context.Context, opts *Options) error {
 	doc.Summary["stale"] = len(doc.Stale)
 	doc.Summary["unserved"] = len(doc.Unserved)
 	doc.Summary["left"] = len(doc.Left)
+	return misaligned
+}
 
-	worst := 0
-	raise := func(code int) {
-		rank := map[int]int{0: 0, 1: 1, 4: 2, 3: 3}
-		if rank[code] > rank[worst] {
-			worst = code
+// reloadCluster plans and runs the reload of cl's stale groups and unserved partitions,
+// and reports whether bundles were unloaded. The error is the operator's refusal (exit 2).
+func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error) {
+	opts := r.opts
+	groups, parts := r.stale[cl.Name], r.unserved[cl.Name]
+	if len(groups) == 0 && len(parts) == 0 {
+		return false, nil
+	}
+	slices.Sort(groups)
+	cr := ClusterRepair{Cluster: cl.Name, Groups: groups}
+	defer func() { r.doc.Clusters = append(r.doc.Clusters, cr) }()
+	sess, err := opts.NewSession(cl, r.all)
+	if err != nil {
+		cr.Error, cr.ExitCode = err.Error(), cmdutil.ExitCode(err)
+		r.raise(cmdutil.ExitUnreachable)
+		return false, nil
+	}
+	defer sess.Close()
+	sess.Planner.AllowActive = opts.AllowActive
+	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
+	plan, err := sess.Planner.Plan(ctx, reload.Request{Groups: groups, Partitions: parts})
+	if err != nil {
+		cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
+		r.raise(cmdutil.ExitUnreachable)
+		return false, nil
+	}
+	cr.Plan = plan
+	res := reloadcmd.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, reloadcmd.RunOptions{
+		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
+		BeforeWrite: sess.BeforeWrite, Reason: "repair: stale_cache rows and unserved offsets partitions",
+	})
+	if res.Err != nil {
+		return false, res.Err
+	}
+	cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
+	if res.Refusal != "" {
+		fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
+		if res.Execution == nil && (res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitUsage) {
+			// The writer lease is held elsewhere (or the trail cannot be written): nothing
+			// was unloaded on this cluster.
+			r.raise(cmdutil.ExitUnreachable)
 		}
 	}
-	if endpointFailed {
-		raise(cmdutil.ExitUnreachable)
+	if res.Execution == nil {
+		return false, nil
 	}
-	if misaligned > 0 {
-		raise(cmdutil.ExitDrift)
-		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
+	if opts.Format == output.Table {
+		_ = reloadcmd.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
+		fmt.Fprintln(opts.IO.Out)
 	}
-	if len(doc.Stale) == 0 && len(doc.Unserved) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved: nothing to do")
-		doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
-		return finish(opts, doc, worst)
+	fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
+	if res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitWriteFailed {
+		r.raise(res.ExitCode)
 	}
+	return true, nil
+}
 
-	executed := false
-	for _, cl := range write {
-		groups, parts := stale[cl.Name], unserved[cl.Name]
-		if len(groups) == 0 && len(parts) == 0 {
-			continue
-		}
-		slices.Sort(groups)
-		cr := ClusterRepair{Cluster: cl.Name, Groups: groups}
-		sess, err := opts.NewSession(cl, all)
-		if err != nil {
-			cr.Error, cr.ExitCode = err.Error(), cmdutil.ExitCode(err)
-			raise(cmdutil.ExitUnreachable)
-			doc.Clusters = append(doc.Clusters, cr)
-			continue
-		}
-		sess.Planner.AllowActive = opts.AllowActive
-		sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
-		plan, err := sess.Planner.Plan(ctx, reload.Request{Groups: groups, Partitions: parts})
-		if err != nil {
-			sess.Close()
-			cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
-			raise(cmdutil.ExitUnreachable)
-			doc.Clusters = append(doc.Clusters, cr)
-			continue
-		}
-		cr.Plan = plan
-		res := reloadcmd.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, reloadcmd.RunOptions{
-			DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
-		})
-		sess.Close()
-		if res.Err != nil {
-			return res.Err
-		}
-		cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
-		if res.Refusal != "" {
-			fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
-		}
-		if res.Execution != nil {
-			executed = true
-			if opts.Format == output.Table {
-				_ = reloadcmd.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
-				fmt.Fprintln(opts.IO.Out)
-			}
-			fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
-			if res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitWriteFailed {
-				raise(res.ExitCode)
-			}
-		}
-		doc.Clusters = append(doc.Clusters, cr)
-	}
-	if opts.DryRun {
-		return finish(opts, doc, worst)
-	}
-
+// after runs the second check (when bundles were unloaded; else the first still stands)
+// and records what remains: no run that leaves rows stale or unserved ends ok.
+func (r *run) after(ctx context.Context, executed bool) {
+	doc := r.doc
 	doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
 	if !executed {
-		// Nothing was unloaded: the first check still stands.
 		doc.After.Stale, doc.After.Unserved = doc.Stale, doc.Unserved
+	} else if second, err := r.opts.Check(ctx, r.all, r.opts.Scope); err != nil {
+		doc.Errors = append(doc.Errors, "second check: "+err.Error())
+		r.raise(cmdutil.ExitUnreachable)
 	} else {
-		second, err := opts.Check(ctx, all, opts.Scope)
-		if err != nil {
-			doc.Errors = append(doc.Errors, "second check: "+err.Error())
-			raise(cmdutil.ExitUnreachable)
-		} else {
-			if second.ExitCode == cmdutil.ExitUnreachable {
-				raise(cmdutil.ExitUnreachable)
-			}
-			for _, cl := range write {
-				for _, r := range second.Rows {
-					if r.Stale(cl.Name) {
-						doc.After.Stale = append(doc.After.Stale, Row{Cluster: cl.Name, Group: r.Group, Topic: r.Topic, Partition: r.Partition, Status: reload.StatusStaleCache})
-					}
-					if r.CellStatus(cl.Name) == reload.StatusCoordinatorUnavailable {
-						doc.After.Unavailable++
-					}
+		if second.ExitCode == cmdutil.ExitUnreachable {
+			r.raise(cmdutil.ExitUnreachable)
+		}
+		for _, cl := range r.write {
+			for _, row := range second.Rows {
+				if row.Stale(cl.Name) {
+					doc.After.Stale = append(doc.After.Stale, Row{Cluster: cl.Name, Group: row.Group, Topic: row.Topic, Partition: row.Partition, Status: reload.StatusStaleCache})
 				}
-				for _, u := range second.Unserved {
-					if u.Cluster == cl.Name {
-						doc.After.Unserved = append(doc.After.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
-					}
+				if row.CellStatus(cl.Name) == reload.StatusCoordinatorUnavailable {
+					doc.After.Unavailable++
+				}
+			}
+			for _, u := range second.Unserved {
+				if u.Cluster == cl.Name {
+					doc.After.Unserved = append(doc.After.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
 				}
 			}
 		}
 	}
-	// No run that leaves rows stale or unserved ends ok.
 	if len(doc.After.Stale) > 0 || len(doc.After.Unserved) > 0 || doc.After.Unavailable > 0 {
-		raise(cmdutil.ExitDrift)
+		r.raise(cmdutil.ExitDrift)
 	}
 	doc.Summary["staleAfter"] = len(doc.After.Stale)
 	doc.Summary["unservedAfter"] = len(doc.After.Unserved)
-	return finish(opts, doc, worst)
 }
 
 func finish(opts *Options, doc *Document, code int) error {

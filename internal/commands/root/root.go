@@ -15,6 +15,7 @@ import (
 	dumpcmd "github.com/kop-offsets/kop-offsets/internal/commands/dump"
 	failovercmd "github.com/kop-offsets/kop-offsets/internal/commands/failover"
 	groupscmd "github.com/kop-offsets/kop-offsets/internal/commands/groups"
+	historycmd "github.com/kop-offsets/kop-offsets/internal/commands/history"
 	locatecmd "github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	repaircmd "github.com/kop-offsets/kop-offsets/internal/commands/repair"
@@ -129,6 +130,7 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 	add(cmd, GroupRepair, repaircmd.NewCmdRepair(f, nil))
 	add(cmd, GroupRepair, failovercmd.NewCmdFailover(f, nil))
 	add(cmd, GroupRepair, watchcmd.NewCmdWatch(f, nil))
+	add(cmd, GroupRepair, historycmd.NewCmdHistory(f, nil))
 
 	markOnRun(cmd)
 	return cmd

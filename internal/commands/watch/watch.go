@@ -57,15 +57,11 @@ type Options struct {
 	Wait            time.Duration
 	CoordinatorWait time.Duration
 	Timeout         time.Duration
+	Writes          reloadcmd.Writes
 }
 
-// NewCmdWatch returns `watch`. runF replaces the run function in tests.
-func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams}
-	cmd := &cobra.Command{
-		Use:   "watch",
-		Short: "Follow every cluster's offsets topic, export Prometheus metrics, optionally repair stale caches",
-		Long: strings.TrimSpace(`
+// watchLong is the long help of the command.
+const watchLong = `
 A long-running exporter. For every selected cluster (--cluster; default all) it replays each
 offsets partition once, as KoP's loader does, then follows it with non-durable readers: the
 work of a cycle grows with the commits that arrived, not with the topic. Every --interval it
@@ -78,7 +74,7 @@ does not serve yet, and kop_offsets_staleness_served_seconds the time it took on
 
 HTTP on --listen: /metrics (the series of 'check --prometheus-file' plus watch's own),
 /healthz (the cycle loop runs), /readyz (the initial replay is done on every cluster that
-answers). Logs: JSON lines on stderr, one per decision.
+answers, and at least one cluster answers). Logs: JSON lines on stderr, one per decision.
 
 --repair reloads (as 'kop-offsets reload' does: unload, lookup, verification) the bundles
 holding stale_cache rows on the selected clusters, under a policy; each refusal is logged
@@ -94,10 +90,28 @@ and counted in kop_offsets_watch_reloads_refused_total{reason}:
   max_bundles            --max-bundles bundles were already reloaded this interval
   earlier_bundle_failed  a reload of this cycle did not end verified
   stopping               SIGINT/SIGTERM arrived; an unload in flight is looked up again
+  lease_held             another process (a repair, a reload, another watch, on any
+                         host) holds the cluster's writer lease: tried again next cycle
+  lease_failed           the writer lease could not be taken (lock topic, cluster down)
 --dry-run logs what it would reload and writes nothing.
 
+One writer per cluster: before a cycle's first unload on a cluster, --repair takes the
+cluster's writer lease (an exclusive producer on --lease-topic, default
+persistent://<tenant>/kop-offsets/writer-lease), and gives it back after the cycle's last,
+so a cron repair or an operator's reload can run between two cycles but never during
+one. Following, exporting and /readyz never wait for it. Every unload and lookup is
+appended to the audit trail (--audit-file); 'kop-offsets history' reads it back.
+
 A cluster that goes away is marked down (kop_offsets_watch_cluster_up 0) and reconnected
-with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few seconds.`),
+with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few seconds.`
+
+// NewCmdWatch returns `watch`. runF replaces the run function in tests.
+func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Follow every cluster's offsets topic, export Prometheus metrics, optionally repair stale caches",
+		Long:  strings.TrimSpace(watchLong),
 		Example: cmdutil.Examples(`
   kop-offsets watch
   kop-offsets watch --listen 0.0.0.0:9464 --interval 15s
@@ -150,6 +164,7 @@ with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few
 	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
 	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "with --repair: how long to wait, per bundle, for KoP to serve the persisted offsets")
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", 5*time.Second, "how long to retry groups KoP is loading or not coordinating")
+	reloadcmd.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
 }
 
@@ -169,6 +184,9 @@ func (o *Options) validate() error {
 		return cmdutil.FlagErrorf("--coordinator-wait must be positive, got %s", o.CoordinatorWait)
 	case o.DryRun && !o.Repair:
 		return cmdutil.FlagErrorf("--dry-run only applies to --repair")
+	}
+	if err := o.Writes.Validate(); err != nil {
+		return err
 	}
 	for _, g := range append(append([]string{}, o.Groups...), o.Topics...) {
 		if _, err := path.Match(g, ""); err != nil {
@@ -298,14 +316,16 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			if o.Repair {
 				sess, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
 					o.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
-				})(cl, all)
+				}, o.Writes)(cl, all)
 				if err != nil {
 					release()
 					return nil, nil, cmdutil.ConfigError(err)
 				}
 				closers = append(closers, sess.Close)
 				sess.Executor.Wait = o.Wait
-				wc.Reloader = watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
+				// The writer lease is taken before a cycle's first unload and given back
+				// after its last (watch.GuardedReloader), never for the process's lifetime.
+				wc.Reloader = watch.GuardedReloader{Reloader: watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout), Guard: sess}
 			}
 			out = append(out, wc)
 		}

@@ -1,0 +1,141 @@
+package history
+
+import (
+	"encoding/json"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
+)
+
+func TestNewCmdHistoryFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want Options
+		err  string
+	}{
+		{args: []string{"--file", "a.jsonl"}, want: Options{File: "a.jsonl"}},
+		{args: []string{"--file", "a", "--cluster", "wus,scus", "--group", "o-*", "--since", "24h"},
+			want: Options{File: "a", Clusters: []string{"wus", "scus"}, Groups: []string{"o-*"}, Since: "24h"}},
+		{args: []string{"--file", "a", "--since", "2026-12-01T00:00:00Z"}, want: Options{File: "a", Since: "2026-12-01T00:00:00Z"}},
+		{args: []string{"--since", "yesterday"}, err: "neither a duration"},
+		{args: []string{"--since", "-1h"}, err: "must not be negative"},
+		{args: []string{"-o", "ndjson"}, err: "invalid output format"},
+		{args: []string{"x"}, err: `unexpected argument "x"`},
+	}
+	for _, tt := range tests {
+		f, _ := testutil.NewFactory("x", false)
+		got := testutil.ParseFlags(t, f, NewCmdHistory, tt.err, tt.args...)
+		if got == nil {
+			continue
+		}
+		if got.File != tt.want.File || strings.Join(got.Clusters, ",") != strings.Join(tt.want.Clusters, ",") ||
+			strings.Join(got.Groups, ",") != strings.Join(tt.want.Groups, ",") || got.Since != tt.want.Since {
+			t.Errorf("%v: got %+v", tt.args, got)
+		}
+	}
+}
+
+var now = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+
+func trail() string {
+	recs := []audit.Record{
+		{Time: output.Time{Time: now.Add(-48 * time.Hour)}, Cluster: "wus", Action: audit.ActionUnload, Namespace: "public/__kafka",
+			Bundle: "0x00000000_0x40000000", Groups: []string{"orders", "a", "b", "c"}, Result: audit.ResultOK,
+			Who: audit.Who{Host: "jump-1", User: "ops", PID: 42, Command: "kop-offsets repair --yes"}},
+		{Time: output.Time{Time: now.Add(-time.Hour)}, Cluster: "wus", Action: audit.ActionLookup,
+			Topic: "persistent://public/__kafka/__consumer_offsets-partition-1", Groups: []string{"orders"}, Result: audit.ResultOK,
+			Owner: "pulsar://b1:6650", Who: audit.Who{Host: "pod-7", User: "nobody", PID: 1, Command: "kop-offsets watch --repair"}},
+		{Time: output.Time{Time: now.Add(-time.Minute)}, Cluster: "scus", Action: audit.ActionUnload, Namespace: "public/__kafka",
+			Bundle: "0x40000000_0x80000000", Groups: []string{"billing"}, Result: audit.ResultError, Error: "503",
+			Who: audit.Who{Host: "pod-7", User: "nobody", PID: 1, Command: "kop-offsets watch --repair"}},
+	}
+	var b strings.Builder
+	for _, r := range recs {
+		j, _ := json.Marshal(r)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func run(t *testing.T, format output.Format, files fstest.MapFS, mod func(*Options)) (testutil.Streams, error) {
+	t.Helper()
+	f, s := testutil.NewFactory("x", false)
+	opts := &Options{IO: f.IOStreams, Format: format, Open: files.Open, Now: func() time.Time { return now }, File: "audit.jsonl"}
+	if mod != nil {
+		mod(opts)
+	}
+	return s, historyRun(opts)
+}
+
+func TestHistoryFilters(t *testing.T) {
+	files := fstest.MapFS{"audit.jsonl": {Data: []byte(trail())}}
+	for name, tc := range map[string]struct {
+		mod  func(*Options)
+		want int
+	}{
+		"all":     {nil, 3},
+		"cluster": {func(o *Options) { o.Clusters = []string{"wus"} }, 2},
+		"group":   {func(o *Options) { o.Groups = []string{"ord*"} }, 2},
+		"since":   {func(o *Options) { o.Since = "2h" }, 2},
+		"time":    {func(o *Options) { o.Since = "2026-12-01T23:30:00Z" }, 1},
+		"none":    {func(o *Options) { o.Clusters = []string{"east"} }, 0},
+	} {
+		s, err := run(t, output.JSON, files, tc.mod)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var doc Document
+		if err := json.Unmarshal(s.Out.Bytes(), &doc); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, s.Out)
+		}
+		if doc.SchemaVersion != 1 || len(doc.Records) != tc.want || doc.Records == nil {
+			t.Errorf("%s: %d records, want %d", name, len(doc.Records), tc.want)
+		}
+	}
+}
+
+func TestHistoryTable(t *testing.T) {
+	s, err := run(t, output.Table, fstest.MapFS{"audit.jsonl": {Data: []byte(trail())}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
+	if len(lines) != 3 { // piped: tab-separated rows, no header
+		t.Fatalf("table:\n%s", s.Out)
+	}
+	for i, want := range []string{
+		"2026-11-30T00:00:00.000Z\twus\tunload\tpublic/__kafka/0x00000000_0x40000000\torders,a,b +1\tok\tops@jump-1 pid 42\tkop-offsets repair --yes",
+		"ok (pulsar://b1:6650)\tnobody@pod-7 pid 1",
+		"\terror: 503\t",
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("row %d %q lacks %q", i, lines[i], want)
+		}
+	}
+}
+
+func TestHistoryWithoutTrail(t *testing.T) {
+	s, err := run(t, output.JSON, fstest.MapFS{}, nil)
+	if err != nil || !strings.Contains(s.ErrOut.String(), "no audit trail at audit.jsonl") || !strings.Contains(s.Out.String(), `"records": []`) {
+		t.Errorf("err %v, stderr %q, stdout %q", err, s.ErrOut, s.Out)
+	}
+}
+
+func TestHistoryBadTrail(t *testing.T) {
+	_, err := run(t, output.Table, fstest.MapFS{"audit.jsonl": {Data: []byte("garbage\n")}}, nil)
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("err %v", err)
+	}
+	_, err = run(t, output.Table, fstest.MapFS{"audit.jsonl": {Mode: fs.ModeDir}}, nil)
+	if err == nil {
+		t.Error("a directory read as a trail")
+	}
+}

@@ -1,0 +1,141 @@
+package reload
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/spf13/pflag"
+
+	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+)
+
+// Writes are the flags of the writer lease and of the audit trail: every writing command
+// (reload, repair, watch --repair; failover with the defaults) takes a cluster's lease
+// before its first write there and records each write.
+type Writes struct {
+	// NoLease writes without the lease (two writers may then unload one cluster at once).
+	NoLease bool
+	// LeaseTopic is the lock topic; "" is lease.DefaultTopic of the cluster's tenant.
+	// "{tenant}" in it is replaced by the cluster's tenant.
+	LeaseTopic string
+	// LeaseWait is how long to keep trying while another process holds the lease.
+	LeaseWait time.Duration
+	// AuditFile is the JSON-lines trail; "" writes none.
+	AuditFile string
+}
+
+// DefaultWrites are the values of the flags when not given: the lease on, no wait, the
+// trail at audit.DefaultFile.
+func DefaultWrites() Writes {
+	return Writes{AuditFile: audit.DefaultFile(os.Getenv)}
+}
+
+// BindWriteFlags binds --no-lease, --lease-topic, --audit-file and, with wait, --lease-wait
+// to w (watch never waits: it tries again next cycle).
+func BindWriteFlags(fl *pflag.FlagSet, w *Writes, wait bool) {
+	d := DefaultWrites()
+	fl.BoolVar(&w.NoLease, "no-lease", false, "write without the cluster's writer lease (another host may then unload the same cluster at once)")
+	fl.StringVar(&w.LeaseTopic, "lease-topic", "", "lock topic of the writer lease, in a namespace replicated to its cluster only; {tenant} is replaced by the cluster's tenant (default persistent://<tenant>/kop-offsets/writer-lease)")
+	if wait {
+		fl.DurationVar(&w.LeaseWait, "lease-wait", 0, "how long to wait for the writer lease while another process holds it (0: fail at once, naming the holder)")
+	}
+	fl.StringVar(&w.AuditFile, "audit-file", d.AuditFile, "append a JSON line per write (unload, lookup, commit) to this file; \"\" for none")
+	fl.Lookup("audit-file").DefValue = audit.DefaultFileHelp
+}
+
+// Validate checks the values of the flags (a usage error, exit 2).
+func (w *Writes) Validate() error {
+	if w.LeaseWait < 0 {
+		return cmdutil.FlagErrorf("--lease-wait must not be negative, got %s", w.LeaseWait)
+	}
+	if w.NoLease && (w.LeaseTopic != "" || w.LeaseWait != 0) {
+		return cmdutil.FlagErrorf("--no-lease cannot be combined with --lease-topic or --lease-wait")
+	}
+	return nil
+}
+
+// topic is the lock topic of cl.
+func (w Writes) topic(cl config.Cluster) string {
+	if w.LeaseTopic == "" {
+		return lease.DefaultTopic(cl.Tenant)
+	}
+	return strings.ReplaceAll(w.LeaseTopic, "{tenant}", cl.Tenant)
+}
+
+// BeforeWrite opens the audit trail and takes the lease: a writing command calls it after
+// its plan and confirmation, before the first write, so that a trail that cannot be
+// written or a lease held elsewhere stops it with nothing written. Calling it again while
+// the lease is held is a no-op.
+func (s *Session) BeforeWrite(ctx context.Context) error {
+	if s.audit != nil {
+		if err := s.audit.Open(); err != nil {
+			return cmdutil.ConfigError(err)
+		}
+	}
+	if s.Lease != nil {
+		return s.Lease.Acquire(ctx)
+	}
+	return nil
+}
+
+// AfterWrite gives the lease back (watch --repair holds it only while it writes).
+func (s *Session) AfterWrite() {
+	if s.Lease != nil {
+		s.Lease.Release()
+	}
+}
+
+// Commits wraps failover's commit writer: the lease is taken before the first commit, and
+// each commit is recorded in the trail.
+func (s *Session) Commits(w audit.CommitWriter, offsetsTopic string) audit.CommitWriter {
+	return guardedCommits{s: s, w: audit.Commits{CommitWriter: w, Cluster: s.Executor.Cluster.Name, Topic: offsetsTopic,
+		Reason: "failover: translated offsets", Who: s.who, Sink: s.sink(), OnError: s.onAuditError}}
+}
+
+type guardedCommits struct {
+	s *Session
+	w audit.CommitWriter
+}
+
+func (g guardedCommits) CommitRequest(ctx context.Context, commits []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
+	if err := g.s.BeforeWrite(ctx); err != nil {
+		return 0, nil, err
+	}
+	return g.w.CommitRequest(ctx, commits)
+}
+
+func (s *Session) sink() audit.Sink {
+	if s.audit == nil {
+		return audit.Discard{}
+	}
+	return s.audit
+}
+
+func (s *Session) onAuditError(err error) {
+	if s.logf != nil {
+		s.logf("audit trail: %v", err)
+	}
+}
+
+// guard wraps the executor's admin of s: UnloadBundle takes the lease (when on) and every
+// unload and lookup is recorded. broker holds the target's lock topic.
+func (s *Session) guard(w Writes, target config.Cluster, broker lease.Broker) {
+	s.who = audit.Self()
+	if w.AuditFile != "" {
+		s.audit = &audit.File{Path: w.AuditFile}
+	}
+	ba := s.Executor.Admin
+	if !w.NoLease {
+		s.Lease = &lease.Lease{Cluster: target.Name, Topic: w.topic(target), Broker: broker,
+			Self: s.who, Wait: w.LeaseWait}
+		ba = lease.Admin{BundleAdmin: ba, Lease: s.Lease}
+	}
+	s.Executor.Admin = audit.Admin{BundleAdmin: ba, Cluster: target.Name, Who: s.who, Sink: s.sink(), OnError: s.onAuditError}
+}

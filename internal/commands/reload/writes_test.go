@@ -1,0 +1,203 @@
+package reload
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
+)
+
+// guarded makes the harness's sessions take the lease of broker and write the trail at
+// file, as NewSessionFunc's do.
+func guarded(h *harness, broker lease.Broker, file string) {
+	base := h.opts.NewSession
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*Session, error) {
+		s, err := base(target, all)
+		if err != nil {
+			return nil, err
+		}
+		s.guard(Writes{AuditFile: file}, target, broker)
+		closeAll := s.Close
+		s.Close = func() { s.AfterWrite(); _ = s.audit.Close(); closeAll() }
+		return s, nil
+	}
+}
+
+var jump = lease.Holder{Who: audit.Who{Host: "jump-1", User: "ops", PID: 4242, Command: "kop-offsets repair --yes"},
+	Since: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
+
+func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Yes = true
+	b := &lease.MemBroker{}
+	b.Hold(jump)
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	guarded(h, b, file)
+	err := reloadRun(context.Background(), h.opts)
+	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
+		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
+	}
+	for _, want := range []string{"cluster scus: the writer lease", `"kop-offsets repair --yes" (pid 4242, user ops, host jump-1)`, "nothing was written"} {
+		if !strings.Contains(h.err.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, h.err)
+		}
+	}
+	if len(h.admin.writes) != 0 {
+		t.Errorf("wrote %v without the lease", h.admin.writes)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Errorf("the trail is opened before the lease is asked: %v", err)
+	}
+	if recs := readTrail(t, file); len(recs) != 0 {
+		t.Errorf("records of writes never sent: %+v", recs)
+	}
+}
+
+func TestReloadTakesTheLeaseAndRecordsEachWrite(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Yes = true
+	b := &lease.MemBroker{}
+	file := filepath.Join(t.TempDir(), "state", "audit.jsonl")
+	guarded(h, b, file)
+	if err := reloadRun(context.Background(), h.opts); err != nil {
+		t.Fatalf("%v\n%s", err, h.err)
+	}
+	if b.Claims != 1 || b.Holder != nil {
+		t.Errorf("claims %d, holder after the run %v: taken once, given back at Close", b.Claims, b.Holder)
+	}
+	recs := readTrail(t, file)
+	var unloads, lookups int
+	for _, r := range recs {
+		switch r.Action {
+		case audit.ActionUnload:
+			unloads++
+		case audit.ActionLookup:
+			lookups++
+		}
+		if r.Cluster != "scus" || r.Reason != "reload: requested groups" || r.Result != audit.ResultOK ||
+			!strings.Contains(strings.Join(r.Groups, ","), "G") || r.Who.PID != os.Getpid() {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if unloads != 1 || lookups != len(h.admin.writes)-1 {
+		t.Errorf("%d unloads, %d lookups recorded; admin saw %v", unloads, lookups, h.admin.writes)
+	}
+}
+
+func TestReloadDryRunTakesNoLease(t *testing.T) {
+	h := newHarness(t)
+	h.opts.DryRun = true
+	b := &lease.MemBroker{}
+	b.Hold(jump)
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	guarded(h, b, file)
+	if err := reloadRun(context.Background(), h.opts); err != nil {
+		t.Fatal(err)
+	}
+	if b.Claims != 0 {
+		t.Errorf("a dry run asked for the lease")
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("a dry run created the trail: %v", err)
+	}
+}
+
+func TestUnwritableTrailStopsBeforeTheFirstWrite(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Yes = true
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "f")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	guarded(h, &lease.MemBroker{}, filepath.Join(blocker, "audit.jsonl"))
+	err := reloadRun(context.Background(), h.opts)
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || len(h.admin.writes) != 0 || !strings.Contains(h.err.String(), "audit file") {
+		t.Errorf("exit %d, writes %v, stderr %s", cmdutil.ExitCode(err), h.admin.writes, h.err)
+	}
+}
+
+func readTrail(t *testing.T, p string) []audit.Record {
+	t.Helper()
+	recs, err := audit.ReadFile(p, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+func TestWriteFlags(t *testing.T) {
+	ios, _, _, _ := iostreams.Test()
+	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
+	for _, tc := range []struct {
+		args []string
+		want Writes
+		err  string
+	}{
+		{args: []string{"--group", "G"}, want: Writes{AuditFile: DefaultWrites().AuditFile}},
+		{args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
+			want: Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}},
+		{args: []string{"--group", "G", "--no-lease"}, want: Writes{NoLease: true, AuditFile: DefaultWrites().AuditFile}},
+		{args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, err: "--no-lease cannot be combined"},
+		{args: []string{"--group", "G", "--lease-wait", "-1s"}, err: "--lease-wait must not be negative"},
+	} {
+		got := testutil.ParseFlags(t, f, NewCmdReload, tc.err, tc.args...)
+		if got != nil && got.Writes != tc.want {
+			t.Errorf("%v: %+v, want %+v", tc.args, got.Writes, tc.want)
+		}
+	}
+	if got := (Writes{LeaseTopic: "persistent://{tenant}/locks/kop"}).topic(config.Cluster{Tenant: "t1"}); got != "persistent://t1/locks/kop" {
+		t.Errorf("topic %s", got)
+	}
+	if got := (Writes{}).topic(config.Cluster{Tenant: "t1"}); got != "persistent://t1/kop-offsets/writer-lease" {
+		t.Errorf("default topic %s", got)
+	}
+}
+
+type commitsSeen struct{ n int }
+
+func (c *commitsSeen) CommitRequest(context.Context, []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
+	c.n++
+	return 1, nil, nil
+}
+
+func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
+	h := newHarness(t)
+	b := &lease.MemBroker{}
+	b.Hold(jump)
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	guarded(h, b, file)
+	s, err := h.opts.NewSession(config.Cluster{Name: "wus", Tenant: "public", MetadataNamespace: "__kafka"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := &commitsSeen{}
+	w := s.Commits(inner, "persistent://public/__kafka/__consumer_offsets")
+	commits := []testkit.OffsetCommit{{Group: "orders", Topic: "persistent://public/default/t", Offset: 5}}
+	if _, _, err := w.CommitRequest(context.Background(), commits); !errors.Is(err, lease.ErrHeld) || inner.n != 0 {
+		t.Fatalf("commit while the lease is held elsewhere: %v, %d written", err, inner.n)
+	}
+	b.Holder = nil
+	if _, _, err := w.CommitRequest(context.Background(), commits); err != nil || inner.n != 1 {
+		t.Fatalf("%v, %d written", err, inner.n)
+	}
+	s.Close()
+	recs := readTrail(t, file)
+	if len(recs) != 1 || recs[0].Action != audit.ActionCommit || recs[0].Cluster != "wus" || recs[0].Offsets[0].Offset != 5 ||
+		recs[0].Topic != "persistent://public/__kafka/__consumer_offsets-partition-1" {
+		t.Errorf("trail %+v", recs)
+	}
+}

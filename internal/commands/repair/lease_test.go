@@ -1,0 +1,63 @@
+package repair
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
+)
+
+func TestRepairLeaseHeldElsewhere(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Format = output.JSON
+	b := &lease.MemBroker{}
+	b.Hold(lease.Holder{Who: audit.Who{Host: "pod-7", User: "nobody", PID: 1, Command: "kop-offsets watch --repair"},
+		Since: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)})
+	base := h.opts.NewSession
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
+		s, err := base(target, all)
+		if err == nil {
+			s.Lease = &lease.Lease{Cluster: target.Name, Topic: lease.DefaultTopic("public"), Broker: b}
+		}
+		return s, err
+	}
+	err := repairRun(context.Background(), h.opts)
+	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
+		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
+	}
+	if len(h.admin.writes) != 0 {
+		t.Errorf("wrote %v without the lease", h.admin.writes)
+	}
+	var doc Document
+	if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Clusters) != 1 || !strings.Contains(doc.Clusters[0].Refusal, `held by "kop-offsets watch --repair" (pid 1, user nobody, host pod-7)`) ||
+		doc.Clusters[0].Execution != nil {
+		t.Errorf("cluster result %+v", doc.Clusters)
+	}
+	if doc.After == nil || len(doc.After.Stale) != 1 || h.checks != 1 {
+		t.Errorf("after %+v, checks %d: nothing unloaded, the first check stands", doc.After, h.checks)
+	}
+}
+
+func TestRepairWriteFlags(t *testing.T) {
+	f, _ := testutil.NewFactory("test", false)
+	o, err := testutil.ParseOptions(f, NewCmdRepair, "--no-lease", "--audit-file", "/var/log/a.jsonl")
+	if err != nil || !o.Writes.NoLease || o.Writes.AuditFile != "/var/log/a.jsonl" {
+		t.Errorf("%+v %v", o, err)
+	}
+	f, _ = testutil.NewFactory("test", false)
+	if _, err := testutil.ParseOptions(f, NewCmdRepair, "--lease-wait", "-1s"); cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+		t.Errorf("negative --lease-wait: %v", err)
+	}
+}
