@@ -19,6 +19,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -32,7 +33,7 @@ import (
 // unloads overlapping.
 func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	topic := newTopic(t, "lease")
-	group := newName("lease-group")
+	group := labtest.Name("lease-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	settle(t, group)
 	produce(t, theLab.Cluster("scus"), topic, 10900)

@@ -12,8 +12,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
 
 // Writes are the flags of the writer lease and of the audit trail: every writing command
@@ -104,7 +104,7 @@ type guardedCommits struct {
 	w audit.CommitWriter
 }
 
-func (g guardedCommits) CommitRequest(ctx context.Context, commits []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (g guardedCommits) CommitRequest(ctx context.Context, commits []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
 	if err := g.s.BeforeWrite(ctx); err != nil {
 		return 0, nil, err
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -55,8 +55,8 @@ func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, h.err)
 		}
 	}
-	if len(h.admin.writes) != 0 {
-		t.Errorf("wrote %v without the lease", h.admin.writes)
+	if len(h.admin.Writes()) != 0 {
+		t.Errorf("wrote %v without the lease", h.admin.Writes())
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Errorf("the trail is opened before the lease is asked: %v", err)
@@ -92,8 +92,8 @@ func TestReloadTakesTheLeaseAndRecordsEachWrite(t *testing.T) {
 			t.Errorf("record %+v", r)
 		}
 	}
-	if unloads != 1 || lookups != len(h.admin.writes)-1 {
-		t.Errorf("%d unloads, %d lookups recorded; admin saw %v", unloads, lookups, h.admin.writes)
+	if unloads != 1 || lookups != len(h.admin.Writes())-1 {
+		t.Errorf("%d unloads, %d lookups recorded; admin saw %v", unloads, lookups, h.admin.Writes())
 	}
 }
 
@@ -125,8 +125,8 @@ func TestUnwritableTrailStopsBeforeTheFirstWrite(t *testing.T) {
 	}
 	guarded(h, &lease.MemBroker{}, filepath.Join(blocker, "audit.jsonl"))
 	err := reloadRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || len(h.admin.writes) != 0 || !strings.Contains(h.err.String(), "audit file") {
-		t.Errorf("exit %d, writes %v, stderr %s", cmdutil.ExitCode(err), h.admin.writes, h.err)
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || len(h.admin.Writes()) != 0 || !strings.Contains(h.err.String(), "audit file") {
+		t.Errorf("exit %d, writes %v, stderr %s", cmdutil.ExitCode(err), h.admin.Writes(), h.err)
 	}
 }
 
@@ -169,7 +169,7 @@ func TestWriteFlags(t *testing.T) {
 
 type commitsSeen struct{ n int }
 
-func (c *commitsSeen) CommitRequest(context.Context, []testkit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (c *commitsSeen) CommitRequest(context.Context, []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
 	c.n++
 	return 1, nil, nil
 }
@@ -186,7 +186,7 @@ func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
 	}
 	inner := &commitsSeen{}
 	w := s.Commits(inner, "persistent://public/__kafka/__consumer_offsets")
-	commits := []testkit.OffsetCommit{{Group: "orders", Topic: "persistent://public/default/t", Offset: 5}}
+	commits := []kopcommit.OffsetCommit{{Group: "orders", Topic: "persistent://public/default/t", Offset: 5}}
 	if _, _, err := w.CommitRequest(context.Background(), commits); !errors.Is(err, lease.ErrHeld) || inner.n != 0 {
 		t.Fatalf("commit while the lease is held elsewhere: %v, %d written", err, inner.n)
 	}
