@@ -3,6 +3,7 @@
 package dump
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -359,9 +360,23 @@ type dumper struct {
 	opts *Options
 	sink *recordio.Sink
 
+	out         *bufio.Writer // under sink
 	mu          sync.Mutex
 	written     int
 	undecodable int64
+}
+
+// flush writes what the buffer holds, and with sink also the rows a terminal table holds
+// back.
+func (d *dumper) flush(sink bool) error {
+	d.mu.Lock() // every write to the sink is under d.mu
+	defer d.mu.Unlock()
+	if sink {
+		if err := d.sink.Flush(); err != nil {
+			return err
+		}
+	}
+	return d.out.Flush()
 }
 
 // emit writes rec unless --limit is reached; it returns errLimit once it is.
@@ -409,7 +424,10 @@ func dumpRun(ctx context.Context, opts *Options) error {
 		readers[i] = r
 	}
 
-	d := &dumper{opts: opts, sink: recordio.NewSink(opts.IO.Out, opts.Format, opts.IO.IsStdoutTTY(), Columns, row)}
+	// Records are written through a buffer (one write per 64 KiB, not per record); --follow
+	// and a terminal flush it after each message.
+	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
+	d := &dumper{opts: opts, out: out, sink: recordio.NewSink(out, opts.Format, opts.IO.IsStdoutTTY(), Columns, row)}
 	results := make([]clusterResult, len(clusters))
 	if opts.Follow {
 		var wg sync.WaitGroup
@@ -435,6 +453,9 @@ func dumpRun(ctx context.Context, opts *Options) error {
 		}
 	}
 	if err := d.sink.Close(); err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
 		return err
 	}
 
@@ -529,7 +550,12 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 		if progress != nil {
 			progress.Add(1)
 		}
-		recs, _ := offsets.Decode(m.Key, m.Value)
+		var recs []offsets.Record
+		if state != nil {
+			recs = state.apply(m) // the undecodable records only: the rest is printed at the end
+		} else {
+			recs, _ = offsets.Decode(m.Key, m.Value)
+		}
 		for i := range recs {
 			rec := &recs[i]
 			if rec.Kind == offsets.KindUndecodable {
@@ -537,10 +563,6 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 				d.mu.Lock()
 				d.undecodable++
 				d.mu.Unlock()
-			}
-			if state != nil && rec.Kind != offsets.KindUndecodable {
-				state.apply(m, rec)
-				continue
 			}
 			if !opts.keep(rec, cl.KafkaNamespace) {
 				continue
@@ -555,7 +577,10 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 			res.sum.Add(rec.Kind)
 		}
 		if opts.Follow {
-			return d.sink.Flush()
+			return d.flush(true)
+		}
+		if opts.IO.IsStdoutTTY() {
+			return d.flush(false) // a terminal sees records as they are read
 		}
 		return nil
 	}
