@@ -221,6 +221,9 @@ func NewReplayer(partition int32, ordering TxnOrdering) *Replayer {
 // value too. Call it before the first message.
 func (r *Replayer) KeepMessages(payload bool) {
 	r.st.msgs = &messages{payload: payload, list: make([]keptMsg, 1)}
+	if payload {
+		r.st.msgs.kv = make([][2][]byte, 1)
+	}
 }
 
 // kopFails records that KoP's loader cannot parse the message id (only the first counts:
@@ -365,7 +368,7 @@ func (r *Replayer) applyRecord(txn bool, id string) error {
 	o := &d.oval
 	r.offsetCommit(d.okey.Group, d.okey.Topic, txn, pid, entry{key: entryKey{partition: d.okey.Partition},
 		offset: o.Offset, commitTS: o.CommitTimestamp, expireTS: o.ExpireTimestamp, leaderEpoch: o.LeaderEpoch,
-		keyVersion: d.okey.Version, valueVersion: o.Version, pos: pos}, o.Metadata)
+		keyVersion: int8(d.okey.Version), valueVersion: int8(o.Version), pos: position(pos)}, o.Metadata)
 	return nil
 }
 
@@ -413,7 +416,7 @@ func (r *Replayer) groupRecord(group string, raw []byte, rec *Record) {
 	s := r.st
 	id := s.addGroup(group)
 	g := &s.ginfo[id]
-	g.raw, g.rec, g.removed = raw, rec, false
+	g.meta, g.removed = &groupMeta{raw: raw, rec: rec}, false
 	if s.msgs != nil {
 		s.msgs.ref(r.msg)
 		s.msgs.unref(g.msg)
@@ -429,7 +432,7 @@ func (r *Replayer) groupTombstone(group string) {
 		return // nothing to forget
 	}
 	g := &s.ginfo[id]
-	g.raw, g.rec, g.removed = nil, nil, true
+	g.meta, g.removed = nil, true
 	if s.msgs != nil {
 		s.msgs.unref(g.msg)
 		g.msg = 0
@@ -508,9 +511,9 @@ func (r *Replayer) applyOffset(rec *Record) {
 	if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPOffsetValueVersion {
 		r.kopFailsVersion("", rec.Group, "offset", *rec.ValueVersion)
 	}
-	e := entry{key: entryKey{partition: part}, leaderEpoch: -1, expireTS: -1, pos: rec.pos}
+	e := entry{key: entryKey{partition: part}, leaderEpoch: -1, expireTS: -1, pos: position(rec.pos)}
 	if r.ordering == OrderingLog {
-		e.pos = r.seq
+		e.pos = position(r.seq)
 	}
 	if rec.Offset != nil {
 		e.offset = *rec.Offset
@@ -529,10 +532,10 @@ func (r *Replayer) applyOffset(rec *Record) {
 		e.expireTS = int64(*rec.ExpireTimestamp)
 	}
 	if rec.KeyVersion != nil {
-		e.keyVersion = *rec.KeyVersion
+		e.keyVersion = int8(*rec.KeyVersion)
 	}
 	if rec.ValueVersion != nil {
-		e.valueVersion = *rec.ValueVersion
+		e.valueVersion = int8(*rec.ValueVersion)
 	}
 	r.offsetCommit(rec.Group, rec.Topic, rec.Transactional, pid, e, metadata)
 }

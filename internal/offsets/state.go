@@ -2,6 +2,7 @@ package offsets
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -86,14 +87,19 @@ type entryKey struct {
 	partition    int32
 }
 
-// entry is one offset: 56 bytes, no pointers.
+// entry is one offset: 48 bytes, no pointers.
 type entry struct {
-	key                             entryKey // key.group 0: a free slot
-	leaderEpoch                     int32
-	offset, commitTS, expireTS, pos int64
-	origin                          uint16 // index in state.origins
-	keyVersion, valueVersion        int16
+	offset, commitTS, expireTS int64
+	key                        entryKey // key.group 0: a free slot
+	leaderEpoch                int32
+	// pos orders a committed transactional offset against a loaded one: KoP's in-batch
+	// offset, or with OrderingLog the batch's sequence in the replay (saturated at 2^31-1).
+	pos                      int32
+	origin                   uint16 // index in state.origins
+	keyVersion, valueVersion int8   // versions the decoder accepts are 0..4
 }
+
+func position(p int64) int32 { return int32(min(p, math.MaxInt32)) }
 
 // pendingEntry is an offset of a transaction without a marker yet (few, so not compacted).
 type pendingEntry struct {
@@ -200,30 +206,35 @@ func (t *table) clone() table {
 	return c
 }
 
-// groupInfo is what a partition knows of a group besides its offsets.
+// groupInfo is what a partition knows of a group besides its offsets: 24 bytes.
 type groupInfo struct {
-	raw     []byte  // the last group value as written (ApplyMessage); never changed once set
-	rec     *Record // or the decoded record (Apply)
-	loaded  int32   // loaded offsets
-	pending int32   // pending transactional offsets
-	removed bool    // the last group record is a tombstone
-	msg     uint32  // kept message of the group record
+	meta    *groupMeta // the last group record; nil: none, or a tombstone
+	loaded  int32      // loaded offsets
+	pending int32      // pending transactional offsets
+	msg     uint32     // kept message of the group record
+	removed bool       // the last group record is a tombstone
 }
 
-func (g *groupInfo) hasMetadata() bool { return g.raw != nil || g.rec != nil }
+// groupMeta is a group record, never changed once stored (a snapshot may share it).
+type groupMeta struct {
+	raw []byte  // the group value as written (ApplyMessage)
+	rec *Record // or the decoded record (Apply)
+}
+
+func (g *groupInfo) hasMetadata() bool { return g.meta != nil }
 
 // keptMsg is a message that wrote a live key (Replayer.KeepMessages).
 type keptMsg struct {
-	id         string
-	publish    int64 // Unix nanoseconds; 0 for none
-	key, value []byte
-	refs       int32
+	id      string
+	publish int64 // Unix nanoseconds; 0 for none
+	refs    int32
 }
 
 // messages keeps the messages live keys were last written by, freed when none is.
 type messages struct {
 	payload bool
-	list    []keptMsg // index 0 unused
+	list    []keptMsg   // index 0 unused
+	kv      [][2][]byte // key and value by index, with payload
 	free    []uint32
 }
 
@@ -232,16 +243,23 @@ func (ms *messages) add(m Message) uint32 {
 	if !m.PublishTime.IsZero() {
 		k.publish = m.PublishTime.UnixNano()
 	}
+	var kv [2][]byte
 	if ms.payload {
-		k.key, k.value = clone(m.Key), clone(m.Value)
+		kv = [2][]byte{clone(m.Key), clone(m.Value)}
 	}
 	if n := len(ms.free); n > 0 {
 		id := ms.free[n-1]
 		ms.free = ms.free[:n-1]
 		ms.list[id] = k
+		if ms.payload {
+			ms.kv[id] = kv
+		}
 		return id
 	}
 	ms.list = append(ms.list, k)
+	if ms.payload {
+		ms.kv = append(ms.kv, kv)
+	}
 	return uint32(len(ms.list) - 1)
 }
 
@@ -258,6 +276,9 @@ func (ms *messages) unref(id uint32) {
 	m := &ms.list[id]
 	if m.refs--; m.refs <= 0 {
 		*m = keptMsg{}
+		if ms.payload {
+			ms.kv[id] = [2][]byte{}
+		}
 		ms.free = append(ms.free, id)
 	}
 }
@@ -268,7 +289,10 @@ func (ms *messages) message(id uint32, partition int32) Message {
 		return m
 	}
 	k := &ms.list[id]
-	m.MessageID, m.Key, m.Value = k.id, k.key, k.value
+	m.MessageID = k.id
+	if ms.payload {
+		m.Key, m.Value = ms.kv[id][0], ms.kv[id][1]
+	}
 	if k.publish != 0 {
 		m.PublishTime = time.Unix(0, k.publish)
 	}
@@ -457,7 +481,7 @@ func (s *state) clone() *state {
 		c.pending[pid] = ct
 	}
 	if s.msgs != nil {
-		c.msgs = &messages{payload: s.msgs.payload, list: slices.Clone(s.msgs.list), free: slices.Clone(s.msgs.free)}
+		c.msgs = &messages{payload: s.msgs.payload, list: slices.Clone(s.msgs.list), kv: slices.Clone(s.msgs.kv), free: slices.Clone(s.msgs.free)}
 	}
 	c.order, c.gfirst, c.gnames, c.once = nil, nil, nil, new(sync.Once)
 	return &c
@@ -468,7 +492,7 @@ func (s *state) committed(e *entry, metadata string, pid int64) CommittedOffset 
 	c := CommittedOffset{
 		Group: s.groups.strs[e.key.group], Topic: s.topics.strs[e.key.topic], Partition: e.key.partition,
 		Offset: e.offset, Metadata: metadata, CommitTimestamp: Millis(e.commitTS),
-		KeyVersion: e.keyVersion, ValueVersion: e.valueVersion, OffsetsPartition: s.partition,
+		KeyVersion: int16(e.keyVersion), ValueVersion: int16(e.valueVersion), OffsetsPartition: s.partition,
 		Origin: s.origins[e.origin],
 	}
 	if e.leaderEpoch >= 0 {
@@ -495,12 +519,14 @@ func (s *state) loadedOffset(slot uint32) CommittedOffset {
 func (s *state) group(id uint32) Group {
 	gi := &s.ginfo[id]
 	g := Group{Group: s.groups.strs[id], OffsetsPartition: s.partition, Offsets: int(gi.loaded), HasMetadata: gi.hasMetadata()}
-	rec := gi.rec
-	if gi.raw != nil {
+	var rec *Record
+	if m := gi.meta; m != nil && m.rec != nil {
+		rec = m.rec
+	} else if m != nil {
 		var d decoder
 		// Validated when it was applied, so this cannot fail; raw is never changed, so the
 		// group may view it.
-		if err := d.decodeGroupValue(gi.raw); err == nil {
+		if err := d.decodeGroupValue(m.raw); err == nil {
 			rec = new(Record)
 			fillGroup(rec, &d.gval)
 		}

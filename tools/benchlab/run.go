@@ -24,7 +24,7 @@ type runConfig struct {
 	sizes                                  []int
 	keys, rounds, topics, runs             int
 	memberGroups                           int
-	keep, both                             bool
+	keep, both, cached                     bool
 	via                                    string
 	out                                    io.Writer
 	log                                    io.Writer
@@ -53,6 +53,7 @@ func runBench(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep", false, "leave the lab running afterwards (default: kop-lab down)")
 	via := fs.String("via", "pulsar", "how kop-lab load writes: pulsar (KoP's format straight into the topic) or kafka (OffsetCommit to KoP; needs KoP)")
 	both := fs.Bool("both", true, "also measure check on both clusters beside the plain reader of both (off for a quick big size)")
+	cached := fs.Bool("cached", true, "with KoP: also measure the cached side (check beside kafka-consumer-groups, about 6 ms per group); off for a big size, which keeps KoP's own load")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,7 +67,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	rc := runConfig{root: root, kopLab: filepath.Join(root, "bin", "kop-lab"), kopOffsets: filepath.Join(root, "bin", "kop-offsets"),
 		self: self, config: lab.Paths{Root: root}.ConfigYAML(), keys: *keys, rounds: *rounds, topics: *topics, runs: *runs,
-		memberGroups: *members, keep: *keep, both: *both, via: *via, out: os.Stdout, log: os.Stderr}
+		memberGroups: *members, keep: *keep, both: *both, cached: *cached, via: *via, out: os.Stdout, log: os.Stderr}
 	prev := 0
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -118,7 +119,7 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		}
 	}
 	var kafkaCP string
-	if kop {
+	if kop && rc.cached {
 		if kafkaCP, err = rc.kafkaClasspath(ctx); err != nil {
 			return err
 		}
@@ -156,9 +157,9 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		if err := waitReplicated(ctx, src, dst, rc.log); err != nil {
 			return err
 		}
-		if kop {
+		if kop && rc.cached {
 			// KoP's caches hold none of the commits written straight to the topic: make both
-			// clusters' KoP load them before anything asks KoP.
+			// clusters' KoP load them before anything asks KoP (its own load is measured below).
 			for _, c := range []lab.Cluster{src, dst} {
 				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name))
 				if err != nil {
@@ -220,11 +221,13 @@ func (rc runConfig) pairs(src, dst lab.Cluster, kop bool, kafkaCP string, live i
 	if kop {
 		kcg := Cmd{Name: "kafka-consumer-groups", Args: []string{"java", "-cp", kafkaCP, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
 			"--bootstrap-server", src.KafkaBootstrap, "--describe", "--all-groups"}}
-		ps = append(ps,
-			&pair{work: "`check " + one + " -o json` (cached + persisted)", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + ")", ours: ko("check", one, "-o", "json"), ref: kcg, kop: true},
-			&pair{work: "`check -o json`, both clusters", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + " only)", ours: ko("check", "-o", "json"), ref: kcg, kop: true},
-			&pair{work: "replay of all offsets partitions: `check --persisted-only " + one + "`", refName: "KoP's own load of the same partitions (" + src.Name + ", bundle unload)", ours: ko("check", "--persisted-only", one, "-o", "json"), kop: true},
-		)
+		if rc.cached {
+			ps = append(ps,
+				&pair{work: "`check " + one + " -o json` (cached + persisted)", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + ")", ours: ko("check", one, "-o", "json"), ref: kcg, kop: true},
+				&pair{work: "`check -o json`, both clusters", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + " only)", ours: ko("check", "-o", "json"), ref: kcg, kop: true},
+			)
+		}
+		ps = append(ps, &pair{work: "replay of all offsets partitions: `check --persisted-only " + one + "`", refName: "KoP's own load of the same partitions (" + src.Name + ", bundle unload)", ours: ko("check", "--persisted-only", one, "-o", "json"), kop: true})
 	}
 	for _, p := range ps {
 		p.liveKeys = live
