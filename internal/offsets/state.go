@@ -1,6 +1,7 @@
 package offsets
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -563,26 +564,16 @@ func (s *state) buildIndex() {
 		ka, kb := s.loaded.at(a).key, s.loaded.at(b).key
 		switch {
 		case ka.group != kb.group:
-			return cmpU32(grank[ka.group], grank[kb.group])
+			return cmp.Compare(grank[ka.group], grank[kb.group])
 		case ka.topic != kb.topic:
-			return cmpU32(trank[ka.topic], trank[kb.topic])
+			return cmp.Compare(trank[ka.topic], trank[kb.topic])
 		}
-		return cmpU32(uint32(ka.partition)^1<<31, uint32(kb.partition)^1<<31)
+		return cmp.Compare(ka.partition, kb.partition)
 	})
 	s.gfirst = make([]uint32, len(s.groups.strs))
 	for i := len(s.order) - 1; i >= 0; i-- {
 		s.gfirst[s.loaded.at(s.order[i]).key.group] = uint32(i)
 	}
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // groupSlots returns the loaded slots of group id, by topic and partition.
