@@ -161,7 +161,7 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 			// KoP's caches hold none of the commits written straight to the topic: make both
 			// clusters' KoP load them before anything asks KoP (its own load is measured below).
 			for _, c := range []lab.Cluster{src, dst} {
-				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name))
+				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name), kopWait(g*rc.keys))
 				if err != nil {
 					return fmt.Errorf("KoP warm-up load: %w", err)
 				}
@@ -260,7 +260,7 @@ func (rc runConfig) measure(ctx context.Context, ps []*pair, kop bool, src lab.C
 					s, err = measure(c)
 				case p.isKoPLoad():
 					c = Cmd{Name: "kop-load"}
-					s, err = kopLoad(ctx, src, lab.Paths{Root: rc.root}.LogFile(src.Name))
+					s, err = kopLoad(ctx, src, lab.Paths{Root: rc.root}.LogFile(src.Name), kopWait(p.liveKeys))
 				default:
 					c = p.ref
 					s, err = measure(c)

@@ -614,11 +614,13 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 		progress.Stop()
 	}
 	if res.err == nil && state != nil {
+		var out Record // reused: the sink writes each record before the next
 		res.err = state.emit(func(m offsets.Message, rec *offsets.Record) error {
 			if !opts.keep(rec, cl.KafkaNamespace) {
 				return nil
 			}
-			if err := d.emit(d.record(cl.Name, m, rec)); err != nil {
+			d.recordInto(&out, cl.Name, m, rec)
+			if err := d.emit(&out); err != nil {
 				if errors.Is(err, errLimit) {
 					res.sum.Add(rec.Kind)
 				}
@@ -636,12 +638,17 @@ func trimCluster(err error, name string) string {
 }
 
 func (d *dumper) record(cluster string, m offsets.Message, rec *offsets.Record) *Record {
-	out := &Record{Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
+	out := new(Record)
+	d.recordInto(out, cluster, m, rec)
+	return out
+}
+
+func (d *dumper) recordInto(out *Record, cluster string, m offsets.Message, rec *offsets.Record) {
+	*out = Record{Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
 		PublishTime: output.NewTime(m.PublishTime), Record: *rec}
 	if d.opts.Raw {
 		out.Key, out.Value = m.Key, m.Value
 	}
-	return out
 }
 
 func readAll(ctx context.Context, r offsets.OffsetTopicReader, parts []int32, concurrency int, fn func(offsets.Message) error) error {

@@ -50,12 +50,14 @@ func (s *liveState) emit(fn func(offsets.Message, *offsets.Record) error) error 
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
+	var rec offsets.Record // reused: fn is done with a record before the next
 	for _, p := range parts {
 		err := s.replayers[p].EachLive(func(m offsets.Message, g *offsets.Group, c *offsets.CommittedOffset) error {
 			if g != nil {
 				return fn(m, groupRecord(g))
 			}
-			return fn(m, offsetRecord(c))
+			offsetRecord(&rec, c)
+			return fn(m, &rec)
 		})
 		delete(s.replayers, p)
 		if err != nil {
@@ -72,11 +74,10 @@ func groupRecord(g *offsets.Group) *offsets.Record {
 		Protocol: g.Protocol, Leader: g.Leader, CurrentStateTimestamp: g.CurrentStateTimestamp, Members: g.Members}
 }
 
-func offsetRecord(c *offsets.CommittedOffset) *offsets.Record {
-	ts := c.CommitTimestamp
-	r := &offsets.Record{Kind: offsets.KindOffsetCommit, Group: c.Group, Topic: c.Topic,
+// offsetRecord makes r the record of c (r points into c).
+func offsetRecord(r *offsets.Record, c *offsets.CommittedOffset) {
+	*r = offsets.Record{Kind: offsets.KindOffsetCommit, Group: c.Group, Topic: c.Topic,
 		Partition: &c.Partition, Offset: &c.Offset, LeaderEpoch: c.LeaderEpoch, Metadata: &c.Metadata,
-		CommitTimestamp: &ts, ExpireTimestamp: c.ExpireTimestamp, KeyVersion: &c.KeyVersion,
+		CommitTimestamp: &c.CommitTimestamp, ExpireTimestamp: c.ExpireTimestamp, KeyVersion: &c.KeyVersion,
 		ValueVersion: &c.ValueVersion, ProducerID: c.ProducerID, Transactional: c.ProducerID != nil}
-	return r
 }

@@ -88,7 +88,10 @@ func (s *Sink) Write(v any) error {
 		if s.n == 0 {
 			sep = "[\n  "
 		}
-		_, err = io.WriteString(s.w, sep+string(b))
+		if _, err := io.WriteString(s.w, sep); err != nil {
+			return err
+		}
+		_, err = s.w.Write(b)
 		return err
 	case output.YAML:
 		var buf bytes.Buffer
