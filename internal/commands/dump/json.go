@@ -129,8 +129,37 @@ func (w *jsonWriter) str(k, v string) {
 func (w *jsonWriter) time(k string, t time.Time, layout string) {
 	w.key(k)
 	w.b = append(w.b, '"')
-	w.b = t.AppendFormat(w.b, layout)
+	w.b = appendTime(w.b, t, layout)
 	w.b = append(w.b, '"')
+}
+
+// appendTime appends t (UTC) in output.TimeLayout, as t.AppendFormat does, several times
+// faster: two or three timestamps per record.
+func appendTime(b []byte, t time.Time, layout string) []byte {
+	y, mo, d := t.Date()
+	if layout != output.TimeLayout || t.Location() != time.UTC || y < 0 || y > 9999 {
+		return t.AppendFormat(b, layout)
+	}
+	h, mi, s := t.Clock()
+	b = appendDigits(b, y, 4)
+	b = appendDigits(append(b, '-'), int(mo), 2)
+	b = appendDigits(append(b, '-'), d, 2)
+	b = appendDigits(append(b, 'T'), h, 2)
+	b = appendDigits(append(b, ':'), mi, 2)
+	b = appendDigits(append(b, ':'), s, 2)
+	b = appendDigits(append(b, '.'), t.Nanosecond()/1e6, 3)
+	return append(b, 'Z')
+}
+
+func appendDigits(b []byte, v, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, 0)
+	}
+	for i := len(b) - 1; i >= len(b)-n; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 func (w *jsonWriter) int(k string, v int64) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -53,5 +54,18 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		if _, ok := declined[i].AppendJSON(nil, false); ok {
 			t.Errorf("declined %d was written", i)
 		}
+	}
+}
+
+func TestAppendTimeIsAppendFormat(t *testing.T) {
+	for _, ms := range []int64{0, -5, 1741064767000, 1741064767001, 253402300799999, -62135596800000, 4102444800123} {
+		tm := offsets.Millis(ms).Time()
+		if got, want := string(appendTime(nil, tm, output.TimeLayout)), tm.Format(output.TimeLayout); got != want {
+			t.Errorf("%d: %s, want %s", ms, got, want)
+		}
+	}
+	local := time.Date(2025, 3, 4, 5, 6, 7, 8e6, time.FixedZone("x", 3600))
+	if got, want := string(appendTime(nil, local, output.TimeLayout)), local.Format(output.TimeLayout); got != want {
+		t.Errorf("zone: %s, want %s", got, want)
 	}
 }
