@@ -30,6 +30,12 @@ type runConfig struct {
 	log                                    io.Writer
 }
 
+// sizeResult is what one size measured.
+type sizeResult struct {
+	groups, keys int
+	pairs        []*pair
+}
+
 // pair is one line of a table: our command beside its reference, measured alternately.
 type pair struct {
 	work, refName string
@@ -131,10 +137,6 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		"geo-replicated to %s before measuring. Each figure: median of %d runs, ours and the reference alternating; "+
 		"wall (min-max), user+system CPU, peak RSS (getrusage).\n", rc.via, src.Name, rc.keys, rc.topics, rc.rounds, dst.Name, rc.runs)
 
-	type sizeResult struct {
-		groups, keys int
-		pairs        []*pair
-	}
 	var results []sizeResult
 	prev := 0
 	for _, g := range rc.sizes {
@@ -176,29 +178,8 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		results = append(results, sizeResult{groups: g, keys: live, pairs: pairs})
 		rc.table(g, live, g*rc.rounds, pairs)
 	}
-	// Growth from the first to the last size.
 	if len(results) >= 2 {
-		a, b := results[0], results[len(results)-1]
-		fmt.Fprintf(rc.out, "\n### Growth from %d to %d groups (%d to %d live keys, %.1fx)\n\n", a.groups, b.groups, a.keys, b.keys, float64(b.keys)/float64(a.keys))
-		fmt.Fprintln(rc.out, "| work | wall growth | CPU growth | RSS added per added key |")
-		fmt.Fprintln(rc.out, "|---|---|---|---|")
-		for i := range a.pairs {
-			pa, pb := a.pairs[i], b.pairs[i]
-			if pa.ourErr != nil || pb.ourErr != nil {
-				continue
-			}
-			perKey := float64(pb.ourStat.RSS-pa.ourStat.RSS) / float64(b.keys-a.keys)
-			fmt.Fprintf(rc.out, "| %s | %.1fx | %.1fx | %.0f B |\n", pa.work, float64(pb.ourStat.Wall)/float64(pa.ourStat.Wall),
-				float64(pb.ourStat.CPU)/float64(pa.ourStat.CPU), perKey)
-			ra, rb := pa.refWall(pa.refStat), pb.refWall(pb.refStat)
-			if pa.refErr == nil && pb.refErr == nil && ra > 0 {
-				cpu := "-"
-				if pa.refStat.CPU > 0 {
-					cpu = fmt.Sprintf("%.1fx", float64(pb.refStat.CPU)/float64(pa.refStat.CPU))
-				}
-				fmt.Fprintf(rc.out, "| (reference: %s) | %.1fx | %s | |\n", pa.refName, float64(rb)/float64(ra), cpu)
-			}
-		}
+		rc.growth(results[0], results[len(results)-1])
 	}
 	fmt.Fprintf(rc.out, "\nWhole bench: %s.\n", time.Since(start).Round(time.Second))
 	return nil
@@ -437,4 +418,28 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off (KoP rows skipped)"
+}
+
+// growth prints the growth table from size a to size b.
+func (rc runConfig) growth(a, b sizeResult) {
+	fmt.Fprintf(rc.out, "\n### Growth from %d to %d groups (%d to %d live keys, %.1fx)\n\n", a.groups, b.groups, a.keys, b.keys, float64(b.keys)/float64(a.keys))
+	fmt.Fprintln(rc.out, "| work | wall growth | CPU growth | RSS added per added key |")
+	fmt.Fprintln(rc.out, "|---|---|---|---|")
+	for i := range a.pairs {
+		pa, pb := a.pairs[i], b.pairs[i]
+		if pa.ourErr != nil || pb.ourErr != nil {
+			continue
+		}
+		perKey := float64(pb.ourStat.RSS-pa.ourStat.RSS) / float64(b.keys-a.keys)
+		fmt.Fprintf(rc.out, "| %s | %.1fx | %.1fx | %.0f B |\n", pa.work, float64(pb.ourStat.Wall)/float64(pa.ourStat.Wall),
+			float64(pb.ourStat.CPU)/float64(pa.ourStat.CPU), perKey)
+		ra, rb := pa.refWall(pa.refStat), pb.refWall(pb.refStat)
+		if pa.refErr == nil && pb.refErr == nil && ra > 0 {
+			cpu := "-"
+			if pa.refStat.CPU > 0 {
+				cpu = fmt.Sprintf("%.1fx", float64(pb.refStat.CPU)/float64(pa.refStat.CPU))
+			}
+			fmt.Fprintf(rc.out, "| (reference: %s) | %.1fx | %s | |\n", pa.refName, float64(rb)/float64(ra), cpu)
+		}
+	}
 }

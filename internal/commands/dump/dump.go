@@ -614,23 +614,28 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 		progress.Stop()
 	}
 	if res.err == nil && state != nil {
-		var out Record // reused: the sink writes each record before the next
-		res.err = state.emit(func(m offsets.Message, rec *offsets.Record) error {
-			if !opts.keep(rec, cl.KafkaNamespace) {
-				return nil
-			}
-			d.recordInto(&out, cl.Name, m, rec)
-			if err := d.emit(&out); err != nil {
-				if errors.Is(err, errLimit) {
-					res.sum.Add(rec.Kind)
-				}
-				return err
-			}
-			res.sum.Add(rec.Kind)
-			return nil
-		})
+		res.err = d.writeLive(state, cl, &res.sum)
 	}
 	return res
+}
+
+// writeLive writes the live state of --compacted, counting what it writes in sum.
+func (d *dumper) writeLive(state *liveState, cl config.Cluster, sum *recordio.Summary) error {
+	var out Record // reused: the sink writes each record before the next
+	return state.emit(func(m offsets.Message, rec *offsets.Record) error {
+		if !d.opts.keep(rec, cl.KafkaNamespace) {
+			return nil
+		}
+		d.recordInto(&out, cl.Name, m, rec)
+		if err := d.emit(&out); err != nil {
+			if errors.Is(err, errLimit) {
+				sum.Add(rec.Kind)
+			}
+			return err
+		}
+		sum.Add(rec.Kind)
+		return nil
+	})
 }
 
 func trimCluster(err error, name string) string {
