@@ -753,7 +753,7 @@ func (p *PersistedOffsets) Group(group string) (Group, bool) {
 	if s == nil {
 		return Group{}, false
 	}
-	id, ok := s.groups.lookup(group)
+	id, ok := s.groups.id(group)
 	if !ok || (s.ginfo[id].loaded == 0 && !s.ginfo[id].hasMetadata()) {
 		return Group{}, false
 	}
@@ -801,7 +801,7 @@ func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
 		return []CommittedOffset{}
 	}
 	p.index()
-	id, ok := s.groups.lookup(group)
+	id, ok := s.groups.id(group)
 	if !ok {
 		return []CommittedOffset{}
 	}

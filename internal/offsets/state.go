@@ -39,6 +39,13 @@ func (n *names) lookup(s string) (uint32, bool) {
 	return id, ok
 }
 
+// id returns the id of s without touching the lookup cache: safe for concurrent readers of
+// a state that no longer changes.
+func (n *names) id(s string) (uint32, bool) {
+	id, ok := n.ids[s]
+	return id, ok
+}
+
 // add returns the id of s, interning an owned copy when it is new.
 func (n *names) add(s string) uint32 {
 	if id, ok := n.lookup(s); ok {
@@ -366,13 +373,13 @@ func (s *state) origin(name string) uint16 {
 	return uint16(len(s.origins) - 1)
 }
 
-// key returns the key of group, topic and partition if both names are known.
+// key returns the key of group, topic and partition if both names are known (read-only).
 func (s *state) key(group, topic string, partition int32) (entryKey, bool) {
-	g, ok := s.groups.lookup(group)
+	g, ok := s.groups.id(group)
 	if !ok {
 		return entryKey{}, false
 	}
-	t, ok := s.topics.lookup(topic)
+	t, ok := s.topics.id(topic)
 	return entryKey{g, t, partition}, ok
 }
 

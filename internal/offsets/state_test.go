@@ -135,3 +135,41 @@ func TestAllOffsetsSortedAcrossPartitions(t *testing.T) {
 		t.Errorf("groups not sorted: %d", len(gs))
 	}
 }
+
+// A PersistedOffsets is read by several goroutines at once (check's rows): no reader may
+// write to the shared state (go test -race).
+func TestPersistedOffsetsConcurrentReads(t *testing.T) {
+	var parts []*PersistedOffsets
+	for p := int32(0); p < 2; p++ {
+		r := NewReplayer(p, OrderingKoP)
+		for g := range 30 {
+			_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec(groupName(p, g), 0, int64(g)), offsetRec(groupName(p, g), 1, 1))})
+		}
+		parts = append(parts, r.Finish())
+	}
+	all := Merge(parts...)
+	done := make(chan int)
+	for w := range 4 {
+		go func() {
+			n := 0
+			for i := range 200 {
+				g := groupName(int32(i%2), (i+w)%30)
+				if c, ok := all.Lookup(g, t1, 0); ok && c.Group == g {
+					n++
+				}
+				_, _ = all.Group(g)
+				_ = all.GroupOffsets(g)
+				_, _ = all.PendingOffset(g, t1, 0)
+			}
+			for range all.AllOffsets() {
+				n++
+			}
+			done <- n
+		}()
+	}
+	for range 4 {
+		if n := <-done; n != 200+120 {
+			t.Errorf("a reader saw %d, want 320", n)
+		}
+	}
+}
