@@ -31,8 +31,9 @@ var (
 // 15), then a lookup of each partition so that the broker takes the bundles back and KoP
 // loads their partitions. It reads KoP's own timings from the
 // broker log. A load KoP reports as failed ("Error loading offsets", seen when a lookup came
-// while the unload was still closing topics) or that does not finish within wait (KoP
-// logged "Already loading" for a partition and never loaded it: issue 15) makes it start
+// while the unload was still closing topics) or that does not finish within wait, or within
+// a minute of the last partition that did (KoP logged "Already loading" for a partition and
+// never loaded it: issue 15), makes it start
 // over, at most three times; the sample says how many attempts it took. In the Sample, Wall
 // is from the unload to the last "Finished loading" line seen (polled every 100 ms), KoPMax the
 // longest and KoPSum the sum of KoP's per-partition load times.
@@ -116,7 +117,9 @@ func kopLoadOnce(ctx context.Context, c lab.Cluster, logPath string, wait time.D
 				return Sample{}, fmt.Errorf("KoP on %s: error loading offsets partition %d (broker log %s)", c.Name, p, logPath)
 			}
 		}
-		if time.Now().After(deadline) {
+		// KoP loads the partitions at once, and they end within seconds of each other: a
+		// partition still missing a minute after the others is stuck ("Already loading").
+		if time.Now().After(deadline) || (!last.IsZero() && time.Since(last) > time.Minute) {
 			return Sample{}, fmt.Errorf("KoP on %s loaded %d of %d offsets partitions within %s (%v)", c.Name, len(loaded), lab.OffsetsTopicPartitions, wait, loaded)
 		}
 		select {
