@@ -77,6 +77,8 @@ type Record struct {
 	offsets.Record
 	Key   []byte `json:"key,omitempty"`   // --raw: the message key, base64
 	Value []byte `json:"value,omitempty"` // --raw: the message value, base64
+
+	times *timeCache // AppendJSON's formatted timestamps, shared by the records of a run
 }
 
 // NewCmdDump returns `dump`. runF replaces the run function in tests.
@@ -363,7 +365,8 @@ type dumper struct {
 	sink *recordio.Sink
 
 	out         *bufio.Writer // under sink
-	mu          sync.Mutex
+	mu          sync.Mutex    // also guards times: the sink writes under it (emit)
+	times       timeCache
 	written     int
 	undecodable int64
 }
@@ -650,7 +653,7 @@ func (d *dumper) record(cluster string, m offsets.Message, rec *offsets.Record) 
 
 func (d *dumper) recordInto(out *Record, cluster string, m offsets.Message, rec *offsets.Record) {
 	*out = Record{Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
-		PublishTime: output.NewTime(m.PublishTime), Record: *rec}
+		PublishTime: output.NewTime(m.PublishTime), Record: *rec, times: &d.times}
 	if d.opts.Raw {
 		out.Key, out.Value = m.Key, m.Value
 	}

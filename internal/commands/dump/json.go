@@ -22,14 +22,14 @@ func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 		(rec.Metadata != nil && !plain(*rec.Metadata)) {
 		return b, false
 	}
-	w := jsonWriter{b: b, indent: indent}
+	w := jsonWriter{b: b, indent: indent, times: r.times}
 	w.str("cluster", r.Cluster)
 	w.int("offsetsPartition", int64(r.OffsetsPartition))
 	if r.MessageID != "" {
 		w.str("messageId", r.MessageID)
 	}
 	if r.PublishTime != nil {
-		w.time("publishTime", r.PublishTime.UTC(), output.TimeLayout)
+		w.time("publishTime", r.PublishTime.UTC())
 	}
 	w.str("kind", string(rec.Kind))
 	if rec.Group != "" {
@@ -51,10 +51,10 @@ func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 		w.str("metadata", *rec.Metadata)
 	}
 	if rec.CommitTimestamp != nil {
-		w.time("commitTimestamp", rec.CommitTimestamp.Time(), output.TimeLayout) // offsets.Millis writes the same layout
+		w.time("commitTimestamp", rec.CommitTimestamp.Time()) // offsets.Millis writes the same layout
 	}
 	if rec.ExpireTimestamp != nil {
-		w.time("expireTimestamp", rec.ExpireTimestamp.Time(), output.TimeLayout) // offsets.Millis writes the same layout
+		w.time("expireTimestamp", rec.ExpireTimestamp.Time())
 	}
 	if rec.KeyVersion != nil {
 		w.int("keyVersion", int64(*rec.KeyVersion))
@@ -97,6 +97,37 @@ type jsonWriter struct {
 	b      []byte
 	indent bool
 	n      int
+	times  *timeCache // nil: none
+}
+
+// timeCache keeps the last timestamps written: the records of one commit request share their
+// commit, expiry and publish times.
+type timeCache struct {
+	keys [4]int64 // Unix milliseconds
+	vals [4][24]byte
+	used [4]bool
+	next int
+}
+
+// append appends t (UTC) in output.TimeLayout.
+func (c *timeCache) append(b []byte, t time.Time) []byte {
+	if c == nil || t.Location() != time.UTC {
+		return appendTime(b, t, output.TimeLayout)
+	}
+	k := t.UnixMilli() // all the layout shows
+	for i := range c.keys {
+		if c.used[i] && c.keys[i] == k {
+			return append(b, c.vals[i][:]...)
+		}
+	}
+	start := len(b)
+	b = appendTime(b, t, output.TimeLayout)
+	if len(b)-start == len(c.vals[0]) {
+		i := c.next
+		c.keys[i], c.used[i], c.next = k, true, (i+1)%len(c.keys)
+		copy(c.vals[i][:], b[start:])
+	}
+	return b
 }
 
 func (w *jsonWriter) key(k string) {
@@ -126,10 +157,10 @@ func (w *jsonWriter) str(k, v string) {
 	w.b = append(w.b, '"')
 }
 
-func (w *jsonWriter) time(k string, t time.Time, layout string) {
+func (w *jsonWriter) time(k string, t time.Time) {
 	w.key(k)
 	w.b = append(w.b, '"')
-	w.b = appendTime(w.b, t, layout)
+	w.b = w.times.append(w.b, t)
 	w.b = append(w.b, '"')
 }
 

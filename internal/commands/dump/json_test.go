@@ -32,6 +32,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Group: "G", Metadata: &odd}},
 		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Error: "x"}},
 	}
+	cache := new(timeCache)
 	for i := range recs {
 		for _, indent := range []string{"", "  "} {
 			var buf bytes.Buffer
@@ -44,9 +45,13 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := bytes.TrimRight(buf.Bytes(), "\n")
-			got, ok := recs[i].AppendJSON(nil, indent != "")
-			if !ok || !bytes.Equal(got, want) {
-				t.Errorf("record %d indent %q (ok %v):\n got %s\nwant %s", i, indent, ok, got, want)
+			for _, tc := range []*timeCache{nil, cache, cache} { // none, then shared: a miss and a hit
+				r := recs[i]
+				r.times = tc
+				got, ok := r.AppendJSON(nil, indent != "")
+				if !ok || !bytes.Equal(got, want) {
+					t.Errorf("record %d indent %q cache %v (ok %v):\n got %s\nwant %s", i, indent, tc != nil, ok, got, want)
+				}
 			}
 		}
 	}
