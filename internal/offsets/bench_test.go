@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -478,4 +479,53 @@ func BenchmarkGroupOffsetsAllGroups(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(groups), "ns/group")
 		})
 	}
+}
+
+// BenchmarkReplayKeys replays one partition of distinct keys, one commit per key, 5 keys per
+// message (a commit request of 5 partitions, as `kop-lab load --rounds 1` writes), and
+// reports the CPU per message and per key and the live heap the finished state holds per key
+// (the replay part of the 250 B per key goal at a million keys).
+func BenchmarkReplayKeys(b *testing.B) {
+	for _, keys := range []int{100_000, 1_000_000} {
+		b.Run("keys="+itoa(keys), func(b *testing.B) {
+			msgs := make([]Message, 0, keys/5)
+			for g := range keys / 5 {
+				name := "load-g-" + itoa(g)
+				recs := make([]kv, 5)
+				for p := range recs {
+					recs[p] = kv{offsetKeyBytes(1, name, "persistent://public/default/load-t-"+itoa(g%100), int32(p)),
+						offsetValueBytes(1, 1000+int64(p), -1, "", 1700000000000, -1)}
+				}
+				msgs = append(msgs, Message{Key: []byte(name), Value: buildBatch(b, batchOpts{}, recs...)})
+			}
+			var perKey float64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				before := liveHeap()
+				b.StartTimer()
+				r := NewReplayer(0, OrderingKoP)
+				for _, m := range msgs {
+					_ = r.ApplyMessage(m)
+				}
+				p := r.Finish()
+				b.StopTimer()
+				perKey = float64(liveHeap()-before) / float64(keys)
+				if p.Len() != keys {
+					b.Fatalf("%d keys replayed, want %d", p.Len(), keys)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(perKey, "heap-B/key")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(keys), "ns/key")
+		})
+	}
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,156 +190,40 @@ type Group struct {
 	Offsets               int      `json:"offsets"`          // number of persisted offsets
 }
 
-type offsetKey struct {
-	group, topic string
-	partition    int32
-}
-
-type offsetEntry struct {
-	offset, commitTS, expireTS int64
-	leaderEpoch                int32
-	metadata                   string
-	keyVersion, valueVersion   int16
-	producerID                 int64 // -1 unless it came from a transaction
-	pos                        int64
-	origin                     string // interned ReplicatedFrom of the message; "" written here
-}
-
-// offsetTable maps group, topic and partition to offset entries: a map by group and topic
-// of maps by partition, with the last group and topic looked up cached. KoP writes a commit
-// request as one batch of one group, so consecutive records mostly share both, and a lookup
-// is then two string comparisons and a small int32-keyed map access instead of hashing
-// both strings.
-type offsetTable struct {
-	topics map[groupTopic]*topicOffsets
-	last   *topicOffsets // cache; nil when empty
-	n      int
-}
-
-type groupTopic struct{ group, topic string }
-
-type topicOffsets struct {
-	group, topic string // owned
-	parts        map[int32]*offsetEntry
-}
-
-func newOffsetTable() *offsetTable {
-	return &offsetTable{topics: make(map[groupTopic]*topicOffsets)}
-}
-
-// find returns the partitions of group and topic (which may view scratch memory), or nil.
-func (t *offsetTable) find(group, topic string) *topicOffsets {
-	if l := t.last; l != nil && l.group == group && l.topic == topic {
-		return l
-	}
-	to := t.topics[groupTopic{group, topic}]
-	if to != nil {
-		t.last = to
-	}
-	return to
-}
-
-func (t *offsetTable) get(k offsetKey) *offsetEntry {
-	if to := t.find(k.group, k.topic); to != nil {
-		return to.parts[k.partition]
-	}
-	return nil
-}
-
-// set stores e under k; intern makes owned copies of k's strings when the group and topic
-// are new.
-func (t *offsetTable) set(k offsetKey, e *offsetEntry, intern func(string) string) {
-	to := t.find(k.group, k.topic)
-	if to == nil {
-		to = &topicOffsets{group: intern(k.group), topic: intern(k.topic), parts: make(map[int32]*offsetEntry, 1)}
-		t.topics[groupTopic{to.group, to.topic}] = to
-		t.last = to
-	}
-	if _, ok := to.parts[k.partition]; !ok {
-		t.n++
-	}
-	to.parts[k.partition] = e
-}
-
-func (t *offsetTable) del(k offsetKey) {
-	to := t.find(k.group, k.topic)
-	if to == nil {
-		return
-	}
-	if _, ok := to.parts[k.partition]; !ok {
-		return
-	}
-	t.n--
-	delete(to.parts, k.partition)
-	if len(to.parts) == 0 { // memory stays proportional to the live keys
-		delete(t.topics, groupTopic{to.group, to.topic})
-		if t.last == to {
-			t.last = nil
-		}
-	}
-}
-
-func (t *offsetTable) len() int { return t.n }
-
-// all yields every entry with its key (owned strings).
-func (t *offsetTable) all(yield func(offsetKey, *offsetEntry) bool) {
-	for _, to := range t.topics {
-		for p, e := range to.parts {
-			if !yield(offsetKey{group: to.group, topic: to.topic, partition: p}, e) {
-				return
-			}
-		}
-	}
-}
-
-type groupEntry struct {
-	raw []byte  // the last group value as written (ApplyMessage)
-	rec *Record // or the decoded record (Apply)
-}
-
 // Replayer replays one offsets partition the way KoP's loader does. Feed it the
 // partition's messages (ApplyMessage) or decoded records (Apply) in log order, then call
-// Result. Memory is proportional to the live keys; ApplyMessage allocates only for keys it
-// has not seen. A Replayer is not safe for concurrent use.
+// Result (a snapshot) or Finish (no copy). Memory is proportional to the live keys and the
+// names they use (a group, topic or producer nothing refers to any more is forgotten), about
+// a hundred bytes per key; ApplyMessage allocates only for keys it has not seen and for
+// group records. A Replayer is not safe for concurrent use.
 type Replayer struct {
 	partition int32
 	ordering  TxnOrdering
 
 	d        decoder
-	offsets  *offsetTable
-	pending  map[int64]*offsetTable
-	groups   map[string]*groupEntry
-	removed  map[string]struct{}
-	strs     map[string]string
+	st       *state
 	counts   Counts
 	seq      int64 // batches (ApplyMessage) or records (Apply) seen: the log position
 	errs     []MessageError
 	firstErr error
 	loadFail *LoadFailure
-	origin   string // ReplicatedFrom of the message being applied (interned)
+	origin   uint16 // ReplicatedFrom of the message being applied (state.origins)
+	msg      uint32 // the message being applied, when messages are kept
 }
 
 // NewReplayer returns a Replayer for one offsets partition.
 func NewReplayer(partition int32, ordering TxnOrdering) *Replayer {
-	return &Replayer{
-		partition: partition,
-		ordering:  ordering,
-		offsets:   newOffsetTable(),
-		pending:   make(map[int64]*offsetTable),
-		groups:    make(map[string]*groupEntry),
-		removed:   make(map[string]struct{}),
-		strs:      make(map[string]string),
-	}
+	return &Replayer{partition: partition, ordering: ordering, st: newState(partition)}
 }
 
-// intern returns a stable copy of s (which may view a scratch buffer), shared by all keys.
-func (r *Replayer) intern(s string) string {
-	if v, ok := r.strs[s]; ok {
-		return v
+// KeepMessages makes the Replayer remember, for each live offset and group, the message that
+// last wrote it (EachLive returns it): its id and publish time, and with payload its key and
+// value too. Call it before the first message.
+func (r *Replayer) KeepMessages(payload bool) {
+	r.st.msgs = &messages{payload: payload, list: make([]keptMsg, 1)}
+	if payload {
+		r.st.msgs.kv = make([][2][]byte, 1)
 	}
-	v := strings.Clone(s)
-	r.strs[v] = v
-	return v
 }
 
 // kopFails records that KoP's loader cannot parse the message id (only the first counts:
@@ -379,9 +264,14 @@ func (r *Replayer) ApplyMessage(m Message) error {
 		r.counts.Keyless++
 		return nil
 	}
-	r.origin = ""
+	r.origin = 0
 	if m.ReplicatedFrom != "" {
-		r.origin = r.intern(m.ReplicatedFrom)
+		r.origin = r.st.origin(m.ReplicatedFrom)
+	}
+	if ms := r.st.msgs; ms != nil {
+		r.msg = ms.add(m)
+		ms.ref(r.msg) // held while the message is applied
+		defer func() { ms.unref(r.msg); r.msg = 0 }()
 	}
 	d := &r.d
 	d.lenientCRC = true
@@ -458,14 +348,11 @@ func (r *Replayer) applyRecord(txn bool, id string) error {
 			r.kopFailsVersion(id, d.gkey.Group, "group", v)
 		}
 		r.counts.GroupMetadata++
-		e := r.groupFor(d.gkey.Group)
-		e.raw = append(e.raw[:0], d.rec.Value...)
-		e.rec = nil
+		r.groupRecord(d.gkey.Group, clone(d.rec.Value), nil)
 		return nil
 	}
-	k := offsetKey{group: d.okey.Group, topic: d.okey.Topic, partition: d.okey.Partition}
 	if d.rec.Value == nil {
-		r.offsetTombstone(k, txn, pid)
+		r.offsetTombstone(d.okey.Group, d.okey.Topic, d.okey.Partition, txn, pid)
 		return nil
 	}
 	if err := d.decodeOffsetValue(d.rec.Value); err != nil {
@@ -479,87 +366,88 @@ func (r *Replayer) applyRecord(txn bool, id string) error {
 		pos = r.seq
 	}
 	o := &d.oval
-	e := r.offsetFor(k, txn, pid)
-	e.offset, e.commitTS, e.expireTS, e.leaderEpoch = o.Offset, o.CommitTimestamp, o.ExpireTimestamp, o.LeaderEpoch
-	if e.metadata != o.Metadata {
-		e.metadata = strings.Clone(o.Metadata)
-	}
-	e.keyVersion, e.valueVersion, e.pos, e.origin = d.okey.Version, o.Version, pos, r.origin
-	e.producerID = -1
-	if txn {
-		e.producerID = pid
-	}
-	r.counts.OffsetCommits++
+	r.offsetCommit(d.okey.Group, d.okey.Topic, txn, pid, entry{key: entryKey{partition: d.okey.Partition},
+		offset: o.Offset, commitTS: o.CommitTimestamp, expireTS: o.ExpireTimestamp, leaderEpoch: o.LeaderEpoch,
+		keyVersion: int8(d.okey.Version), valueVersion: int8(o.Version), pos: position(pos)}, o.Metadata)
 	return nil
 }
 
-// offsetFor returns the entry for k in the loaded or the producer's pending offsets,
-// creating it (with interned strings) when it is new. k may view scratch memory: the
-// table keeps its own copies of the strings.
-func (r *Replayer) offsetFor(k offsetKey, txn bool, pid int64) *offsetEntry {
-	t := r.offsets
+// offsetCommit stores e (its key's partition set) for group and topic, which may view
+// scratch memory: in the loaded offsets, or the producer's pending ones when txn.
+func (r *Replayer) offsetCommit(group, topic string, txn bool, pid int64, e entry, metadata string) {
+	r.counts.OffsetCommits++
+	s := r.st
+	e.key.group, e.key.topic, e.origin = s.addGroup(group), s.addTopic(topic), r.origin
 	if txn {
-		t = r.pendingFor(pid)
-	}
-	if e := t.get(k); e != nil {
-		return e
-	}
-	e := &offsetEntry{}
-	t.set(k, e, r.intern)
-	return e
-}
-
-func (r *Replayer) pendingFor(pid int64) *offsetTable {
-	t := r.pending[pid]
-	if t == nil {
-		t = newOffsetTable()
-		r.pending[pid] = t
-	}
-	return t
-}
-
-func (r *Replayer) offsetTombstone(k offsetKey, txn bool, pid int64) {
-	r.counts.OffsetTombstones++
-	if txn {
-		r.pendingFor(pid).del(k)
+		pe := s.pendingFor(pid, e.key)
+		pe.entry = e
+		if pe.metadata != metadata {
+			pe.metadata = strings.Clone(metadata)
+		}
+		if s.msgs != nil {
+			s.msgs.ref(r.msg)
+			s.msgs.unref(pe.msg)
+			pe.msg = r.msg
+		}
 		return
 	}
-	r.offsets.del(k)
+	slot := s.loadedSlot(e.key)
+	*s.loaded.at(slot) = e
+	s.loaded.setMetadata(slot, metadata)
+	s.loaded.setPID(slot, -1)
+	s.setMsg(slot, r.msg)
 }
 
-func (r *Replayer) groupFor(group string) *groupEntry {
-	delete(r.removed, group)
-	if e, ok := r.groups[group]; ok {
-		return e
+func (r *Replayer) offsetTombstone(group, topic string, partition int32, txn bool, pid int64) {
+	r.counts.OffsetTombstones++
+	k, ok := r.st.key(group, topic, partition)
+	if !ok {
+		return
 	}
-	e := &groupEntry{}
-	r.groups[r.intern(group)] = e
-	return e
+	if txn {
+		r.st.dropPending(pid, k)
+		return
+	}
+	r.st.deleteLoaded(k)
+}
+
+// groupRecord applies a group value (raw, never changed afterwards, or the decoded rec).
+func (r *Replayer) groupRecord(group string, raw []byte, rec *Record) {
+	s := r.st
+	id := s.addGroup(group)
+	g := &s.ginfo[id]
+	g.meta, g.removed = &groupMeta{raw: raw, rec: rec}, false
+	if s.msgs != nil {
+		s.msgs.ref(r.msg)
+		s.msgs.unref(g.msg)
+		g.msg = r.msg
+	}
 }
 
 func (r *Replayer) groupTombstone(group string) {
 	r.counts.GroupTombstones++
-	delete(r.groups, group)
-	if _, ok := r.removed[group]; !ok {
-		r.removed[r.intern(group)] = struct{}{}
+	s := r.st
+	id, ok := s.groups.lookup(group)
+	if !ok {
+		return // nothing to forget
 	}
+	g := &s.ginfo[id]
+	g.meta, g.removed = nil, true
+	if s.msgs != nil {
+		s.msgs.unref(g.msg)
+		g.msg = 0
+	}
+	s.gcGroup(id)
 }
 
 // marker applies a COMMIT or ABORT marker of a producer.
 func (r *Replayer) marker(pid int64, commit bool) {
 	if commit {
 		r.counts.TxnCommits++
-		if pt := r.pending[pid]; pt != nil {
-			for k, pe := range pt.all {
-				if le := r.offsets.get(k); le == nil || le.pos < pe.pos {
-					r.offsets.set(k, pe, r.intern)
-				}
-			}
-		}
 	} else {
 		r.counts.TxnAborts++
 	}
-	delete(r.pending, pid)
+	r.st.marker(pid, commit)
 }
 
 // Apply replays one decoded record (from Decode), in log order. Use it when the records
@@ -600,56 +488,56 @@ func (r *Replayer) Apply(rec Record) {
 			r.kopFailsVersion("", rec.Group, "group", *rec.ValueVersion)
 		}
 		r.counts.GroupMetadata++
-		e := r.groupFor(rec.Group)
-		e.raw, e.rec = nil, &rec
+		r.groupRecord(rec.Group, nil, &rec)
 	case KindOffsetTombstone, KindOffsetCommit:
-		var part int32
-		if rec.Partition != nil {
-			part = *rec.Partition
-		}
-		k := offsetKey{group: rec.Group, topic: rec.Topic, partition: part}
-		pid := int64(-1)
-		if rec.ProducerID != nil {
-			pid = *rec.ProducerID
-		}
-		if rec.Kind == KindOffsetTombstone {
-			r.offsetTombstone(k, rec.Transactional, pid)
-			return
-		}
-		if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPOffsetValueVersion {
-			r.kopFailsVersion("", rec.Group, "offset", *rec.ValueVersion)
-		}
-		r.counts.OffsetCommits++
-		e := r.offsetFor(k, rec.Transactional, pid)
-		*e = offsetEntry{leaderEpoch: -1, expireTS: -1, producerID: -1, pos: rec.pos}
-		if r.ordering == OrderingLog {
-			e.pos = r.seq
-		}
-		if rec.Offset != nil {
-			e.offset = *rec.Offset
-		}
-		if rec.LeaderEpoch != nil {
-			e.leaderEpoch = *rec.LeaderEpoch
-		}
-		if rec.Metadata != nil {
-			e.metadata = *rec.Metadata
-		}
-		if rec.CommitTimestamp != nil {
-			e.commitTS = int64(*rec.CommitTimestamp)
-		}
-		if rec.ExpireTimestamp != nil {
-			e.expireTS = int64(*rec.ExpireTimestamp)
-		}
-		if rec.KeyVersion != nil {
-			e.keyVersion = *rec.KeyVersion
-		}
-		if rec.ValueVersion != nil {
-			e.valueVersion = *rec.ValueVersion
-		}
-		if rec.Transactional {
-			e.producerID = pid
-		}
+		r.applyOffset(&rec)
 	}
+}
+
+// applyOffset applies a decoded offset commit or tombstone.
+func (r *Replayer) applyOffset(rec *Record) {
+	var part int32
+	if rec.Partition != nil {
+		part = *rec.Partition
+	}
+	pid := int64(-1)
+	if rec.ProducerID != nil {
+		pid = *rec.ProducerID
+	}
+	if rec.Kind == KindOffsetTombstone {
+		r.offsetTombstone(rec.Group, rec.Topic, part, rec.Transactional, pid)
+		return
+	}
+	if rec.ValueVersion != nil && *rec.ValueVersion > maxKoPOffsetValueVersion {
+		r.kopFailsVersion("", rec.Group, "offset", *rec.ValueVersion)
+	}
+	e := entry{key: entryKey{partition: part}, leaderEpoch: -1, expireTS: -1, pos: position(rec.pos)}
+	if r.ordering == OrderingLog {
+		e.pos = position(r.seq)
+	}
+	if rec.Offset != nil {
+		e.offset = *rec.Offset
+	}
+	if rec.LeaderEpoch != nil {
+		e.leaderEpoch = *rec.LeaderEpoch
+	}
+	var metadata string
+	if rec.Metadata != nil {
+		metadata = *rec.Metadata
+	}
+	if rec.CommitTimestamp != nil {
+		e.commitTS = int64(*rec.CommitTimestamp)
+	}
+	if rec.ExpireTimestamp != nil {
+		e.expireTS = int64(*rec.ExpireTimestamp)
+	}
+	if rec.KeyVersion != nil {
+		e.keyVersion = int8(*rec.KeyVersion)
+	}
+	if rec.ValueVersion != nil {
+		e.valueVersion = int8(*rec.ValueVersion)
+	}
+	r.offsetCommit(rec.Group, rec.Topic, rec.Transactional, pid, e, metadata)
 }
 
 // Counts returns the counts so far.
@@ -658,86 +546,64 @@ func (r *Replayer) Counts() Counts { return r.counts }
 // Err returns the first decode error met so far (all of them are non-fatal).
 func (r *Replayer) Err() error { return r.firstErr }
 
-// Result returns what KoP would load from the messages replayed so far. The Replayer can
-// be fed more afterwards.
+// Result returns what KoP would load from the messages replayed so far: a snapshot (one
+// copy of the compact state, no per-key allocation). The Replayer can be fed more afterwards.
 func (r *Replayer) Result() *PersistedOffsets {
+	return r.result(r.st.clone())
+}
+
+// Finish returns what KoP would load, as Result does, without copying: the state moves into
+// the result and the Replayer starts over, empty.
+func (r *Replayer) Finish() *PersistedOffsets {
+	p := r.result(r.st)
+	*r = *NewReplayer(r.partition, r.ordering)
+	return p
+}
+
+func (r *Replayer) result(st *state) *PersistedOffsets {
+	st.msgs = nil // kept for EachLive only
 	p := &PersistedOffsets{
 		Partitions: []int32{r.partition},
 		Counts:     r.counts,
 		Errors:     slices.Clone(r.errs),
-		offsets:    make(map[offsetKey]CommittedOffset, r.offsets.len()),
-		groups:     make(map[string]*Group, len(r.groups)),
+		parts:      []*state{st},
 	}
 	if r.loadFail != nil {
 		p.loadFailures = map[int32]LoadFailure{r.partition: *r.loadFail}
 	}
-	for k, e := range r.offsets.all {
-		p.offsets[k] = r.committed(k, e)
-	}
-	for _, pt := range r.pending {
-		for k, e := range pt.all {
-			p.pending = append(p.pending, r.committed(k, e))
-		}
-	}
-	sortOffsets(p.pending)
-	var d decoder
-	for name, e := range r.groups {
-		g := &Group{Group: name, OffsetsPartition: r.partition, HasMetadata: true}
-		rec := e.rec
-		if rec == nil {
-			// Validated when it was applied, so this cannot fail.
-			// Decoded from a copy: the group keeps views into it, and e.raw is reused.
-			if err := d.decodeGroupValue(clone(e.raw)); err == nil {
-				var tmp Record
-				fillGroup(&tmp, &d.gval)
-				rec = &tmp
-			}
-		}
-		if rec != nil {
-			g.ValueVersion, g.Generation, g.ProtocolType = rec.ValueVersion, rec.Generation, rec.ProtocolType
-			g.Protocol, g.Leader, g.CurrentStateTimestamp = rec.Protocol, rec.Leader, rec.CurrentStateTimestamp
-			g.Members = rec.Members
-		}
-		p.groups[name] = g
-	}
-	for k := range p.offsets {
-		g := p.groups[k.group]
-		if g == nil {
-			g = &Group{Group: k.group, OffsetsPartition: r.partition}
-			p.groups[k.group] = g
-		}
-		g.Offsets++
-	}
-	for _, g := range p.groups {
-		g.State = GroupStable
-		if len(g.Members) == 0 {
-			g.State = GroupEmpty
-		}
-	}
-	for name := range r.removed {
-		p.removed = append(p.removed, name)
-	}
-	slices.Sort(p.removed)
 	return p
 }
 
-func (r *Replayer) committed(k offsetKey, e *offsetEntry) CommittedOffset {
-	c := CommittedOffset{
-		Group: k.group, Topic: k.topic, Partition: k.partition,
-		Offset: e.offset, Metadata: e.metadata, CommitTimestamp: Millis(e.commitTS),
-		KeyVersion: e.keyVersion, ValueVersion: e.valueVersion, OffsetsPartition: r.partition,
-		Origin: e.origin,
+// EachLive calls fn for the live state in order: the groups by name, each with its group
+// record first (g, when it has metadata) and then its loaded offsets by topic and partition
+// (c); m is the message that last wrote the record (with KeepMessages; else only its
+// Partition is set). Transactional offsets still pending are not live. It stops at fn's
+// first error and returns it. The Replayer must not be fed during the call.
+func (r *Replayer) EachLive(fn func(m Message, g *Group, c *CommittedOffset) error) error {
+	s := r.st
+	s.buildIndex()
+	defer func() { s.order, s.gfirst, s.gnames = nil, nil, nil }()
+	msg := func(id uint32) Message {
+		if s.msgs == nil {
+			return Message{Partition: s.partition}
+		}
+		return s.msgs.message(id, s.partition)
 	}
-	if e.leaderEpoch >= 0 {
-		c.LeaderEpoch = ptr(e.leaderEpoch)
+	for _, id := range s.gnames {
+		if gi := &s.ginfo[id]; gi.hasMetadata() {
+			g := s.group(id)
+			if err := fn(msg(gi.msg), &g, nil); err != nil {
+				return err
+			}
+		}
+		for _, slot := range s.groupSlots(id) {
+			c := s.loadedOffset(slot)
+			if err := fn(msg(s.loaded.msg(slot)), nil, &c); err != nil {
+				return err
+			}
+		}
 	}
-	if e.expireTS >= 0 {
-		c.ExpireTimestamp = ptr(Millis(e.expireTS))
-	}
-	if e.producerID >= 0 {
-		c.ProducerID = ptr(e.producerID)
-	}
-	return c
+	return nil
 }
 
 // ReplayPartition reads one offsets partition through reader and replays it.
@@ -751,45 +617,78 @@ func ReplayPartition(ctx context.Context, reader OffsetTopicReader, partition in
 	if err != nil {
 		return nil, err
 	}
-	return r.Result(), nil
+	return r.Finish(), nil
 }
 
 // PersistedOffsets is what an offsets topic holds after replaying it as KoP's loader does:
-// offsets by group/topic/partition and groups, with counts of what was read.
+// offsets by group/topic/partition and groups, with counts of what was read. It views the
+// replayed states of its partitions (no copy) and is read-only: several goroutines may read it.
 type PersistedOffsets struct {
 	Partitions []int32        // offsets partitions replayed, sorted
 	Counts     Counts         // summed over Partitions
 	Errors     []MessageError // the first undecodable messages (at most 100 per partition)
 
-	offsets      map[offsetKey]CommittedOffset
-	groups       map[string]*Group
-	pending      []CommittedOffset
-	removed      []string
+	parts        []*state // one per partition, sorted by partition
 	loadFailures map[int32]LoadFailure
 
-	// Indexes built on first use (a PersistedOffsets is read-only once built, and may be
-	// read by several goroutines).
+	// Indexes built on first use.
 	indexOnce sync.Once
-	byGroup   map[string][]offsetKey
-	pendingBy map[offsetKey]CommittedOffset
+	byGroup   map[string]*state // when there are several parts
+	pending   []CommittedOffset
+	pendingBy map[pendingKey]CommittedOffset
+}
+
+type pendingKey struct {
+	group, topic string
+	partition    int32
 }
 
 func (p *PersistedOffsets) index() {
 	p.indexOnce.Do(func() {
-		p.byGroup = make(map[string][]offsetKey, len(p.groups))
-		for k := range p.offsets {
-			p.byGroup[k.group] = append(p.byGroup[k.group], k)
+		for _, s := range p.parts {
+			s.once.Do(s.buildIndex)
 		}
-		p.pendingBy = make(map[offsetKey]CommittedOffset, len(p.pending))
-		for _, c := range p.pending {
-			k := offsetKey{group: c.Group, topic: c.Topic, partition: c.Partition}
-			// Of several open transactions on one key, the one KoP applied last is not
-			// known; the highest offset is the one a regression check must protect.
-			if o, ok := p.pendingBy[k]; !ok || c.Offset > o.Offset {
-				p.pendingBy[k] = c
+		if len(p.parts) > 1 {
+			n := 0
+			for _, s := range p.parts {
+				n += len(s.gnames)
+			}
+			p.byGroup = make(map[string]*state, n)
+			for _, s := range p.parts {
+				for name := range s.groups.ids {
+					p.byGroup[name] = s
+				}
 			}
 		}
+		p.pendingBy = map[pendingKey]CommittedOffset{}
+		for _, s := range p.parts {
+			for pid, t := range s.pending {
+				for _, e := range t {
+					c := s.committed(&e.entry, e.metadata, pid)
+					p.pending = append(p.pending, c)
+					k := pendingKey{c.Group, c.Topic, c.Partition}
+					// Of several open transactions on one key, the one KoP applied last is not
+					// known; the highest offset is the one a regression check must protect.
+					if o, ok := p.pendingBy[k]; !ok || c.Offset > o.Offset {
+						p.pendingBy[k] = c
+					}
+				}
+			}
+		}
+		sortOffsets(p.pending)
 	})
+}
+
+// part returns the state that holds group, or nil.
+func (p *PersistedOffsets) part(group string) *state {
+	switch len(p.parts) {
+	case 0:
+		return nil
+	case 1:
+		return p.parts[0]
+	}
+	p.index()
+	return p.byGroup[group]
 }
 
 // LoadFailure returns the first record of partition that KoP cannot parse, if any: KoP
@@ -812,7 +711,7 @@ func (p *PersistedOffsets) LoadFailures() []LoadFailure {
 // Predict returns what KoP's loader would serve for a group's topic partition after a
 // load: the replayed offset, or nothing when its offsets partition cannot be loaded.
 func (p *PersistedOffsets) Predict(group, topic string, partition int32) (CommittedOffset, bool) {
-	c, ok := p.offsets[offsetKey{group: group, topic: topic, partition: partition}]
+	c, ok := p.Lookup(group, topic, partition)
 	if !ok {
 		return c, false
 	}
@@ -826,73 +725,154 @@ func (p *PersistedOffsets) Predict(group, topic string, partition int32) (Commit
 // COMMIT or ABORT its loader can see (the highest one when several transactions are open).
 func (p *PersistedOffsets) PendingOffset(group, topic string, partition int32) (CommittedOffset, bool) {
 	p.index()
-	c, ok := p.pendingBy[offsetKey{group: group, topic: topic, partition: partition}]
+	c, ok := p.pendingBy[pendingKey{group, topic, partition}]
 	return c, ok
 }
 
 // Lookup returns the persisted offset of a group for a topic partition. topic is compared
 // as stored (KoP full name): pass NormalizeTopic(name, kafkaNamespace).
 func (p *PersistedOffsets) Lookup(group, topic string, partition int32) (CommittedOffset, bool) {
-	c, ok := p.offsets[offsetKey{group: group, topic: topic, partition: partition}]
-	return c, ok
+	s := p.part(group)
+	if s == nil {
+		return CommittedOffset{}, false
+	}
+	k, ok := s.key(group, topic, partition)
+	if !ok {
+		return CommittedOffset{}, false
+	}
+	slot, ok := s.loaded.index[k]
+	if !ok {
+		return CommittedOffset{}, false
+	}
+	return s.loadedOffset(slot), true
 }
 
 // Group returns a group, whether known by its metadata or only by its offsets.
 func (p *PersistedOffsets) Group(group string) (Group, bool) {
-	g, ok := p.groups[group]
-	if !ok {
+	s := p.part(group)
+	if s == nil {
 		return Group{}, false
 	}
-	return *g, true
+	id, ok := s.groups.id(group)
+	if !ok || (s.ginfo[id].loaded == 0 && !s.ginfo[id].hasMetadata()) {
+		return Group{}, false
+	}
+	return s.group(id), true
 }
 
 // Groups returns all groups sorted by name.
-func (p *PersistedOffsets) Groups() []Group {
-	out := make([]Group, 0, len(p.groups))
-	for _, g := range p.groups {
-		out = append(out, *g)
+func (p *PersistedOffsets) Groups() []Group { return slices.Collect(p.AllGroups()) }
+
+// AllGroups yields every group sorted by name, one at a time (Groups without the slice).
+func (p *PersistedOffsets) AllGroups() iter.Seq[Group] {
+	return func(yield func(Group) bool) {
+		for _, g := range p.sortedGroups() {
+			if !yield(g.s.group(g.id)) {
+				return
+			}
+		}
 	}
-	slices.SortFunc(out, func(a, b Group) int { return strings.Compare(a.Group, b.Group) })
+}
+
+type groupRef struct {
+	s  *state
+	id uint32
+}
+
+// sortedGroups returns every group of every part, sorted by name.
+func (p *PersistedOffsets) sortedGroups() []groupRef {
+	p.index()
+	var out []groupRef
+	for _, s := range p.parts {
+		for _, id := range s.gnames {
+			out = append(out, groupRef{s, id})
+		}
+	}
+	if len(p.parts) > 1 {
+		slices.SortFunc(out, func(a, b groupRef) int { return strings.Compare(a.s.groups.strs[a.id], b.s.groups.strs[b.id]) })
+	}
 	return out
 }
 
 // GroupOffsets returns the offsets of one group sorted by topic and partition.
 func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
-	p.index()
-	keys := p.byGroup[group]
-	out := make([]CommittedOffset, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, p.offsets[k])
+	s := p.part(group)
+	if s == nil {
+		return []CommittedOffset{}
 	}
-	sortOffsets(out)
+	p.index()
+	id, ok := s.groups.id(group)
+	if !ok {
+		return []CommittedOffset{}
+	}
+	slots := s.groupSlots(id)
+	out := make([]CommittedOffset, len(slots))
+	for i, slot := range slots {
+		out[i] = s.loadedOffset(slot)
+	}
 	return out
 }
 
 // Offsets returns all offsets sorted by group, topic and partition.
 func (p *PersistedOffsets) Offsets() []CommittedOffset {
-	out := make([]CommittedOffset, 0, len(p.offsets))
-	for _, c := range p.offsets {
+	out := make([]CommittedOffset, 0, p.Len())
+	for c := range p.AllOffsets() {
 		out = append(out, c)
 	}
-	sortOffsets(out)
 	return out
 }
 
+// AllOffsets yields every offset sorted by group, topic and partition, one at a time
+// (Offsets without the slice: a million keys cost no more than the index).
+func (p *PersistedOffsets) AllOffsets() iter.Seq[CommittedOffset] {
+	return func(yield func(CommittedOffset) bool) {
+		for _, g := range p.sortedGroups() {
+			for _, slot := range g.s.groupSlots(g.id) {
+				if !yield(g.s.loadedOffset(slot)) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // Len returns the number of persisted offsets.
-func (p *PersistedOffsets) Len() int { return len(p.offsets) }
+func (p *PersistedOffsets) Len() int {
+	n := 0
+	for _, s := range p.parts {
+		n += len(s.loaded.index)
+	}
+	return n
+}
 
 // Pending returns transactional offsets whose transaction had neither a COMMIT nor an
 // ABORT marker by the end of the replay (KoP keeps them pending, OffsetFetch ignores them).
-func (p *PersistedOffsets) Pending() []CommittedOffset { return slices.Clone(p.pending) }
+func (p *PersistedOffsets) Pending() []CommittedOffset {
+	p.index()
+	return slices.Clone(p.pending)
+}
 
-// RemovedGroups returns groups whose last group record is a tombstone.
-func (p *PersistedOffsets) RemovedGroups() []string { return slices.Clone(p.removed) }
+// RemovedGroups returns the groups whose last group record is a tombstone and which still
+// have offsets (a deleted group with nothing left is forgotten), sorted.
+func (p *PersistedOffsets) RemovedGroups() []string {
+	var out []string
+	for _, s := range p.parts {
+		for name, id := range s.groups.ids {
+			if s.ginfo[id].removed {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
-// Merge combines the results of different offsets partitions (a group lives in exactly
-// one partition, so nothing overlaps unless the same partition is merged twice; then the
-// later argument wins).
+// Merge combines the results of different offsets partitions without copying them: the
+// result views their states (a group lives in exactly one partition, so nothing overlaps
+// unless the same partition is merged twice; then the later argument wins). The arguments
+// must not be used to change anything afterwards (a PersistedOffsets never changes).
 func Merge(parts ...*PersistedOffsets) *PersistedOffsets {
-	out := &PersistedOffsets{offsets: map[offsetKey]CommittedOffset{}, groups: map[string]*Group{}}
+	out := &PersistedOffsets{}
 	for _, p := range parts {
 		if p == nil {
 			continue
@@ -900,14 +880,7 @@ func Merge(parts ...*PersistedOffsets) *PersistedOffsets {
 		out.Partitions = append(out.Partitions, p.Partitions...)
 		out.Counts.Add(p.Counts)
 		out.Errors = append(out.Errors, p.Errors...)
-		for k, c := range p.offsets {
-			out.offsets[k] = c
-		}
-		for k, g := range p.groups {
-			out.groups[k] = g
-		}
-		out.pending = append(out.pending, p.pending...)
-		out.removed = append(out.removed, p.removed...)
+		out.parts = append(out.parts, p.parts...)
 		for part, f := range p.loadFailures {
 			if out.loadFailures == nil {
 				out.loadFailures = map[int32]LoadFailure{}
@@ -917,9 +890,16 @@ func Merge(parts ...*PersistedOffsets) *PersistedOffsets {
 	}
 	slices.Sort(out.Partitions)
 	out.Partitions = slices.Compact(out.Partitions)
-	sortOffsets(out.pending)
-	slices.Sort(out.removed)
-	out.removed = slices.Compact(out.removed)
+	// The later state of a partition wins.
+	slices.SortStableFunc(out.parts, func(a, b *state) int { return cmp.Compare(a.partition, b.partition) })
+	kept := out.parts[:0]
+	for i, s := range out.parts {
+		if i+1 < len(out.parts) && out.parts[i+1].partition == s.partition {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	out.parts = kept
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,9 +59,10 @@ const (
 // Defaults of ReaderOptions.
 const (
 	DefaultSubscriptionRolePrefix = "kop-offsets-reader"
-	// Offsets messages are small (one record batch of ~100-300 bytes): a deep queue keeps the
-	// broker streaming while fn decodes.
-	DefaultReceiverQueueSize = 5000
+	// Offsets messages are small (one record batch of ~100-300 bytes): a queue of 1,000 keeps
+	// the broker streaming while fn decodes (the client asks for more at half of it), without
+	// holding 5,000 buffered messages per partition read.
+	DefaultReceiverQueueSize = 1000
 	DefaultIdleTimeout       = 60 * time.Second
 )
 
@@ -251,6 +253,16 @@ func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, f
 }
 
 func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func(offsets.Message) error) error {
+	return r.consume(ctx, partition, follow, nil, func(msg pulsar.Message) error {
+		return fn(r.toMessage(partition, msg))
+	})
+}
+
+// consume is the one read loop of ReadPartition, Follow and Tail. Without follow it reads to
+// the last message that existed at the start; with follow it keeps reading until ctx ends
+// (nil), and with caughtUp (Tail: from the earliest message, never From) it calls caughtUp
+// once that last message was passed to fn.
+func (r *Reader) consume(ctx context.Context, partition int32, follow bool, caughtUp func(), fn func(pulsar.Message) error) error {
 	topic := PartitionTopic(r.topic, partition)
 	fail := func(what string, err error) error {
 		return fmt.Errorf("cluster %s: topic %s partition %d: %s: %w", r.cluster, r.topic, partition, what, err)
@@ -276,18 +288,21 @@ func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func
 	}
 	defer rd.Close()
 
-	var last pulsar.MessageID
-	if !follow {
-		// The bound is taken before seeking, so messages published while we read are left
-		// for the next run: each call reads a snapshot.
-		if last, err = rd.GetLastMessageID(); err != nil {
+	// bounded: the last message that existed at the start is still to be reached. The bound
+	// is taken before seeking, so messages published while we read are left for the next
+	// run: each bounded call reads a snapshot.
+	b := bound{follow: follow, caughtUp: caughtUp, active: !follow || caughtUp != nil}
+	if b.active {
+		if b.last, err = rd.GetLastMessageID(); err != nil {
 			return fail("get last message id", err)
 		}
-		if last == nil || last.EntryID() < 0 || last.LedgerID() < 0 {
-			return nil // empty partition
+		if b.last == nil || b.last.EntryID() < 0 || b.last.LedgerID() < 0 {
+			if b.reached() {
+				return nil // empty partition
+			}
 		}
 	}
-	if !r.opts.From.IsZero() {
+	if !r.opts.From.IsZero() && caughtUp == nil {
 		if err := rd.SeekByTime(r.opts.From); err != nil {
 			return fail("seek to "+r.opts.From.UTC().Format(time.RFC3339Nano), err)
 		}
@@ -297,56 +312,98 @@ func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func
 			return nil
 		}
 	}
+	return r.loop(ctx, rd, partition, topic, sub, &b, fail, fn)
+}
 
+// bound tracks the last message a bounded read (or a Tail before its catch-up) must reach.
+type bound struct {
+	follow   bool
+	caughtUp func()
+	active   bool
+	last     pulsar.MessageID
+}
+
+// reached ends the bounded part: true when the read is over, false when it follows on.
+func (b *bound) reached() bool {
+	b.active = false
+	if !b.follow {
+		return true
+	}
+	if b.caughtUp != nil {
+		b.caughtUp()
+	}
+	return false
+}
+
+func (r *Reader) loop(ctx context.Context, rd pulsar.Reader, partition int32, topic, sub string, b *bound,
+	fail func(string, error) error, fn func(pulsar.Message) error) error {
 	prober, _ := r.admin.(CursorProber)
+	wait := r.opts.IdleTimeout
+	if prober != nil && wait > probeInterval {
+		wait = probeInterval
+	}
 	var lastRead pulsar.MessageID
 	idleSince := time.Now()
+	// While bounded, Next waits at most `wait`; one timer serves many messages (a context per
+	// message would cost allocations and a timer each), so an expiry soon after a message
+	// only renews it.
+	timeout := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, wait) }
+	nctx, ncancel := ctx, context.CancelFunc(func() {})
+	defer func() { ncancel() }()
 	for {
-		nctx, ncancel := ctx, context.CancelFunc(func() {})
-		if !follow {
-			wait := r.opts.IdleTimeout
-			if prober != nil && wait > probeInterval {
-				wait = probeInterval
-			}
-			nctx, ncancel = context.WithTimeout(ctx, wait)
+		switch {
+		case b.active && (nctx == ctx || nctx.Err() != nil):
+			ncancel()
+			nctx, ncancel = timeout()
+		case !b.active && nctx != ctx:
+			ncancel()
+			nctx = ctx
 		}
 		msg, err := rd.Next(nctx)
-		ncancel()
 		if err != nil {
 			switch {
-			case ctx.Err() != nil && follow:
+			case ctx.Err() != nil && b.follow:
 				return nil
 			case ctx.Err() != nil:
 				return ctx.Err()
 			case !errors.Is(err, context.DeadlineExceeded):
 				return fail("read", err)
 			}
+			if time.Since(idleSince) < wait {
+				continue
+			}
 			if prober != nil {
 				l, e, ok, perr := prober.CursorMarkDelete(ctx, topic, sub)
-				if perr == nil && ok && compareEntry(entryPos{l, e}, last) >= 0 {
-					r.countGap(lastRead, last, true)
-					return nil // the rest was dropped by the client, see CursorProber
+				if perr == nil && ok && compareEntry(entryPos{l, e}, b.last) >= 0 {
+					// The rest was dropped by the client, see CursorProber.
+					if !b.follow {
+						r.countGap(lastRead, b.last, true)
+					}
+					if b.reached() {
+						return nil
+					}
+					continue
 				}
 			}
 			if time.Since(idleSince) >= r.opts.IdleTimeout {
 				return fail("read", fmt.Errorf("no message for %s before the last message id %s (last read %s)",
-					r.opts.IdleTimeout, formatID(last, partition), formatID(lastRead, partition)))
+					r.opts.IdleTimeout, formatID(b.last, partition), formatID(lastRead, partition)))
 			}
 			continue
 		}
 		idleSince = time.Now()
 		id := msg.ID()
-		if !follow && compareEntry(id, last) > 0 {
+		if b.active && compareEntry(id, b.last) > 0 && b.reached() {
 			return nil // published after the call started
 		}
-		if !follow {
+		if b.active && !b.follow {
 			r.countGap(lastRead, id, false)
 		}
 		lastRead = id
-		if err := fn(r.toMessage(partition, msg)); err != nil {
+		if err := fn(msg); err != nil {
 			return err
 		}
-		if !follow && isLastOf(id, last) {
+		if b.active && isLastOf(id, b.last) && b.reached() {
 			return nil
 		}
 	}
@@ -399,7 +456,15 @@ func formatID(id pulsar.MessageID, partition int32) string {
 	if id == nil {
 		return "none"
 	}
-	return fmt.Sprintf("%d:%d:%d:%d", id.LedgerID(), id.EntryID(), partition, id.BatchIdx())
+	b := make([]byte, 0, 40)
+	b = strconv.AppendInt(b, id.LedgerID(), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, id.EntryID(), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(id.BatchIdx()), 10)
+	return string(b)
 }
 
 // compareEntry orders ids by (ledger, entry): batch indexes of one entry compare equal.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // drain is the reference for a replay: a plain non-durable reader per offsets partition that
@@ -27,7 +29,7 @@ func drain(ctx context.Context, args []string) error {
 	topic := fs.String("topic", "persistent://public/__kafka/__consumer_offsets", "partitioned topic")
 	parts := fs.Int("partitions", 8, "partitions of the topic")
 	concurrency := fs.Int("concurrency", 4, "partitions read at once per cluster (kop-offsets' default)")
-	queue := fs.Int("queue", 5000, "receiver queue size (kop-offsets' default)")
+	queue := fs.Int("queue", pulsarx.DefaultReceiverQueueSize, "receiver queue size (kop-offsets' default)")
 	compacted := fs.Bool("compacted", true, "read the compacted view, as kop-offsets' replay does")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,16 +94,25 @@ func drainPartition(ctx context.Context, client pulsar.Client, topic string, que
 	if last.EntryID() < 0 || last.LedgerID() < 0 {
 		return 0, 0, nil
 	}
+	// One timer for many messages, as pulsarx's loop: the least a reader pays per message.
+	timeout := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, time.Minute) }
+	nctx, cancel := timeout()
+	defer func() { cancel() }()
+	lastMsg := time.Now()
 	for {
-		nctx, cancel := context.WithTimeout(ctx, time.Minute)
 		msg, err := rd.Next(nctx)
-		cancel()
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
+			if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+				return n, b, err
+			}
+			if time.Since(lastMsg) >= time.Minute {
 				return n, b, fmt.Errorf("no message for 1m before %v", last)
 			}
-			return n, b, err
+			cancel()
+			nctx, cancel = timeout()
+			continue
 		}
+		lastMsg = time.Now()
 		n++
 		b += int64(len(msg.Key()) + len(msg.Payload()))
 		id := msg.ID()

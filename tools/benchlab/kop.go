@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
@@ -30,15 +31,16 @@ var (
 // 15), then a lookup of each partition so that the broker takes the bundles back and KoP
 // loads their partitions. It reads KoP's own timings from the
 // broker log. A load KoP reports as failed ("Error loading offsets", seen when a lookup came
-// while the unload was still closing topics) or that does not finish within a minute (KoP
-// logged "Already loading" for a partition and never loaded it: issue 15) makes it start
+// while the unload was still closing topics) or that does not finish within wait, or within
+// a minute of the last partition that did (KoP logged "Already loading" for a partition and
+// never loaded it: issue 15), makes it start
 // over, at most three times; the sample says how many attempts it took. In the Sample, Wall
 // is from the unload to the last "Finished loading" line seen (polled every 100 ms), KoPMax the
 // longest and KoPSum the sum of KoP's per-partition load times.
-func kopLoad(ctx context.Context, c lab.Cluster, logPath string) (Sample, error) {
+func kopLoad(ctx context.Context, c lab.Cluster, logPath string, wait time.Duration) (Sample, error) {
 	var last error
 	for attempt := 1; attempt <= 3; attempt++ {
-		s, err := kopLoadOnce(ctx, c, logPath)
+		s, err := kopLoadOnce(ctx, c, logPath, wait)
 		if err == nil {
 			s.Attempts = attempt
 			return s, nil
@@ -51,7 +53,29 @@ func kopLoad(ctx context.Context, c lab.Cluster, logPath string) (Sample, error)
 	return Sample{}, fmt.Errorf("cluster %s: KoP did not load every offsets partition in 3 attempts: %w", c.Name, last)
 }
 
-func kopLoadOnce(ctx context.Context, c lab.Cluster, logPath string) (Sample, error) {
+// kopWait is how long KoP may take to load the offsets partitions of live keys: a minute,
+// plus a minute per 100,000 keys (KoP took about 75 s per partition, all at once, for
+// 500,000 keys on the shared 2-vCPU lab).
+func kopWait(live int) time.Duration { return time.Minute + time.Duration(live/100_000)*time.Minute }
+
+// lookup asks for a partition's owner until the broker answers: right after an unload, and
+// while KoP loads a large partition, a broker may answer 500 for a while.
+func lookup(ctx context.Context, a pulsaradmin.Client, tn *utils.TopicName, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		_, err := a.Topics().LookupWithContext(ctx, *tn)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func kopLoadOnce(ctx context.Context, c lab.Cluster, logPath string, wait time.Duration) (Sample, error) {
 	fi, err := os.Stat(logPath)
 	if err != nil {
 		return Sample{}, err
@@ -72,13 +96,13 @@ func kopLoadOnce(ctx context.Context, c lab.Cluster, logPath string) (Sample, er
 		if err != nil {
 			return Sample{}, err
 		}
-		if _, err := a.Topics().LookupWithContext(ctx, *tn); err != nil {
+		if err := lookup(ctx, a, tn, wait); err != nil {
 			return Sample{}, fmt.Errorf("cluster %s: lookup %s: %w", c.Name, tn, err)
 		}
 	}
 	loaded, failed := map[int]int64{}, map[int]bool{}
 	var last time.Time
-	deadline := start.Add(time.Minute)
+	deadline := start.Add(wait)
 	for len(loaded) < lab.OffsetsTopicPartitions {
 		n, next, err := scanLog(logPath, from, loaded, failed)
 		if err != nil {
@@ -93,8 +117,10 @@ func kopLoadOnce(ctx context.Context, c lab.Cluster, logPath string) (Sample, er
 				return Sample{}, fmt.Errorf("KoP on %s: error loading offsets partition %d (broker log %s)", c.Name, p, logPath)
 			}
 		}
-		if time.Now().After(deadline) {
-			return Sample{}, fmt.Errorf("KoP on %s loaded %d of %d offsets partitions within 1m (%v)", c.Name, len(loaded), lab.OffsetsTopicPartitions, loaded)
+		// KoP loads the partitions at once, and they end within seconds of each other: a
+		// partition still missing a minute after the others is stuck ("Already loading").
+		if time.Now().After(deadline) || (!last.IsZero() && time.Since(last) > time.Minute) {
+			return Sample{}, fmt.Errorf("KoP on %s loaded %d of %d offsets partitions within %s (%v)", c.Name, len(loaded), lab.OffsetsTopicPartitions, wait, loaded)
 		}
 		select {
 		case <-time.After(100 * time.Millisecond):

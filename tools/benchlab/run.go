@@ -24,10 +24,16 @@ type runConfig struct {
 	sizes                                  []int
 	keys, rounds, topics, runs             int
 	memberGroups                           int
-	keep, both                             bool
+	keep, both, cached                     bool
 	via                                    string
 	out                                    io.Writer
 	log                                    io.Writer
+}
+
+// sizeResult is what one size measured.
+type sizeResult struct {
+	groups, keys int
+	pairs        []*pair
 }
 
 // pair is one line of a table: our command beside its reference, measured alternately.
@@ -53,6 +59,7 @@ func runBench(ctx context.Context, args []string) error {
 	keep := fs.Bool("keep", false, "leave the lab running afterwards (default: kop-lab down)")
 	via := fs.String("via", "pulsar", "how kop-lab load writes: pulsar (KoP's format straight into the topic) or kafka (OffsetCommit to KoP; needs KoP)")
 	both := fs.Bool("both", true, "also measure check on both clusters beside the plain reader of both (off for a quick big size)")
+	cached := fs.Bool("cached", true, "with KoP: also measure the cached side (check beside kafka-consumer-groups, about 6 ms per group); off for a big size, which keeps KoP's own load")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,7 +73,7 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	rc := runConfig{root: root, kopLab: filepath.Join(root, "bin", "kop-lab"), kopOffsets: filepath.Join(root, "bin", "kop-offsets"),
 		self: self, config: lab.Paths{Root: root}.ConfigYAML(), keys: *keys, rounds: *rounds, topics: *topics, runs: *runs,
-		memberGroups: *members, keep: *keep, both: *both, via: *via, out: os.Stdout, log: os.Stderr}
+		memberGroups: *members, keep: *keep, both: *both, cached: *cached, via: *via, out: os.Stdout, log: os.Stderr}
 	prev := 0
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -118,7 +125,7 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		}
 	}
 	var kafkaCP string
-	if kop {
+	if kop && rc.cached {
 		if kafkaCP, err = rc.kafkaClasspath(ctx); err != nil {
 			return err
 		}
@@ -130,10 +137,6 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		"geo-replicated to %s before measuring. Each figure: median of %d runs, ours and the reference alternating; "+
 		"wall (min-max), user+system CPU, peak RSS (getrusage).\n", rc.via, src.Name, rc.keys, rc.topics, rc.rounds, dst.Name, rc.runs)
 
-	type sizeResult struct {
-		groups, keys int
-		pairs        []*pair
-	}
 	var results []sizeResult
 	prev := 0
 	for _, g := range rc.sizes {
@@ -156,11 +159,11 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		if err := waitReplicated(ctx, src, dst, rc.log); err != nil {
 			return err
 		}
-		if kop {
+		if kop && rc.cached {
 			// KoP's caches hold none of the commits written straight to the topic: make both
-			// clusters' KoP load them before anything asks KoP.
+			// clusters' KoP load them before anything asks KoP (its own load is measured below).
 			for _, c := range []lab.Cluster{src, dst} {
-				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name))
+				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name), kopWait(g*rc.keys))
 				if err != nil {
 					return fmt.Errorf("KoP warm-up load: %w", err)
 				}
@@ -175,29 +178,8 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		results = append(results, sizeResult{groups: g, keys: live, pairs: pairs})
 		rc.table(g, live, g*rc.rounds, pairs)
 	}
-	// Growth from the first to the last size.
 	if len(results) >= 2 {
-		a, b := results[0], results[len(results)-1]
-		fmt.Fprintf(rc.out, "\n### Growth from %d to %d groups (%d to %d live keys, %.1fx)\n\n", a.groups, b.groups, a.keys, b.keys, float64(b.keys)/float64(a.keys))
-		fmt.Fprintln(rc.out, "| work | wall growth | CPU growth | RSS added per added key |")
-		fmt.Fprintln(rc.out, "|---|---|---|---|")
-		for i := range a.pairs {
-			pa, pb := a.pairs[i], b.pairs[i]
-			if pa.ourErr != nil || pb.ourErr != nil {
-				continue
-			}
-			perKey := float64(pb.ourStat.RSS-pa.ourStat.RSS) / float64(b.keys-a.keys)
-			fmt.Fprintf(rc.out, "| %s | %.1fx | %.1fx | %.0f B |\n", pa.work, float64(pb.ourStat.Wall)/float64(pa.ourStat.Wall),
-				float64(pb.ourStat.CPU)/float64(pa.ourStat.CPU), perKey)
-			ra, rb := pa.refWall(pa.refStat), pb.refWall(pb.refStat)
-			if pa.refErr == nil && pb.refErr == nil && ra > 0 {
-				cpu := "-"
-				if pa.refStat.CPU > 0 {
-					cpu = fmt.Sprintf("%.1fx", float64(pb.refStat.CPU)/float64(pa.refStat.CPU))
-				}
-				fmt.Fprintf(rc.out, "| (reference: %s) | %.1fx | %s | |\n", pa.refName, float64(rb)/float64(ra), cpu)
-			}
-		}
+		rc.growth(results[0], results[len(results)-1])
 	}
 	fmt.Fprintf(rc.out, "\nWhole bench: %s.\n", time.Since(start).Round(time.Second))
 	return nil
@@ -220,11 +202,13 @@ func (rc runConfig) pairs(src, dst lab.Cluster, kop bool, kafkaCP string, live i
 	if kop {
 		kcg := Cmd{Name: "kafka-consumer-groups", Args: []string{"java", "-cp", kafkaCP, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
 			"--bootstrap-server", src.KafkaBootstrap, "--describe", "--all-groups"}}
-		ps = append(ps,
-			&pair{work: "`check " + one + " -o json` (cached + persisted)", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + ")", ours: ko("check", one, "-o", "json"), ref: kcg, kop: true},
-			&pair{work: "`check -o json`, both clusters", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + " only)", ours: ko("check", "-o", "json"), ref: kcg, kop: true},
-			&pair{work: "replay of all offsets partitions: `check --persisted-only " + one + "`", refName: "KoP's own load of the same partitions (" + src.Name + ", bundle unload)", ours: ko("check", "--persisted-only", one, "-o", "json"), kop: true},
-		)
+		if rc.cached {
+			ps = append(ps,
+				&pair{work: "`check " + one + " -o json` (cached + persisted)", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + ")", ours: ko("check", one, "-o", "json"), ref: kcg, kop: true},
+				&pair{work: "`check -o json`, both clusters", refName: "kafka-consumer-groups --describe --all-groups (" + src.Name + " only)", ours: ko("check", "-o", "json"), ref: kcg, kop: true},
+			)
+		}
+		ps = append(ps, &pair{work: "replay of all offsets partitions: `check --persisted-only " + one + "`", refName: "KoP's own load of the same partitions (" + src.Name + ", bundle unload)", ours: ko("check", "--persisted-only", one, "-o", "json"), kop: true})
 	}
 	for _, p := range ps {
 		p.liveKeys = live
@@ -257,7 +241,7 @@ func (rc runConfig) measure(ctx context.Context, ps []*pair, kop bool, src lab.C
 					s, err = measure(c)
 				case p.isKoPLoad():
 					c = Cmd{Name: "kop-load"}
-					s, err = kopLoad(ctx, src, lab.Paths{Root: rc.root}.LogFile(src.Name))
+					s, err = kopLoad(ctx, src, lab.Paths{Root: rc.root}.LogFile(src.Name), kopWait(p.liveKeys))
 				default:
 					c = p.ref
 					s, err = measure(c)
@@ -434,4 +418,28 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off (KoP rows skipped)"
+}
+
+// growth prints the growth table from size a to size b.
+func (rc runConfig) growth(a, b sizeResult) {
+	fmt.Fprintf(rc.out, "\n### Growth from %d to %d groups (%d to %d live keys, %.1fx)\n\n", a.groups, b.groups, a.keys, b.keys, float64(b.keys)/float64(a.keys))
+	fmt.Fprintln(rc.out, "| work | wall growth | CPU growth | RSS added per added key |")
+	fmt.Fprintln(rc.out, "|---|---|---|---|")
+	for i := range a.pairs {
+		pa, pb := a.pairs[i], b.pairs[i]
+		if pa.ourErr != nil || pb.ourErr != nil {
+			continue
+		}
+		perKey := float64(pb.ourStat.RSS-pa.ourStat.RSS) / float64(b.keys-a.keys)
+		fmt.Fprintf(rc.out, "| %s | %.1fx | %.1fx | %.0f B |\n", pa.work, float64(pb.ourStat.Wall)/float64(pa.ourStat.Wall),
+			float64(pb.ourStat.CPU)/float64(pa.ourStat.CPU), perKey)
+		ra, rb := pa.refWall(pa.refStat), pb.refWall(pb.refStat)
+		if pa.refErr == nil && pb.refErr == nil && ra > 0 {
+			cpu := "-"
+			if pa.refStat.CPU > 0 {
+				cpu = fmt.Sprintf("%.1fx", float64(pb.refStat.CPU)/float64(pa.refStat.CPU))
+			}
+			fmt.Fprintf(rc.out, "| (reference: %s) | %.1fx | %s | |\n", pa.refName, float64(rb)/float64(ra), cpu)
+		}
+	}
 }

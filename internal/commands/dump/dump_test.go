@@ -289,6 +289,35 @@ func TestDumpRawDecodesAgain(t *testing.T) {
 	}
 }
 
+// --compacted --raw prints each live record with the key and value of the message that last
+// wrote it, which decodes to a record of the same key.
+func TestDumpCompactedRaw(t *testing.T) {
+	readers, clusters := lab()
+	out, _, _, err := runDump(t, []string{"--compacted", "--raw", "--cluster", "scus", "--kind", "offset_commit,group_metadata"}, readers, clusters[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d records:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := offsets.Decode(r.Key, r.Value)
+		found := false
+		for _, d := range recs {
+			found = found || d.Kind == r.Kind && d.Group == r.Group && d.Topic == r.Topic &&
+				(d.Offset == nil) == (r.Offset == nil) && (d.Offset == nil || *d.Offset == *r.Offset)
+		}
+		if !found || r.MessageID == "" {
+			t.Errorf("%s: its message decodes to %+v", line, recs)
+		}
+	}
+}
+
 func TestDumpStrictAndUnreachable(t *testing.T) {
 	readers, clusters := lab()
 	_, _, _, err := runDump(t, []string{"--strict"}, readers, clusters)
