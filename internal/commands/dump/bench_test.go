@@ -13,7 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testkit"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 )
 
 // loadReader serves what `kop-lab load --rounds 1` writes: per group one commit request of
@@ -29,14 +29,14 @@ type loadReader struct {
 func (l *loadReader) Partitions(context.Context) (int32, error) { return 8, nil }
 
 func (l *loadReader) ReadPartition(_ context.Context, p int32, fn func(offsets.Message) error) error {
-	cs := make([]testkit.OffsetCommit, 5)
+	cs := make([]kopcommit.OffsetCommit, 5)
 	for g := int(p); g < l.groups; g += 8 {
 		name := "load-g-" + strconv.Itoa(g)
 		for i := range cs {
-			cs[i] = testkit.OffsetCommit{Group: name, Topic: "persistent://public/default/load-t-" + strconv.Itoa(g%100),
+			cs[i] = kopcommit.OffsetCommit{Group: name, Topic: "persistent://public/default/load-t-" + strconv.Itoa(g%100),
 				Partition: int32(i), Offset: 1000 + int64(i), CommitTime: ts}
 		}
-		key, value, err := testkit.EncodeRequest(cs, ts)
+		key, value, err := kopcommit.EncodeRequest(cs, ts)
 		if err != nil {
 			return err
 		}
