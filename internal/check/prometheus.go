@@ -59,7 +59,7 @@ func Registry(rep *Report) (*prometheus.Registry, error) {
 	}
 	for _, r := range rep.Rows {
 		for _, cl := range rep.Clusters {
-			cell, ok := r.Clusters[cl]
+			cell, ok := r.Lookup(cl)
 			if !ok {
 				continue
 			}

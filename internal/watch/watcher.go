@@ -14,7 +14,6 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -84,19 +83,13 @@ type Watcher struct {
 	clusters []*clusterRT
 
 	// Owned by the cycle.
-	rows       map[string][]row // by group
+	rows       map[string][]check.Row // by group
 	lastResync time.Time
 
 	report atomic.Pointer[check.Report]
 	ready  atomic.Bool
 	cycles atomic.Int64
 	last   atomic.Int64 // unix nanos of the last cycle end
-}
-
-type row struct {
-	key    rowKey
-	cells  map[string]check.Cell
-	status offsets.Status
 }
 
 // clusterRT is the run-time state of one cluster.
@@ -115,7 +108,7 @@ type clusterRT struct {
 	cached     map[string]check.GroupFetch
 	repl       map[int32]map[string]offsets.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
-	pending    map[rowKey]arrival
+	pending    map[check.Key]arrival
 	lastReload map[string]time.Time
 }
 
@@ -141,11 +134,11 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if lg == nil {
 		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]row{}}
+	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]check.Row{}}
 	for _, c := range clusters {
 		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]check.GroupFetch{},
 			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
-			pending: map[rowKey]arrival{}, lastReload: map[string]time.Time{}})
+			pending: map[check.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
 	return w
 }
@@ -413,7 +406,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	for g, rs := range w.rows {
 		for _, r := range rs {
-			switch r.status {
+			switch r.Status {
 			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
 				ask[g] = true
 			}
@@ -421,7 +414,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	for _, c := range w.clusters {
 		for k := range c.pending {
-			ask[k.group] = true
+			ask[k.Group] = true
 		}
 	}
 	if resync {
@@ -471,8 +464,10 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 
 	// 4. Rows of the groups asked.
+	j, sides := w.judge()
+	names := check.Names{}
 	for _, g := range groups {
-		rs := w.buildRows(g)
+		rs := w.buildRows(j, sides, names, g)
 		if len(rs) == 0 {
 			delete(w.rows, g)
 			continue
@@ -540,7 +535,7 @@ func (w *Watcher) prune(known map[string]bool, now time.Time) {
 			}
 		}
 		for k := range c.pending {
-			if !known[k.group] {
+			if !known[k.Group] {
 				delete(c.pending, k)
 			}
 		}
@@ -673,44 +668,76 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
+// judge is the row engine for this cycle, and every cluster as it sees it.
+func (w *Watcher) judge() (*check.Judge, []check.Side) {
+	return &check.Judge{Now: w.o.Now(), ExpiryWarning: w.o.ExpiryWarning, DisplayNamespace: w.displayNamespace()}, w.sides()
+}
+
+// inbound is the replication of group's offsets partition from every peer toward c.
+func (w *Watcher) inbound(c *clusterRT, group string) map[string]offsets.Inbound {
+	return check.Inbound(w.sides(), c.Name, group)
+}
+
+// sides are the clusters as the row engine sees them.
+func (w *Watcher) sides() []check.Side {
+	sides := make([]check.Side, len(w.clusters))
+	for i, c := range w.clusters {
+		n, _ := c.partitions()
+		sd := check.Side{Name: c.Name, Namespace: c.KafkaNamespace, Partitions: n, EndOffsets: c.leo,
+			Persisted: c.view}
+		if c.up {
+			sd.Outbound = c.repl // a cluster down: what it said before is stale
+		}
+		if c.Fetcher != nil {
+			sd.Cached = func(g string) (check.GroupFetch, bool) {
+				if v, _ := c.view(g); v == nil {
+					return check.GroupFetch{}, false // unreachable: an older answer says nothing
+				}
+				f, ok := c.cached[g]
+				return f, ok
+			}
+		}
+		sides[i] = sd
+	}
+	return sides
+}
+
+// view is the loader view holding group, or why there is none.
+func (c *clusterRT) view(group string) (*offsets.PersistedOffsets, string) {
+	if !c.up {
+		return nil, "cluster down: its admin API does not answer or an offsets partition is not followed"
+	}
+	p := c.partitionOf(group)
+	if p == nil {
+		return nil, "offsets partition not replayed yet"
+	}
+	return p.view, ""
+}
+
 // buildRows classifies every topic partition of group across the clusters.
-func (w *Watcher) buildRows(group string) []row {
-	keys := map[rowKey]bool{}
+func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Names, group string) []check.Row {
+	ks := check.KeySet{Names: names}
 	for _, c := range w.clusters {
 		if p := c.partitionOf(group); p != nil {
 			for _, co := range p.byGroup[group] {
-				keys[rowKey{group, offsets.NormalizeTopic(co.Topic, c.KafkaNamespace), co.Partition}] = true
+				ks.AddPersisted(co, c.KafkaNamespace)
+			}
+			for _, co := range p.pendingBy[group] {
+				ks.AddPersisted(co, c.KafkaNamespace)
 			}
 		}
 		if c.Fetcher != nil {
-			for t, ps := range c.cached[group].Offsets {
-				for pt := range ps {
-					keys[rowKey{group, offsets.NormalizeTopic(t, c.KafkaNamespace), pt}] = true
-				}
-			}
+			ks.AddCached(group, c.cached[group], c.KafkaNamespace)
 		}
 	}
-	ns := w.displayNamespace()
-	var rows []row
-	for k := range keys {
-		if !check.MatchAny(w.o.Topics, offsets.ShortName(k.topic, ns), k.topic) {
-			continue
-		}
-		r := row{key: k, cells: map[string]check.Cell{}}
-		obs := make([]offsets.ClusterObservation, len(w.clusters))
-		for i, c := range w.clusters {
-			r.cells[c.Name], obs[i] = w.observe(c, k)
-		}
-		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs})
-		r.status = d.Status
-		for _, c := range w.clusters {
-			cell := r.cells[c.Name]
-			cell.Status = d.Clusters[c.Name]
-			r.cells[c.Name] = cell
-		}
-		rows = append(rows, r)
+	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
+	if len(keys) == 0 {
+		return nil
 	}
-	slices.SortFunc(rows, func(a, b row) int { return a.key.compare(b.key) })
+	rows := make([]check.Row, len(keys))
+	for i, k := range keys {
+		rows[i] = j.Row(k, sides)
+	}
 	return rows
 }
 
@@ -721,112 +748,17 @@ func (w *Watcher) displayNamespace() string {
 	return ""
 }
 
-// observe is check's cell and classifier input of one row on one cluster.
-func (w *Watcher) observe(c *clusterRT, k rowKey) (check.Cell, offsets.ClusterObservation) {
-	ob := offsets.ClusterObservation{Cluster: c.Name, Cached: offsets.CachedOffsets{State: offsets.CacheNotChecked}}
-	var cell check.Cell
-	p := c.partitionOf(k.group)
-	switch {
-	case !c.up:
-		ob.Unreachable = true
-		cell.Error = "cluster down: its admin API does not answer or an offsets partition is not followed"
-	case p == nil:
-		ob.Unreachable = true
-		cell.Error = "offsets partition not replayed yet"
-	default:
-		// As check's cell: what the loader would load, a transactional commit it leaves
-		// pending, a partition it cannot load, the expiry.
-		co, ok := p.view.Lookup(k.group, k.topic, k.partition)
-		if ok {
-			v := co.Offset
-			cell.Persisted, ob.Persisted = &v, &v
-			cell.CommitTimestamp = output.NewTime(co.CommitTimestamp.Time())
-			if co.ExpireTimestamp != nil {
-				ob.ExpireAt = int64(*co.ExpireTimestamp)
-				cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
-			}
-		}
-		if pc, pok := p.view.PendingOffset(k.group, k.topic, k.partition); pok && (!ok || pc.Offset != co.Offset) {
-			pv, loaded := pc.Offset, cell.Persisted
-			ob.Pending, cell.Persisted = &pv, &pv
-			cell.CommitTimestamp = output.NewTime(pc.CommitTimestamp.Time())
-			cell.Predicted = &check.Prediction{Offset: loaded, Reason: "a transactional commit the loader leaves pending: its COMMIT marker is invisible to readers"}
-		}
-		if f, failed := p.view.LoadFailure(p.index); failed {
-			ob.LoadFailure = f.String()
-			cell.Predicted = &check.Prediction{Reason: f.String()}
-		}
-	}
-	ob.Now, ob.ExpiryWarning = w.o.Now().UnixMilli(), w.o.ExpiryWarning.Milliseconds()
-	if c.Fetcher != nil && !ob.Unreachable {
-		f, asked := c.cached[k.group]
-		switch {
-		case !asked:
-		case f.Unavailable:
-			ob.Cached.State = offsets.CacheCoordinatorUnavailable
-			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
-		case f.Err != nil:
-			ob.Cached.State = offsets.CacheError
-			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
-		default:
-			ob.Cached.State = offsets.CacheAnswered
-			if v, ok := cachedOffset(f, c.KafkaNamespace, k); ok {
-				cell.Cached, ob.Cached.Offset = &v, &v
-			}
-		}
-	}
-	if leo, ok := c.leo[k.topic][k.partition]; ok {
-		cell.LogEndOffset = &leo
-		if committed := cmp.Or(cell.Cached, cell.Persisted); committed != nil {
-			lag := max(leo-*committed, 0)
-			cell.Lag = &lag
-		}
-	}
-	ob.Inbound = w.inbound(c, k.group)
-	return cell, ob
-}
-
-// inbound is the replication of group's offsets partition from every peer toward c.
-func (w *Watcher) inbound(c *clusterRT, group string) map[string]offsets.Inbound {
-	in := map[string]offsets.Inbound{}
-	for _, peer := range w.clusters {
-		if peer == c || !peer.up {
-			continue
-		}
-		n, _ := peer.partitions()
-		if n <= 0 {
-			continue
-		}
-		if st, ok := peer.repl[offsets.PartitionFor(group, n)][c.Name]; ok {
-			in[peer.Name] = st
-		}
-	}
-	return in
-}
-
-func cachedOffset(f check.GroupFetch, ns string, k rowKey) (int64, bool) {
-	for t, ps := range f.Offsets {
-		if offsets.NormalizeTopic(t, ns) != k.topic {
-			continue
-		}
-		if v, ok := ps[k.partition]; ok {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
 // settle ends the staleness episodes of c that KoP now serves, among the groups asked.
 func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	oldest := 0.0
 	for k, a := range c.pending {
-		f, ok := c.cached[k.group]
-		if asked[k.group] && ok && f.Err == nil {
-			v, has := cachedOffset(f, c.KafkaNamespace, k)
+		f, ok := c.cached[k.Group]
+		if asked[k.Group] && ok && f.Err == nil {
+			v, has := check.CachedOffset(f, c.KafkaNamespace, k)
 			var persisted *int64
-			if p := c.partitionOf(k.group); p != nil {
-				for _, co := range p.byGroup[k.group] {
-					if co.Partition == k.partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.topic {
+			if p := c.partitionOf(k.Group); p != nil {
+				for _, co := range p.byGroup[k.Group] {
+					if co.Partition == k.Partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.Topic {
 						persisted = &co.Offset
 					}
 				}
@@ -836,8 +768,8 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 			if (has && v >= a.offset) || (has && persisted != nil && v == *persisted) || (!has && persisted == nil) {
 				d := max(now.Sub(a.at), 0)
 				w.m.stalenessServed.WithLabelValues(c.Name).Observe(d.Seconds())
-				w.log.Info("replicated commit served", "cluster", c.Name, "group", k.group, "topic", k.topic,
-					"partition", k.partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
+				w.log.Info("replicated commit served", "cluster", c.Name, "group", k.Group, "topic", k.Topic,
+					"partition", k.Partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
 				delete(c.pending, k)
 				continue
 			}
@@ -848,41 +780,30 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	w.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
 }
 
-// buildReport is every row in check's report shape (for check.Registry and tests).
+// buildReport is every row in check's report shape (for the Prometheus export and tests),
+// with check's exit code for the same rows.
 func (w *Watcher) buildReport() *check.Report {
-	rep := &check.Report{SchemaVersion: 1, Rows: []check.Row{}, Summary: map[string]int{}}
+	rep := &check.Report{SchemaVersion: 1, Summary: map[string]int{}}
 	for _, c := range w.clusters {
 		rep.Clusters = append(rep.Clusters, c.Name)
 	}
-	ns := w.displayNamespace()
-	groups := slices.Sorted(mapKeys(w.rows))
-	worst := check.ExitOK
-	for _, g := range groups {
+	n := 0
+	for _, rs := range w.rows {
+		n += len(rs)
+	}
+	rep.Rows = make([]check.Row, 0, n)
+	for _, g := range slices.Sorted(mapKeys(w.rows)) {
 		for _, r := range w.rows[g] {
-			n := int32(-1)
-			if len(w.clusters) > 0 {
-				if cn, _ := w.clusters[0].partitions(); cn > 0 {
-					n = offsets.PartitionFor(g, cn)
-				}
-			}
-			rep.Rows = append(rep.Rows, check.Row{Group: g, Topic: offsets.ShortName(r.key.topic, ns), Partition: r.key.partition,
-				OffsetsPartition: n, Status: r.status, Clusters: r.cells})
-			rep.Summary[string(r.status)]++
-			switch {
-			case r.status == offsets.StatusError:
-				worst = check.ExitUnreachable
-			case r.status != offsets.StatusOK && worst == check.ExitOK:
-				worst = check.ExitDrift
-			}
+			rep.Rows = append(rep.Rows, r)
+			rep.Summary[string(r.Status)]++
 		}
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			worst = check.ExitUnreachable
 			rep.Errors = append(rep.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
 				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
-	rep.ExitCode = worst
+	rep.ExitCode = check.ExitCode(rep.Summary, len(rep.Errors) > 0, false, nil)
 	return rep
 }

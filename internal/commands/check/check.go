@@ -327,7 +327,7 @@ func renderTable(tp *output.TablePrinter, rep *chk.Report, io *iostreams.IOStrea
 		tp.AddField(fmt.Sprint(r.OffsetsPartition))
 		var lags []string
 		for _, c := range rep.Clusters {
-			cell := r.Clusters[c]
+			cell := r.Cell(c)
 			txt := CellText(cell, cachedAsked)
 			if cell.Status != offsets.StatusOK {
 				txt += " " + strings.ToUpper(string(cell.Status))
@@ -398,7 +398,7 @@ func Hints(rep *chk.Report) []string {
 	}
 	for _, r := range rep.Rows {
 		for _, c := range rep.Clusters {
-			switch r.Clusters[c].Status {
+			switch r.Cell(c).Status {
 			case offsets.StatusStaleCache:
 				add(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
 			case offsets.StatusReplicationLag:
