@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
@@ -91,14 +92,14 @@ func newFakeKoP(t *testing.T, endOffset int) *fakeKoP {
 	return f
 }
 
-func (f *fakeKoP) fetcher(t *testing.T) *KafkaFetcher {
-	cl, err := kgo.NewClient(append(FetcherClientOpts(10*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
+func (f *fakeKoP) fetcher(t *testing.T) *kafkafetch.Fetcher {
+	cl, err := kgo.NewClient(append(kafkafetch.ClientOpts(10*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
 		kgo.MaxVersions(kversion.V3_6_0()))...) // KoP speaks OffsetFetch v8 at most: topics by name
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
+	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
 }
 
 func commit(group string, p int32, off int64) testkit.OffsetCommit {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testkit"
 )
@@ -184,7 +185,7 @@ func TestCheckAndWatchAgree(t *testing.T) {
 			if fmt.Sprint(wrep.Summary) != fmt.Sprint(rep.Summary) || wrep.ExitCode != rep.ExitCode {
 				t.Errorf("check: %v exit %d; watch: %v exit %d", rep.Summary, rep.ExitCode, wrep.Summary, wrep.ExitCode)
 			}
-			creg, err := check.Registry(rep)
+			creg, err := promexport.Registry(rep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,5 +244,5 @@ func series(t *testing.T, g prometheus.Gatherer) string {
 	return buf.String()
 }
 
-var checkSeries = []string{check.MetricCached, check.MetricPersisted, check.MetricTranslated, check.MetricUnserved,
-	check.MetricLag, check.MetricDrift, check.MetricStatus, check.MetricExitCode}
+var checkSeries = []string{promexport.MetricCached, promexport.MetricPersisted, promexport.MetricTranslated, promexport.MetricUnserved,
+	promexport.MetricLag, promexport.MetricDrift, promexport.MetricStatus, promexport.MetricExitCode}

@@ -21,8 +21,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -163,7 +165,7 @@ reached (its cells are marked error, the other clusters are still checked).`),
 	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
 	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
-	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", chk.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
+	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kafkafetch.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
 	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", chk.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -268,7 +270,11 @@ func checkRun(ctx context.Context, opts *Options) error {
 		return cmdutil.UsageError(err)
 	}
 	if opts.PrometheusFile != "" {
-		if err := chk.WriteTextfile(opts.PrometheusFile, rep); err != nil {
+		reg, err := promexport.Registry(rep)
+		if err != nil {
+			return cmdutil.UsageError(err)
+		}
+		if err := promexport.WriteTextfile(opts.PrometheusFile, reg); err != nil {
 			return cmdutil.UsageError(err)
 		}
 	}
@@ -435,13 +441,13 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Owner:       partitionOwner(admin, cl),
 		}
 		if so.Cached || so.Describe {
-			kc, err := f.KafkaClient(cl, chk.FetcherClientOpts(f.Flags.Timeout)...)
+			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
 			if err != nil {
 				pc.Close()
 				return chk.Cluster{}, nil, err
 			}
 			closers = append(closers, kc.Close)
-			c.Fetcher = &chk.KafkaFetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
+			c.Fetcher = &kafkafetch.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
 		if so.Copies {
 			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
