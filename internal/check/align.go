@@ -47,7 +47,7 @@ func (s *clusterState) numbering(r Key) (string, int64, bool) {
 	if s.persisted == nil {
 		return "", 0, false
 	}
-	co, ok := s.persisted.Lookup(r.Group, r.Topic, r.Partition)
+	co, ok := s.view(r.Group).Lookup(r.Group, r.Topic, r.Partition)
 	if !ok {
 		return "", 0, false
 	}

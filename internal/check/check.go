@@ -112,8 +112,8 @@ func literalGroups(globs []string) []string {
 type clusterState struct {
 	c          Cluster
 	partitions int32
-	persisted  *offsets.PersistedOffsets
-	pErr       error // persisted side failed: the cluster is unreachable for this check
+	persisted  []*offsets.PersistedOffsets // by offsets partition; nil: not replayed
+	pErr       error                       // persisted side failed: the cluster is unreachable for this check
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
@@ -216,12 +216,11 @@ func (ru *run) selectGroups(ctx context.Context) {
 		ru.groupSet[g] = true
 	}
 	for _, s := range ru.states {
-		if s.persisted == nil {
-			continue
-		}
-		for _, g := range s.persisted.Groups() {
-			if MatchAny(ru.o.Groups, g.Group) {
-				ru.groupSet[g.Group] = true
+		for _, v := range s.views() {
+			for _, g := range v.Groups() {
+				if MatchAny(ru.o.Groups, g.Group) {
+					ru.groupSet[g.Group] = true
+				}
 			}
 		}
 	}
@@ -281,16 +280,16 @@ func (s *clusterState) unservedPartition(ctx context.Context, p int32, f GroupFe
 func (ru *run) rowKeys() []Key {
 	var ks KeySet
 	for _, s := range ru.states {
-		if s.persisted != nil {
+		for _, v := range s.views() {
 			// One walk over the offsets: a lookup per group would walk them once per group.
-			held := s.persisted.Offsets()
+			held := v.Offsets()
 			ks.Grow(len(held))
 			for _, co := range held {
 				if ru.groupSet[co.Group] {
 					ks.AddPersisted(co, s.c.KafkaNamespace)
 				}
 			}
-			for _, co := range s.persisted.Pending() {
+			for _, co := range v.Pending() {
 				if ru.groupSet[co.Group] {
 					ks.AddPersisted(co, s.c.KafkaNamespace)
 				}
@@ -397,11 +396,12 @@ func (ru *run) judge(ctx context.Context, keys []Key) *Judge {
 func (s *clusterState) side() Side {
 	sd := Side{Name: s.c.Name, Namespace: s.c.KafkaNamespace, Partitions: s.partitions, CacheErr: s.cacheErr,
 		EndOffsets: s.leo, Outbound: s.repl}
-	view, why := s.persisted, ""
 	if s.pErr != nil {
-		view, why = nil, fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
+		why := fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
+		sd.Persisted = func(string) (*offsets.PersistedOffsets, string) { return nil, why }
+	} else {
+		sd.Persisted = func(g string) (*offsets.PersistedOffsets, string) { return s.view(g), "" }
 	}
-	sd.Persisted = func(string) (*offsets.PersistedOffsets, string) { return view, why }
 	if s.c.Fetcher != nil {
 		sd.Cached = func(g string) (GroupFetch, bool) { return s.cached[g], true }
 	}
@@ -412,13 +412,15 @@ func (s *clusterState) side() Side {
 func (ru *run) finish() {
 	rep := ru.rep
 	for _, s := range ru.states {
-		if s.persisted != nil {
-			for _, f := range s.persisted.LoadFailures() {
+		var badCRC int64
+		for _, v := range s.views() {
+			for _, f := range v.LoadFailures() {
 				rep.addWarning(fmt.Sprintf("cluster %s: %s: after any load KoP serves no group of that partition; remove the record (see docs/kop-facts.md) before reloading", s.c.Name, f))
 			}
-			if n := s.persisted.Counts.BadCRC; n > 0 {
-				rep.addWarning(fmt.Sprintf("cluster %s: %d record batches with a bad CRC in the offsets topic: KoP loads them without checking (so does the prediction)", s.c.Name, n))
-			}
+			badCRC += v.Counts.BadCRC
+		}
+		if badCRC > 0 {
+			rep.addWarning(fmt.Sprintf("cluster %s: %d record batches with a bad CRC in the offsets topic: KoP loads them without checking (so does the prediction)", s.c.Name, badCRC))
 		}
 		if s.pErr != nil {
 			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
@@ -519,11 +521,54 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 			parts = append(parts, p)
 		}
 	}
-	s.persisted, s.pErr = ReplayPartitions(ctx, s.c.Reader, parts, o.Concurrency)
+	views, err := replayPartitions(ctx, s.c.Reader, parts, o.Concurrency)
+	if err != nil {
+		s.pErr = err
+		return
+	}
+	// One view per partition, not merged: a merge would hold every key twice for a moment.
+	s.persisted = make([]*offsets.PersistedOffsets, n)
+	for i, p := range parts {
+		s.persisted[p] = views[i]
+	}
+}
+
+// noOffsets is the view of an offsets partition that was not replayed: no selected group
+// lives there.
+var noOffsets = offsets.Merge()
+
+// view is the loader view of the offsets partition holding group.
+func (s *clusterState) view(group string) *offsets.PersistedOffsets {
+	if s.partitions > 0 {
+		if v := s.persisted[offsets.PartitionFor(group, s.partitions)]; v != nil {
+			return v
+		}
+	}
+	return noOffsets
+}
+
+// views are the replayed offsets partitions' views.
+func (s *clusterState) views() []*offsets.PersistedOffsets {
+	var out []*offsets.PersistedOffsets
+	for _, v := range s.persisted {
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ReplayPartitions replays partitions of reader, at most concurrency at once, and merges them.
 func ReplayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) (*offsets.PersistedOffsets, error) {
+	views, err := replayPartitions(ctx, reader, parts, concurrency)
+	if err != nil {
+		return nil, err
+	}
+	return offsets.Merge(views...), nil
+}
+
+// replayPartitions replays partitions of reader, at most concurrency at once.
+func replayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) ([]*offsets.PersistedOffsets, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make([]*offsets.PersistedOffsets, len(parts))
@@ -554,5 +599,5 @@ func ReplayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, par
 			return nil, err
 		}
 	}
-	return offsets.Merge(results...), nil
+	return results, nil
 }

@@ -127,7 +127,8 @@ type Judge struct {
 	// DisplayNamespace is the namespace rows name their topic in (the first cluster's).
 	DisplayNamespace string
 
-	obs []offsets.ClusterObservation // scratch of Row
+	obs     []offsets.ClusterObservation // scratch of Row
+	pending map[*offsets.PersistedOffsets]bool
 }
 
 // OffsetsPartition is the offsets partition of group on the first side that knows its
@@ -176,7 +177,7 @@ func (j *Judge) observe(sides []Side, i int, k Key) (Cell, offsets.ClusterObserv
 		ob.Unreachable = true
 		cell.Error = why
 	} else {
-		persistedCell(view, s, k, &cell, &ob)
+		j.persistedCell(view, s, k, &cell, &ob)
 	}
 	cachedCell(s, k, &cell, &ob)
 	if leo, ok := s.EndOffsets[k.Topic][k.Partition]; ok {
@@ -207,7 +208,7 @@ func Inbound(sides []Side, cluster, group string) map[string]offsets.Inbound {
 
 // persistedCell is what the loader would load, a transactional commit it leaves pending, a
 // partition it cannot load, and the expiry.
-func persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, cell *Cell, ob *offsets.ClusterObservation) {
+func (j *Judge) persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, cell *Cell, ob *offsets.ClusterObservation) {
 	co, ok := view.Lookup(k.Group, k.Topic, k.Partition)
 	if ok {
 		v := co.Offset
@@ -218,7 +219,7 @@ func persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, cell *Cell, o
 			cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
 		}
 	}
-	if pc, pok := view.PendingOffset(k.Group, k.Topic, k.Partition); pok && (!ok || pc.Offset != co.Offset) {
+	if pc, pok := j.pendingOffset(view, k); pok && (!ok || pc.Offset != co.Offset) {
 		pv, loaded := pc.Offset, cell.Persisted
 		ob.Pending, cell.Persisted = &pv, &pv
 		cell.CommitTimestamp = output.NewTime(pc.CommitTimestamp.Time())
@@ -230,6 +231,24 @@ func persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, cell *Cell, o
 			cell.Predicted = &Prediction{Reason: f.String()}
 		}
 	}
+}
+
+// pendingOffset is view.PendingOffset, asked only of a view that holds pending commits: the
+// first question builds an index of every key of the view, which a view without any does
+// not need.
+func (j *Judge) pendingOffset(view *offsets.PersistedOffsets, k Key) (offsets.CommittedOffset, bool) {
+	has, ok := j.pending[view]
+	if !ok {
+		if j.pending == nil {
+			j.pending = map[*offsets.PersistedOffsets]bool{}
+		}
+		has = len(view.Pending()) > 0
+		j.pending[view] = has
+	}
+	if !has {
+		return offsets.CommittedOffset{}, false
+	}
+	return view.PendingOffset(k.Group, k.Topic, k.Partition)
 }
 
 // cachedCell is what KoP answered.

@@ -75,8 +75,8 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		if s.cacheErr != nil {
 			rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "kafka", s.cacheErr))
 		}
-		if s.persisted != nil {
-			for _, g := range s.persisted.Groups() {
+		for _, v := range s.views() {
+			for _, g := range v.Groups() {
 				if !MatchAny(groupGlobs, g.Group) {
 					continue
 				}
