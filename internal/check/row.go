@@ -25,6 +25,9 @@ type Row struct {
 	fullTopic string
 }
 
+// FullTopic is the row's topic in KoP's full name ("" for a row read from JSON).
+func (r Row) FullTopic() string { return r.fullTopic }
+
 // Cell returns the row's cell on cluster (the zero Cell when the row has none).
 func (r Row) Cell(cluster string) Cell {
 	c, _ := r.Lookup(cluster)

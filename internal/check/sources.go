@@ -42,11 +42,11 @@ type Cluster struct {
 	Copies align.Source
 }
 
-// GroupFetch and ListedGroup are KoP's answers (package kafkafetch asks them).
-type (
-	GroupFetch  = kafkafetch.GroupFetch
-	ListedGroup = kafkafetch.ListedGroup
-)
+// GroupFetch is KoP's answer for one group (package kafkafetch asks it).
+type GroupFetch = kafkafetch.GroupFetch
+
+// ListedGroup is one group as KoP lists it (package kafkafetch).
+type ListedGroup = kafkafetch.ListedGroup
 
 // ReplicationSource reports the replicators of one offsets partition of this cluster,
 // keyed by remote cluster name.

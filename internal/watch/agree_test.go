@@ -28,16 +28,16 @@ type history struct {
 	mu    sync.Mutex
 	msgs  map[int32][]offsets.Message
 	cache map[string]map[string]map[int32]int64 // group -> topic -> partition -> offset
-	leo   map[string]map[int32]int64
 }
 
 func newHistory(n int32) *history {
-	return &history{n: n, msgs: map[int32][]offsets.Message{}, cache: map[string]map[string]map[int32]int64{},
-		leo: map[string]map[int32]int64{"topic-1": {0: 1000, 1: 1000, 2: 1000}}}
+	return &history{n: n, msgs: map[int32][]offsets.Message{}, cache: map[string]map[string]map[int32]int64{}}
 }
 
 // commit writes c as KoP does (from: the cluster it was replicated from, "" local).
 func (h *history) commit(from string, c testkit.OffsetCommit) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	p := offsets.PartitionFor(c.Group, h.n)
 	m := testkit.Message(p, len(h.msgs[p]), c)
 	m.ReplicatedFrom = from
@@ -53,11 +53,25 @@ func (h *history) txn(c testkit.OffsetCommit, pid int64) {
 }
 
 // serve makes KoP serve off for group on topic-1 partition p.
-func (h *history) serve(group string, p int32, off int64) {
+func (h *history) serve(group string, p int32, off int64) { h.serveTopic(group, "topic-1", p, off) }
+
+func (h *history) serveTopic(group, topic string, p int32, off int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.cache[group] == nil {
-		h.cache[group] = map[string]map[int32]int64{"topic-1": {}}
+		h.cache[group] = map[string]map[int32]int64{}
 	}
-	h.cache[group]["topic-1"][p] = off
+	if h.cache[group][topic] == nil {
+		h.cache[group][topic] = map[int32]int64{}
+	}
+	h.cache[group][topic][p] = off
+}
+
+// drop makes KoP forget group.
+func (h *history) drop(group string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.cache, group)
 }
 
 func (h *history) Partitions(context.Context) (int32, error) { return h.n, nil }
@@ -86,6 +100,8 @@ func (h *history) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 }
 
 func (h *history) ListGroups(context.Context) ([]check.ListedGroup, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var out []check.ListedGroup
 	for g := range h.cache {
 		out = append(out, check.ListedGroup{Group: g})
@@ -94,6 +110,8 @@ func (h *history) ListGroups(context.Context) ([]check.ListedGroup, error) {
 }
 
 func (h *history) FetchOffsets(_ context.Context, groups []string) map[string]check.GroupFetch {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	out := map[string]check.GroupFetch{}
 	for _, g := range groups {
 		out[g] = check.GroupFetch{Offsets: h.cache[g]}
@@ -101,8 +119,13 @@ func (h *history) FetchOffsets(_ context.Context, groups []string) map[string]ch
 	return out
 }
 
-func (h *history) EndOffsets(context.Context, []string) (map[string]map[int32]int64, error) {
-	return h.leo, nil
+// EndOffsets: every topic has 3 partitions of 1000 messages.
+func (h *history) EndOffsets(_ context.Context, topics []string) (map[string]map[int32]int64, error) {
+	out := map[string]map[int32]int64{}
+	for _, t := range topics {
+		out[t] = map[int32]int64{0: 1000, 1: 1000, 2: 1000}
+	}
+	return out, nil
 }
 
 var agreeNow = time.Unix(1_800_000_000, 0)

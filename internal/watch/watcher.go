@@ -333,16 +333,65 @@ func (c *clusterRT) partitions() (int32, []*partition) {
 }
 
 // Cycle runs one cycle: take what the followers read, ask KoP about the groups that
-// changed (all groups when a resync is due), classify, publish the metrics, and repair
-// when enabled. Run calls it every Interval; tests call it directly.
+// changed (all groups when a resync is due), classify, forget the groups gone, publish the
+// metrics, and repair when enabled. Run calls it every Interval; tests call it directly.
 func (w *Watcher) Cycle(ctx context.Context) {
 	start := w.o.Now()
 	resync := w.lastResync.IsZero() || start.Sub(w.lastResync) >= w.o.Resync
 	if resync {
 		w.lastResync = start
 	}
-
 	// 1. Per cluster: is it up; what changed.
+	dirty := w.takeChanges(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	// 2. The groups to ask: changed, still unsettled, and every group on a resync.
+	groups := w.groupsToAsk(ctx, dirty, resync)
+	// 3. Replication, cached side, log-end offsets: per cluster in parallel.
+	if len(groups) > 0 {
+		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, groups) })
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	// 4. Rows of the groups asked; what belongs to groups gone everywhere is forgotten.
+	w.rebuild(groups)
+	w.forget(groups, resync, start)
+	// 5. Staleness, metrics.
+	now := w.o.Now()
+	asked := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		asked[g] = true
+	}
+	for _, c := range w.clusters {
+		w.settle(c, asked, now)
+	}
+	rep := w.buildReport()
+	w.report.Store(rep)
+	w.m.setReport(rep)
+	ready := w.replayed()
+	w.ready.Store(ready)
+	// 6. Repair, only once every cluster that answers has replayed its offsets topic.
+	if w.o.Repair && ready {
+		for _, c := range w.clusters {
+			if c.Reloader != nil && c.up {
+				w.repair(ctx, c, groups)
+			}
+		}
+	}
+	end := w.o.Now()
+	w.cycles.Add(1)
+	w.last.Store(end.UnixNano())
+	w.m.cycles.Inc()
+	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
+	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
+	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+}
+
+// takeChanges probes every cluster (up or down) and takes what its followers read since the
+// last cycle: the groups that changed, by cluster, and the replicated commits to track.
+func (w *Watcher) takeChanges(ctx context.Context) [][]string {
 	dirty := make([][]string, len(w.clusters))
 	w.parallel(func(c *clusterRT) {
 		i := slices.Index(w.clusters, c)
@@ -367,37 +416,39 @@ func (w *Watcher) Cycle(ctx context.Context) {
 					c.track(a, w.m)
 				}
 			}
-			if fol {
-				following++
-			}
-			if fail {
-				failing++
-			}
+			following += b2i(fol)
+			failing += b2i(fail)
 		}
 		// Up: the admin API answers and no reader is failing (partitions still replaying
 		// count as up: their cells say so).
-		up := err == nil && failing == 0
-		if ctx.Err() == nil && ((c.probed && up != c.up) || (!c.probed && !up)) {
-			if up {
-				w.log.Info("cluster up", "cluster", c.Name, "partitionsFollowing", following)
-			} else {
-				msg := "offsets partitions not followed"
-				if err != nil {
-					msg = err.Error()
-					w.m.errors.WithLabelValues(c.Name, "admin").Inc()
-				}
-				w.log.Warn("cluster down", "cluster", c.Name, "err", msg)
-			}
-		}
-		c.up, c.probed, c.adminDown = up, true, err != nil
-		w.m.up.WithLabelValues(c.Name).Set(b2f(up))
-		w.m.following.WithLabelValues(c.Name).Set(float64(following))
+		w.setUp(ctx, c, err, err == nil && failing == 0, following)
 	})
-	if ctx.Err() != nil {
-		return
-	}
+	return dirty
+}
 
-	// 2. The groups to ask: changed, still unsettled, and every group on a resync.
+// setUp records whether c is up and logs the change.
+func (w *Watcher) setUp(ctx context.Context, c *clusterRT, err error, up bool, following int) {
+	if ctx.Err() == nil && ((c.probed && up != c.up) || (!c.probed && !up)) {
+		if up {
+			w.log.Info("cluster up", "cluster", c.Name, "partitionsFollowing", following)
+		} else {
+			msg := "offsets partitions not followed"
+			if err != nil {
+				msg = err.Error()
+				w.m.errors.WithLabelValues(c.Name, "admin").Inc()
+			}
+			w.log.Warn("cluster down", "cluster", c.Name, "err", msg)
+		}
+	}
+	c.up, c.probed, c.adminDown = up, true, err != nil
+	w.m.up.WithLabelValues(c.Name).Set(b2f(up))
+	w.m.following.WithLabelValues(c.Name).Set(float64(following))
+}
+
+// groupsToAsk are the groups changed, those still unsettled (not ok, or with replicated
+// commits KoP does not serve yet), and on a resync every group any cluster holds or lists,
+// filtered by --group, sorted.
+func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool) []string {
 	ask := map[string]bool{}
 	for _, d := range dirty {
 		for _, g := range d {
@@ -418,34 +469,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 		}
 	}
 	if resync {
-		for _, c := range w.clusters {
-			_, parts := c.partitions()
-			for _, p := range parts {
-				for g := range p.byGroup {
-					ask[g] = true
-				}
-			}
-		}
-		var mu sync.Mutex
-		w.parallel(func(c *clusterRT) {
-			if c.Fetcher == nil || !c.up {
-				return
-			}
-			cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
-			defer cancel()
-			ls, err := c.Fetcher.ListGroups(cctx)
-			if err != nil {
-				return // the fetch below counts KoP's failure
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, g := range ls {
-				ask[g.Group] = true
-			}
-		})
-		for g := range w.rows {
-			ask[g] = true // rebuilt (or dropped when gone everywhere)
-		}
+		w.everyGroup(ctx, ask)
 	}
 	var groups []string
 	for g := range ask {
@@ -454,16 +478,43 @@ func (w *Watcher) Cycle(ctx context.Context) {
 		}
 	}
 	slices.Sort(groups)
+	return groups
+}
 
-	// 3. Replication, cached side, log-end offsets: per cluster in parallel.
-	if len(groups) > 0 {
-		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, groups) })
+// everyGroup adds to ask every group a view holds, KoP lists, or a row names.
+func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
+	for _, c := range w.clusters {
+		_, parts := c.partitions()
+		for _, p := range parts {
+			for g := range p.byGroup {
+				ask[g] = true
+			}
+		}
 	}
-	if ctx.Err() != nil {
-		return
+	var mu sync.Mutex
+	w.parallel(func(c *clusterRT) {
+		if c.Fetcher == nil || !c.up {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		defer cancel()
+		ls, err := c.Fetcher.ListGroups(cctx)
+		if err != nil {
+			return // the fetch counts KoP's failure
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, g := range ls {
+			ask[g.Group] = true
+		}
+	})
+	for g := range w.rows {
+		ask[g] = true // rebuilt (or dropped when gone everywhere)
 	}
+}
 
-	// 4. Rows of the groups asked.
+// rebuild classifies the rows of groups again; a group without rows is dropped.
+func (w *Watcher) rebuild(groups []string) {
 	j, sides := w.judge()
 	names := check.Names{}
 	for _, g := range groups {
@@ -474,77 +525,108 @@ func (w *Watcher) Cycle(ctx context.Context) {
 		}
 		w.rows[g] = rs
 	}
+}
 
-	if resync {
-		w.prune(ask, start)
-	}
-
-	// 5. Staleness, metrics.
-	now := w.o.Now()
-	for _, c := range w.clusters {
-		w.settle(c, ask, now)
-	}
-	rep := w.buildReport()
-	w.report.Store(rep)
-	w.m.setReport(rep)
-
-	ready := true
+// replayed reports whether every cluster that answers has replayed all its partitions.
+func (w *Watcher) replayed() bool {
 	for _, c := range w.clusters {
 		n, parts := c.partitions()
 		if c.adminDown {
 			continue // a cluster that does not answer does not hold the others back
 		}
 		if n == 0 {
-			ready = false
+			return false
 		}
 		for _, p := range parts {
 			if !p.caught {
-				ready = false
+				return false
 			}
 		}
 	}
-	w.ready.Store(ready)
-
-	// 6. Repair.
-	// Only once every cluster that answers has replayed its offsets topic.
-	if w.o.Repair && ready {
-		for _, c := range w.clusters {
-			if c.Reloader != nil && c.up {
-				w.repair(ctx, c, groups)
-			}
-		}
-	}
-
-	end := w.o.Now()
-	w.cycles.Add(1)
-	w.last.Store(end.UnixNano())
-	w.m.cycles.Inc()
-	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
-	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
-	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+	return true
 }
 
-// prune forgets, after a full sweep, what belongs to groups that exist nowhere any more
-// (neither persisted on a cluster nor listed by KoP), and cooldowns that have passed: memory
-// stays bounded by the live groups over hours.
-func (w *Watcher) prune(known map[string]bool, now time.Time) {
+// forget drops what belongs to groups gone everywhere: KoP's answers, the replicated commits
+// tracked for staleness and, on a resync, the log-end offsets of topics no row names and
+// the cooldowns that have passed. A group is gone when, asked this cycle, it has no row and no
+// replayed view holds it (deleted, or expired by KoP): memory follows the live groups, not
+// every group that ever existed.
+func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
+	gone := map[string]bool{}
+	isGone := func(g string) {
+		if _, ok := w.rows[g]; !ok && !w.held(g) {
+			gone[g] = true
+		}
+	}
+	for _, g := range asked {
+		isGone(g)
+	}
+	if resync {
+		// A full sweep: whatever an earlier cycle left.
+		for _, c := range w.clusters {
+			for g := range c.cached {
+				isGone(g)
+			}
+			for k := range c.pending {
+				isGone(k.Group)
+			}
+		}
+	}
 	for _, c := range w.clusters {
-		for g := range c.cached {
-			if !known[g] {
+		if len(gone) > 0 {
+			for g := range gone {
 				delete(c.cached, g)
 			}
-		}
-		for k := range c.pending {
-			if !known[k.Group] {
-				delete(c.pending, k)
+			for k := range c.pending {
+				if gone[k.Group] {
+					delete(c.pending, k)
+				}
 			}
 		}
+		if !resync {
+			continue
+		}
+		w.forgetTopics(c)
 		for r, at := range c.lastReload {
 			if now.Sub(at) >= w.o.Cooldown {
 				delete(c.lastReload, r)
 			}
 		}
 	}
+}
+
+// held reports whether a replayed view of any cluster holds group.
+func (w *Watcher) held(group string) bool {
+	for _, c := range w.clusters {
+		if p := c.partitionOf(group); p != nil {
+			if _, ok := p.byGroup[group]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forgetTopics drops c's log-end offsets of topics no row names.
+func (w *Watcher) forgetTopics(c *clusterRT) {
+	named := map[string]bool{}
+	for _, rs := range w.rows {
+		for _, r := range rs {
+			named[r.FullTopic()] = true
+		}
+	}
+	for t := range c.leo {
+		if !named[t] {
+			delete(c.leo, t)
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func b2f(b bool) float64 {

@@ -64,13 +64,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// NewCmdCheck returns `check`. runF replaces the run function in tests.
-func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
-	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Compare cached and persisted offsets on each cluster and across clusters",
-		Long: strings.TrimSpace(`
+var checkLong = strings.TrimSpace(`
 For every selected group, topic and partition, show what KoP serves on each cluster
 (cached: OffsetFetch), what that cluster's offsets topic holds (persisted: the offsets
 partitions of the selected groups replayed as KoP's loader does, with non-durable readers),
@@ -112,8 +106,9 @@ skips it).
 
 Exit codes: 0 nothing found that --fail-on names (default: every status but ok and expiring);
 1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
-reached (its cells are marked error, the other clusters are still checked).`),
-		Example: cmdutil.Examples(`
+reached (its cells are marked error, the other clusters are still checked).`)
+
+var checkExamples = cmdutil.Examples(`
   # every group on every cluster
   kop-offsets check
 
@@ -124,7 +119,18 @@ reached (its cells are marked error, the other clusters are still checked).`),
   kop-offsets check --prometheus-file /var/lib/node_exporter/textfile/kop_offsets.prom -o json >/dev/null || true
 
   # only the offsets topics (KoP not reachable from here)
-  kop-offsets check --persisted-only --fail-on diverged,missing`),
+  kop-offsets check --persisted-only --fail-on diverged,missing`)
+
+// NewCmdCheck returns `check`. runF replaces the run function in tests.
+func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Compare cached and persisted offsets on each cluster and across clusters",
+		Long:  checkLong,
+
+		Example: checkExamples,
+
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
