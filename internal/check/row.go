@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -80,58 +81,72 @@ type Prediction struct {
 	Reason string `json:"reason"`
 }
 
-// rowJSON is the JSON shape of a Row.
+// rowJSON is the JSON shape of a Row (for reading it back).
 type rowJSON struct {
 	Group            string         `json:"group"`
 	Topic            string         `json:"topic"`
 	Partition        int32          `json:"partition"`
 	OffsetsPartition int32          `json:"offsetsPartition"`
 	Status           offsets.Status `json:"status"`
-	Clusters         cellsJSON      `json:"clusters"`
 }
 
-// cellsJSON writes cells as an object keyed by cluster name, keys sorted as encoding/json
-// sorts a map's (the shape a map of cells had).
-type cellsJSON []Cell
+// MarshalJSON implements json.Marshaler: cells as the object "clusters", keyed by cluster
+// name in encoding/json's order of map keys (the shape a map of cells had).
+func (r Row) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil) }
 
-// MarshalJSON implements json.Marshaler.
-func (cs cellsJSON) MarshalJSON() ([]byte, error) {
-	order := make([]int, len(cs))
+// AppendJSON appends the row's compact JSON to dst, HTML characters unescaped (an encoder
+// that escapes them does so when it copies a marshaller's output). A check of a million rows
+// writes each with it: the row's own fields are appended directly, each cell is encoded once.
+func (r *Row) AppendJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, `{"group":`...)
+	dst = appendString(dst, r.Group)
+	dst = append(dst, `,"topic":`...)
+	dst = appendString(dst, r.Topic)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(r.Partition), 10)
+	dst = append(dst, `,"offsetsPartition":`...)
+	dst = strconv.AppendInt(dst, int64(r.OffsetsPartition), 10)
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, string(r.Status))
+	dst = append(dst, `,"clusters":{`...)
+	order := make([]int, len(r.Cells))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(cs[a].Cluster, cs[b].Cluster) })
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // the caller's encoder escapes, or not, as it was told
-	buf.WriteByte('{')
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(r.Cells[a].Cluster, r.Cells[b].Cluster) })
+	buf := bytes.NewBuffer(dst)
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
 	for n, i := range order {
 		if n > 0 {
 			buf.WriteByte(',')
 		}
-		if err := enc.Encode(cs[i].Cluster); err != nil {
+		buf.Write(appendString(buf.AvailableBuffer(), r.Cells[i].Cluster))
+		buf.WriteByte(':')
+		if err := enc.Encode(&r.Cells[i]); err != nil {
 			return nil, err
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
-		buf.WriteByte(':')
-		if err := enc.Encode(&cs[i]); err != nil {
-			return nil, err
-		}
-		buf.Truncate(buf.Len() - 1)
 	}
-	buf.WriteByte('}')
+	buf.WriteString("}}")
 	return buf.Bytes(), nil
 }
 
-// MarshalJSON implements json.Marshaler: cells as the object "clusters".
-func (r Row) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rowJSON{r.Group, r.Topic, r.Partition, r.OffsetsPartition, r.Status, cellsJSON(r.Cells)}); err != nil {
-		return nil, err
+// appendString appends s as a JSON string as encoding/json writes it without HTML escaping:
+// directly when nothing in it needs escaping, else through encoding/json.
+func appendString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			_ = enc.Encode(s) // a string always encodes
+			return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+		}
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // UnmarshalJSON implements json.Unmarshaler: cells sorted by cluster name.
