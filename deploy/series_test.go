@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
@@ -45,7 +46,7 @@ func registered(reg prometheus.Registerer, name string) bool {
 // _bucket, _sum and _count series count under its name.
 func exported(t *testing.T) func(string) bool {
 	t.Helper()
-	checkReg, err := check.Registry(&check.Report{})
+	checkReg, err := promexport.Registry(&check.Report{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestRegisteredProbe(t *testing.T) {
 		}
 	}
 	is := exported(t)
-	for _, name := range []string{check.MetricStatus, watch.MetricStalenessServed + "_bucket", "go_goroutines", "process_resident_memory_bytes"} {
+	for _, name := range []string{promexport.MetricStatus, watch.MetricStalenessServed + "_bucket", "go_goroutines", "process_resident_memory_bytes"} {
 		if !is(name) {
 			t.Errorf("%s not exported", name)
 		}
@@ -208,14 +209,14 @@ func TestAlertRulesCover(t *testing.T) {
 	want := map[string]string{
 		"KoPOffsetsStaleCache":         `status="stale_cache"`,             // drift that persists
 		"KoPOffsetsStale":              watch.MetricStaleness,              // replicated commits not served
-		"KoPOffsetsPartitionUnserved":  check.MetricUnserved,               // unserved offsets partitions
+		"KoPOffsetsPartitionUnserved":  promexport.MetricUnserved,               // unserved offsets partitions
 		"KoPOffsetsWatchDown":          watch.MetricCycles,                 // watch down
 		"KoPOffsetsWatchNotReady":      watch.MetricClusterUp,              // watch not ready
 		"KoPOffsetsReplicationBacklog": `status="replication_lag"`,         // replication backlog
 		"KoPOffsetsRepairRefused":      watch.MetricReloadsRefused,         // repair refusals
 		"KoPOffsetsReloadFailed":       watch.MetricReloads,                // reloads not verified
 		"KoPOffsetsWatchStuck":         watch.MetricLastCycle,              // the loop is stuck
-		"KoPOffsetsCheckFailing":       check.MetricExitCode,               // unreachable clusters
+		"KoPOffsetsCheckFailing":       promexport.MetricExitCode,               // unreachable clusters
 		"KoPOffsetsDiverged":           `status="diverged"`,                // persisted values differ
 		"KoPOffsetsMisaligned":         `status="misaligned"`,              // needs failover
 		"KoPOffsetsWatchClusterDown":   watch.MetricClusterUp,              // one cluster down

@@ -13,7 +13,7 @@ import (
 // every cluster's value into each peer's whose numbering differs. One map per topic partition
 // and pair of clusters; in the usual active-passive case the peers' requests are the
 // replicated values' own.
-func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
+func alignRows(ctx context.Context, keys []Key, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
 	sources := map[string]align.Source{}
 	for _, s := range states {
 		// A KoP that did not answer the cached side is not asked again for every topic.
@@ -22,13 +22,13 @@ func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName m
 		}
 	}
 	var reqs []align.Request
-	for i := range rows {
+	for _, k := range keys {
 		for _, s := range states {
-			if req, ok := s.alignRequest(&rows[i], byName); ok {
+			if req, ok := s.alignRequest(k, byName); ok {
 				reqs = append(reqs, req)
 			}
 			for _, peer := range states {
-				if req, ok := s.peerRequest(&rows[i], peer, byName); ok {
+				if req, ok := s.peerRequest(k, peer, byName); ok {
 					reqs = append(reqs, req)
 				}
 			}
@@ -43,11 +43,11 @@ func alignRows(ctx context.Context, rows []Row, states []*clusterState, byName m
 
 // numbering returns this cluster's persisted value of row r and the cluster whose numbering
 // it counts in (where it was written).
-func (s *clusterState) numbering(r *Row) (string, int64, bool) {
+func (s *clusterState) numbering(r Key) (string, int64, bool) {
 	if s.persisted == nil {
 		return "", 0, false
 	}
-	co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition)
+	co, ok := s.view(r.Group).Lookup(r.Group, r.Topic, r.Partition)
 	if !ok {
 		return "", 0, false
 	}
@@ -59,7 +59,7 @@ func (s *clusterState) numbering(r *Row) (string, int64, bool) {
 
 // alignRequest is the translation row r needs on this cluster: its persisted value came from
 // another checked cluster.
-func (s *clusterState) alignRequest(r *Row, byName map[string]*clusterState) (align.Request, bool) {
+func (s *clusterState) alignRequest(r Key, byName map[string]*clusterState) (align.Request, bool) {
 	from, v, ok := s.numbering(r)
 	if !ok || from == s.c.Name || byName[from] == nil {
 		return align.Request{}, false
@@ -69,7 +69,7 @@ func (s *clusterState) alignRequest(r *Row, byName map[string]*clusterState) (al
 
 // peerRequest is the translation of peer's value of row r into this cluster's numbering,
 // needed when peer's value counts in another cluster's numbering than this one's.
-func (s *clusterState) peerRequest(r *Row, peer *clusterState, byName map[string]*clusterState) (align.Request, bool) {
+func (s *clusterState) peerRequest(r Key, peer *clusterState, byName map[string]*clusterState) (align.Request, bool) {
 	if peer == s {
 		return align.Request{}, false
 	}
@@ -80,13 +80,13 @@ func (s *clusterState) peerRequest(r *Row, peer *clusterState, byName map[string
 	return s.requestFor(r, from, v), true
 }
 
-func (s *clusterState) requestFor(r *Row, from string, v int64) align.Request {
-	return align.Request{From: from, To: s.c.Name, Topic: offsets.ShortName(r.fullTopic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
+func (s *clusterState) requestFor(r Key, from string, v int64) align.Request {
+	return align.Request{From: from, To: s.c.Name, Topic: offsets.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
 }
 
 // translate adds the row's alignment on this cluster to its cell and observation: its own
 // value's translation, and the peers' values in this cluster's numbering.
-func (s *clusterState) translate(r *Row, cell *Cell, ob *offsets.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
+func (s *clusterState) translate(r Key, cell *Cell, ob *offsets.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
 	for _, peer := range states {
 		if req, ok := s.peerRequest(r, peer, byName); ok {
 			if got, ok := res[req]; ok && got.Err == nil {

@@ -11,9 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
 // Exit codes of a Report (cli.md).
@@ -66,18 +64,6 @@ type Report struct {
 	ExitCode int                 `json:"exitCode"`
 }
 
-// Row is one group/topic/partition.
-type Row struct {
-	Group            string          `json:"group"`
-	Topic            string          `json:"topic"`
-	Partition        int32           `json:"partition"`
-	OffsetsPartition int32           `json:"offsetsPartition"`
-	Status           offsets.Status  `json:"status"`
-	Clusters         map[string]Cell `json:"clusters"`
-
-	fullTopic string
-}
-
 // UnservedPartition is an offsets partition KoP does not serve on one cluster.
 type UnservedPartition struct {
 	Cluster          string `json:"cluster"`
@@ -88,40 +74,6 @@ type UnservedPartition struct {
 	// next lookup assigns it), when it could be read.
 	Owner string `json:"owner,omitempty"`
 	Fix   string `json:"fix"`
-}
-
-// Cell is one row on one cluster.
-type Cell struct {
-	Cached *int64 `json:"cached"`
-	// Persisted is what the offsets topic holds: the loader's value, or a newer
-	// transactional commit whose COMMIT marker the loader cannot see.
-	Persisted *int64 `json:"persisted"`
-	// Predicted is what KoP would serve after a load, present only where it differs from
-	// Persisted.
-	Predicted       *Prediction    `json:"predicted,omitempty"`
-	CommitTimestamp *output.Time   `json:"commitTimestamp"`
-	ExpireTimestamp *output.Time   `json:"expireTimestamp,omitempty"`
-	ExpiresIn       *float64       `json:"expiresInSeconds,omitempty"` // negative: expired
-	LogEndOffset    *int64         `json:"logEndOffset"`
-	Lag             *int64         `json:"lag"`
-	Status          offsets.Status `json:"status"`
-	Error           string         `json:"error,omitempty"`
-	// Detail says why for unloadable, misaligned, cache_ahead and expired.
-	Detail string `json:"detail,omitempty"`
-	// Origin is the cluster the persisted commit was replicated from (absent: written on
-	// this cluster): its offset counts in Origin's numbering of the topic.
-	Origin string `json:"origin,omitempty"`
-	// Translated is the persisted offset in this cluster's numbering (the first message the
-	// group has not consumed on Origin), present when Origin is set and alignment is known.
-	Translated *int64 `json:"translated,omitempty"`
-	// Alignment explains Translated, or why alignment is unknown.
-	Alignment string `json:"alignment,omitempty"`
-}
-
-// Prediction is what KoP's loader would serve after a load of the row's offsets partition.
-type Prediction struct {
-	Offset *int64 `json:"offset"` // null: nothing
-	Reason string `json:"reason"`
 }
 
 // IsGlob reports whether a --group/--topic value is a pattern rather than a name.
@@ -160,8 +112,8 @@ func literalGroups(globs []string) []string {
 type clusterState struct {
 	c          Cluster
 	partitions int32
-	persisted  *offsets.PersistedOffsets
-	pErr       error // persisted side failed: the cluster is unreachable for this check
+	persisted  []*offsets.PersistedOffsets // by offsets partition; nil: not replayed
+	pErr       error                       // persisted side failed: the cluster is unreachable for this check
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
@@ -170,14 +122,66 @@ type clusterState struct {
 	repl       map[int32]map[string]offsets.Inbound
 }
 
-type rowKey struct {
-	group, topic string // topic: full name
-	partition    int32
-}
-
 // Run checks clusters. Errors of single clusters are in the report (Errors, cells marked
 // error, ExitCode 3); Run itself fails only on bad options.
 func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
+	var rows []Row
+	rep, err := Stream(ctx, clusters, o, func(r *Row) error {
+		rows = append(rows, *r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Rows = append(rep.Rows, rows...)
+	return rep, nil
+}
+
+// Stream is Run that hands every row, in order, to emit as soon as it is classified,
+// without keeping it: the report it returns has no rows (but their summary and exit code).
+// An error of emit ends the check and is returned.
+func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) error) (*Report, error) {
+	ru, err := newRun(clusters, o)
+	if err != nil {
+		return nil, err
+	}
+	// 1. Persisted side, every cluster in parallel.
+	parallel(ru.states, func(s *clusterState) { s.readPersisted(ctx, ru.o) })
+	// 2. The groups to look at, and KoP's answers for them.
+	ru.selectGroups(ctx)
+	ru.fetchCached(ctx)
+	// 3. Rows: the union of what every cluster holds or serves.
+	keys := ru.rowKeys()
+	ru.warnPartitionCounts()
+	// 4. Replication stats and log-end offsets, per cluster in parallel.
+	ru.fetchStats(ctx, keys)
+	// 5. Cells, classification (with alignment), one row at a time.
+	judge := ru.judge(ctx, keys)
+	sides := make([]Side, len(ru.states))
+	for i, s := range ru.states {
+		sides[i] = s.side()
+	}
+	for _, k := range keys {
+		r := judge.Row(k, sides)
+		ru.rep.Summary[string(r.Status)]++
+		if err := emit(&r); err != nil {
+			return nil, err
+		}
+	}
+	ru.finish()
+	return ru.rep, nil
+}
+
+// run is one check in progress.
+type run struct {
+	o        Options
+	states   []*clusterState
+	rep      *Report
+	groupSet map[string]bool
+	groups   []string // groupSet, sorted
+}
+
+func newRun(clusters []Cluster, o Options) (*run, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
 	}
@@ -194,168 +198,159 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	if o.Source != "" && !slices.Contains(names, o.Source) {
 		return nil, fmt.Errorf("source cluster %q is not among the checked clusters (%s)", o.Source, strings.Join(names, ", "))
 	}
-	rep := &Report{SchemaVersion: 1, Clusters: names, Rows: []Row{}, Summary: map[string]int{}}
+	ru := &run{o: o, rep: &Report{SchemaVersion: 1, Clusters: names, Rows: []Row{}, Summary: map[string]int{}}}
 	if o.Source != "" {
-		rep.Source = &o.Source
+		ru.rep.Source = &ru.o.Source
 	}
-	states := make([]*clusterState, len(clusters))
-	for i, c := range clusters {
-		states[i] = &clusterState{c: c}
+	for _, c := range clusters {
+		ru.states = append(ru.states, &clusterState{c: c})
 	}
+	return ru, nil
+}
 
-	// 1. Persisted side, every cluster in parallel.
-	parallel(states, func(s *clusterState) { s.readPersisted(ctx, o) })
-
-	// 2. The groups to look at: persisted (filtered), named literally, and listed by KoP.
-	groupSet := map[string]bool{}
-	for _, g := range literalGroups(o.Groups) {
-		groupSet[g] = true
+// selectGroups collects the groups to look at: named literally, persisted (filtered) and
+// listed by KoP.
+func (ru *run) selectGroups(ctx context.Context) {
+	ru.groupSet = map[string]bool{}
+	for _, g := range literalGroups(ru.o.Groups) {
+		ru.groupSet[g] = true
 	}
-	for _, s := range states {
-		if s.persisted == nil {
-			continue
-		}
-		for _, g := range s.persisted.Groups() {
-			if MatchAny(o.Groups, g.Group) {
-				groupSet[g.Group] = true
+	for _, s := range ru.states {
+		for _, v := range s.views() {
+			for _, g := range v.Groups() {
+				if MatchAny(ru.o.Groups, g.Group) {
+					ru.groupSet[g.Group] = true
+				}
 			}
 		}
 	}
-	// 3. Cached side.
-	parallel(states, func(s *clusterState) {
+	parallel(ru.states, func(s *clusterState) {
 		if s.c.Fetcher == nil {
 			return
 		}
-		listed, err := s.c.Fetcher.ListGroups(ctx)
-		if err != nil {
-			s.cacheErr = err
-			return
-		}
-		s.listed = listed
+		s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
 	})
-	for _, s := range states {
+	for _, s := range ru.states {
 		for _, g := range s.listed {
-			if MatchAny(o.Groups, g.Group) {
-				groupSet[g.Group] = true
+			if MatchAny(ru.o.Groups, g.Group) {
+				ru.groupSet[g.Group] = true
 			}
 		}
 	}
-	groups := slices.Sorted(func(yield func(string) bool) {
-		for g := range groupSet {
-			if !yield(g) {
-				return
-			}
-		}
-	})
-	parallel(states, func(s *clusterState) {
-		if s.c.Fetcher == nil || s.cacheErr != nil || (len(groups) == 0 && s.partitions <= 0) {
+	ru.groups = slices.Sorted(mapKeys(ru.groupSet))
+}
+
+// fetchCached asks KoP on every cluster for the groups, and probes the offsets partitions.
+func (ru *run) fetchCached(ctx context.Context) {
+	parallel(ru.states, func(s *clusterState) {
+		if s.c.Fetcher == nil || s.cacheErr != nil || (len(ru.groups) == 0 && s.partitions <= 0) {
 			return
 		}
 		// A probe group per offsets partition asked with the others: a partition KoP does
 		// not serve is named even when none of its groups is selected or committed.
-		probes := s.probeGroups(o)
-		s.cached = s.c.Fetcher.FetchOffsets(ctx, append(slices.Clone(groups), probes...))
+		probes := s.probeGroups(ru.o)
+		s.cached = s.c.Fetcher.FetchOffsets(ctx, append(slices.Clone(ru.groups), probes...))
 		for _, pg := range probes {
 			if f := s.cached[pg]; f.Unavailable {
-				p := offsets.PartitionFor(pg, s.partitions)
-				u := UnservedPartition{Cluster: s.c.Name, OffsetsPartition: p, Answer: fmt.Sprint(f.Err),
-					Fix: fmt.Sprintf("kop-offsets reload --cluster %s --partition %d --yes (or kop-offsets repair --cluster %s)", s.c.Name, p, s.c.Name)}
-				if s.c.Owner != nil {
-					switch owner, err := s.c.Owner(ctx, p); {
-					case err != nil:
-						u.Owner = "unknown: " + err.Error()
-					case owner == "":
-						u.Owner = "none"
-					default:
-						u.Owner = owner
-					}
-				}
-				s.unserved = append(s.unserved, u)
+				s.unserved = append(s.unserved, s.unservedPartition(ctx, offsets.PartitionFor(pg, s.partitions), f))
 			}
 			delete(s.cached, pg)
 		}
 	})
+}
 
-	// 4. Rows: the union of what every cluster holds or serves.
-	keys := map[rowKey]bool{}
-	for _, s := range states {
-		if s.persisted != nil {
+func (s *clusterState) unservedPartition(ctx context.Context, p int32, f GroupFetch) UnservedPartition {
+	u := UnservedPartition{Cluster: s.c.Name, OffsetsPartition: p, Answer: fmt.Sprint(f.Err),
+		Fix: fmt.Sprintf("kop-offsets reload --cluster %s --partition %d --yes (or kop-offsets repair --cluster %s)", s.c.Name, p, s.c.Name)}
+	if s.c.Owner != nil {
+		switch owner, err := s.c.Owner(ctx, p); {
+		case err != nil:
+			u.Owner = "unknown: " + err.Error()
+		case owner == "":
+			u.Owner = "none"
+		default:
+			u.Owner = owner
+		}
+	}
+	return u
+}
+
+// rowKeys is the union of the selected groups' keys on every cluster, filtered by topic,
+// sorted.
+func (ru *run) rowKeys() []Key {
+	var ks KeySet
+	for _, s := range ru.states {
+		for _, v := range s.views() {
 			// One walk over the offsets: a lookup per group would walk them once per group.
-			for _, co := range s.persisted.Offsets() {
-				if groupSet[co.Group] {
-					keys[rowKey{co.Group, offsets.NormalizeTopic(co.Topic, s.c.KafkaNamespace), co.Partition}] = true
+			held := v.Offsets()
+			ks.Grow(len(held))
+			for _, co := range held {
+				if ru.groupSet[co.Group] {
+					ks.AddPersisted(co, s.c.KafkaNamespace)
 				}
 			}
-			for _, co := range s.persisted.Pending() {
-				if groupSet[co.Group] {
-					keys[rowKey{co.Group, offsets.NormalizeTopic(co.Topic, s.c.KafkaNamespace), co.Partition}] = true
+			for _, co := range v.Pending() {
+				if ru.groupSet[co.Group] {
+					ks.AddPersisted(co, s.c.KafkaNamespace)
 				}
 			}
 		}
 		for g, f := range s.cached {
-			for t, ps := range f.Offsets {
-				for p := range ps {
-					keys[rowKey{g, offsets.NormalizeTopic(t, s.c.KafkaNamespace), p}] = true
-				}
-			}
+			ks.AddCached(g, f, s.c.KafkaNamespace)
 		}
 	}
-	displayNS := ""
-	if len(clusters) > 0 {
-		displayNS = clusters[0].KafkaNamespace
-	}
-	var rows []Row
-	for k := range keys {
-		short := offsets.ShortName(k.topic, displayNS)
-		if !MatchAny(o.Topics, short, k.topic) {
-			continue
-		}
-		rows = append(rows, Row{Group: k.group, Topic: short, Partition: k.partition, fullTopic: k.topic, Clusters: map[string]Cell{}})
-	}
-	slices.SortFunc(rows, func(a, b Row) int {
-		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
+	return ks.Sorted(ru.o.Topics, ru.displayNamespace())
+}
 
-	// Offsets partitions: by the first cluster that knows its partition count.
+func (ru *run) displayNamespace() string {
+	if len(ru.states) > 0 {
+		return ru.states[0].c.KafkaNamespace
+	}
+	return ""
+}
+
+// warnPartitionCounts warns when the offsets topics differ in partition count.
+func (ru *run) warnPartitionCounts() {
 	var nParts []int32
-	for _, s := range states {
+	for _, s := range ru.states {
 		if s.partitions > 0 {
 			nParts = append(nParts, s.partitions)
 		}
 	}
-	if len(slices.Compact(slices.Clone(nParts))) > 1 {
-		var parts []string
-		for _, s := range states {
-			parts = append(parts, fmt.Sprintf("%s=%d", s.c.Name, s.partitions))
-		}
-		rep.Warnings = append(rep.Warnings, "the offsets topics have different partition counts ("+strings.Join(parts, ", ")+
-			"): a group lives in different offsets partitions; offsetsPartition is the first cluster's")
+	if len(slices.Compact(nParts)) <= 1 {
+		return
 	}
+	var parts []string
+	for _, s := range ru.states {
+		parts = append(parts, fmt.Sprintf("%s=%d", s.c.Name, s.partitions))
+	}
+	ru.rep.Warnings = append(ru.rep.Warnings, "the offsets topics have different partition counts ("+strings.Join(parts, ", ")+
+		"): a group lives in different offsets partitions; offsetsPartition is the first cluster's")
+}
+
+// fetchStats reads the replication stats of the rows' offsets partitions and the log-end
+// offsets of their topics, per cluster in parallel.
+func (ru *run) fetchStats(ctx context.Context, keys []Key) {
 	partsNeeded := map[int32]bool{}
-	for i := range rows {
-		rows[i].OffsetsPartition = -1
-		if len(nParts) > 0 {
-			rows[i].OffsetsPartition = offsets.PartitionFor(rows[i].Group, nParts[0])
+	topicSet := map[string]bool{}
+	for i, k := range keys {
+		topicSet[k.Topic] = true
+		if i > 0 && keys[i-1].Group == k.Group {
+			continue
 		}
-		for _, s := range states {
+		for _, s := range ru.states {
 			if s.partitions > 0 {
-				partsNeeded[offsets.PartitionFor(rows[i].Group, s.partitions)] = true
+				partsNeeded[offsets.PartitionFor(k.Group, s.partitions)] = true
 			}
 		}
 	}
-
-	// 5. Replication stats and log-end offsets, per cluster in parallel.
-	topicSet := map[string]bool{}
-	for _, r := range rows {
-		topicSet[r.fullTopic] = true
-	}
-	parallel(states, func(s *clusterState) {
-		if s.pErr == nil && s.c.Replication != nil && len(clusters) > 1 {
+	parallel(ru.states, func(s *clusterState) {
+		if s.pErr == nil && s.c.Replication != nil && len(ru.states) > 1 {
 			s.repl = map[int32]map[string]offsets.Inbound{}
 			for _, p := range slices.Sorted(mapKeys(partsNeeded)) {
 				st, err := s.c.Replication.OutboundReplication(ctx, p)
 				if err != nil {
-					rep.addErr(clusterErr(s.c.Name, "admin", err))
+					ru.rep.addErr(clusterErr(s.c.Name, "admin", err))
 					break
 				}
 				s.repl[p] = st
@@ -369,7 +364,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 			slices.Sort(topics)
 			leo, err := s.c.Fetcher.EndOffsets(ctx, topics)
 			if err != nil {
-				rep.addWarning(fmt.Sprintf("cluster %s: log-end offsets: %v", s.c.Name, err))
+				ru.rep.addWarning(fmt.Sprintf("cluster %s: log-end offsets: %v", s.c.Name, err))
 			}
 			s.leo = map[string]map[int32]int64{}
 			for t, ps := range leo {
@@ -377,55 +372,55 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 			}
 		}
 	})
+}
 
-	// 6. Alignment: every persisted value replicated from another cluster, translated.
-	var aligned map[align.Request]align.Result
-	byName := make(map[string]*clusterState, len(states))
-	for _, s := range states {
+// judge is the engine of this check, with the alignment of every persisted value replicated
+// from another cluster translated up front.
+func (ru *run) judge(ctx context.Context, keys []Key) *Judge {
+	j := &Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace()}
+	if ru.o.SkipAlignment || len(ru.states) <= 1 {
+		return j
+	}
+	byName := make(map[string]*clusterState, len(ru.states))
+	for _, s := range ru.states {
 		byName[s.c.Name] = s
 	}
-	if !o.SkipAlignment && len(states) > 1 {
-		aligned = alignRows(ctx, rows, states, byName, o.AlignmentMaxMessages)
+	aligned := alignRows(ctx, keys, ru.states, byName, ru.o.AlignmentMaxMessages)
+	j.Translate = func(i int, k Key, cell *Cell, ob *offsets.ClusterObservation) {
+		ru.states[i].translate(k, cell, ob, ru.states, byName, aligned)
 	}
+	return j
+}
 
-	// 7. Cells, classification.
-	for i := range rows {
-		r := &rows[i]
-		obs := make([]offsets.ClusterObservation, len(states))
-		for j, s := range states {
-			cell, ob := s.observe(r, states)
-			ob.Now = o.Now.UnixMilli()
-			ob.ExpiryWarning = o.ExpiryWarning.Milliseconds()
-			if aligned != nil {
-				s.translate(r, &cell, &ob, states, byName, aligned)
-			}
-			r.Clusters[s.c.Name] = cell
-			obs[j] = ob
-		}
-		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs, Source: o.Source})
-		r.Status = d.Status
-		for j, s := range states {
-			cell := r.Clusters[s.c.Name]
-			cell.Status = d.Clusters[s.c.Name]
-			cell.Detail = detail(r, s.c.Name, cell, obs[j])
-			if obs[j].ExpireAt > 0 {
-				in := float64(obs[j].ExpireAt-obs[j].Now) / 1000
-				cell.ExpiresIn = &in
-			}
-			r.Clusters[s.c.Name] = cell
-		}
-		rep.Summary[string(r.Status)]++
+// side is this cluster as the engine sees it.
+func (s *clusterState) side() Side {
+	sd := Side{Name: s.c.Name, Namespace: s.c.KafkaNamespace, Partitions: s.partitions, CacheErr: s.cacheErr,
+		EndOffsets: s.leo, Outbound: s.repl}
+	if s.pErr != nil {
+		why := fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
+		sd.Persisted = func(string) (*offsets.PersistedOffsets, string) { return nil, why }
+	} else {
+		sd.Persisted = func(g string) (*offsets.PersistedOffsets, string) { return s.view(g), "" }
 	}
-	rep.Rows = append(rep.Rows, rows...)
+	if s.c.Fetcher != nil {
+		sd.Cached = func(g string) (GroupFetch, bool) { return s.cached[g], true }
+	}
+	return sd
+}
 
-	for _, s := range states {
-		if s.persisted != nil {
-			for _, f := range s.persisted.LoadFailures() {
+// finish adds what the clusters reported beside the rows, and the exit code.
+func (ru *run) finish() {
+	rep := ru.rep
+	for _, s := range ru.states {
+		var badCRC int64
+		for _, v := range s.views() {
+			for _, f := range v.LoadFailures() {
 				rep.addWarning(fmt.Sprintf("cluster %s: %s: after any load KoP serves no group of that partition; remove the record (see docs/kop-facts.md) before reloading", s.c.Name, f))
 			}
-			if n := s.persisted.Counts.BadCRC; n > 0 {
-				rep.addWarning(fmt.Sprintf("cluster %s: %d record batches with a bad CRC in the offsets topic: KoP loads them without checking (so does the prediction)", s.c.Name, n))
-			}
+			badCRC += v.Counts.BadCRC
+		}
+		if badCRC > 0 {
+			rep.addWarning(fmt.Sprintf("cluster %s: %d record batches with a bad CRC in the offsets topic: KoP loads them without checking (so does the prediction)", s.c.Name, badCRC))
 		}
 		if s.pErr != nil {
 			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
@@ -441,57 +436,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 	slices.SortFunc(rep.Errors, func(a, b ClusterError) int {
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Endpoint, b.Endpoint))
 	})
-	rep.ExitCode = exitCode(rep, o.FailOn)
-	return rep, nil
-}
-
-func exitCode(rep *Report, failOn []offsets.Status) int {
-	if len(rep.Errors) > 0 {
-		return ExitUnreachable
-	}
-	for _, r := range rep.Rows {
-		if r.Status == offsets.StatusError {
-			return ExitUnreachable
-		}
-	}
-	if failOn == nil {
-		failOn = DefaultFailOn()
-	}
-	if len(rep.Unserved) > 0 && slices.Contains(failOn, offsets.StatusCoordinatorUnavailable) {
-		return ExitDrift // groups of them can neither join nor commit
-	}
-	for _, r := range rep.Rows {
-		if slices.Contains(failOn, r.Status) {
-			return ExitDrift
-		}
-	}
-	return ExitOK
-}
-
-// DefaultFailOn is every status but ok and expiring (a warning: name it in --fail-on to
-// fail on it).
-func DefaultFailOn() []offsets.Status {
-	return slices.DeleteFunc(slices.Clone(offsets.Statuses), func(s offsets.Status) bool {
-		return s == offsets.StatusOK || s == offsets.StatusExpiring
-	})
-}
-
-// detail explains the statuses whose fix is not a reload.
-func detail(r *Row, cluster string, c Cell, ob offsets.ClusterObservation) string {
-	switch c.Status {
-	case offsets.StatusUnloadable:
-		return ob.LoadFailure
-	case offsets.StatusMisaligned:
-		return c.Alignment + "; a reload would serve the untranslated number, do not reload; fix: " + align.FailoverCommand(r.Group, r.Topic, c.Origin, cluster)
-	case offsets.StatusCacheAhead:
-		if ob.Pending != nil && ob.Cached.Offset != nil && *ob.Pending == *ob.Cached.Offset {
-			return "KoP serves a transactional commit that its loader cannot apply (the COMMIT marker is a Pulsar marker entry no reader sees): right now, lost at the next load; do not reload"
-		}
-		return "KoP serves a newer offset than its loader reads from the topic (a tombstone, compaction, or a commit after this check read the topic): a reload would move it back"
-	case offsets.StatusExpired:
-		return "past its expireTimestamp: KoP drops it from its cache within 10 minutes and writes a tombstone that replicates; commit again to keep it"
-	}
-	return ""
+	rep.ExitCode = ExitCode(rep.Summary, len(rep.Errors) > 0, len(rep.Unserved) > 0, ru.o.FailOn)
 }
 
 var reportMu sync.Mutex
@@ -576,11 +521,54 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 			parts = append(parts, p)
 		}
 	}
-	s.persisted, s.pErr = ReplayPartitions(ctx, s.c.Reader, parts, o.Concurrency)
+	views, err := replayPartitions(ctx, s.c.Reader, parts, o.Concurrency)
+	if err != nil {
+		s.pErr = err
+		return
+	}
+	// One view per partition, not merged: a merge would hold every key twice for a moment.
+	s.persisted = make([]*offsets.PersistedOffsets, n)
+	for i, p := range parts {
+		s.persisted[p] = views[i]
+	}
+}
+
+// noOffsets is the view of an offsets partition that was not replayed: no selected group
+// lives there.
+var noOffsets = offsets.Merge()
+
+// view is the loader view of the offsets partition holding group.
+func (s *clusterState) view(group string) *offsets.PersistedOffsets {
+	if s.partitions > 0 {
+		if v := s.persisted[offsets.PartitionFor(group, s.partitions)]; v != nil {
+			return v
+		}
+	}
+	return noOffsets
+}
+
+// views are the replayed offsets partitions' views.
+func (s *clusterState) views() []*offsets.PersistedOffsets {
+	var out []*offsets.PersistedOffsets
+	for _, v := range s.persisted {
+		if v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // ReplayPartitions replays partitions of reader, at most concurrency at once, and merges them.
 func ReplayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) (*offsets.PersistedOffsets, error) {
+	views, err := replayPartitions(ctx, reader, parts, concurrency)
+	if err != nil {
+		return nil, err
+	}
+	return offsets.Merge(views...), nil
+}
+
+// replayPartitions replays partitions of reader, at most concurrency at once.
+func replayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) ([]*offsets.PersistedOffsets, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make([]*offsets.PersistedOffsets, len(parts))
@@ -611,95 +599,5 @@ func ReplayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, par
 			return nil, err
 		}
 	}
-	return offsets.Merge(results...), nil
-}
-
-// observe builds the cell and the classifier input of row r on this cluster.
-func (s *clusterState) observe(r *Row, all []*clusterState) (Cell, offsets.ClusterObservation) {
-	ob := offsets.ClusterObservation{Cluster: s.c.Name, Cached: offsets.CachedOffsets{State: offsets.CacheNotChecked}}
-	var cell Cell
-	if s.pErr != nil {
-		ob.Unreachable = true
-		cell.Error = fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
-	} else {
-		co, ok := s.persisted.Lookup(r.Group, r.fullTopic, r.Partition)
-		if ok {
-			v := co.Offset
-			cell.Persisted, ob.Persisted = &v, &v
-			cell.CommitTimestamp = output.NewTime(time.UnixMilli(int64(co.CommitTimestamp)))
-			if co.ExpireTimestamp != nil {
-				ob.ExpireAt = int64(*co.ExpireTimestamp)
-				cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
-			}
-		}
-		if pc, pok := s.persisted.PendingOffset(r.Group, r.fullTopic, r.Partition); pok && (!ok || pc.Offset != co.Offset) {
-			pv, loaded := pc.Offset, cell.Persisted
-			ob.Pending = &pv
-			cell.Persisted = &pv
-			cell.CommitTimestamp = output.NewTime(time.UnixMilli(int64(pc.CommitTimestamp)))
-			cell.Predicted = &Prediction{Offset: loaded, Reason: fmt.Sprintf("a transactional commit (producer %d) the loader leaves pending: its COMMIT marker is invisible to readers", ptrOr(pc.ProducerID))}
-		}
-		if f, failed := s.persisted.LoadFailure(offsets.PartitionFor(r.Group, s.partitions)); failed && s.partitions > 0 {
-			ob.LoadFailure = f.String()
-			cell.Predicted = &Prediction{Reason: f.String()}
-		}
-	}
-	switch {
-	case s.c.Fetcher == nil:
-	case s.cacheErr != nil:
-		ob.Cached.State = offsets.CacheError
-		if cell.Error == "" {
-			cell.Error = fmt.Sprintf("KoP unreachable: %v", s.cacheErr)
-		}
-	default:
-		f := s.cached[r.Group]
-		switch {
-		case f.Unavailable:
-			ob.Cached.State = offsets.CacheCoordinatorUnavailable
-			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
-		case f.Err != nil:
-			ob.Cached.State = offsets.CacheError
-			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
-		default:
-			ob.Cached.State = offsets.CacheAnswered
-			for t, ps := range f.Offsets {
-				if offsets.NormalizeTopic(t, s.c.KafkaNamespace) != r.fullTopic {
-					continue
-				}
-				if v, ok := ps[r.Partition]; ok {
-					cell.Cached, ob.Cached.Offset = &v, &v
-				}
-			}
-		}
-	}
-	if leo, ok := s.leo[r.fullTopic][r.Partition]; ok {
-		cell.LogEndOffset = &leo
-		committed := cell.Cached
-		if committed == nil {
-			committed = cell.Persisted
-		}
-		if committed != nil {
-			lag := max(leo-*committed, 0)
-			cell.Lag = &lag
-		}
-	}
-	// Inbound replication: the other clusters' replicators of this group's offsets partition
-	// toward this cluster.
-	ob.Inbound = map[string]offsets.Inbound{}
-	for _, peer := range all {
-		if peer == s || peer.partitions <= 0 {
-			continue
-		}
-		if in, ok := peer.repl[offsets.PartitionFor(r.Group, peer.partitions)][s.c.Name]; ok {
-			ob.Inbound[peer.c.Name] = in
-		}
-	}
-	return cell, ob
-}
-
-func ptrOr(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
+	return results, nil
 }

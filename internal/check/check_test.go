@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
@@ -92,14 +93,14 @@ func newFakeKoP(t *testing.T, endOffset int) *fakeKoP {
 	return f
 }
 
-func (f *fakeKoP) fetcher(t *testing.T) *KafkaFetcher {
-	cl, err := kgo.NewClient(append(FetcherClientOpts(10*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
+func (f *fakeKoP) fetcher(t *testing.T) *kafkafetch.Fetcher {
+	cl, err := kgo.NewClient(append(kafkafetch.ClientOpts(10*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
 		kgo.MaxVersions(kversion.V3_6_0()))...) // KoP speaks OffsetFetch v8 at most: topics by name
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
+	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
 }
 
 func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
@@ -125,7 +126,7 @@ func TestUserScenarioStaleCache(t *testing.T) {
 		t.Fatalf("rows %+v errors %+v", rep.Rows, rep.Errors)
 	}
 	r := rep.Rows[0]
-	s, w := r.Clusters["scus"], r.Clusters["wus"]
+	s, w := r.Cell("scus"), r.Cell("wus")
 	if r.Status != offsets.StatusStaleCache || s.Status != offsets.StatusOK || w.Status != offsets.StatusStaleCache ||
 		*w.Cached != 500 || *w.Persisted != 10900 || *s.Cached != 10900 || *w.LogEndOffset != 11000 || *w.Lag != 10500 ||
 		r.Topic != "topic-1" || r.OffsetsPartition != offsets.PartitionFor("orders", 8) || rep.ExitCode != ExitDrift {
@@ -190,7 +191,7 @@ func TestUnreachableCluster(t *testing.T) {
 	if rep.ExitCode != ExitUnreachable || len(rep.Errors) != 1 || rep.Errors[0].Cluster != "wus" || len(rep.Rows) != 1 {
 		t.Fatalf("%+v", rep)
 	}
-	s, w := rep.Rows[0].Clusters["scus"], rep.Rows[0].Clusters["wus"]
+	s, w := rep.Rows[0].Cell("scus"), rep.Rows[0].Cell("wus")
 	if s.Status != offsets.StatusOK || *s.Persisted != 7 || *s.Cached != 7 || w.Status != offsets.StatusError || w.Error == "" {
 		t.Errorf("scus %+v wus %+v", s, w)
 	}
@@ -240,7 +241,7 @@ func TestMisaligned(t *testing.T) {
 	}
 	rep, _ := Run(context.Background(), copies(fakes.Sequence(10, 100)), Options{Now: testNow})
 	r := rep.Rows[0]
-	c := r.Clusters["wus"]
+	c := r.Cell("wus")
 	if r.Status != offsets.StatusMisaligned || c.Status != offsets.StatusMisaligned || c.Origin != "scus" ||
 		c.Translated == nil || *c.Translated != 50 || rep.ExitCode != ExitDrift {
 		t.Fatalf("row %s, wus %+v, exit %d", r.Status, c, rep.ExitCode)
@@ -250,18 +251,18 @@ func TestMisaligned(t *testing.T) {
 			t.Errorf("detail %q lacks %q", c.Detail, want)
 		}
 	}
-	if sc := r.Clusters["scus"]; sc.Status != offsets.StatusOK || sc.Origin != "" || sc.Translated != nil {
+	if sc := r.Cell("scus"); sc.Status != offsets.StatusOK || sc.Origin != "" || sc.Translated != nil {
 		t.Errorf("scus %+v", sc)
 	}
 
 	// Aligned copies: the number means the same message, the row is ok.
 	rep, _ = Run(context.Background(), copies(fakes.Sequence(0, 100)), Options{Now: testNow})
-	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || c.Translated == nil || *c.Translated != 60 {
+	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != offsets.StatusOK || c.Translated == nil || *c.Translated != 60 {
 		t.Fatalf("aligned: %s %+v", rep.Rows[0].Status, c)
 	}
 	// --alignment=false: not looked at.
 	rep, _ = Run(context.Background(), copies(fakes.Sequence(10, 100)), Options{Now: testNow, SkipAlignment: true})
-	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || c.Translated != nil {
+	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != offsets.StatusOK || c.Translated != nil {
 		t.Fatalf("skipped: %s %+v", rep.Rows[0].Status, c)
 	}
 	// After a failover: wus holds its own record at the translated 50. The numbers differ
@@ -270,7 +271,7 @@ func TestMisaligned(t *testing.T) {
 	failedOver[1].Reader = fakes.NewMemReader(8).Replicated("scus", commit("g", 0, 60)).Commit(commit("g", 0, 50))
 	rep, _ = Run(context.Background(), failedOver, Options{Now: testNow})
 	if r := rep.Rows[0]; r.Status != offsets.StatusOK || rep.ExitCode != ExitOK {
-		t.Fatalf("after failover: %s scus %+v wus %+v", r.Status, r.Clusters["scus"], r.Clusters["wus"])
+		t.Fatalf("after failover: %s scus %+v wus %+v", r.Status, r.Cell("scus"), r.Cell("wus"))
 	}
 	// Without alignment the raw numbers disagree.
 	rep, _ = Run(context.Background(), failedOver, Options{Now: testNow, SkipAlignment: true})
@@ -281,7 +282,7 @@ func TestMisaligned(t *testing.T) {
 	cls := copies(nil)
 	cls[1].Copies = nil
 	rep, _ = Run(context.Background(), cls, Options{Now: testNow})
-	if c := rep.Rows[0].Clusters["wus"]; rep.Rows[0].Status != offsets.StatusOK || !strings.HasPrefix(c.Alignment, "unknown: cluster wus: no Kafka listener") {
+	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != offsets.StatusOK || !strings.HasPrefix(c.Alignment, "unknown: cluster wus: no Kafka listener") {
 		t.Fatalf("unknown: %s %+v", rep.Rows[0].Status, c)
 	}
 }

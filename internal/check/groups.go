@@ -41,7 +41,7 @@ type GroupCell struct {
 
 // Groups lists every group per cluster (KoP's ListGroups + DescribeGroups: the cached side)
 // joined with the groups of the offsets topic (persisted side). Set Describe on the
-// KafkaFetchers to get states and member counts.
+// kafkafetch.Fetchers to get states and member counts.
 func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concurrency int) *GroupsReport {
 	rep := &GroupsReport{SchemaVersion: 1, Groups: []GroupRow{}}
 	states := make([]*clusterState, len(clusters))
@@ -49,7 +49,10 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		states[i] = &clusterState{c: c}
 		rep.Clusters = append(rep.Clusters, c.Name)
 	}
-	o := Options{Groups: groupGlobs, Concurrency: cmpOr(concurrency, 4)}
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	o := Options{Groups: groupGlobs, Concurrency: concurrency}
 	parallel(states, func(s *clusterState) {
 		s.readPersisted(ctx, o)
 		if s.c.Fetcher != nil {
@@ -72,8 +75,8 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		if s.cacheErr != nil {
 			rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "kafka", s.cacheErr))
 		}
-		if s.persisted != nil {
-			for _, g := range s.persisted.Groups() {
+		for _, v := range s.views() {
+			for _, g := range v.Groups() {
 				if !MatchAny(groupGlobs, g.Group) {
 					continue
 				}

@@ -5,19 +5,17 @@
 //
 // Everything is read through interfaces (offsets.OffsetTopicReader, OffsetFetcher,
 // ReplicationSource, align.Source) so that tests use in-memory fakes and kfake; the
-// implementations for real clusters are KafkaFetcher, align.KafkaSource and AdminReplication.
+// implementations for real clusters are kafkafetch.Fetcher, align.KafkaSource and AdminReplication.
 // Nothing here writes, prints or knows about cobra.
 package check
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 
-	"github.com/twmb/franz-go/pkg/kerr"
-
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -44,39 +42,26 @@ type Cluster struct {
 	Copies align.Source
 }
 
+// GroupFetch is KoP's answer for one group (package kafkafetch asks it).
+type GroupFetch = kafkafetch.GroupFetch
+
+// ListedGroup is one group as KoP lists it (package kafkafetch).
+type ListedGroup = kafkafetch.ListedGroup
+
 // ReplicationSource reports the replicators of one offsets partition of this cluster,
 // keyed by remote cluster name.
 type ReplicationSource interface {
 	OutboundReplication(ctx context.Context, offsetsPartition int32) (map[string]offsets.Inbound, error)
 }
 
-// GroupFetch is KoP's answer for one group.
-type GroupFetch struct {
-	// Offsets by topic (as KoP answered it) and partition; partitions KoP answered with -1
-	// are absent.
-	Offsets map[string]map[int32]int64
-	// Unavailable: KoP kept answering "loading" / "not coordinator" for the retry window.
-	Unavailable bool
-	// Err: another failure for this group (Unavailable is false).
-	Err error
-}
-
 // OffsetFetcher is KoP's Kafka API on one cluster.
 type OffsetFetcher interface {
 	// ListGroups lists the groups KoP knows (its cache).
-	ListGroups(ctx context.Context) ([]ListedGroup, error)
+	ListGroups(ctx context.Context) ([]kafkafetch.ListedGroup, error)
 	// FetchOffsets fetches the committed offsets of groups; every group gets an entry.
-	FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch
+	FetchOffsets(ctx context.Context, groups []string) map[string]kafkafetch.GroupFetch
 	// EndOffsets lists the log-end offsets of the partitions of topics (Kafka names).
 	EndOffsets(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
-}
-
-// ListedGroup is one group as ListGroups/DescribeGroups see it.
-type ListedGroup struct {
-	Group        string
-	State        string // empty when not described
-	ProtocolType string
-	Members      int
 }
 
 // AdminReplication is the ReplicationSource of a cluster's admin API.
@@ -105,15 +90,6 @@ type StaticReplication map[int32]map[string]offsets.Inbound
 // OutboundReplication implements ReplicationSource.
 func (s StaticReplication) OutboundReplication(_ context.Context, p int32) (map[string]offsets.Inbound, error) {
 	return maps.Clone(s[p]), nil
-}
-
-// ErrCoordinatorUnavailable is the error of a GroupFetch that stayed unavailable.
-var ErrCoordinatorUnavailable = errors.New("coordinator unavailable")
-
-// isCoordinatorLoading reports the errors KoP answers while it does not (yet) serve a group.
-func isCoordinatorLoading(err error) bool {
-	return errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator) ||
-		errors.Is(err, kerr.CoordinatorNotAvailable)
 }
 
 // ClusterError is a failure of one endpoint of one cluster.

@@ -56,14 +56,14 @@ func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string
 	}
 	rep, code := check(t, "--persisted-only", "--group", group)
 	r := row(t, rep, group)
-	if code != 0 || val(r.Clusters["wus"].Persisted) != "10900" || val(r.Clusters["scus"].Persisted) != "10900" {
-		t.Fatalf("persisted: exit %d, %+v", code, r.Clusters)
+	if code != 0 || val(r.Cell("wus").Persisted) != "10900" || val(r.Cell("scus").Persisted) != "10900" {
+		t.Fatalf("persisted: exit %d, %+v", code, r.Cells)
 	}
 
 	// 5. check names it.
 	rep, code = check(t, "--group", group)
 	r = row(t, rep, group)
-	w, s := r.Clusters["wus"], r.Clusters["scus"]
+	w, s := r.Cell("wus"), r.Cell("scus")
 	if code != 1 || r.Status != offsets.StatusStaleCache || w.Status != offsets.StatusStaleCache ||
 		val(w.Cached) != "500" || val(w.Persisted) != "10900" || s.Status != offsets.StatusOK || val(s.Cached) != "10900" {
 		t.Fatalf("check: exit %d, row %s, wus %+v, scus %+v", code, r.Status, w, s)
@@ -86,7 +86,7 @@ func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string
 	}
 	rep, code = check(t, "--group", group)
 	r = row(t, rep, group)
-	if code != 0 || r.Status != offsets.StatusOK || val(r.Clusters["wus"].Cached) != "10900" {
+	if code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Cached) != "10900" {
 		t.Fatalf("check after repair: exit %d, %+v", code, r)
 	}
 

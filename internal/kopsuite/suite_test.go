@@ -96,9 +96,9 @@ func staleRows(ctx context.Context, l *lab.Lab) []string {
 	}
 	var s []string
 	for _, r := range rep.Rows {
-		for c, cell := range r.Clusters {
+		for _, cell := range r.Cells {
 			if cell.Status == offsets.StatusStaleCache {
-				s = append(s, fmt.Sprintf("%s %s %s/%d", c, r.Group, r.Topic, r.Partition))
+				s = append(s, fmt.Sprintf("%s %s %s/%d", cell.Cluster, r.Group, r.Topic, r.Partition))
 			}
 		}
 	}

@@ -42,10 +42,10 @@ func TestOtherFormNoOffset(t *testing.T) {
 	}
 	rep, code := check(t, "--group", group)
 	r := row(t, rep, group)
-	w := r.Clusters["wus"]
+	w := r.Cell("wus")
 	if code != 1 || w.Status != offsets.StatusStaleCache || w.Cached != nil || val(w.Persisted) != "500" ||
-		r.Clusters["scus"].Status != offsets.StatusOK {
-		t.Fatalf("check: exit %d, wus %+v, scus %+v", code, w, r.Clusters["scus"])
+		r.Cell("scus").Status != offsets.StatusOK {
+		t.Fatalf("check: exit %d, wus %+v, scus %+v", code, w, r.Cell("scus"))
 	}
 	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
 	if code != 0 {
@@ -171,7 +171,7 @@ func TestSingleTopicUnload(t *testing.T) {
 	// coordinator_unavailable: check retries for --coordinator-wait, then says so.
 	rep, code := check(t, "--cluster", "wus", "--group", group, "--coordinator-wait", "5s")
 	r := row(t, rep, group)
-	if w := r.Clusters["wus"]; w.Status != offsets.StatusCoordinatorUnavailable || w.Cached != nil || val(w.Persisted) != "42" || code == 0 {
+	if w := r.Cell("wus"); w.Status != offsets.StatusCoordinatorUnavailable || w.Cached != nil || val(w.Persisted) != "42" || code == 0 {
 		t.Fatalf("check: exit %d, wus %+v", code, w)
 	}
 
@@ -222,10 +222,10 @@ func TestMisaligned(t *testing.T) {
 	// up to 120, must start there on wus (it re-reads 20, it skips nothing).
 	rep, code = check(t, "--group", group)
 	r := row(t, rep, group)
-	if code != 1 || r.Status != offsets.StatusMisaligned || val(r.Clusters["wus"].Translated) != "100" {
-		t.Fatalf("check: exit %d, row %s, %+v", code, r.Status, r.Clusters)
+	if code != 1 || r.Status != offsets.StatusMisaligned || val(r.Cell("wus").Translated) != "100" {
+		t.Fatalf("check: exit %d, row %s, %+v", code, r.Status, r.Cells)
 	}
-	t.Logf("misaligned: scus %+v, wus %+v", r.Clusters["scus"], r.Clusters["wus"])
+	t.Logf("misaligned: scus %+v, wus %+v", r.Cell("scus"), r.Cell("wus"))
 	// Leave no misaligned row for later tests' unscoped repairs: land wus on the translation.
 	if code, _ := run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes"); code != 0 {
 		t.Fatalf("failover of the misaligned group: exit %d", code)

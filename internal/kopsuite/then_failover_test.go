@@ -49,7 +49,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 
 	rep, code := check(t, "--group", group)
 	r := row(t, rep, group)
-	w := r.Clusters["wus"]
+	w := r.Cell("wus")
 	if code != 1 || r.Status != offsets.StatusMisaligned || w.Status != offsets.StatusMisaligned || w.Origin != "scus" ||
 		val(w.Translated) != "50" || !strings.Contains(w.Detail, "failover --from scus --to wus") {
 		t.Fatalf("check: exit %d, row %s, wus %+v", code, r.Status, w)
@@ -109,7 +109,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	// the row is ok.
 	rep, code = check(t, "--group", group)
 	if r := row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
-		t.Fatalf("check after the failover: exit %d, row %s, %+v", code, r.Status, r.Clusters)
+		t.Fatalf("check after the failover: exit %d, row %s, %+v", code, r.Status, r.Cells)
 	}
 }
 

@@ -33,7 +33,7 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 
 	rep, code := check(t, "--cluster", "scus", "--group", group)
 	r := row(t, rep, group)
-	c := r.Clusters["scus"]
+	c := r.Cell("scus")
 	if c.Status != offsets.StatusCacheAhead || val(c.Cached) != "600" || !strings.Contains(c.Detail, "transactional") {
 		t.Fatalf("check: exit %d, status %s, cell %+v (want cache_ahead with a transactional detail)", code, r.Status, c)
 	}
@@ -113,7 +113,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 
 	rep, code := check(t, "--cluster", "wus", "--group", group)
 	r := row(t, rep, group)
-	c := r.Clusters["wus"]
+	c := r.Cell("wus")
 	if code != 1 || c.Status != offsets.StatusUnloadable || !strings.Contains(c.Detail, fmt.Sprintf("offsets partition %d", part)) {
 		t.Fatalf("check: exit %d, cell %+v", code, c)
 	}
@@ -147,7 +147,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 
 	cleanup()
 	rep, _ = check(t, "--cluster", "wus", "--persisted-only", "--group", group)
-	if c := row(t, rep, group).Clusters["wus"]; c.Status == offsets.StatusUnloadable {
+	if c := row(t, rep, group).Cell("wus"); c.Status == offsets.StatusUnloadable {
 		t.Fatalf("after compaction the partition is still unloadable: %+v", c)
 	}
 	if code, _ := run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 0 {

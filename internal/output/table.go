@@ -22,6 +22,8 @@ type TablePrinter struct {
 	header []string
 	rows   [][]string
 	cur    []string
+	stream bool  // piped: rows are written as they end
+	err    error // of a streamed row
 }
 
 // NewTablePrinter returns a TablePrinter writing to io.Out.
@@ -31,6 +33,14 @@ func NewTablePrinter(io *iostreams.IOStreams) *TablePrinter {
 
 // NewTablePrinterTo returns a TablePrinter writing to w; tty chooses the layout.
 func NewTablePrinterTo(w io.Writer, tty bool) *TablePrinter { return &TablePrinter{w: w, tty: tty} }
+
+// StreamPiped makes a piped table (stdout not a terminal) write each row as it ends, so a
+// table of a million rows is never held; a terminal's aligned columns still need every row
+// first. Render writes the rest and returns the first write error.
+func (t *TablePrinter) StreamPiped() *TablePrinter {
+	t.stream = !t.tty
+	return t
+}
 
 // IsTTY reports whether the aligned layout is used.
 func (t *TablePrinter) IsTTY() bool { return t.tty }
@@ -43,12 +53,24 @@ func (t *TablePrinter) AddField(s string) { t.cur = append(t.cur, s) }
 
 // EndRow ends the current row.
 func (t *TablePrinter) EndRow() {
+	if t.stream {
+		if t.err == nil {
+			t.err = writePlain(t.w, [][]string{t.cur})
+		}
+		t.cur = t.cur[:0]
+		return
+	}
 	t.rows = append(t.rows, t.cur)
 	t.cur = nil
 }
 
 // AddRow adds a whole row.
 func (t *TablePrinter) AddRow(fields ...string) {
+	if t.stream {
+		t.cur = append(t.cur[:0], fields...)
+		t.EndRow()
+		return
+	}
 	t.rows = append(t.rows, append([]string(nil), fields...))
 }
 
@@ -58,18 +80,10 @@ func (t *TablePrinter) Render() error {
 		t.EndRow()
 	}
 	if !t.tty {
-		var b strings.Builder
-		for _, r := range t.rows {
-			for i, f := range r {
-				if i > 0 {
-					b.WriteByte('\t')
-				}
-				b.WriteString(strings.NewReplacer("\t", " ", "\n", " ").Replace(f))
-			}
-			b.WriteByte('\n')
+		if t.err != nil {
+			return t.err
 		}
-		_, err := io.WriteString(t.w, b.String())
-		return err
+		return writePlain(t.w, t.rows)
 	}
 	if len(t.rows) == 0 && len(t.header) == 0 {
 		return nil
@@ -114,5 +128,23 @@ func (t *TablePrinter) Render() error {
 		out.WriteByte('\n')
 	}
 	_, err := io.WriteString(t.w, out.String())
+	return err
+}
+
+var plainField = strings.NewReplacer("\t", " ", "\n", " ")
+
+// writePlain writes rows tab-separated, one per line.
+func writePlain(w io.Writer, rows [][]string) error {
+	var b strings.Builder
+	for _, r := range rows {
+		for i, f := range r {
+			if i > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(plainField.Replace(f))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -188,7 +188,7 @@ func (f *fakeKoP) takeAsked() []string {
 	return slices.Compact(all)
 }
 
-func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
+func (f *fakeKoP) fetcher(t *testing.T) *kafkafetch.Fetcher {
 	// kgo's default retries (not FetcherClientOpts' 500ms): a loaded machine must not turn
 	// a slow kfake into a KoP error.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.ListenAddrs()...), kgo.MaxVersions(kversion.V3_6_0()))
@@ -196,7 +196,7 @@ func (f *fakeKoP) fetcher(t *testing.T) *check.KafkaFetcher {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &check.KafkaFetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: fakeCoordinatorWait}
+	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: fakeCoordinatorWait}
 }
 
 // fakeCoordinatorWait is the fetchers' --coordinator-wait; a test of a group KoP never

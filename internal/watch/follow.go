@@ -1,13 +1,13 @@
 package watch
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -25,19 +25,9 @@ type Tailer interface {
 
 var _ Tailer = (*pulsarx.Reader)(nil)
 
-// rowKey is one group/topic/partition; topic is KoP's full name.
-type rowKey struct {
-	group, topic string
-	partition    int32
-}
-
-func (k rowKey) compare(o rowKey) int {
-	return cmp.Or(strings.Compare(k.group, o.group), strings.Compare(k.topic, o.topic), cmp.Compare(k.partition, o.partition))
-}
-
 // arrival is a commit that reached this cluster through replication.
 type arrival struct {
-	key       rowKey
+	key       check.Key
 	offset    int64
 	at        time.Time // when watch read it here
 	from      string    // the cluster it was replicated from
@@ -65,9 +55,10 @@ type partition struct {
 	lastErr   error
 
 	// Owned by the cycle (no lock): the view at the last take, and its offsets by group.
-	view    *offsets.PersistedOffsets
-	byGroup map[string][]offsets.CommittedOffset
-	caught  bool // byGroup holds a complete replay
+	view      *offsets.PersistedOffsets
+	byGroup   map[string][]offsets.CommittedOffset
+	pendingBy map[string][]offsets.CommittedOffset // transactional commits left pending
+	caught    bool                                 // byGroup holds a complete replay
 }
 
 func newPartition(i int32) *partition {
@@ -101,7 +92,7 @@ func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
 		if m.ReplicatedFrom == "" || r.Kind != offsets.KindOffsetCommit || r.Offset == nil || r.Partition == nil {
 			continue
 		}
-		a := arrival{key: rowKey{r.Group, r.Topic, *r.Partition}, offset: *r.Offset, at: now, from: m.ReplicatedFrom}
+		a := arrival{key: check.Key{Group: r.Group, Topic: r.Topic, Partition: *r.Partition}, offset: *r.Offset, at: now, from: m.ReplicatedFrom}
 		if r.CommitTimestamp != nil {
 			a.committed = r.CommitTimestamp.Time()
 		}
@@ -147,7 +138,11 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 				dirty = append(dirty, g)
 			}
 		}
-		p.view, p.byGroup, p.caught, p.changed = view, byGroup, true, false
+		pendingBy := map[string][]offsets.CommittedOffset{}
+		for _, co := range view.Pending() {
+			pendingBy[co.Group] = append(pendingBy[co.Group], co)
+		}
+		p.view, p.byGroup, p.pendingBy, p.caught, p.changed = view, byGroup, pendingBy, true, false
 	}
 	all, p.all = p.all, false
 	for g := range p.dirty {

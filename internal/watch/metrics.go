@@ -8,9 +8,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/promexport"
 )
 
-// Names of the series watch adds to those of check (check.Metric*).
+// Names of the series watch adds to those of check (promexport.Metric*).
 const (
 	MetricCycles          = "kop_offsets_watch_cycles_total"
 	MetricCycleDuration   = "kop_offsets_watch_cycle_duration_seconds"
@@ -34,7 +35,7 @@ const (
 )
 
 // Metrics are watch's own collectors, plus the series of the latest report in check's
-// names and labels (check.Registry), swapped after every cycle.
+// names and labels (promexport.Registry), swapped after every cycle.
 type Metrics struct {
 	Registry *prometheus.Registry
 
@@ -113,7 +114,7 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// setReport publishes rep; its series (check's names, see check.Registry) are built when
+// setReport publishes rep; its series (check's names, see promexport.Registry) are built when
 // scraped, so a cycle does not pay for them.
 func (m *Metrics) setReport(rep *check.Report) { m.report.Store(rep) }
 
@@ -124,7 +125,7 @@ func (m *Metrics) Gatherer() prometheus.Gatherer {
 		if rep == nil {
 			return nil, nil
 		}
-		reg, err := check.Registry(rep)
+		reg, err := promexport.Registry(rep)
 		if err != nil {
 			return nil, err
 		}

@@ -27,7 +27,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	var stale []string
 	for _, g := range asked {
 		for _, r := range w.rows[g] {
-			cell := r.cells[c.Name]
+			cell := r.Cell(c.Name)
 			if cell.Status != offsets.StatusStaleCache && cell.Status != offsets.StatusCoordinatorUnavailable {
 				continue
 			}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -84,19 +83,13 @@ type Watcher struct {
 	clusters []*clusterRT
 
 	// Owned by the cycle.
-	rows       map[string][]row // by group
+	rows       map[string][]check.Row // by group
 	lastResync time.Time
 
 	report atomic.Pointer[check.Report]
 	ready  atomic.Bool
 	cycles atomic.Int64
 	last   atomic.Int64 // unix nanos of the last cycle end
-}
-
-type row struct {
-	key    rowKey
-	cells  map[string]check.Cell
-	status offsets.Status
 }
 
 // clusterRT is the run-time state of one cluster.
@@ -115,7 +108,7 @@ type clusterRT struct {
 	cached     map[string]check.GroupFetch
 	repl       map[int32]map[string]offsets.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
-	pending    map[rowKey]arrival
+	pending    map[check.Key]arrival
 	lastReload map[string]time.Time
 }
 
@@ -141,11 +134,11 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if lg == nil {
 		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]row{}}
+	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]check.Row{}}
 	for _, c := range clusters {
 		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]check.GroupFetch{},
 			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
-			pending: map[rowKey]arrival{}, lastReload: map[string]time.Time{}})
+			pending: map[check.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
 	return w
 }
@@ -340,16 +333,65 @@ func (c *clusterRT) partitions() (int32, []*partition) {
 }
 
 // Cycle runs one cycle: take what the followers read, ask KoP about the groups that
-// changed (all groups when a resync is due), classify, publish the metrics, and repair
-// when enabled. Run calls it every Interval; tests call it directly.
+// changed (all groups when a resync is due), classify, forget the groups gone, publish the
+// metrics, and repair when enabled. Run calls it every Interval; tests call it directly.
 func (w *Watcher) Cycle(ctx context.Context) {
 	start := w.o.Now()
 	resync := w.lastResync.IsZero() || start.Sub(w.lastResync) >= w.o.Resync
 	if resync {
 		w.lastResync = start
 	}
-
 	// 1. Per cluster: is it up; what changed.
+	dirty := w.takeChanges(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	// 2. The groups to ask: changed, still unsettled, and every group on a resync.
+	groups := w.groupsToAsk(ctx, dirty, resync)
+	// 3. Replication, cached side, log-end offsets: per cluster in parallel.
+	if len(groups) > 0 {
+		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, groups) })
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	// 4. Rows of the groups asked; what belongs to groups gone everywhere is forgotten.
+	w.rebuild(groups)
+	w.forget(groups, resync, start)
+	// 5. Staleness, metrics.
+	now := w.o.Now()
+	asked := make(map[string]bool, len(groups))
+	for _, g := range groups {
+		asked[g] = true
+	}
+	for _, c := range w.clusters {
+		w.settle(c, asked, now)
+	}
+	rep := w.buildReport()
+	w.report.Store(rep)
+	w.m.setReport(rep)
+	ready := w.replayed()
+	w.ready.Store(ready)
+	// 6. Repair, only once every cluster that answers has replayed its offsets topic.
+	if w.o.Repair && ready {
+		for _, c := range w.clusters {
+			if c.Reloader != nil && c.up {
+				w.repair(ctx, c, groups)
+			}
+		}
+	}
+	end := w.o.Now()
+	w.cycles.Add(1)
+	w.last.Store(end.UnixNano())
+	w.m.cycles.Inc()
+	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
+	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
+	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+}
+
+// takeChanges probes every cluster (up or down) and takes what its followers read since the
+// last cycle: the groups that changed, by cluster, and the replicated commits to track.
+func (w *Watcher) takeChanges(ctx context.Context) [][]string {
 	dirty := make([][]string, len(w.clusters))
 	w.parallel(func(c *clusterRT) {
 		i := slices.Index(w.clusters, c)
@@ -374,37 +416,39 @@ func (w *Watcher) Cycle(ctx context.Context) {
 					c.track(a, w.m)
 				}
 			}
-			if fol {
-				following++
-			}
-			if fail {
-				failing++
-			}
+			following += b2i(fol)
+			failing += b2i(fail)
 		}
 		// Up: the admin API answers and no reader is failing (partitions still replaying
 		// count as up: their cells say so).
-		up := err == nil && failing == 0
-		if ctx.Err() == nil && ((c.probed && up != c.up) || (!c.probed && !up)) {
-			if up {
-				w.log.Info("cluster up", "cluster", c.Name, "partitionsFollowing", following)
-			} else {
-				msg := "offsets partitions not followed"
-				if err != nil {
-					msg = err.Error()
-					w.m.errors.WithLabelValues(c.Name, "admin").Inc()
-				}
-				w.log.Warn("cluster down", "cluster", c.Name, "err", msg)
-			}
-		}
-		c.up, c.probed, c.adminDown = up, true, err != nil
-		w.m.up.WithLabelValues(c.Name).Set(b2f(up))
-		w.m.following.WithLabelValues(c.Name).Set(float64(following))
+		w.setUp(ctx, c, err, err == nil && failing == 0, following)
 	})
-	if ctx.Err() != nil {
-		return
-	}
+	return dirty
+}
 
-	// 2. The groups to ask: changed, still unsettled, and every group on a resync.
+// setUp records whether c is up and logs the change.
+func (w *Watcher) setUp(ctx context.Context, c *clusterRT, err error, up bool, following int) {
+	if ctx.Err() == nil && ((c.probed && up != c.up) || (!c.probed && !up)) {
+		if up {
+			w.log.Info("cluster up", "cluster", c.Name, "partitionsFollowing", following)
+		} else {
+			msg := "offsets partitions not followed"
+			if err != nil {
+				msg = err.Error()
+				w.m.errors.WithLabelValues(c.Name, "admin").Inc()
+			}
+			w.log.Warn("cluster down", "cluster", c.Name, "err", msg)
+		}
+	}
+	c.up, c.probed, c.adminDown = up, true, err != nil
+	w.m.up.WithLabelValues(c.Name).Set(b2f(up))
+	w.m.following.WithLabelValues(c.Name).Set(float64(following))
+}
+
+// groupsToAsk are the groups changed, those still unsettled (not ok, or with replicated
+// commits KoP does not serve yet), and on a resync every group any cluster holds or lists,
+// filtered by --group, sorted.
+func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool) []string {
 	ask := map[string]bool{}
 	for _, d := range dirty {
 		for _, g := range d {
@@ -413,7 +457,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	for g, rs := range w.rows {
 		for _, r := range rs {
-			switch r.status {
+			switch r.Status {
 			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
 				ask[g] = true
 			}
@@ -421,38 +465,11 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	for _, c := range w.clusters {
 		for k := range c.pending {
-			ask[k.group] = true
+			ask[k.Group] = true
 		}
 	}
 	if resync {
-		for _, c := range w.clusters {
-			_, parts := c.partitions()
-			for _, p := range parts {
-				for g := range p.byGroup {
-					ask[g] = true
-				}
-			}
-		}
-		var mu sync.Mutex
-		w.parallel(func(c *clusterRT) {
-			if c.Fetcher == nil || !c.up {
-				return
-			}
-			cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
-			defer cancel()
-			ls, err := c.Fetcher.ListGroups(cctx)
-			if err != nil {
-				return // the fetch below counts KoP's failure
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, g := range ls {
-				ask[g.Group] = true
-			}
-		})
-		for g := range w.rows {
-			ask[g] = true // rebuilt (or dropped when gone everywhere)
-		}
+		w.everyGroup(ctx, ask)
 	}
 	var groups []string
 	for g := range ask {
@@ -461,95 +478,155 @@ func (w *Watcher) Cycle(ctx context.Context) {
 		}
 	}
 	slices.Sort(groups)
+	return groups
+}
 
-	// 3. Replication, cached side, log-end offsets: per cluster in parallel.
-	if len(groups) > 0 {
-		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, groups) })
+// everyGroup adds to ask every group a view holds, KoP lists, or a row names.
+func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
+	for _, c := range w.clusters {
+		_, parts := c.partitions()
+		for _, p := range parts {
+			for g := range p.byGroup {
+				ask[g] = true
+			}
+		}
 	}
-	if ctx.Err() != nil {
-		return
+	var mu sync.Mutex
+	w.parallel(func(c *clusterRT) {
+		if c.Fetcher == nil || !c.up {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		defer cancel()
+		ls, err := c.Fetcher.ListGroups(cctx)
+		if err != nil {
+			return // the fetch counts KoP's failure
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, g := range ls {
+			ask[g.Group] = true
+		}
+	})
+	for g := range w.rows {
+		ask[g] = true // rebuilt (or dropped when gone everywhere)
 	}
+}
 
-	// 4. Rows of the groups asked.
+// rebuild classifies the rows of groups again; a group without rows is dropped.
+func (w *Watcher) rebuild(groups []string) {
+	j, sides := w.judge()
+	names := check.Names{}
 	for _, g := range groups {
-		rs := w.buildRows(g)
+		rs := w.buildRows(j, sides, names, g)
 		if len(rs) == 0 {
 			delete(w.rows, g)
 			continue
 		}
 		w.rows[g] = rs
 	}
+}
 
-	if resync {
-		w.prune(ask, start)
-	}
-
-	// 5. Staleness, metrics.
-	now := w.o.Now()
-	for _, c := range w.clusters {
-		w.settle(c, ask, now)
-	}
-	rep := w.buildReport()
-	w.report.Store(rep)
-	w.m.setReport(rep)
-
-	ready := true
+// replayed reports whether every cluster that answers has replayed all its partitions.
+func (w *Watcher) replayed() bool {
 	for _, c := range w.clusters {
 		n, parts := c.partitions()
 		if c.adminDown {
 			continue // a cluster that does not answer does not hold the others back
 		}
 		if n == 0 {
-			ready = false
+			return false
 		}
 		for _, p := range parts {
 			if !p.caught {
-				ready = false
+				return false
 			}
 		}
 	}
-	w.ready.Store(ready)
-
-	// 6. Repair.
-	// Only once every cluster that answers has replayed its offsets topic.
-	if w.o.Repair && ready {
-		for _, c := range w.clusters {
-			if c.Reloader != nil && c.up {
-				w.repair(ctx, c, groups)
-			}
-		}
-	}
-
-	end := w.o.Now()
-	w.cycles.Add(1)
-	w.last.Store(end.UnixNano())
-	w.m.cycles.Inc()
-	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
-	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
-	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+	return true
 }
 
-// prune forgets, after a full sweep, what belongs to groups that exist nowhere any more
-// (neither persisted on a cluster nor listed by KoP), and cooldowns that have passed: memory
-// stays bounded by the live groups over hours.
-func (w *Watcher) prune(known map[string]bool, now time.Time) {
+// forget drops what belongs to groups gone everywhere: KoP's answers, the replicated commits
+// tracked for staleness and, on a resync, the log-end offsets of topics no row names and
+// the cooldowns that have passed. A group is gone when, asked this cycle, it has no row and no
+// replayed view holds it (deleted, or expired by KoP): memory follows the live groups, not
+// every group that ever existed.
+func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
+	gone := map[string]bool{}
+	isGone := func(g string) {
+		if _, ok := w.rows[g]; !ok && !w.held(g) {
+			gone[g] = true
+		}
+	}
+	for _, g := range asked {
+		isGone(g)
+	}
+	if resync {
+		// A full sweep: whatever an earlier cycle left.
+		for _, c := range w.clusters {
+			for g := range c.cached {
+				isGone(g)
+			}
+			for k := range c.pending {
+				isGone(k.Group)
+			}
+		}
+	}
 	for _, c := range w.clusters {
-		for g := range c.cached {
-			if !known[g] {
+		if len(gone) > 0 {
+			for g := range gone {
 				delete(c.cached, g)
 			}
-		}
-		for k := range c.pending {
-			if !known[k.group] {
-				delete(c.pending, k)
+			for k := range c.pending {
+				if gone[k.Group] {
+					delete(c.pending, k)
+				}
 			}
 		}
+		if !resync {
+			continue
+		}
+		w.forgetTopics(c)
 		for r, at := range c.lastReload {
 			if now.Sub(at) >= w.o.Cooldown {
 				delete(c.lastReload, r)
 			}
 		}
 	}
+}
+
+// held reports whether a replayed view of any cluster holds group.
+func (w *Watcher) held(group string) bool {
+	for _, c := range w.clusters {
+		if p := c.partitionOf(group); p != nil {
+			if _, ok := p.byGroup[group]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forgetTopics drops c's log-end offsets of topics no row names.
+func (w *Watcher) forgetTopics(c *clusterRT) {
+	named := map[string]bool{}
+	for _, rs := range w.rows {
+		for _, r := range rs {
+			named[r.FullTopic()] = true
+		}
+	}
+	for t := range c.leo {
+		if !named[t] {
+			delete(c.leo, t)
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func b2f(b bool) float64 {
@@ -673,44 +750,76 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
+// judge is the row engine for this cycle, and every cluster as it sees it.
+func (w *Watcher) judge() (*check.Judge, []check.Side) {
+	return &check.Judge{Now: w.o.Now(), ExpiryWarning: w.o.ExpiryWarning, DisplayNamespace: w.displayNamespace()}, w.sides()
+}
+
+// inbound is the replication of group's offsets partition from every peer toward c.
+func (w *Watcher) inbound(c *clusterRT, group string) map[string]offsets.Inbound {
+	return check.Inbound(w.sides(), c.Name, group)
+}
+
+// sides are the clusters as the row engine sees them.
+func (w *Watcher) sides() []check.Side {
+	sides := make([]check.Side, len(w.clusters))
+	for i, c := range w.clusters {
+		n, _ := c.partitions()
+		sd := check.Side{Name: c.Name, Namespace: c.KafkaNamespace, Partitions: n, EndOffsets: c.leo,
+			Persisted: c.view}
+		if c.up {
+			sd.Outbound = c.repl // a cluster down: what it said before is stale
+		}
+		if c.Fetcher != nil {
+			sd.Cached = func(g string) (check.GroupFetch, bool) {
+				if v, _ := c.view(g); v == nil {
+					return check.GroupFetch{}, false // unreachable: an older answer says nothing
+				}
+				f, ok := c.cached[g]
+				return f, ok
+			}
+		}
+		sides[i] = sd
+	}
+	return sides
+}
+
+// view is the loader view holding group, or why there is none.
+func (c *clusterRT) view(group string) (*offsets.PersistedOffsets, string) {
+	if !c.up {
+		return nil, "cluster down: its admin API does not answer or an offsets partition is not followed"
+	}
+	p := c.partitionOf(group)
+	if p == nil {
+		return nil, "offsets partition not replayed yet"
+	}
+	return p.view, ""
+}
+
 // buildRows classifies every topic partition of group across the clusters.
-func (w *Watcher) buildRows(group string) []row {
-	keys := map[rowKey]bool{}
+func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Names, group string) []check.Row {
+	ks := check.KeySet{Names: names}
 	for _, c := range w.clusters {
 		if p := c.partitionOf(group); p != nil {
 			for _, co := range p.byGroup[group] {
-				keys[rowKey{group, offsets.NormalizeTopic(co.Topic, c.KafkaNamespace), co.Partition}] = true
+				ks.AddPersisted(co, c.KafkaNamespace)
+			}
+			for _, co := range p.pendingBy[group] {
+				ks.AddPersisted(co, c.KafkaNamespace)
 			}
 		}
 		if c.Fetcher != nil {
-			for t, ps := range c.cached[group].Offsets {
-				for pt := range ps {
-					keys[rowKey{group, offsets.NormalizeTopic(t, c.KafkaNamespace), pt}] = true
-				}
-			}
+			ks.AddCached(group, c.cached[group], c.KafkaNamespace)
 		}
 	}
-	ns := w.displayNamespace()
-	var rows []row
-	for k := range keys {
-		if !check.MatchAny(w.o.Topics, offsets.ShortName(k.topic, ns), k.topic) {
-			continue
-		}
-		r := row{key: k, cells: map[string]check.Cell{}}
-		obs := make([]offsets.ClusterObservation, len(w.clusters))
-		for i, c := range w.clusters {
-			r.cells[c.Name], obs[i] = w.observe(c, k)
-		}
-		d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: obs})
-		r.status = d.Status
-		for _, c := range w.clusters {
-			cell := r.cells[c.Name]
-			cell.Status = d.Clusters[c.Name]
-			r.cells[c.Name] = cell
-		}
-		rows = append(rows, r)
+	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
+	if len(keys) == 0 {
+		return nil
 	}
-	slices.SortFunc(rows, func(a, b row) int { return a.key.compare(b.key) })
+	rows := make([]check.Row, len(keys))
+	for i, k := range keys {
+		rows[i] = j.Row(k, sides)
+	}
 	return rows
 }
 
@@ -721,112 +830,17 @@ func (w *Watcher) displayNamespace() string {
 	return ""
 }
 
-// observe is check's cell and classifier input of one row on one cluster.
-func (w *Watcher) observe(c *clusterRT, k rowKey) (check.Cell, offsets.ClusterObservation) {
-	ob := offsets.ClusterObservation{Cluster: c.Name, Cached: offsets.CachedOffsets{State: offsets.CacheNotChecked}}
-	var cell check.Cell
-	p := c.partitionOf(k.group)
-	switch {
-	case !c.up:
-		ob.Unreachable = true
-		cell.Error = "cluster down: its admin API does not answer or an offsets partition is not followed"
-	case p == nil:
-		ob.Unreachable = true
-		cell.Error = "offsets partition not replayed yet"
-	default:
-		// As check's cell: what the loader would load, a transactional commit it leaves
-		// pending, a partition it cannot load, the expiry.
-		co, ok := p.view.Lookup(k.group, k.topic, k.partition)
-		if ok {
-			v := co.Offset
-			cell.Persisted, ob.Persisted = &v, &v
-			cell.CommitTimestamp = output.NewTime(co.CommitTimestamp.Time())
-			if co.ExpireTimestamp != nil {
-				ob.ExpireAt = int64(*co.ExpireTimestamp)
-				cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
-			}
-		}
-		if pc, pok := p.view.PendingOffset(k.group, k.topic, k.partition); pok && (!ok || pc.Offset != co.Offset) {
-			pv, loaded := pc.Offset, cell.Persisted
-			ob.Pending, cell.Persisted = &pv, &pv
-			cell.CommitTimestamp = output.NewTime(pc.CommitTimestamp.Time())
-			cell.Predicted = &check.Prediction{Offset: loaded, Reason: "a transactional commit the loader leaves pending: its COMMIT marker is invisible to readers"}
-		}
-		if f, failed := p.view.LoadFailure(p.index); failed {
-			ob.LoadFailure = f.String()
-			cell.Predicted = &check.Prediction{Reason: f.String()}
-		}
-	}
-	ob.Now, ob.ExpiryWarning = w.o.Now().UnixMilli(), w.o.ExpiryWarning.Milliseconds()
-	if c.Fetcher != nil && !ob.Unreachable {
-		f, asked := c.cached[k.group]
-		switch {
-		case !asked:
-		case f.Unavailable:
-			ob.Cached.State = offsets.CacheCoordinatorUnavailable
-			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
-		case f.Err != nil:
-			ob.Cached.State = offsets.CacheError
-			cell.Error = fmt.Sprintf("KoP: %v", f.Err)
-		default:
-			ob.Cached.State = offsets.CacheAnswered
-			if v, ok := cachedOffset(f, c.KafkaNamespace, k); ok {
-				cell.Cached, ob.Cached.Offset = &v, &v
-			}
-		}
-	}
-	if leo, ok := c.leo[k.topic][k.partition]; ok {
-		cell.LogEndOffset = &leo
-		if committed := cmp.Or(cell.Cached, cell.Persisted); committed != nil {
-			lag := max(leo-*committed, 0)
-			cell.Lag = &lag
-		}
-	}
-	ob.Inbound = w.inbound(c, k.group)
-	return cell, ob
-}
-
-// inbound is the replication of group's offsets partition from every peer toward c.
-func (w *Watcher) inbound(c *clusterRT, group string) map[string]offsets.Inbound {
-	in := map[string]offsets.Inbound{}
-	for _, peer := range w.clusters {
-		if peer == c || !peer.up {
-			continue
-		}
-		n, _ := peer.partitions()
-		if n <= 0 {
-			continue
-		}
-		if st, ok := peer.repl[offsets.PartitionFor(group, n)][c.Name]; ok {
-			in[peer.Name] = st
-		}
-	}
-	return in
-}
-
-func cachedOffset(f check.GroupFetch, ns string, k rowKey) (int64, bool) {
-	for t, ps := range f.Offsets {
-		if offsets.NormalizeTopic(t, ns) != k.topic {
-			continue
-		}
-		if v, ok := ps[k.partition]; ok {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
 // settle ends the staleness episodes of c that KoP now serves, among the groups asked.
 func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	oldest := 0.0
 	for k, a := range c.pending {
-		f, ok := c.cached[k.group]
-		if asked[k.group] && ok && f.Err == nil {
-			v, has := cachedOffset(f, c.KafkaNamespace, k)
+		f, ok := c.cached[k.Group]
+		if asked[k.Group] && ok && f.Err == nil {
+			v, has := check.CachedOffset(f, c.KafkaNamespace, k)
 			var persisted *int64
-			if p := c.partitionOf(k.group); p != nil {
-				for _, co := range p.byGroup[k.group] {
-					if co.Partition == k.partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.topic {
+			if p := c.partitionOf(k.Group); p != nil {
+				for _, co := range p.byGroup[k.Group] {
+					if co.Partition == k.Partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.Topic {
 						persisted = &co.Offset
 					}
 				}
@@ -836,8 +850,8 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 			if (has && v >= a.offset) || (has && persisted != nil && v == *persisted) || (!has && persisted == nil) {
 				d := max(now.Sub(a.at), 0)
 				w.m.stalenessServed.WithLabelValues(c.Name).Observe(d.Seconds())
-				w.log.Info("replicated commit served", "cluster", c.Name, "group", k.group, "topic", k.topic,
-					"partition", k.partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
+				w.log.Info("replicated commit served", "cluster", c.Name, "group", k.Group, "topic", k.Topic,
+					"partition", k.Partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
 				delete(c.pending, k)
 				continue
 			}
@@ -848,41 +862,30 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	w.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
 }
 
-// buildReport is every row in check's report shape (for check.Registry and tests).
+// buildReport is every row in check's report shape (for the Prometheus export and tests),
+// with check's exit code for the same rows.
 func (w *Watcher) buildReport() *check.Report {
-	rep := &check.Report{SchemaVersion: 1, Rows: []check.Row{}, Summary: map[string]int{}}
+	rep := &check.Report{SchemaVersion: 1, Summary: map[string]int{}}
 	for _, c := range w.clusters {
 		rep.Clusters = append(rep.Clusters, c.Name)
 	}
-	ns := w.displayNamespace()
-	groups := slices.Sorted(mapKeys(w.rows))
-	worst := check.ExitOK
-	for _, g := range groups {
+	n := 0
+	for _, rs := range w.rows {
+		n += len(rs)
+	}
+	rep.Rows = make([]check.Row, 0, n)
+	for _, g := range slices.Sorted(mapKeys(w.rows)) {
 		for _, r := range w.rows[g] {
-			n := int32(-1)
-			if len(w.clusters) > 0 {
-				if cn, _ := w.clusters[0].partitions(); cn > 0 {
-					n = offsets.PartitionFor(g, cn)
-				}
-			}
-			rep.Rows = append(rep.Rows, check.Row{Group: g, Topic: offsets.ShortName(r.key.topic, ns), Partition: r.key.partition,
-				OffsetsPartition: n, Status: r.status, Clusters: r.cells})
-			rep.Summary[string(r.status)]++
-			switch {
-			case r.status == offsets.StatusError:
-				worst = check.ExitUnreachable
-			case r.status != offsets.StatusOK && worst == check.ExitOK:
-				worst = check.ExitDrift
-			}
+			rep.Rows = append(rep.Rows, r)
+			rep.Summary[string(r.Status)]++
 		}
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			worst = check.ExitUnreachable
 			rep.Errors = append(rep.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
 				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
-	rep.ExitCode = worst
+	rep.ExitCode = check.ExitCode(rep.Summary, len(rep.Errors) > 0, false, nil)
 	return rep
 }

@@ -123,7 +123,7 @@ func (e *env) cycleUntil(what string, cond func(*check.Report) bool) *check.Repo
 func cellOf(rep *check.Report, group, cluster string) (check.Cell, bool) {
 	for _, r := range rep.Rows {
 		if r.Group == group {
-			c, ok := r.Clusters[cluster]
+			c, ok := r.Lookup(cluster)
 			return c, ok
 		}
 	}

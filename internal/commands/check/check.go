@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,8 +22,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -61,13 +64,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// NewCmdCheck returns `check`. runF replaces the run function in tests.
-func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
-	cmd := &cobra.Command{
-		Use:   "check",
-		Short: "Compare cached and persisted offsets on each cluster and across clusters",
-		Long: strings.TrimSpace(`
+var checkLong = strings.TrimSpace(`
 For every selected group, topic and partition, show what KoP serves on each cluster
 (cached: OffsetFetch), what that cluster's offsets topic holds (persisted: the offsets
 partitions of the selected groups replayed as KoP's loader does, with non-durable readers),
@@ -109,8 +106,9 @@ skips it).
 
 Exit codes: 0 nothing found that --fail-on names (default: every status but ok and expiring);
 1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
-reached (its cells are marked error, the other clusters are still checked).`),
-		Example: cmdutil.Examples(`
+reached (its cells are marked error, the other clusters are still checked).`)
+
+var checkExamples = cmdutil.Examples(`
   # every group on every cluster
   kop-offsets check
 
@@ -121,7 +119,18 @@ reached (its cells are marked error, the other clusters are still checked).`),
   kop-offsets check --prometheus-file /var/lib/node_exporter/textfile/kop_offsets.prom -o json >/dev/null || true
 
   # only the offsets topics (KoP not reachable from here)
-  kop-offsets check --persisted-only --fail-on diverged,missing`),
+  kop-offsets check --persisted-only --fail-on diverged,missing`)
+
+// NewCmdCheck returns `check`. runF replaces the run function in tests.
+func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Compare cached and persisted offsets on each cluster and across clusters",
+		Long:  checkLong,
+
+		Example: checkExamples,
+
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -163,7 +172,7 @@ reached (its cells are marked error, the other clusters are still checked).`),
 	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
 	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
-	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", chk.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
+	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kafkafetch.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
 	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", chk.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -258,21 +267,33 @@ func checkRun(ctx context.Context, opts *Options) error {
 	}
 	defer closeAll()
 
+	out, err := newReportWriter(opts, config.Names(cls))
+	if err != nil {
+		return err
+	}
 	progress := opts.IO.StartProgress("checking offsets")
-	rep, err := chk.Run(ctx, sources, chk.Options{
+	rep, err := chk.Stream(ctx, sources, chk.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
 		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
+	}, func(r *chk.Row) error {
+		if out.rows == 0 {
+			progress.Stop() // rows go to stdout from now on
+		}
+		return out.row(r)
 	})
 	progress.Stop()
 	if err != nil {
+		if out.rows > 0 {
+			return err // a write failed
+		}
 		return cmdutil.UsageError(err)
 	}
-	if opts.PrometheusFile != "" {
-		if err := chk.WriteTextfile(opts.PrometheusFile, rep); err != nil {
+	if out.series != nil {
+		if err := promexport.WriteTextfile(opts.PrometheusFile, out.series.Finish(rep)); err != nil {
 			return cmdutil.UsageError(err)
 		}
 	}
-	if err := output.Print(opts.IO, opts.Format, rep, func(tp *output.TablePrinter) { renderTable(tp, rep, opts.IO, !opts.PersistedOnly) }); err != nil {
+	if err := out.finish(rep); err != nil {
 		return err
 	}
 	if opts.Format == output.Table {
@@ -280,7 +301,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 		if opts.IO.IsStdoutTTY() {
 			w = opts.IO.Out
 		}
-		writeFooter(w, rep)
+		writeFooter(w, rep, out.rows, out.hints.list)
 	}
 	if opts.Format != output.Table {
 		for _, e := range rep.Errors {
@@ -288,6 +309,79 @@ func checkRun(ctx context.Context, opts *Options) error {
 		}
 	}
 	return cmdutil.SilentError(rep.ExitCode)
+}
+
+// reportWriter writes a check's rows as they come: the table (piped: row by row; on a
+// terminal the columns need every row), the JSON document (row by row, the bytes of the
+// whole document), YAML (the whole document at the end), and the Prometheus series.
+type reportWriter struct {
+	opts     *Options
+	clusters []string
+	rows     int
+	hints    hints
+	series   *promexport.Series // with --prometheus-file
+	table    *output.TablePrinter
+	json     *output.JSONStream
+	held     []chk.Row // YAML
+}
+
+func newReportWriter(opts *Options, clusters []string) (*reportWriter, error) {
+	w := &reportWriter{opts: opts, clusters: clusters}
+	if opts.PrometheusFile != "" {
+		s, err := promexport.New()
+		if err != nil {
+			return nil, cmdutil.UsageError(err)
+		}
+		w.series = s
+	}
+	switch opts.Format {
+	case output.JSON:
+		w.json = output.NewJSONStream(opts.IO.Out, "rows")
+		if err := w.json.Begin(w.head()); err != nil {
+			return nil, err
+		}
+	case output.Table, "":
+		w.table = output.NewTablePrinter(opts.IO).StreamPiped()
+		w.table.AddHeader(tableHeader(clusters)...)
+	}
+	return w, nil
+}
+
+// head is the report as far as it is known before the rows: what precedes them in JSON.
+func (w *reportWriter) head() *chk.Report {
+	rep := &chk.Report{SchemaVersion: 1, Clusters: w.clusters, Rows: []chk.Row{}}
+	if w.opts.Source != "" {
+		rep.Source = &w.opts.Source
+	}
+	return rep
+}
+
+func (w *reportWriter) row(r *chk.Row) error {
+	w.rows++
+	w.hints.add(r, w.clusters)
+	if w.series != nil {
+		w.series.AddRow(r)
+	}
+	switch {
+	case w.json != nil:
+		return w.json.Write(r)
+	case w.table != nil:
+		tableRow(w.table, r, w.clusters, w.opts.IO, !w.opts.PersistedOnly)
+	default:
+		w.held = append(w.held, *r)
+	}
+	return nil
+}
+
+func (w *reportWriter) finish(rep *chk.Report) error {
+	switch {
+	case w.json != nil:
+		return w.json.End(rep)
+	case w.table != nil:
+		return w.table.Render()
+	}
+	rep.Rows = append(rep.Rows, w.held...)
+	return output.Print(w.opts.IO, w.opts.Format, rep, nil)
 }
 
 // CellText renders a cell as "cached/persisted": "-" absent, "?" unknown (not asked or failed).
@@ -312,47 +406,46 @@ func CellText(c chk.Cell, cachedAsked bool) string {
 	return cached + "/" + persisted
 }
 
-func renderTable(tp *output.TablePrinter, rep *chk.Report, io *iostreams.IOStreams, cachedAsked bool) {
-	cs := io.ColorScheme()
+func tableHeader(clusters []string) []string {
 	header := []string{"GROUP", "TOPIC", "PARTITION", "OFFSETS-PARTITION"}
-	for _, c := range rep.Clusters {
+	for _, c := range clusters {
 		header = append(header, strings.ToUpper(c)+" CACHED/PERSISTED")
 	}
-	header = append(header, "LAG", "STATUS")
-	tp.AddHeader(header...)
-	for _, r := range rep.Rows {
-		tp.AddField(r.Group)
-		tp.AddField(r.Topic)
-		tp.AddField(fmt.Sprint(r.Partition))
-		tp.AddField(fmt.Sprint(r.OffsetsPartition))
-		var lags []string
-		for _, c := range rep.Clusters {
-			cell := r.Clusters[c]
-			txt := CellText(cell, cachedAsked)
-			if cell.Status != offsets.StatusOK {
-				txt += " " + strings.ToUpper(string(cell.Status))
-			}
-			tp.AddField(txt)
-			if cell.Lag != nil {
-				lags = append(lags, fmt.Sprintf("%s:%d", c, *cell.Lag))
-			}
+	return append(header, "LAG", "STATUS")
+}
+
+func tableRow(tp *output.TablePrinter, r *chk.Row, clusters []string, io *iostreams.IOStreams, cachedAsked bool) {
+	tp.AddField(r.Group)
+	tp.AddField(r.Topic)
+	tp.AddField(strconv.Itoa(int(r.Partition)))
+	tp.AddField(strconv.Itoa(int(r.OffsetsPartition)))
+	var lags []string
+	for _, c := range clusters {
+		cell := r.Cell(c)
+		txt := CellText(cell, cachedAsked)
+		if cell.Status != offsets.StatusOK {
+			txt += " " + strings.ToUpper(string(cell.Status))
 		}
-		lag := "-"
-		if len(lags) > 0 {
-			lag = strings.Join(lags, " ")
+		tp.AddField(txt)
+		if cell.Lag != nil {
+			lags = append(lags, fmt.Sprintf("%s:%d", c, *cell.Lag))
 		}
-		tp.AddField(lag)
-		st := strings.ToUpper(string(r.Status))
-		if tp.IsTTY() {
-			st = cs.Status(st)
-		}
-		tp.AddField(st)
-		tp.EndRow()
 	}
+	lag := "-"
+	if len(lags) > 0 {
+		lag = strings.Join(lags, " ")
+	}
+	tp.AddField(lag)
+	st := strings.ToUpper(string(r.Status))
+	if tp.IsTTY() {
+		st = io.ColorScheme().Status(st)
+	}
+	tp.AddField(st)
+	tp.EndRow()
 }
 
 // writeFooter prints the summary line, the cluster errors and the hints.
-func writeFooter(w io.Writer, rep *chk.Report) {
+func writeFooter(w io.Writer, rep *chk.Report, rows int, hints []string) {
 	var parts []string
 	for _, st := range offsets.Statuses {
 		if n := rep.Summary[string(st)]; n > 0 {
@@ -363,10 +456,10 @@ func writeFooter(w io.Writer, rep *chk.Report) {
 		parts = []string{"no offsets found"}
 	}
 	noun := "rows"
-	if len(rep.Rows) == 1 {
+	if rows == 1 {
 		noun = "row"
 	}
-	fmt.Fprintf(w, "\n%d %s: %s (exit %d)\n", len(rep.Rows), noun, strings.Join(parts, ", "), rep.ExitCode)
+	fmt.Fprintf(w, "\n%d %s: %s (exit %d)\n", rows, noun, strings.Join(parts, ", "), rep.ExitCode)
 	for _, e := range rep.Errors {
 		fmt.Fprintf(w, "error: %s\n", e.Error)
 	}
@@ -381,38 +474,43 @@ func writeFooter(w io.Writer, rep *chk.Report) {
 	for _, wn := range rep.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", wn)
 	}
-	for _, h := range Hints(rep) {
+	for _, h := range hints {
 		fmt.Fprintf(w, "hint: %s\n", h)
 	}
 }
 
-// Hints are the next commands to run, per status found (at most a few of each).
-func Hints(rep *chk.Report) []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(s string) {
-		if !seen[s] && len(out) < 10 {
-			seen[s] = true
-			out = append(out, s)
+// hints are the next commands to run, per status found (at most 10).
+type hints struct {
+	list []string
+	seen map[string]bool
+}
+
+func (h *hints) add(r *chk.Row, clusters []string) {
+	for _, c := range clusters {
+		switch r.Cell(c).Status {
+		case offsets.StatusStaleCache:
+			h.addOne(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
+		case offsets.StatusReplicationLag:
+			h.addOne(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor --cluster %s", c, c))
+		case offsets.StatusDiverged, offsets.StatusMissing:
+			h.addOne(fmt.Sprintf("kop-offsets dump --cluster %s --group %s   # history of the group's commits on %s", c, r.Group, c))
+		case offsets.StatusCoordinatorUnavailable:
+			h.addOne(fmt.Sprintf("kop-offsets locate %s --cluster %s   # who should own the group's offsets partition", r.Group, c))
+		case offsets.StatusMisaligned:
+			h.addOne(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
 		}
 	}
-	for _, r := range rep.Rows {
-		for _, c := range rep.Clusters {
-			switch r.Clusters[c].Status {
-			case offsets.StatusStaleCache:
-				add(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
-			case offsets.StatusReplicationLag:
-				add(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor --cluster %s", c, c))
-			case offsets.StatusDiverged, offsets.StatusMissing:
-				add(fmt.Sprintf("kop-offsets dump --cluster %s --group %s   # history of the group's commits on %s", c, r.Group, c))
-			case offsets.StatusCoordinatorUnavailable:
-				add(fmt.Sprintf("kop-offsets locate %s --cluster %s   # who should own the group's offsets partition", r.Group, c))
-			case offsets.StatusMisaligned:
-				add(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
-			}
-		}
+}
+
+func (h *hints) addOne(s string) {
+	if len(h.list) >= 10 || h.seen[s] {
+		return
 	}
-	return out
+	if h.seen == nil {
+		h.seen = map[string]bool{}
+	}
+	h.seen[s] = true
+	h.list = append(h.list, s)
 }
 
 // FactoryConnect builds real sources from the Factory: a pulsarx.Reader and Admin for the
@@ -435,13 +533,13 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Owner:       partitionOwner(admin, cl),
 		}
 		if so.Cached || so.Describe {
-			kc, err := f.KafkaClient(cl, chk.FetcherClientOpts(f.Flags.Timeout)...)
+			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
 			if err != nil {
 				pc.Close()
 				return chk.Cluster{}, nil, err
 			}
 			closers = append(closers, kc.Close)
-			c.Fetcher = &chk.KafkaFetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
+			c.Fetcher = &kafkafetch.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
 		if so.Copies {
 			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}

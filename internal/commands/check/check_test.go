@@ -13,6 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -184,7 +185,7 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(got.Groups, ",") != "a*,b" || got.Source != "scus" || !got.Alignment || got.AlignmentMax != 5000 || got.Format != output.JSON ||
-		strings.Join(got.FailOn, ",") != "stale_cache,diverged" || got.PrometheusFile != "/tmp/x.prom" || got.CoordinatorWait != chk.DefaultCoordinatorWait {
+		strings.Join(got.FailOn, ",") != "stale_cache,diverged" || got.PrometheusFile != "/tmp/x.prom" || got.CoordinatorWait != kafkafetch.DefaultCoordinatorWait {
 		t.Errorf("%+v", got)
 	}
 	for _, args := range [][]string{{"--fail-on", "nope"}, {"--alignment", "--persisted-only"}, {"--alignment-max-messages", "-1"}, {"extra"}} {

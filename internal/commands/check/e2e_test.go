@@ -112,7 +112,7 @@ func cell(t *testing.T, rep chk.Report, group, cluster string) (chk.Row, chk.Cel
 	t.Helper()
 	for _, r := range rep.Rows {
 		if r.Group == group {
-			return r, r.Clusters[cluster]
+			return r, r.Cell(cluster)
 		}
 	}
 	t.Fatalf("no row for %s: %+v", group, rep)
@@ -202,7 +202,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--group", group)
 	r, s := cell(t, rep, group, "scus")
-	wc := r.Clusters["wus"]
+	wc := r.Cell("wus")
 	if code != 0 || r.Status != offsets.StatusOK || val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" ||
 		r.Topic != "topic-1" || r.OffsetsPartition != part || s.Cached != nil {
 		t.Errorf("persisted-only: exit %d row %+v scus %+v wus %+v", code, r, s, wc)
@@ -210,7 +210,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 
 	rep, code, stderr := runCheck(t, cfg, "--group", group)
 	r, s = cell(t, rep, group, "scus")
-	wc = r.Clusters["wus"]
+	wc = r.Cell("wus")
 	if val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" {
 		t.Errorf("full: persisted scus %s wus %s, want 10900", val(s.Persisted), val(wc.Persisted))
 	}
@@ -245,7 +245,7 @@ func TestE2EClusterUnreachable(t *testing.T) {
 	}
 	rep, code, stderr := runCheck(t, e.writeConfig(t, "__kafka", "wus"), "--persisted-only", "--group", group)
 	r, s := cell(t, rep, group, "scus")
-	wc := r.Clusters["wus"]
+	wc := r.Cell("wus")
 	if code != 3 || val(s.Persisted) != "77" || s.Status != offsets.StatusOK || wc.Status != offsets.StatusError ||
 		!strings.Contains(stderr, "cluster wus: pulsar") || len(rep.Errors) == 0 || rep.Errors[0].Cluster != "wus" {
 		t.Errorf("exit %d row %+v scus %+v wus %+v errors %+v\n%s", code, r, s, wc, rep.Errors, stderr)
@@ -289,7 +289,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	e.waitReplicated(t, partTopic, time.Minute)
 	cfg := e.writeConfig(t, nsLocal, "")
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--source", "scus")
-	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Clusters["wus"].Persisted) != "10" {
+	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Persisted) != "10" {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
@@ -318,7 +318,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	}
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "scus")
 	r, s := cell(t, rep, group, "scus")
-	wc := r.Clusters["wus"]
+	wc := r.Cell("wus")
 	if code != 1 || r.Status != offsets.StatusReplicationLag || wc.Status != offsets.StatusReplicationLag ||
 		val(s.Persisted) != "40" || *wc.Persisted >= 40 || s.Status != offsets.StatusOK {
 		t.Errorf("lag: exit %d row %+v scus %+v wus %+v (backlog %d)", code, r, s, wc, backlog)
@@ -328,7 +328,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	unthrottle()
 	e.waitReplicated(t, partTopic, time.Minute)
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "scus")
-	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Clusters["wus"].Persisted) != "40" {
+	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Persisted) != "40" {
 		t.Errorf("after: exit %d %+v", code, rep.Rows)
 	}
 }
@@ -496,7 +496,7 @@ func TestE2EDiverged(t *testing.T) {
 	cfg := e.writeConfig(t, nsLocal, "")
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--group", group)
 	if r, _ := cell(t, rep, group, "scus"); code != 0 || r.Status != offsets.StatusOK ||
-		val(r.Clusters["scus"].Persisted) != "10" || val(r.Clusters["wus"].Persisted) != "10" {
+		val(r.Cell("scus").Persisted) != "10" || val(r.Cell("wus").Persisted) != "10" {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
@@ -538,7 +538,7 @@ func TestE2EDiverged(t *testing.T) {
 	// Held back: each cluster holds its own commit; the backlogs explain the difference.
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--group", group)
 	r, s := cell(t, rep, group, "scus")
-	wc := r.Clusters["wus"]
+	wc := r.Cell("wus")
 	t.Logf("held: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
 	if code != 1 || r.Status != offsets.StatusReplicationLag || val(s.Persisted) != "100" || val(wc.Persisted) != "200" ||
 		s.Status != offsets.StatusReplicationLag || wc.Status != offsets.StatusOK {
@@ -552,7 +552,7 @@ func TestE2EDiverged(t *testing.T) {
 
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--group", group)
 	r, s = cell(t, rep, group, "scus")
-	wc = r.Clusters["wus"]
+	wc = r.Cell("wus")
 	t.Logf("settled, no source: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
 	if code != 1 || r.Status != offsets.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
 		s.Status != offsets.StatusOK || wc.Status != offsets.StatusDiverged || r.Topic != "topic-1" || r.OffsetsPartition != part ||
@@ -563,7 +563,7 @@ func TestE2EDiverged(t *testing.T) {
 	for _, src := range []string{"scus", "wus"} {
 		rep, code, _ = runCheck(t, cfg, "--persisted-only", "--group", group, "--source", src)
 		r, s = cell(t, rep, group, "scus")
-		wc = r.Clusters["wus"]
+		wc = r.Cell("wus")
 		t.Logf("settled, --source %s: scus %s (%s), wus %s (%s), row %s, exit %d", src, val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
 		want := map[string]offsets.Status{"scus": offsets.StatusOK, "wus": offsets.StatusOK}
 		want[map[string]string{"scus": "wus", "wus": "scus"}[src]] = offsets.StatusDiverged
@@ -612,7 +612,7 @@ func TestE2EMissing(t *testing.T) {
 	for _, args := range [][]string{{"--source", "scus"}, {}} {
 		rep, code, _ := runCheck(t, cfg, append([]string{"--persisted-only", "--group", group}, args...)...)
 		r, s := cell(t, rep, group, "scus")
-		wc := r.Clusters["wus"]
+		wc := r.Cell("wus")
 		t.Logf("%v: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", args, val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
 		if code != 1 || r.Status != offsets.StatusMissing || val(s.Persisted) != "42" || wc.Persisted != nil ||
 			s.Status != offsets.StatusOK || wc.Status != offsets.StatusMissing || wc.Error != "" ||

@@ -25,6 +25,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
@@ -301,7 +302,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
 				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
 			}
-			kc, err := f.KafkaClient(cl, chk.FetcherClientOpts(f.Flags.Timeout)...)
+			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
 			switch {
 			case errors.Is(err, connect.ErrNotConfigured):
 				// No kafkaBootstrap: the persisted side only.
@@ -311,7 +312,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			default:
 				closers = append(closers, kc.Close)
 				ka := kadm.NewClient(kc)
-				wc.Fetcher = &chk.KafkaFetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
+				wc.Fetcher = &kafkafetch.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
 			}
 			if o.Repair {
 				sess, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) {

@@ -1,4 +1,9 @@
-package check
+// Package kafkafetch asks KoP what it serves, through its Kafka listeners (kadm and kgo):
+// the committed offsets of groups (OffsetFetch, batched, sent to each group's coordinator,
+// retrying while KoP loads a partition), the groups it knows (ListGroups, DescribeGroups)
+// and the log-end offsets of topics (ListOffsets). check and watch read KoP's cached side
+// through it.
+package kafkafetch
 
 import (
 	"context"
@@ -15,7 +20,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Defaults of KafkaFetcher.
+// GroupFetch is KoP's answer for one group.
+type GroupFetch struct {
+	// Offsets by topic (as KoP answered it) and partition; partitions KoP answered with -1
+	// are absent.
+	Offsets map[string]map[int32]int64
+	// Unavailable: KoP kept answering "loading" / "not coordinator" for the retry window.
+	Unavailable bool
+	// Err: another failure for this group (Unavailable is false).
+	Err error
+}
+
+// ListedGroup is one group as ListGroups/DescribeGroups see it.
+type ListedGroup struct {
+	Group        string
+	State        string // empty when not described
+	ProtocolType string
+	Members      int
+}
+
+// ErrCoordinatorUnavailable is the error of a GroupFetch that stayed unavailable.
+var ErrCoordinatorUnavailable = errors.New("coordinator unavailable")
+
+// isCoordinatorLoading reports the errors KoP answers while it does not (yet) serve a group.
+func isCoordinatorLoading(err error) bool {
+	return errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator) ||
+		errors.Is(err, kerr.CoordinatorNotAvailable)
+}
+
+// Defaults of Fetcher.
 const (
 	DefaultBatchSize       = 50
 	DefaultFetchParallel   = 4
@@ -23,12 +56,12 @@ const (
 	DefaultRequestTimeout  = 15 * time.Second
 )
 
-// KafkaFetcher is the OffsetFetcher of KoP's Kafka listeners, with kadm and kgo. Groups are
+// Fetcher asks KoP's Kafka listeners, with kadm and kgo. Groups are
 // fetched in batches (one OffsetFetch v8+ per coordinator per batch), at most Parallel
 // batches at once. Groups answered with COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or
 // COORDINATOR_NOT_AVAILABLE are asked again with exponential backoff until CoordinatorWait
 // has passed since their first such answer, then reported Unavailable.
-type KafkaFetcher struct {
+type Fetcher struct {
 	Admin *kadm.Client
 	// Client is the kgo client behind Admin: OffsetFetch goes to coordinators directly.
 	Client          *kgo.Client
@@ -40,11 +73,11 @@ type KafkaFetcher struct {
 	Describe bool
 }
 
-// FetcherClientOpts are the kgo options a KafkaFetcher's client needs: kgo retries
+// ClientOpts are the kgo options a Fetcher's client needs: kgo retries
 // COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR of OffsetFetch itself until its retry
 // timeout; a short one for OffsetFetch hands those errors back so that the fetcher's own
 // bounded retry (CoordinatorWait) decides. Other requests keep requestTimeout.
-func FetcherClientOpts(requestTimeout time.Duration) []kgo.Opt {
+func ClientOpts(requestTimeout time.Duration) []kgo.Opt {
 	return []kgo.Opt{kgo.RetryTimeoutFn(func(key int16) time.Duration {
 		if key == kmsg.OffsetFetch.Int16() || key == kmsg.FindCoordinator.Int16() {
 			return 500 * time.Millisecond
@@ -53,8 +86,8 @@ func FetcherClientOpts(requestTimeout time.Duration) []kgo.Opt {
 	})}
 }
 
-// ListGroups implements OffsetFetcher: ListGroups, then DescribeGroups when Describe is set.
-func (f *KafkaFetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
+// ListGroups lists the groups KoP knows (its cache): ListGroups, then DescribeGroups when Describe is set.
+func (f *Fetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 	ls, err := f.Admin.ListGroups(ctx)
 	if err != nil {
 		return nil, err
@@ -81,7 +114,7 @@ func (f *KafkaFetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 	return out, nil
 }
 
-// FetchOffsets implements OffsetFetcher.
+// FetchOffsets fetches the committed offsets of groups; every group gets an entry.
 //
 // Groups are sent straight to their coordinator (found once, batched, cached by kgo) in
 // OffsetFetch requests of BatchSize groups, at most Parallel at once. Going to the broker
@@ -93,7 +126,7 @@ func (f *KafkaFetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 // "not coordinator" for is asked again with backoff until CoordinatorWait has passed since
 // its first such answer. Nothing bounds the sweep as a whole but ctx, so 50,000 groups take
 // as long as their requests take, and no group fails because the others were slow.
-func (f *KafkaFetcher) FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch {
+func (f *Fetcher) FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch {
 	batch := cmpOr(f.BatchSize, DefaultBatchSize)
 	par := cmpOr(f.Parallel, DefaultFetchParallel)
 	wait := f.CoordinatorWait
@@ -164,7 +197,7 @@ func (f *KafkaFetcher) FetchOffsets(ctx context.Context, groups []string) map[st
 
 // coordinators finds the coordinator of every group; groups without one are recorded
 // (unavailable for the coordinator errors, failed otherwise) and left out.
-func (f *KafkaFetcher) coordinators(ctx context.Context, groups []string, timeout time.Duration, record func(string, GroupFetch)) map[int32][]string {
+func (f *Fetcher) coordinators(ctx context.Context, groups []string, timeout time.Duration, record func(string, GroupFetch)) map[int32][]string {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cs := f.Admin.FindGroupCoordinators(cctx, groups...)
@@ -187,7 +220,7 @@ func (f *KafkaFetcher) coordinators(ctx context.Context, groups []string, timeou
 
 // fetchBatch sends one OffsetFetch (v8+: many groups) to a coordinator, or one per group to
 // a broker that only speaks older versions.
-func (f *KafkaFetcher) fetchBatch(ctx context.Context, node int32, groups []string) map[string]GroupFetch {
+func (f *Fetcher) fetchBatch(ctx context.Context, node int32, groups []string) map[string]GroupFetch {
 	out := make(map[string]GroupFetch, len(groups))
 	req := kmsg.NewPtrOffsetFetchRequest()
 	for _, g := range groups {
@@ -217,7 +250,7 @@ func (f *KafkaFetcher) fetchBatch(ctx context.Context, node int32, groups []stri
 	return out
 }
 
-func (f *KafkaFetcher) fetchOneByOne(ctx context.Context, broker *kgo.Broker, groups []string) map[string]GroupFetch {
+func (f *Fetcher) fetchOneByOne(ctx context.Context, broker *kgo.Broker, groups []string) map[string]GroupFetch {
 	out := make(map[string]GroupFetch, len(groups))
 	for _, g := range groups {
 		req := kmsg.NewPtrOffsetFetchRequest()
@@ -281,8 +314,9 @@ func groupFetch(g string, code int16, topics []kmsg.OffsetFetchResponseGroupTopi
 	return gf
 }
 
-// EndOffsets implements OffsetFetcher with ListOffsets (latest).
-func (f *KafkaFetcher) EndOffsets(ctx context.Context, topics []string) (map[string]map[int32]int64, error) {
+// EndOffsets lists the log-end offsets of the partitions of topics (Kafka names) with
+// ListOffsets (latest).
+func (f *Fetcher) EndOffsets(ctx context.Context, topics []string) (map[string]map[int32]int64, error) {
 	ls, err := f.Admin.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
