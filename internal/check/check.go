@@ -282,9 +282,8 @@ func (ru *run) rowKeys() []Key {
 	for _, s := range ru.states {
 		for _, v := range s.views() {
 			// One walk over the offsets: a lookup per group would walk them once per group.
-			held := v.Offsets()
-			ks.Grow(len(held))
-			for _, co := range held {
+			ks.Grow(v.Len())
+			for co := range v.AllOffsets() {
 				if ru.groupSet[co.Group] {
 					ks.AddPersisted(co, s.c.KafkaNamespace)
 				}

@@ -253,6 +253,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	defer cmdutil.CompactGC()()
 	cls, err := opts.Clusters()
 	if err != nil {
 		return err

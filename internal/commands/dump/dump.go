@@ -7,9 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -409,11 +407,8 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if opts.Compacted && os.Getenv("GOGC") == "" {
-		// The replayed live state is nearly all of the heap and mostly pointer-free, so cheap
-		// to mark: collect when the heap is 1.5x of it instead of Go's default 2x (a million
-		// keys: about 60 MB less at the peak for a few more, short collections).
-		defer debug.SetGCPercent(debug.SetGCPercent(50))
+	if opts.Compacted {
+		defer cmdutil.CompactGC()()
 	}
 	ro := pulsarx.ReaderOptions{From: opts.From, Compacted: opts.Compacted}
 	readers := make([]offsets.OffsetTopicReader, len(clusters))
