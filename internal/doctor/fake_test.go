@@ -13,8 +13,8 @@ type fakeAdmin struct {
 	activity map[string]TopicActivity
 }
 
-func (f *fakeAdmin) TopicActivity(_ context.Context, topic string) (TopicActivity, error) {
-	return f.activity[topic], f.Call("TopicActivity " + topic)
+func (f *fakeAdmin) TopicActivity(ctx context.Context, topic string) (TopicActivity, error) {
+	return f.activity[topic], f.Call(ctx, "TopicActivity "+topic)
 }
 
 const offsetsTopic = "persistent://public/__kafka/__consumer_offsets"
