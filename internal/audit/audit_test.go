@@ -13,8 +13,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -30,20 +30,6 @@ func (m *memSink) Write(r Record) error {
 	return nil
 }
 
-type fakeAdmin struct {
-	reload.BundleAdmin
-	unloadErr error
-}
-
-func (f fakeAdmin) Bundles(context.Context, string) ([]pulsarx.Bundle, error) {
-	return []pulsarx.Bundle{{}}, nil
-}
-
-func (f fakeAdmin) UnloadBundle(context.Context, string, string) error { return f.unloadErr }
-func (f fakeAdmin) LookupOwner(context.Context, string) (pulsarx.Owner, error) {
-	return pulsarx.Owner{BrokerURL: "pulsar://127.0.0.1:26650"}, nil
-}
-
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func plan() *reload.Plan {
@@ -57,7 +43,9 @@ func TestAdminRecordsUnloadsAndLookupsWithTheirPlan(t *testing.T) {
 	sink := &memSink{}
 	who := Who{Host: "h", User: "u", PID: 7, Command: "kop-offsets repair --yes"}
 	clock := t0
-	a := Admin{BundleAdmin: fakeAdmin{unloadErr: errors.New("503 busy")}, Cluster: "wus", Who: who, Sink: sink,
+	adm := fakes.NewAdmin("wus")
+	adm.UnloadErr["0x00000000_0x40000000"] = errors.New("503 busy")
+	a := Admin{BundleAdmin: adm, Cluster: "wus", Who: who, Sink: sink,
 		Now: func() time.Time { clock = clock.Add(250 * time.Millisecond); return clock }}
 	ctx := WithWhy(context.Background(), Why{Reason: "repair: stale_cache rows", Plan: plan()})
 	if err := a.UnloadBundle(ctx, "public/__kafka", "0x00000000_0x40000000"); err == nil {
@@ -66,7 +54,7 @@ func TestAdminRecordsUnloadsAndLookupsWithTheirPlan(t *testing.T) {
 	if _, err := a.LookupOwner(ctx, "persistent://public/__kafka/__consumer_offsets-partition-5"); err != nil {
 		t.Fatal(err)
 	}
-	if bs, err := a.Bundles(context.Background(), "public/__kafka"); err != nil || len(bs) != 1 {
+	if bs, err := a.Bundles(context.Background(), "public/__kafka"); err != nil || len(bs) != len(adm.BundleList) || len(adm.Calls()) != 3 {
 		t.Fatalf("a read did not pass through: %v %v", bs, err)
 	}
 	if len(sink.recs) != 2 {
@@ -78,7 +66,7 @@ func TestAdminRecordsUnloadsAndLookupsWithTheirPlan(t *testing.T) {
 		strings.Join(u.Groups, ",") != "orders,billing" || strings.Join(u.RequestedGroups, ",") != "orders" || u.Who != who {
 		t.Errorf("unload record %+v", u)
 	}
-	if l.Action != ActionLookup || l.Bundle != "0x00000000_0x40000000" || l.Owner != "pulsar://127.0.0.1:26650" || l.Result != ResultOK ||
+	if l.Action != ActionLookup || l.Bundle != "0x00000000_0x40000000" || l.Owner != "pulsar://broker-1:6650" || l.Result != ResultOK ||
 		strings.Join(l.Groups, ",") != "orders,billing" {
 		t.Errorf("lookup record %+v", l)
 	}
@@ -86,7 +74,7 @@ func TestAdminRecordsUnloadsAndLookupsWithTheirPlan(t *testing.T) {
 
 func TestAdminWithoutWhyStillRecords(t *testing.T) {
 	sink := &memSink{}
-	a := Admin{BundleAdmin: fakeAdmin{}, Cluster: "scus", Sink: sink}
+	a := Admin{BundleAdmin: fakes.NewAdmin("scus"), Cluster: "scus", Sink: sink}
 	if err := a.UnloadBundle(context.Background(), "public/__kafka", "0x0_0x1"); err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
@@ -24,83 +16,16 @@ import (
 
 const topic1 = "persistent://public/default/topic-1"
 
-// fakeKoP is a kfake cluster whose OffsetFetch answers come from a table (the "cache"),
-// or a coordinator error: it stands for KoP's cached side only.
-type fakeKoP struct {
-	c       *kfake.Cluster
-	mu      sync.Mutex
-	cache   map[string]map[int32]int64 // group -> partition of topic-1 -> offset
-	loading map[string]int             // group -> remaining COORDINATOR_LOAD_IN_PROGRESS answers (-1: forever)
-	fetches int
-	delay   time.Duration // each OffsetFetch answer waits this long
+// newKoP is a fake KoP serving topic-1, whose partition 0 ends at endOffset.
+func newKoP(t *testing.T, endOffset int64) *fakes.KoP {
+	k := fakes.NewKoP(t)
+	k.SetEnd("topic-1", 0, endOffset)
+	return k
 }
 
-func newFakeKoP(t *testing.T, endOffset int) *fakeKoP {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "topic-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	f := &fakeKoP{c: c, cache: map[string]map[int32]int64{}, loading: map[string]int{}}
-	// Records so that ListOffsets answers a log-end offset.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("topic-1"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for i := 0; i < endOffset; i++ {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Partition: 0, Value: []byte{byte(i)}}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kr.(*kmsg.OffsetFetchRequest)
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		f.mu.Lock()
-		if f.delay > 0 {
-			time.Sleep(f.delay)
-		}
-		defer f.mu.Unlock()
-		f.fetches++
-		for _, rg := range req.Groups {
-			g := kmsg.NewOffsetFetchResponseGroup()
-			g.Group = rg.Group
-			if n := f.loading[rg.Group]; n != 0 {
-				g.ErrorCode = kerr.CoordinatorLoadInProgress.Code
-				if n > 0 {
-					f.loading[rg.Group] = n - 1
-				}
-				resp.Groups = append(resp.Groups, g)
-				continue
-			}
-			if ps := f.cache[rg.Group]; len(ps) > 0 {
-				rt := kmsg.NewOffsetFetchResponseGroupTopic()
-				rt.Topic = "topic-1" // KoP answers short names for the default namespace
-				for p, o := range ps {
-					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				g.Topics = append(g.Topics, rt)
-			}
-			resp.Groups = append(resp.Groups, g)
-		}
-		return resp, nil, true
-	})
-	return f
-}
-
-func (f *fakeKoP) fetcher(t *testing.T) *kafkafetch.Fetcher {
-	cl, err := kgo.NewClient(append(kafkafetch.ClientOpts(10*time.Second), kgo.SeedBrokers(f.c.ListenAddrs()...),
-		kgo.MaxVersions(kversion.V3_6_0()))...) // KoP speaks OffsetFetch v8 at most: topics by name
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: 2 * time.Second}
+// fetcher is the product's fetcher of k, with its client options.
+func fetcher(t *testing.T, k *fakes.KoP) *kafkafetch.Fetcher {
+	return k.Fetcher(t, 2*time.Second, kafkafetch.ClientOpts(10*time.Second)...)
 }
 
 func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
@@ -110,14 +35,14 @@ func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
 // TestUserScenarioStaleCache: wus's offsets topic holds 10900 (replicated), KoP on wus
 // still serves 500.
 func TestUserScenarioStaleCache(t *testing.T) {
-	scusKoP, wusKoP := newFakeKoP(t, 11000), newFakeKoP(t, 11000)
-	scusKoP.cache["orders"] = map[int32]int64{0: 10900}
-	wusKoP.cache["orders"] = map[int32]int64{0: 500}
+	scusKoP, wusKoP := newKoP(t, 11000), newKoP(t, 11000)
+	scusKoP.Set("orders", "topic-1", 0, 10900)
+	wusKoP.Set("orders", "topic-1", 0, 500)
 	scus := fakes.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
 	wus := fakes.NewMemReader(8).Commit(commit("orders", 0, 500), commit("orders", 0, 10900))
 	rep, err := Run(context.Background(), []Cluster{
-		{Name: "scus", KafkaNamespace: "public/default", Reader: scus, Fetcher: scusKoP.fetcher(t), Replication: StaticReplication{}},
-		{Name: "wus", KafkaNamespace: "public/default", Reader: wus, Fetcher: wusKoP.fetcher(t), Replication: StaticReplication{}},
+		{Name: "scus", KafkaNamespace: "public/default", Reader: scus, Fetcher: fetcher(t, scusKoP), Replication: StaticReplication{}},
+		{Name: "wus", KafkaNamespace: "public/default", Reader: wus, Fetcher: fetcher(t, wusKoP), Replication: StaticReplication{}},
 	}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +64,7 @@ func TestUserScenarioStaleCache(t *testing.T) {
 			t.Errorf("reads %v", scus.Reads)
 		}
 	}
-	rep2, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: wus, Fetcher: wusKoP.fetcher(t)}},
+	rep2, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: wus, Fetcher: fetcher(t, wusKoP)}},
 		Options{Now: testNow, Groups: []string{"orders"}, FailOn: []offsets.Status{offsets.StatusDiverged}})
 	if rep2.ExitCode != ExitOK || rep2.Rows[0].Status != offsets.StatusStaleCache {
 		t.Errorf("fail-on diverged only: exit %d %+v", rep2.ExitCode, rep2.Rows)
@@ -150,13 +75,13 @@ func TestUserScenarioStaleCache(t *testing.T) {
 }
 
 func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
-	k := newFakeKoP(t, 10)
-	k.cache["a"] = map[int32]int64{0: 5}
-	k.cache["b"] = map[int32]int64{0: 6}
-	k.loading["a"] = 2  // answers after two retries
-	k.loading["b"] = -1 // never
+	k := newKoP(t, 10)
+	k.Set("a", "topic-1", 0, 5)
+	k.Set("b", "topic-1", 0, 6)
+	k.SetLoading("a", 2)  // answers after two retries
+	k.SetLoading("b", -1) // never
 	r := fakes.NewMemReader(8).Commit(commit("a", 0, 5), commit("b", 0, 6))
-	f := k.fetcher(t)
+	f := fetcher(t, k)
 	f.CoordinatorWait = 1500 * time.Millisecond
 	start := time.Now()
 	rep, err := Run(context.Background(), []Cluster{{Name: "scus", KafkaNamespace: "public/default", Reader: r, Fetcher: f}}, Options{Now: testNow})
@@ -176,13 +101,13 @@ func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
 }
 
 func TestUnreachableCluster(t *testing.T) {
-	k := newFakeKoP(t, 10)
-	k.cache["g"] = map[int32]int64{0: 7}
+	k := newKoP(t, 10)
+	k.Set("g", "topic-1", 0, 7)
 	ok := fakes.NewMemReader(8).Commit(commit("g", 0, 7))
 	dead := fakes.NewMemReader(8)
 	dead.Err = errors.New("dial tcp 127.0.0.1:1: connection refused")
 	rep, err := Run(context.Background(), []Cluster{
-		{Name: "scus", KafkaNamespace: "public/default", Reader: ok, Fetcher: k.fetcher(t)},
+		{Name: "scus", KafkaNamespace: "public/default", Reader: ok, Fetcher: fetcher(t, k)},
 		{Name: "wus", KafkaNamespace: "public/default", Reader: dead},
 	}, Options{Now: testNow})
 	if err != nil {
@@ -288,18 +213,10 @@ func TestMisaligned(t *testing.T) {
 }
 
 func TestGroups(t *testing.T) {
-	k := newFakeKoP(t, 1)
-	// A real commit in kfake makes the group known to ListGroups.
-	cl, _ := kgo.NewClient(kgo.SeedBrokers(k.c.ListenAddrs()...))
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	os := kadm.Offsets{}
-	os.AddOffset("topic-1", 0, 1, -1)
-	if _, err := adm.CommitOffsets(context.Background(), "live", os); err != nil {
-		t.Fatal(err)
-	}
+	k := newKoP(t, 1)
+	k.Set("live", "topic-1", 0, 1) // KoP lists the groups of its cache
 	r := fakes.NewMemReader(8).Commit(commit("live", 0, 1), commit("old", 0, 4))
-	f := k.fetcher(t)
+	f := fetcher(t, k)
 	f.Describe = true
 	rep := Groups(context.Background(), []Cluster{{Name: "scus", Reader: r, Fetcher: f}}, nil, 2)
 	if len(rep.Groups) != 2 || rep.Groups[0].Group != "live" || rep.Groups[0].Clusters["scus"].Where != WhereBoth ||
@@ -311,69 +228,16 @@ func TestGroups(t *testing.T) {
 // testNow is an hour after the tests' commits (their expiry is 3 days after them).
 var testNow = time.UnixMilli(1700000000000).Add(time.Hour)
 
-// A deadline bounds one request or one group's retries, never the sweep: with requests
-// slow enough that the sweep outlasts CoordinatorWait several times, every group is answered.
-func TestFetchOffsetsDeadlinePerRequestNotSweep(t *testing.T) {
-	kop := newFakeKoP(t, 0)
-	var metadata int
-	kop.c.ControlKey(int16(kmsg.Metadata), func(kmsg.Request) (kmsg.Response, error, bool) {
-		kop.c.KeepControl()
-		kop.mu.Lock()
-		metadata++
-		kop.mu.Unlock()
-		return nil, nil, false
-	})
-	kop.delay = 150 * time.Millisecond // 12 batches one at a time: 1.8 s, past the old whole-sweep deadline (wait + 1 s)
-	var groups []string
-	for i := range 600 {
-		g := fmt.Sprintf("g-%03d", i)
-		groups = append(groups, g)
-		kop.cache[g] = map[int32]int64{0: int64(i)}
-	}
-	f := kop.fetcher(t)
-	f.CoordinatorWait, f.Parallel, f.BatchSize = 200*time.Millisecond, 1, 50
-	start := time.Now()
-	got := f.FetchOffsets(context.Background(), groups)
-	elapsed := time.Since(start)
-	if elapsed < 2*f.CoordinatorWait {
-		t.Fatalf("the sweep took %s: too fast to show anything", elapsed)
-	}
-	for i, g := range groups {
-		gf := got[g]
-		if gf.Err != nil || gf.Offsets["topic-1"][0] != int64(i) {
-			t.Fatalf("group %s: %+v after a sweep of %s", g, gf, elapsed)
-		}
-	}
-	kop.mu.Lock()
-	defer kop.mu.Unlock()
-	// 12 batches; the old path asked for metadata after every answer.
-	if metadata > 2 {
-		t.Errorf("%d Metadata requests for 12 OffsetFetch batches", metadata)
-	}
-	if kop.fetches != 12 {
-		t.Errorf("%d OffsetFetch requests, want 12", kop.fetches)
-	}
-}
-
-// A deleted topic is a topic-level error: the warning names the topic, not a partition -1.
-func TestEndOffsetsDeletedTopic(t *testing.T) {
-	kop := newFakeKoP(t, 1)
-	_, err := kop.fetcher(t).EndOffsets(context.Background(), []string{"topic-1", "gone"})
-	if err == nil || !strings.Contains(err.Error(), "topic gone: ") || strings.Contains(err.Error(), "[-1]") {
-		t.Fatalf("err %v", err)
-	}
-}
-
 // KoP keeps answering "loading" for offsets partition 3 (it dropped the load): check names
 // the partition, with the answer and the fix, apart from the rows, and exits 1.
 func TestUnservedPartition(t *testing.T) {
-	k := newFakeKoP(t, 10)
-	k.loading[offsets.ProbeGroup(3, 8)] = -1 // forever
+	k := newKoP(t, 10)
+	k.SetLoading(offsets.ProbeGroup(3, 8), -1) // forever
 	g := groupIn3()
-	k.loading[g] = -1
+	k.SetLoading(g, -1)
 	rd := fakes.NewMemReader(8).Commit(commit(g, 0, 5))
 	owner := func(_ context.Context, p int32) (string, error) { return fmt.Sprintf("broker-of-%d:8080", p), nil }
-	rep, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: rd, Fetcher: k.fetcher(t), Owner: owner}}, Options{Now: testNow})
+	rep, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: rd, Fetcher: fetcher(t, k), Owner: owner}}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
-func runWith(t *testing.T, opts Options, admins ...*fakeAdmin) *Report {
+func runWith(t *testing.T, opts Options, admins ...*activityAdmin) *Report {
 	t.Helper()
 	for _, a := range admins {
 		opts.Clusters = append(opts.Clusters, cluster(a))
@@ -191,7 +191,7 @@ func TestOffsetsReplicators(t *testing.T) {
 
 func TestReplicatorSecondLook(t *testing.T) {
 	s, w := healthy("scus"), healthy("wus")
-	flaky := &flakyRepl{fakeAdmin: s}
+	flaky := &flakyRepl{activityAdmin: s}
 	c := cluster(s)
 	c.Admin = flaky
 	r := Run(context.Background(), Options{Clusters: []*Cluster{c, cluster(w)}, Kafka: &fakeKafka{}, ReplicatorSettle: time.Millisecond})
@@ -202,7 +202,7 @@ func TestReplicatorSecondLook(t *testing.T) {
 
 // flakyRepl answers "no replicators" the first time a partition's stats are read.
 type flakyRepl struct {
-	*fakeAdmin
+	*activityAdmin
 	seen map[string]bool
 }
 
@@ -214,7 +214,7 @@ func (f *flakyRepl) ReplicationStats(ctx context.Context, topic string) (map[str
 		f.seen[topic] = true
 		return nil, nil
 	}
-	return f.fakeAdmin.ReplicationStats(ctx, topic)
+	return f.activityAdmin.ReplicationStats(ctx, topic)
 }
 
 func TestRetentionCompaction(t *testing.T) {

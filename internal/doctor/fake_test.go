@@ -7,14 +7,15 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
-// fakeAdmin is the shared fake admin with what doctor adds to it: topic activity.
-type fakeAdmin struct {
+// activityAdmin is the shared fake admin plus the one method whose type it cannot name
+// (fakes cannot import doctor): topic activity.
+type activityAdmin struct {
 	*fakes.Admin
 	activity map[string]TopicActivity
 }
 
-func (f *fakeAdmin) TopicActivity(_ context.Context, topic string) (TopicActivity, error) {
-	return f.activity[topic], f.Call("TopicActivity " + topic)
+func (f *activityAdmin) TopicActivity(ctx context.Context, topic string) (TopicActivity, error) {
+	return f.activity[topic], f.Call(ctx, "TopicActivity "+topic)
 }
 
 const offsetsTopic = "persistent://public/__kafka/__consumer_offsets"
@@ -23,9 +24,9 @@ func ptr[T any](v T) *T { return &v }
 
 // healthy returns a cluster named name in a healthy two-cluster set-up with KoP's own
 // namespace policies and 4 offsets partitions, all replicated and connected.
-func healthy(name string) *fakeAdmin {
+func healthy(name string) *activityAdmin {
 	peer := map[string]string{"scus": "wus", "wus": "scus"}[name]
-	f := &fakeAdmin{Admin: &fakes.Admin{
+	f := &activityAdmin{Admin: &fakes.Admin{
 		Name: name, Version: "4.0.8",
 		Runtime:      map[string]string{"clusterName": name, "messagingProtocols": "[kafka]"},
 		ClusterNames: []string{"scus", "wus"}, OffsetsPartitions: 4,
@@ -44,7 +45,7 @@ func healthy(name string) *fakeAdmin {
 	return f
 }
 
-func cluster(f *fakeAdmin) *Cluster {
+func cluster(f *activityAdmin) *Cluster {
 	port := map[string]string{"scus": "1", "wus": "2"}[f.Name]
 	return &Cluster{Name: f.Name, AdminURL: "http://127.0.0.1:" + port + "8080", ServiceURL: "pulsar://127.0.0.1:" + port + "6650",
 		Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default",

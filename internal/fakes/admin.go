@@ -69,12 +69,16 @@ func NotFound(cluster, target string) error {
 	return &pulsarx.AdminError{Cluster: cluster, Op: "get", Target: target, Status: http.StatusNotFound, Err: errors.New("not found")}
 }
 
-// Call records a call and returns the error of a Down admin; a test that adds a method
-// (one whose types the fake cannot name) calls it first.
-func (f *Admin) Call(s string) error {
+// Call records a call and fails it as the HTTP client would: on a done ctx (the call is
+// still recorded, as a request sent without its answer) or a Down admin. A test that adds
+// a method (one whose types the fake cannot name) calls it first.
+func (f *Admin) Call(ctx context.Context, s string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, s)
+	if err := ctx.Err(); err != nil {
+		return &pulsarx.AdminError{Cluster: f.Name, Op: "call", Err: err}
+	}
 	if f.Down && f.DownErr != nil {
 		return f.DownErr
 	}
@@ -118,8 +122,8 @@ func (f *Admin) setOwned(r string, v bool) {
 }
 
 // OffsetsTopicPartitions implements reload.BundleAdmin and doctor.Admin.
-func (f *Admin) OffsetsTopicPartitions(_ context.Context, tenant, ns string) (int32, error) {
-	if err := f.Call("partitions " + tenant + "/" + ns); err != nil {
+func (f *Admin) OffsetsTopicPartitions(ctx context.Context, tenant, ns string) (int32, error) {
+	if err := f.Call(ctx, "partitions "+tenant+"/"+ns); err != nil {
 		return 0, err
 	}
 	if f.PartitionsErr != nil {
@@ -132,16 +136,16 @@ func (f *Admin) OffsetsTopicPartitions(_ context.Context, tenant, ns string) (in
 }
 
 // Bundles implements reload.BundleAdmin.
-func (f *Admin) Bundles(_ context.Context, ns string) ([]pulsarx.Bundle, error) {
-	if err := f.Call("bundles " + ns); err != nil {
+func (f *Admin) Bundles(ctx context.Context, ns string) ([]pulsarx.Bundle, error) {
+	if err := f.Call(ctx, "bundles "+ns); err != nil {
 		return nil, err
 	}
 	return f.BundleList, f.BundlesErr
 }
 
 // UnloadBundle implements reload.BundleAdmin.
-func (f *Admin) UnloadBundle(_ context.Context, ns, r string) error {
-	if err := f.Call("unload " + ns + "/" + r); err != nil {
+func (f *Admin) UnloadBundle(ctx context.Context, ns, r string) error {
+	if err := f.Call(ctx, "unload "+ns+"/"+r); err != nil {
 		return err
 	}
 	if err := f.UnloadErr[r]; err != nil {
@@ -155,8 +159,8 @@ func (f *Admin) UnloadBundle(_ context.Context, ns, r string) error {
 }
 
 // LookupOwner implements reload.BundleAdmin: a broker takes the topic's bundle.
-func (f *Admin) LookupOwner(_ context.Context, topic string) (pulsarx.Owner, error) {
-	if err := f.Call("lookup " + topic); err != nil {
+func (f *Admin) LookupOwner(ctx context.Context, topic string) (pulsarx.Owner, error) {
+	if err := f.Call(ctx, "lookup "+topic); err != nil {
 		return pulsarx.Owner{}, err
 	}
 	if err := f.LookupErr[topic]; err != nil {
@@ -174,23 +178,23 @@ func (f *Admin) LookupOwner(_ context.Context, topic string) (pulsarx.Owner, err
 }
 
 // BrokerVersion implements doctor.Admin.
-func (f *Admin) BrokerVersion(context.Context) (string, error) {
-	return f.Version, f.Call("BrokerVersion")
+func (f *Admin) BrokerVersion(ctx context.Context) (string, error) {
+	return f.Version, f.Call(ctx, "BrokerVersion")
 }
 
 // RuntimeConfig implements doctor.Admin.
-func (f *Admin) RuntimeConfig(context.Context) (map[string]string, error) {
-	return f.Runtime, f.Call("RuntimeConfig")
+func (f *Admin) RuntimeConfig(ctx context.Context) (map[string]string, error) {
+	return f.Runtime, f.Call(ctx, "RuntimeConfig")
 }
 
 // Clusters implements doctor.Admin.
-func (f *Admin) Clusters(context.Context) ([]string, error) {
-	return f.ClusterNames, f.Call("Clusters")
+func (f *Admin) Clusters(ctx context.Context) ([]string, error) {
+	return f.ClusterNames, f.Call(ctx, "Clusters")
 }
 
 // PartitionedTopicPartitions implements doctor.Admin.
-func (f *Admin) PartitionedTopicPartitions(_ context.Context, topic string) (int32, error) {
-	if err := f.Call("PartitionedTopicPartitions " + topic); err != nil {
+func (f *Admin) PartitionedTopicPartitions(ctx context.Context, topic string) (int32, error) {
+	if err := f.Call(ctx, "PartitionedTopicPartitions "+topic); err != nil {
 		return 0, err
 	}
 	n, ok := f.Topics[topic]
@@ -201,14 +205,14 @@ func (f *Admin) PartitionedTopicPartitions(_ context.Context, topic string) (int
 }
 
 // TopicExists implements doctor.Admin.
-func (f *Admin) TopicExists(_ context.Context, topic string) (bool, error) {
+func (f *Admin) TopicExists(ctx context.Context, topic string) (bool, error) {
 	_, ok := f.Topics[topic]
-	return ok, f.Call("TopicExists " + topic)
+	return ok, f.Call(ctx, "TopicExists "+topic)
 }
 
 // ReplicationStats implements doctor.Admin.
-func (f *Admin) ReplicationStats(_ context.Context, topic string) (map[string]pulsarx.Replication, error) {
-	err := f.Call("ReplicationStats " + topic)
+func (f *Admin) ReplicationStats(ctx context.Context, topic string) (map[string]pulsarx.Replication, error) {
+	err := f.Call(ctx, "ReplicationStats "+topic)
 	f.mu.Lock()
 	f.ReplCalls++
 	f.mu.Unlock()
@@ -222,8 +226,8 @@ func (f *Admin) ReplicationStats(_ context.Context, topic string) (map[string]pu
 }
 
 // NamespaceReplicationClusters implements doctor.Admin.
-func (f *Admin) NamespaceReplicationClusters(_ context.Context, ns string) ([]string, error) {
-	if err := f.Call("NamespaceReplicationClusters " + ns); err != nil {
+func (f *Admin) NamespaceReplicationClusters(ctx context.Context, ns string) ([]string, error) {
+	if err := f.Call(ctx, "NamespaceReplicationClusters "+ns); err != nil {
 		return nil, err
 	}
 	if f.NamespaceReplErr != nil {
@@ -237,8 +241,8 @@ func (f *Admin) NamespaceReplicationClusters(_ context.Context, ns string) ([]st
 }
 
 // NamespacePolicies implements doctor.Admin.
-func (f *Admin) NamespacePolicies(_ context.Context, ns string) (pulsarx.NamespacePolicy, error) {
-	if err := f.Call("NamespacePolicies " + ns); err != nil {
+func (f *Admin) NamespacePolicies(ctx context.Context, ns string) (pulsarx.NamespacePolicy, error) {
+	if err := f.Call(ctx, "NamespacePolicies "+ns); err != nil {
 		return pulsarx.NamespacePolicy{}, err
 	}
 	p, ok := f.Policies[ns]
@@ -249,8 +253,8 @@ func (f *Admin) NamespacePolicies(_ context.Context, ns string) (pulsarx.Namespa
 }
 
 // TenantAllowedClusters implements doctor.Admin.
-func (f *Admin) TenantAllowedClusters(_ context.Context, t string) ([]string, error) {
-	if err := f.Call("TenantAllowedClusters " + t); err != nil {
+func (f *Admin) TenantAllowedClusters(ctx context.Context, t string) ([]string, error) {
+	if err := f.Call(ctx, "TenantAllowedClusters "+t); err != nil {
 		return nil, err
 	}
 	a, ok := f.Tenants[t]

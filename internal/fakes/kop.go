@@ -12,10 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 )
 
 // KoP is KoP's Kafka side: a kfake cluster whose group answers come from a table that stands
-// for KoP's offsets cache, so that the product's own Kafka code (check.KafkaFetcher,
+// for KoP's offsets cache, so that the product's own Kafka code (kafkafetch.Fetcher,
 // reload.KafkaGroups) is what talks to it. It answers
 //   - OffsetFetch with the cached offsets of each group (topics as stored, short names for
 //     the default namespace as KoP answers them), COORDINATOR_LOAD_IN_PROGRESS while the group
@@ -84,6 +86,14 @@ func (k *KoP) Client(t testing.TB, opts ...kgo.Opt) *kgo.Client {
 func (k *KoP) Admin(t testing.TB, opts ...kgo.Opt) *kadm.Client {
 	t.Helper()
 	return kadm.NewClient(k.Client(t, opts...))
+}
+
+// Fetcher is the product's fetcher over Client(t, opts...), waiting at most wait for a
+// coordinator.
+func (k *KoP) Fetcher(t testing.TB, wait time.Duration, opts ...kgo.Opt) *kafkafetch.Fetcher {
+	t.Helper()
+	cl := k.Client(t, opts...)
+	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: wait}
 }
 
 // Set caches offset off of group on topic (as KoP names it: short in the default

@@ -159,42 +159,57 @@ func (d *decoder) decodeGroupValue(val []byte) error {
 		return r.err
 	}
 	r.version = int(v)
+	d.decodeGroupHeader(&r, v)
+	n := groupMemberCount(&r, v >= 4)
+	if r.err != nil {
+		return r.err
+	}
+	g := &d.gval
+	if cap(g.Members) < n {
+		g.Members = make([]kmsgMember, n)
+		d.instanceIDs = make([]string, n)
+	}
+	g.Members = g.Members[:n]
+	for i := range g.Members {
+		if d.decodeGroupMember(&r, v, i); r.err != nil {
+			r.err.Part += " member " + strconv.Itoa(i)
+			return r.err
+		}
+	}
+	if v >= 4 {
+		r.skipTags("taggedFields")
+	}
+	if r.err != nil {
+		return r.err
+	}
+	return nil
+}
+
+// decodeGroupHeader reads the fields of a group value of version v before its members.
+func (d *decoder) decodeGroupHeader(r *reader, v int16) {
 	flex := v >= 4
 	g := &d.gval
 	g.Version = v
 	g.CurrentStateTimestamp = -1
 	g.Protocol, g.Leader = nil, nil
-	var (
-		b  []byte
-		ok bool
-	)
-	if flex {
-		g.ProtocolType = view(r.cstr("protocolType"))
-	} else {
-		g.ProtocolType = view(r.str("protocolType"))
-	}
+	g.ProtocolType = view(r.strOf(flex, "protocolType"))
 	g.Generation = r.int32("generation")
-	if flex {
-		b, ok = r.ncstr("protocol")
-	} else {
-		b, ok = r.nstr("protocol")
-	}
-	if ok {
+	if b, ok := r.nstrOf(flex, "protocol"); ok {
 		d.gProtocol = view(b)
 		g.Protocol = &d.gProtocol
 	}
-	if flex {
-		b, ok = r.ncstr("leader")
-	} else {
-		b, ok = r.nstr("leader")
-	}
-	if ok {
+	if b, ok := r.nstrOf(flex, "leader"); ok {
 		d.gLeader = view(b)
 		g.Leader = &d.gLeader
 	}
 	if v >= 2 {
 		g.CurrentStateTimestamp = r.int64("currentStateTimestamp")
 	}
+}
+
+// groupMemberCount reads the number of members; r fails (and the count is 0) when the
+// count is negative or larger than the bytes left could hold.
+func groupMemberCount(r *reader, flex bool) int {
 	var n int
 	start := r.pos
 	if flex {
@@ -203,7 +218,7 @@ func (d *decoder) decodeGroupValue(val []byte) error {
 		n = int(r.int32("members"))
 	}
 	if r.err != nil {
-		return r.err
+		return 0
 	}
 	// A member takes at least 14 bytes (v4: three empty compact strings, two int32, two
 	// empty compact byte arrays, no tags; older versions take more); refusing larger counts
@@ -215,64 +230,58 @@ func (d *decoder) decodeGroupValue(val []byte) error {
 		} else {
 			r.fail("members", ErrTruncated, "(count "+strconv.Itoa(n)+")")
 		}
-		return r.err
+		return 0
 	}
-	if cap(g.Members) < n {
-		g.Members = make([]kmsgMember, n)
-		d.instanceIDs = make([]string, n)
-	}
-	g.Members = g.Members[:n]
-	for i := range g.Members {
-		m := &g.Members[i]
-		m.InstanceID = nil
-		m.RebalanceTimeoutMillis = -1
-		if flex {
-			m.MemberID = view(r.cstr("memberId"))
-		} else {
-			m.MemberID = view(r.str("memberId"))
-		}
-		if v >= 3 {
-			if flex {
-				b, ok = r.ncstr("groupInstanceId")
-			} else {
-				b, ok = r.nstr("groupInstanceId")
-			}
-			if ok {
-				d.instanceIDs[i] = view(b)
-				m.InstanceID = &d.instanceIDs[i]
-			}
-		}
-		if flex {
-			m.ClientID = view(r.cstr("clientId"))
-			m.ClientHost = view(r.cstr("clientHost"))
-		} else {
-			m.ClientID = view(r.str("clientId"))
-			m.ClientHost = view(r.str("clientHost"))
-		}
-		if v >= 1 {
-			m.RebalanceTimeoutMillis = r.int32("rebalanceTimeoutMs")
-		}
-		m.SessionTimeoutMillis = r.int32("sessionTimeoutMs")
-		if flex {
-			m.Subscription = r.cbytes("subscription")
-			m.Assignment = r.cbytes("assignment")
-			r.skipTags("taggedFields")
-		} else {
-			m.Subscription = r.bytes("subscription")
-			m.Assignment = r.bytes("assignment")
-		}
-		if r.err != nil {
-			r.err.Part += " member " + strconv.Itoa(i)
-			return r.err
+	return n
+}
+
+// decodeGroupMember reads member i of a group value of version v into d.gval.Members[i].
+func (d *decoder) decodeGroupMember(r *reader, v int16, i int) {
+	flex := v >= 4
+	m := &d.gval.Members[i]
+	m.InstanceID = nil
+	m.RebalanceTimeoutMillis = -1
+	m.MemberID = view(r.strOf(flex, "memberId"))
+	if v >= 3 {
+		if b, ok := r.nstrOf(flex, "groupInstanceId"); ok {
+			d.instanceIDs[i] = view(b)
+			m.InstanceID = &d.instanceIDs[i]
 		}
 	}
+	m.ClientID = view(r.strOf(flex, "clientId"))
+	m.ClientHost = view(r.strOf(flex, "clientHost"))
+	if v >= 1 {
+		m.RebalanceTimeoutMillis = r.int32("rebalanceTimeoutMs")
+	}
+	m.SessionTimeoutMillis = r.int32("sessionTimeoutMs")
+	m.Subscription = r.bytesOf(flex, "subscription")
+	m.Assignment = r.bytesOf(flex, "assignment")
 	if flex {
 		r.skipTags("taggedFields")
 	}
-	if r.err != nil {
-		return r.err
+}
+
+// strOf, nstrOf and bytesOf read a string, a nullable string and a byte array in the
+// encoding of the value's version: compact when it is flexible.
+func (r *reader) strOf(flex bool, field string) []byte {
+	if flex {
+		return r.cstr(field)
 	}
-	return nil
+	return r.str(field)
+}
+
+func (r *reader) nstrOf(flex bool, field string) ([]byte, bool) {
+	if flex {
+		return r.ncstr(field)
+	}
+	return r.nstr(field)
+}
+
+func (r *reader) bytesOf(flex bool, field string) []byte {
+	if flex {
+		return r.cbytes(field)
+	}
+	return r.bytes(field)
 }
 
 // decodeControl reads a control record key (version int16, type int16). Like Kafka's

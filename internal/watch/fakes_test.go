@@ -8,13 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/kversion"
-
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -108,95 +102,10 @@ func (m *memTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 	}
 }
 
-// fakeKoP is a kfake cluster whose OffsetFetch answers come from a table: KoP's cache.
-type fakeKoP struct {
-	c        *kfake.Cluster
-	mu       sync.Mutex
-	cache    map[string]map[int32]int64 // group -> partition of topic-1 -> offset
-	asked    [][]string                 // groups of each OffsetFetch request
-	broken   bool                       // answer every group with an error
-	unserved map[string]bool            // groups answered NOT_COORDINATOR (their partition is not served)
-}
-
-func newFakeKoP(t *testing.T) *fakeKoP {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "topic-1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	f := &fakeKoP{c: c, cache: map[string]map[int32]int64{}}
-	c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		req := kr.(*kmsg.OffsetFetchRequest)
-		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		var asked []string
-		for _, rg := range req.Groups {
-			asked = append(asked, rg.Group)
-			g := kmsg.NewOffsetFetchResponseGroup()
-			g.Group = rg.Group
-			if f.broken {
-				g.ErrorCode = kerr.GroupAuthorizationFailed.Code
-				resp.Groups = append(resp.Groups, g)
-				continue
-			}
-			if f.unserved[rg.Group] {
-				g.ErrorCode = kerr.NotCoordinator.Code
-				resp.Groups = append(resp.Groups, g)
-				continue
-			}
-			if ps := f.cache[rg.Group]; len(ps) > 0 {
-				rt := kmsg.NewOffsetFetchResponseGroupTopic()
-				rt.Topic = "topic-1"
-				for p, o := range ps {
-					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					rp.Partition, rp.Offset, rp.LeaderEpoch = p, o, -1
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				g.Topics = append(g.Topics, rt)
-			}
-			resp.Groups = append(resp.Groups, g)
-		}
-		slices.Sort(asked)
-		f.asked = append(f.asked, asked)
-		return resp, nil, true
-	})
-	return f
-}
-
-func (f *fakeKoP) set(group string, p int32, off int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.cache[group] == nil {
-		f.cache[group] = map[int32]int64{}
-	}
-	f.cache[group][p] = off
-}
-
-// takeAsked returns the groups asked since the last call, sorted, deduplicated.
-func (f *fakeKoP) takeAsked() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var all []string
-	for _, a := range f.asked {
-		all = append(all, a...)
-	}
-	f.asked = nil
-	slices.Sort(all)
-	return slices.Compact(all)
-}
-
-func (f *fakeKoP) fetcher(t *testing.T) *kafkafetch.Fetcher {
-	// kgo's default retries (not FetcherClientOpts' 500ms): a loaded machine must not turn
-	// a slow kfake into a KoP error.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.c.ListenAddrs()...), kgo.MaxVersions(kversion.V3_6_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: fakeCoordinatorWait}
+// fetcher is the product's fetcher of k with kgo's default retries (not ClientOpts' 500ms):
+// a loaded machine must not turn a slow kfake into a KoP error.
+func fetcher(t *testing.T, k *fakes.KoP) *kafkafetch.Fetcher {
+	return k.Fetcher(t, fakeCoordinatorWait)
 }
 
 // fakeCoordinatorWait is the fetchers' --coordinator-wait; a test of a group KoP never

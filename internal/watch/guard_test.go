@@ -51,8 +51,8 @@ func guardedEnv(t *testing.T, g *fakeGuard) *env {
 		g.heldDuring = append(g.heldDuring, g.err == nil && g.before > g.after)
 	}
 	e.w = New([]Cluster{
-		{Name: "scus", KafkaNamespace: "public/default", Tailer: e.scus, Fetcher: e.kScus.fetcher(t), Replication: e.repl},
-		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: e.kWus.fetcher(t), Replication: check.StaticReplication{},
+		{Name: "scus", KafkaNamespace: "public/default", Tailer: e.scus, Fetcher: fetcher(t, e.kScus), Replication: e.repl},
+		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: fetcher(t, e.kWus), Replication: check.StaticReplication{},
 			Reloader: GuardedReloader{Reloader: e.reloader, Guard: g}},
 	}, Options{Repair: true, Now: e.clock.Now, Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewJSONHandler(syncWriter{e.logs}, nil))})

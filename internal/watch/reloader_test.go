@@ -7,29 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
-// recordingAdmin is a reload.BundleAdmin that records the contexts it is called with.
-type recordingAdmin struct {
-	reload.BundleAdmin
-	unloads, lookups []error // ctx.Err() at each call
-}
-
-func (a *recordingAdmin) UnloadBundle(ctx context.Context, _, _ string) error {
-	a.unloads = append(a.unloads, ctx.Err())
-	return nil
-}
-
-func (a *recordingAdmin) LookupOwner(ctx context.Context, _ string) (pulsarx.Owner, error) {
-	a.lookups = append(a.lookups, ctx.Err())
-	return pulsarx.Owner{BrokerURL: "pulsar://127.0.0.1:26650"}, ctx.Err()
-}
-
 func TestShutdownSafeAdminNeverLeavesABundleUnloaded(t *testing.T) {
-	rec := &recordingAdmin{}
-	a := ShutdownSafeAdmin{BundleAdmin: rec, CallTimeout: time.Second}
+	adm := fakes.NewAdmin("wus") // fails calls on a done context, as the admin client does
+	a := ShutdownSafeAdmin{BundleAdmin: adm, CallTimeout: time.Second}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := a.UnloadBundle(ctx, "public/__kafka", "0x00000000_0x40000000"); err != nil {
 		t.Fatal(err)
@@ -38,23 +22,23 @@ func TestShutdownSafeAdminNeverLeavesABundleUnloaded(t *testing.T) {
 	if _, err := a.LookupOwner(ctx, "persistent://public/__kafka/__consumer_offsets-partition-0"); err != nil {
 		t.Fatalf("the lookup after an unload was cancelled: %v", err)
 	}
-	if len(rec.lookups) != 1 || rec.lookups[0] != nil {
-		t.Errorf("lookup ctx: %v", rec.lookups)
+	if !adm.Owned("0x00000000_0x40000000") {
+		t.Error("the bundle was left unloaded")
 	}
 	// After the signal no new unload starts.
 	err := a.UnloadBundle(ctx, "public/__kafka", "0x40000000_0x80000000")
 	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not unloaded") {
 		t.Errorf("unload after the signal: %v", err)
 	}
-	if len(rec.unloads) != 1 {
-		t.Errorf("unloads reached the admin: %d", len(rec.unloads))
+	if w := adm.Writes(); len(w) != 2 || w[0] != "unload public/__kafka/0x00000000_0x40000000" ||
+		w[1] != "lookup persistent://public/__kafka/__consumer_offsets-partition-0" {
+		t.Errorf("calls that reached the admin: %v", w)
 	}
 }
 
 func TestNewReloadSessionWrapsAdminAndRefusesActive(t *testing.T) {
-	rec := &recordingAdmin{}
 	p := &reload.Planner{AllowActive: true}
-	e := &reload.Executor{Admin: rec}
+	e := &reload.Executor{Admin: fakes.NewAdmin("wus")}
 	s := NewReloadSession(p, e, 0)
 	if s.Planner.AllowActive {
 		t.Error("AllowActive kept")

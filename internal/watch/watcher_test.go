@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -25,8 +26,8 @@ import (
 type env struct {
 	t         *testing.T
 	scus, wus *memTail
-	kScus     *fakeKoP
-	kWus      *fakeKoP
+	kScus     *fakes.KoP
+	kWus      *fakes.KoP
 	repl      check.StaticReplication // scus -> wus, by offsets partition
 	reloader  *fakeReloader
 	clock     *clock
@@ -41,7 +42,7 @@ const nParts = 4
 
 func newEnv(t *testing.T, o Options) *env {
 	t.Helper()
-	e := &env{t: t, scus: newMemTail(nParts), wus: newMemTail(nParts), kScus: newFakeKoP(t), kWus: newFakeKoP(t),
+	e := &env{t: t, scus: newMemTail(nParts), wus: newMemTail(nParts), kScus: fakes.NewKoP(t), kWus: fakes.NewKoP(t),
 		repl: check.StaticReplication{}, reloader: &fakeReloader{n: nParts}, clock: &clock{t: time.Unix(1_800_000_000, 0)},
 		logs: &bytes.Buffer{}}
 	o.Now = e.clock.Now
@@ -49,8 +50,8 @@ func newEnv(t *testing.T, o Options) *env {
 	o.Backoff = 10 * time.Millisecond
 	o.CallTimeout = 5 * time.Second
 	e.w = New([]Cluster{
-		{Name: "scus", KafkaNamespace: "public/default", Tailer: e.scus, Fetcher: e.kScus.fetcher(t), Replication: e.repl},
-		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: e.kWus.fetcher(t), Replication: check.StaticReplication{}, Reloader: e.reloader},
+		{Name: "scus", KafkaNamespace: "public/default", Tailer: e.scus, Fetcher: fetcher(t, e.kScus), Replication: e.repl},
+		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: fetcher(t, e.kWus), Replication: check.StaticReplication{}, Reloader: e.reloader},
 	}, o)
 	return e
 }
@@ -141,7 +142,7 @@ func TestIncrementalFollowing(t *testing.T) {
 	e := newEnv(t, Options{Resync: time.Hour})
 	for _, g := range []string{"a", "b", "c", "d", "e"} {
 		e.scus.commit("", commit(g, 0, 100))
-		e.kScus.set(g, 0, 100)
+		e.kScus.Set(g, "topic-1", 0, 100)
 	}
 	e.start()
 	e.cycleUntilReady()
@@ -152,17 +153,17 @@ func TestIncrementalFollowing(t *testing.T) {
 	if c, _ := cellOf(rep, "a", "scus"); c.Status != offsets.StatusOK || *c.Cached != 100 {
 		t.Errorf("a on scus: %+v", c)
 	}
-	e.kScus.takeAsked()
+	e.kScus.TakeAsked()
 	// A cycle with nothing new asks KoP nothing.
 	e.w.Cycle(e.ctx)
-	if got := e.kScus.takeAsked(); len(got) != 0 {
+	if got := e.kScus.TakeAsked(); len(got) != 0 {
 		t.Errorf("idle cycle asked %v", got)
 	}
 	// One new commit: only its group is asked, and no partition is read again.
 	e.scus.commit("", commit("c", 0, 250))
-	e.kScus.set("c", 0, 250)
+	e.kScus.Set("c", "topic-1", 0, 250)
 	rep = e.cycleUntil("commit of c", persistedIs("c", "scus", 250))
-	if got := e.kScus.takeAsked(); !slices.Equal(got, []string{"c"}) {
+	if got := e.kScus.TakeAsked(); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("asked %v, want [c]", got)
 	}
 	for p := range int32(nParts) {
@@ -179,7 +180,7 @@ func TestIncrementalFollowing(t *testing.T) {
 	// A resync asks every group again.
 	e.clock.add(2 * time.Hour)
 	e.w.Cycle(e.ctx)
-	if got := e.kScus.takeAsked(); len(got) != 5 {
+	if got := e.kScus.TakeAsked(); len(got) != 5 {
 		t.Errorf("resync asked %v", got)
 	}
 }
@@ -188,15 +189,15 @@ func TestReplicatedCommitStaleness(t *testing.T) {
 	e := newEnv(t, Options{})
 	e.scus.commit("", commit("orders", 0, 500))
 	e.wus.commit("scus", commit("orders", 0, 500))
-	e.kScus.set("orders", 0, 500)
-	e.kWus.set("orders", 0, 500)
+	e.kScus.Set("orders", "topic-1", 0, 500)
+	e.kWus.Set("orders", "topic-1", 0, 500)
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
 
 	// The user's story: scus commits 10900, it replicates to wus, KoP on wus keeps 500.
 	e.scus.commit("", commit("orders", 0, 10900))
-	e.kScus.set("orders", 0, 10900)
+	e.kScus.Set("orders", "topic-1", 0, 10900)
 	e.wus.commit("scus", commit("orders", 0, 10900))
 	rep := e.cycleUntil("replicated", persistedIs("orders", "wus", 10900))
 	if c, _ := cellOf(rep, "orders", "wus"); c.Status != offsets.StatusStaleCache || *c.Cached != 500 {
@@ -214,7 +215,7 @@ func TestReplicatedCommitStaleness(t *testing.T) {
 		t.Errorf("scus staleness %v", s)
 	}
 	// KoP on wus serves it (e.g. after a reload): the episode ends and is observed.
-	e.kWus.set("orders", 0, 10900)
+	e.kWus.Set("orders", "topic-1", 0, 10900)
 	e.clock.add(30 * time.Second)
 	e.w.Cycle(e.ctx)
 	if s := testutil.ToFloat64(e.w.m.staleness.WithLabelValues("wus")); s != 0 {
@@ -267,15 +268,15 @@ func TestClusterDownOthersUnaffected(t *testing.T) {
 	e := newEnv(t, Options{})
 	e.scus.commit("", commit("orders", 0, 500))
 	e.wus.commit("scus", commit("orders", 0, 500))
-	e.kScus.set("orders", 0, 500)
-	e.kWus.set("orders", 0, 500)
+	e.kScus.Set("orders", "topic-1", 0, 500)
+	e.kWus.Set("orders", "topic-1", 0, 500)
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
 
 	e.wus.setDown(errDown)
 	e.scus.commit("", commit("orders", 0, 600))
-	e.kScus.set("orders", 0, 600)
+	e.kScus.Set("orders", "topic-1", 0, 600)
 	rep := e.cycleUntil("scus goes on", persistedIs("orders", "scus", 600))
 	if c, _ := cellOf(rep, "orders", "wus"); c.Status != offsets.StatusError {
 		t.Errorf("wus cell: %+v", c)
@@ -371,8 +372,8 @@ func TestRunStopsPromptly(t *testing.T) {
 func staleOnWus(e *env, g string) {
 	e.scus.commit("", commit(g, 0, 10900))
 	e.wus.commit("scus", commit(g, 0, 10900))
-	e.kScus.set(g, 0, 10900)
-	e.kWus.set(g, 0, 500)
+	e.kScus.Set(g, "topic-1", 0, 10900)
+	e.kWus.Set(g, "topic-1", 0, 500)
 }
 
 func refusals(e *env, reason string) float64 {
@@ -548,7 +549,7 @@ func (l lossReloader) Plan(ctx context.Context, groups []string) (*reload.Plan, 
 func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 	e := newEnv(t, Options{Resync: time.Hour})
 	e.scus.commit("", commit("gone", 0, 1))
-	e.kScus.set("gone", 0, 1)
+	e.kScus.Set("gone", "topic-1", 0, 1)
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("known", persistedIs("gone", "scus", 1))
@@ -557,9 +558,7 @@ func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 	}
 	// The group is deleted (offset tombstone) and KoP forgets it.
 	e.scus.commit("", kopcommit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
-	e.kScus.mu.Lock()
-	delete(e.kScus.cache, "gone")
-	e.kScus.mu.Unlock()
+	e.kScus.Drop("gone")
 	e.cycleUntil("deleted", func(rep *check.Report) bool { return len(rep.Rows) == 0 })
 	e.clock.add(2 * time.Hour)
 	e.w.Cycle(e.ctx)
@@ -598,10 +597,8 @@ func TestRepairReloadsUnservedPartition(t *testing.T) {
 	e := newEnv(t, Options{Repair: true, Cooldown: 10 * time.Minute})
 	e.scus.commit("", commit("orders", 0, 10900))
 	e.wus.commit("scus", commit("orders", 0, 10900))
-	e.kScus.set("orders", 0, 10900)
-	e.kWus.mu.Lock()
-	e.kWus.unserved = map[string]bool{"orders": true}
-	e.kWus.mu.Unlock()
+	e.kScus.Set("orders", "topic-1", 0, 10900)
+	e.kWus.SetUnserved("orders", true)
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("unserved", func(rep *check.Report) bool {

@@ -80,8 +80,8 @@ func newLabAdmin(name string) labAdmin {
 	return labAdmin{a}
 }
 
-func (a labAdmin) TopicActivity(_ context.Context, topic string) (doctor.TopicActivity, error) {
-	return doctor.TopicActivity{}, a.Call("TopicActivity " + topic)
+func (a labAdmin) TopicActivity(ctx context.Context, topic string) (doctor.TopicActivity, error) {
+	return doctor.TopicActivity{}, a.Call(ctx, "TopicActivity "+topic)
 }
 
 var wusDown bool

@@ -34,8 +34,8 @@ func TestRepairLeaseHeldElsewhere(t *testing.T) {
 	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
 		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
 	}
-	if len(h.admin.writes) != 0 {
-		t.Errorf("wrote %v without the lease", h.admin.writes)
+	if len(h.admin.Writes()) != 0 {
+		t.Errorf("wrote %v without the lease", h.admin.Writes())
 	}
 	var doc Document
 	if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {

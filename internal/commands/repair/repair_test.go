@@ -24,26 +24,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
-type fakeAdmin struct {
-	mu      sync.Mutex
-	bundles []pulsarx.Bundle
-	writes  []string
-}
-
-func (f *fakeAdmin) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
-	return 8, nil
-}
-func (f *fakeAdmin) Bundles(context.Context, string) ([]pulsarx.Bundle, error) { return f.bundles, nil }
-func (f *fakeAdmin) UnloadBundle(_ context.Context, ns, r string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.writes = append(f.writes, "unload "+r)
-	return nil
-}
-func (f *fakeAdmin) LookupOwner(context.Context, string) (pulsarx.Owner, error) {
-	return pulsarx.Owner{BrokerURL: "pulsar://b:6650"}, nil
-}
-
 type idle struct{}
 
 func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.GroupActivity, error) {
@@ -73,7 +53,7 @@ func i64(v int64) *int64 { return &v }
 
 type harness struct {
 	opts   *Options
-	admin  *fakeAdmin
+	admin  *fakes.Admin
 	kop    *kop
 	checks int
 	scopes []Scope
@@ -83,8 +63,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	ios, _, out, errb := iostreams.Test()
-	b, _ := pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"})
-	h := &harness{admin: &fakeAdmin{bundles: b}, kop: &kop{stale: true}, out: out, errb: errb}
+	h := &harness{admin: fakes.NewAdmin("wus"), kop: &kop{stale: true}, out: out, errb: errb}
+	h.admin.OnUnload = func(string) { // KoP loads the group afresh
+		h.kop.mu.Lock()
+		h.kop.stale = false
+		h.kop.mu.Unlock()
+	}
 	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
 	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
 	wus := scus
@@ -118,7 +102,7 @@ func newHarness(t *testing.T) *harness {
 			admin := h.admin
 			return &reloadcmd.Session{
 				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}, "wus": idle{}}, Fetcher: h.kop},
-				Executor: &reload.Executor{Cluster: ref, Admin: &unloadHook{fakeAdmin: admin, k: h.kop}, Reader: rd, Fetcher: h.kop,
+				Executor: &reload.Executor{Cluster: ref, Admin: admin, Reader: rd, Fetcher: h.kop,
 					PollInterval: time.Millisecond},
 				Close: func() {},
 			}, nil
@@ -127,17 +111,9 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-// unloadHook makes the fake cache fresh when a bundle is unloaded (KoP's load).
-type unloadHook struct {
-	*fakeAdmin
-	k *kop
-}
-
-func (u *unloadHook) UnloadBundle(ctx context.Context, ns, r string) error {
-	u.k.mu.Lock()
-	u.k.stale = false
-	u.k.mu.Unlock()
-	return u.fakeAdmin.UnloadBundle(ctx, ns, r)
+// unloads are the bundle unloads asked of the admin.
+func (h *harness) unloads() []string {
+	return slices.DeleteFunc(h.admin.Writes(), func(c string) bool { return !strings.HasPrefix(c, "unload ") })
 }
 
 func TestRepairFixesOnlyStaleAndIsIdempotent(t *testing.T) {
@@ -156,8 +132,8 @@ func TestRepairFixesOnlyStaleAndIsIdempotent(t *testing.T) {
 	if len(doc.Left) != 2 || doc.Left[0].Reason == "" || doc.Left[1].Reason == "" {
 		t.Errorf("left %+v", doc.Left)
 	}
-	if len(h.admin.writes) != 1 || h.admin.writes[0] != "unload 0x80000000_0xc0000000" {
-		t.Errorf("writes %v (G lives in offsets partition %d)", h.admin.writes, offsets.PartitionFor("G", 8))
+	if u := h.unloads(); len(u) != 1 || u[0] != "unload public/__kafka/0x80000000_0xc0000000" {
+		t.Errorf("writes %v (G lives in offsets partition %d)", h.admin.Writes(), offsets.PartitionFor("G", 8))
 	}
 	if h.checks != 2 || doc.After == nil || len(doc.After.Stale) != 0 || doc.ExitCode != 0 {
 		t.Errorf("checks %d after %+v exit %d", h.checks, doc.After, doc.ExitCode)
@@ -169,8 +145,8 @@ func TestRepairFixesOnlyStaleAndIsIdempotent(t *testing.T) {
 	if err := repairRun(context.Background(), h.opts); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.admin.writes) != 1 || h.checks != 1 || !strings.Contains(h.errb.String(), "nothing stale") {
-		t.Errorf("second run wrote %v, checks %d", h.admin.writes, h.checks)
+	if len(h.unloads()) != 1 || h.checks != 1 || !strings.Contains(h.errb.String(), "nothing stale") {
+		t.Errorf("second run wrote %v, checks %d", h.admin.Writes(), h.checks)
 	}
 }
 
@@ -191,8 +167,8 @@ func TestRepairStaleRemainsExit1(t *testing.T) {
 		return s, err
 	}
 	err := repairRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != 1 || len(h.admin.writes) != 0 {
-		t.Fatalf("err %v writes %v", err, h.admin.writes)
+	if cmdutil.ExitCode(err) != 1 || len(h.admin.Writes()) != 0 {
+		t.Fatalf("err %v writes %v", err, h.admin.Writes())
 	}
 	if !strings.Contains(h.out.String(), "1 still stale") {
 		t.Errorf("out %s", h.out)
@@ -252,9 +228,9 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		if err := json.Unmarshal(h.out.Bytes(), &doc); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := pulsarx.FindBundle(h.admin.bundles, pulsarx.PartitionTopic(pulsarx.OffsetsTopic("public", "__kafka"), 1))
-		if len(doc.Unserved) != 1 || !slices.Contains(h.admin.writes, "unload "+b.Range) {
-			t.Fatalf("fixed=%v: unserved %+v, writes %v (partition 1 is in %s)", fixed, doc.Unserved, h.admin.writes, b.Range)
+		b, _ := pulsarx.FindBundle(h.admin.BundleList, pulsarx.PartitionTopic(pulsarx.OffsetsTopic("public", "__kafka"), 1))
+		if len(doc.Unserved) != 1 || !slices.Contains(h.unloads(), "unload public/__kafka/"+b.Range) {
+			t.Fatalf("fixed=%v: unserved %+v, writes %v (partition 1 is in %s)", fixed, doc.Unserved, h.admin.Writes(), b.Range)
 		}
 		want := 0 // exit code, and unserved partitions after
 		if !fixed {
