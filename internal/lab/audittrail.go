@@ -1,0 +1,40 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kop-offsets/kop-offsets/internal/audit"
+)
+
+// IsolateAuditTrail points the default audit trail ($KOP_OFFSETS_AUDIT_FILE) of this process
+// and of the commands it starts at a file in a fresh temporary directory, so that tests that
+// run writing commands never append to the operator's own trail. The returned func restores
+// the variable and removes the directory. Product defaults are unchanged: only the
+// environment of the test process is.
+func IsolateAuditTrail() (restore func()) {
+	dir, err := os.MkdirTemp("", "kop-offsets-audit-")
+	if err != nil {
+		// Without a temp dir there is nowhere safe to write: no trail rather than the user's.
+		dir = ""
+	}
+	old, had := os.LookupEnv(audit.EnvFile)
+	p := os.DevNull
+	if dir != "" {
+		p = filepath.Join(dir, "audit.jsonl")
+	}
+	if err := os.Setenv(audit.EnvFile, p); err != nil {
+		fmt.Fprintln(os.Stderr, "lab: audit trail:", err)
+	}
+	return func() {
+		if had {
+			_ = os.Setenv(audit.EnvFile, old)
+		} else {
+			_ = os.Unsetenv(audit.EnvFile)
+		}
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}
+}
