@@ -14,6 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 // Writes are the flags of the writer lease and of the audit trail: every writing command
@@ -83,6 +84,18 @@ func (s *Session) BeforeWrite(ctx context.Context) error {
 		return s.Lease.Acquire(ctx)
 	}
 	return nil
+}
+
+// Replan returns RunOptions.Replan for req: after BeforeWrite had to wait for the lease, it
+// plans req again (the holder may have reloaded the same groups meanwhile); else it
+// returns no plan and the one made before stands.
+func (s *Session) Replan(req reload.Request) func(context.Context) (*reload.Plan, error) {
+	return func(ctx context.Context) (*reload.Plan, error) {
+		if s.Lease == nil || !s.Lease.Waited() {
+			return nil, nil
+		}
+		return s.Planner.Plan(ctx, req)
+	}
 }
 
 // AfterWrite gives the lease back (watch --repair holds it only while it writes).
