@@ -209,14 +209,14 @@ func TestAlertRulesCover(t *testing.T) {
 	want := map[string]string{
 		"KoPOffsetsStaleCache":         `status="stale_cache"`,             // drift that persists
 		"KoPOffsetsStale":              watch.MetricStaleness,              // replicated commits not served
-		"KoPOffsetsPartitionUnserved":  promexport.MetricUnserved,               // unserved offsets partitions
+		"KoPOffsetsPartitionUnserved":  promexport.MetricUnserved,          // unserved offsets partitions
 		"KoPOffsetsWatchDown":          watch.MetricCycles,                 // watch down
 		"KoPOffsetsWatchNotReady":      watch.MetricClusterUp,              // watch not ready
 		"KoPOffsetsReplicationBacklog": `status="replication_lag"`,         // replication backlog
 		"KoPOffsetsRepairRefused":      watch.MetricReloadsRefused,         // repair refusals
 		"KoPOffsetsReloadFailed":       watch.MetricReloads,                // reloads not verified
 		"KoPOffsetsWatchStuck":         watch.MetricLastCycle,              // the loop is stuck
-		"KoPOffsetsCheckFailing":       promexport.MetricExitCode,               // unreachable clusters
+		"KoPOffsetsCheckFailing":       promexport.MetricExitCode,          // unreachable clusters
 		"KoPOffsetsDiverged":           `status="diverged"`,                // persisted values differ
 		"KoPOffsetsMisaligned":         `status="misaligned"`,              // needs failover
 		"KoPOffsetsWatchClusterDown":   watch.MetricClusterUp,              // one cluster down

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/kop-offsets/kop-offsets/internal/audit"
 )
+
+// auditFileEnv is auditFileEnv, spelled out: the lab must not import the product's
+// packages (pulsarx's tests import the lab). TestIsolateAuditTrail checks they agree.
+const auditFileEnv = "KOP_OFFSETS_AUDIT_FILE"
 
 // IsolateAuditTrail points the default audit trail ($KOP_OFFSETS_AUDIT_FILE) of this process
 // and of the commands it starts at a file in a fresh temporary directory, so that tests that
@@ -19,19 +21,19 @@ func IsolateAuditTrail() (restore func()) {
 		// Without a temp dir there is nowhere safe to write: no trail rather than the user's.
 		dir = ""
 	}
-	old, had := os.LookupEnv(audit.EnvFile)
+	old, had := os.LookupEnv(auditFileEnv)
 	p := os.DevNull
 	if dir != "" {
 		p = filepath.Join(dir, "audit.jsonl")
 	}
-	if err := os.Setenv(audit.EnvFile, p); err != nil {
+	if err := os.Setenv(auditFileEnv, p); err != nil {
 		fmt.Fprintln(os.Stderr, "lab: audit trail:", err)
 	}
 	return func() {
 		if had {
-			_ = os.Setenv(audit.EnvFile, old)
+			_ = os.Setenv(auditFileEnv, old)
 		} else {
-			_ = os.Unsetenv(audit.EnvFile)
+			_ = os.Unsetenv(auditFileEnv)
 		}
 		if dir != "" {
 			_ = os.RemoveAll(dir)

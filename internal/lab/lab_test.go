@@ -368,6 +368,9 @@ func TestProcessStart(t *testing.T) {
 }
 
 func TestIsolateAuditTrail(t *testing.T) {
+	if auditFileEnv != audit.EnvFile {
+		t.Fatalf("the lab isolates %s, the product reads %s", auditFileEnv, audit.EnvFile)
+	}
 	t.Setenv(audit.EnvFile, "/home/op/trail.jsonl")
 	restore := IsolateAuditTrail()
 	p := audit.DefaultFile(os.Getenv)
