@@ -40,3 +40,14 @@ func IsolateAuditTrail() (restore func()) {
 		}
 	}
 }
+
+// MainWithoutLab runs the tests of a package that runs writing commands without the lab,
+// with the audit trail in a temporary file (IsolateAuditTrail):
+//
+//	func TestMain(m *testing.M) { lab.MainWithoutLab(m) }
+func MainWithoutLab(m interface{ Run() int }) {
+	restore := IsolateAuditTrail()
+	code := m.Run()
+	restore()
+	os.Exit(code)
+}
