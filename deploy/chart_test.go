@@ -194,6 +194,32 @@ func assertWatchArgs(t *testing.T, pod object, wantRepair bool) {
 	if got, _ := sub.Flags().GetBool("repair"); got != wantRepair {
 		t.Errorf("--repair = %v, want %v", got, wantRepair)
 	}
+	assertAuditTrail(t, pod, wantRepair)
+}
+
+// assertAuditTrail checks where watch --repair writes its audit trail: the root filesystem
+// is read-only, so $KOP_OFFSETS_AUDIT_FILE must lie on the audit volume's mount. Without
+// repair nothing is written, and neither is there.
+func assertAuditTrail(t *testing.T, pod object, repair bool) {
+	t.Helper()
+	c := object(pod.get("containers", "name=watch").(map[string]any))
+	file, _ := c.get("env", "name=KOP_OFFSETS_AUDIT_FILE", "value").(string)
+	mount, _ := c.get("volumeMounts", "name=audit", "mountPath").(string)
+	if !repair {
+		if file != "" || mount != "" || pod.get("volumes", "name=audit") != nil {
+			t.Errorf("audit trail without repair: env %q, mount %q", file, mount)
+		}
+		return
+	}
+	if mount == "" || !strings.HasPrefix(file, mount+"/") {
+		t.Errorf("KOP_OFFSETS_AUDIT_FILE %q not on the audit volume (mounted at %q)", file, mount)
+	}
+	if c.get("volumeMounts", "name=audit", "readOnly") == true {
+		t.Error("the audit volume is mounted read-only")
+	}
+	if pod.get("volumes", "name=audit", "emptyDir") == nil && pod.get("volumes", "name=audit", "persistentVolumeClaim") == nil {
+		t.Errorf("audit volume %v: want an emptyDir or a PVC", pod.get("volumes", "name=audit"))
+	}
 }
 
 func TestChartDefaults(t *testing.T) {
@@ -248,6 +274,15 @@ func TestChartInlineConfigCredentialsRepair(t *testing.T) {
 		t.Errorf("envFrom = %v", got)
 	}
 
+	// The audit trail: an emptyDir by default, and the copy to the topic asked for.
+	if pod.get("volumes", "name=audit", "emptyDir") == nil {
+		t.Errorf("audit volume %v, want an emptyDir by default", pod.get("volumes", "name=audit"))
+	}
+	args := strs(c.get("args"))
+	if i := slices.Index(args, "--audit-topic"); i < 0 || i+1 >= len(args) || args[i+1] != "persistent://{tenant}/kop-offsets/audit" {
+		t.Errorf("args %q: want --audit-topic persistent://{tenant}/kop-offsets/audit", args)
+	}
+
 	// The ServiceMonitor scrapes the Service's port.
 	sm, ok := objs["ServiceMonitor"]
 	if !ok {
@@ -262,8 +297,19 @@ func TestChartInlineConfigCredentialsRepair(t *testing.T) {
 	}
 }
 
+func TestChartAuditOnAClaim(t *testing.T) {
+	pod := assertPod(t, render(t, "ci/audit-pvc-values.yaml"))
+	assertWatchArgs(t, pod, true)
+	if got := pod.get("volumes", "name=audit", "persistentVolumeClaim", "claimName"); got != "kop-offsets-audit" {
+		t.Errorf("audit volume from claim %v, want kop-offsets-audit", got)
+	}
+	if slices.Contains(strs(pod.get("containers", "name=watch", "args")), "--audit-topic") {
+		t.Error("--audit-topic without audit.topic")
+	}
+}
+
 func TestChartLint(t *testing.T) {
-	for _, v := range []string{"ci/existing-values.yaml", "ci/inline-values.yaml"} {
+	for _, v := range []string{"ci/existing-values.yaml", "ci/inline-values.yaml", "ci/audit-pvc-values.yaml"} {
 		out, err := exec.Command(helmBin(t), "lint", "--strict", chartDir, "--values", filepath.Join(chartDir, v)).CombinedOutput()
 		if err != nil {
 			t.Errorf("helm lint --strict with %s: %v\n%s", v, err, out)
@@ -273,5 +319,10 @@ func TestChartLint(t *testing.T) {
 	out, err := exec.Command(helmBin(t), "template", "kop", chartDir).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "set exactly one of config.inline") {
 		t.Errorf("helm template without a config: %v\n%s", err, out)
+	}
+	out, err = exec.Command(helmBin(t), "template", "kop", chartDir, "--values", filepath.Join(chartDir, "ci/existing-values.yaml"),
+		"--set", "audit.topic=persistent://t/ns/audit").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "audit.topic applies to watch.repair only") {
+		t.Errorf("helm template with audit.topic and no repair: %v\n%s", err, out)
 	}
 }

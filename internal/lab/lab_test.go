@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 )
 
 func repoPaths(t *testing.T) Paths {
@@ -362,5 +364,29 @@ func TestProcessStart(t *testing.T) {
 	// Under `go test` the parent is the go command; a binary run by hand has another parent.
 	if pid, start, ok := goTestParent(); ok && (pid != os.Getppid() || start == "") {
 		t.Errorf("goTestParent %d %q", pid, start)
+	}
+}
+
+func TestIsolateAuditTrail(t *testing.T) {
+	if auditFileEnv != audit.EnvFile {
+		t.Fatalf("the lab isolates %s, the product reads %s", auditFileEnv, audit.EnvFile)
+	}
+	t.Setenv(audit.EnvFile, "/home/op/trail.jsonl")
+	restore := IsolateAuditTrail()
+	p := audit.DefaultFile(os.Getenv)
+	if p == "/home/op/trail.jsonl" || !strings.HasPrefix(p, os.TempDir()) {
+		t.Fatalf("isolated trail %s", p)
+	}
+	f := &audit.File{Path: p}
+	if err := f.Write(audit.Record{Action: audit.ActionUnload}); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	restore()
+	if got := os.Getenv(audit.EnvFile); got != "/home/op/trail.jsonl" {
+		t.Errorf("restored %q", got)
+	}
+	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
+		t.Errorf("temp dir left: %v", err)
 	}
 }

@@ -120,11 +120,14 @@ func Release(ctx context.Context) error {
 	return down(ctx, p, os.Stderr)
 }
 
-// Main runs the tests of a package that uses Ensure, then releases the lab:
+// Main runs the tests of a package that uses Ensure, with the audit trail in a temporary
+// file (IsolateAuditTrail), then releases the lab:
 //
 //	func TestMain(m *testing.M) { lab.Main(m) }
 func Main(m interface{ Run() int }) {
+	restore := IsolateAuditTrail()
 	code := m.Run()
+	restore()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	if err := Release(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "lab: release:", err)

@@ -137,6 +137,7 @@ type Lease struct {
 
 	mu      sync.Mutex
 	release func()
+	waited  bool
 }
 
 func (l *Lease) now() time.Time {
@@ -167,6 +168,14 @@ func (l *Lease) Held() bool {
 	return l.release != nil
 }
 
+// Waited reports whether the last acquisition found the lease held by another process and
+// waited for it (--lease-wait): what that process wrote since may change a plan made before.
+func (l *Lease) Waited() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waited
+}
+
 // Acquire takes the lease, or returns at once when this process holds it. While another
 // process holds it, it tries again every Retry for up to Wait, then returns a *HeldError
 // naming the holder. Any other failure (the lock topic cannot be created, the cluster
@@ -187,6 +196,7 @@ func (l *Lease) Acquire(ctx context.Context) error {
 		retry = DefaultRetry
 	}
 	start := l.now()
+	l.waited = false
 	for {
 		self := Holder{Who: l.Self, Since: l.now()}
 		release, err := l.Broker.Claim(ctx, l.Topic, self.Properties())
@@ -206,6 +216,7 @@ func (l *Lease) Acquire(ctx context.Context) error {
 			he.Holders, _ = l.Broker.Holders(ctx, l.Topic)
 			return he
 		}
+		l.waited = true
 		if err := l.sleep(ctx, min(retry, l.Wait-waited)); err != nil {
 			return fmt.Errorf("cluster %s: writer lease %s: %w", l.Cluster, l.Topic, err)
 		}

@@ -91,6 +91,13 @@ func TestAcquireWaitsForADeadHolder(t *testing.T) {
 	if got := c.Now().Sub(start); got != 3*DefaultRetry {
 		t.Errorf("acquired after %s, want %s (three refused claims a retry apart)", got, 3*DefaultRetry)
 	}
+	if !l.Waited() {
+		t.Error("Waited() false after three refused claims")
+	}
+	l.Release()
+	if err := l.Acquire(context.Background()); err != nil || l.Waited() {
+		t.Errorf("free lease: err %v, Waited() %v (want a fresh acquisition without a wait)", err, l.Waited())
+	}
 }
 
 func TestAcquireGivesUpAfterWait(t *testing.T) {

@@ -58,6 +58,9 @@ Filters: --cluster (the global flag; no config file is needed), --group (name or
 matched against the groups a record reloads or commits), --since (a duration back from
 now, or an RFC 3339 time). Records are shown in the order they were written.
 
+It reads files only; the copy those commands publish with --audit-topic is read with any
+Pulsar consumer (docs/watch.md, "The audit trail").
+
 Used for: who unloaded this bundle, and why; what did last night's cron repair do.
 Required permission: read access to the file; nothing is contacted.
 Output: a table, or -o json|yaml (schemaVersion 1) with every field of each record.

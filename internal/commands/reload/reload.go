@@ -230,11 +230,12 @@ func reloadRun(ctx context.Context, opts *Options) error {
 	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Plan: plan}
 	res := RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: false, Confirm: opts.Confirm,
-		BeforeWrite: sess.BeforeWrite, Reason: "reload: " + requestReason(opts),
+		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "reload: " + requestReason(opts),
 	})
 	if res.Err != nil {
 		return res.Err
 	}
+	doc.Plan = res.Plan
 	doc.Refusal, doc.Execution, doc.ExitCode = res.Refusal, res.Execution, res.ExitCode
 	return printDoc(opts, doc, res)
 }
@@ -307,12 +308,19 @@ type RunOptions struct {
 	// writer lease and opens the audit trail (Session.BeforeWrite). An error refuses the
 	// run with nothing written: exit 3 (lease held, cluster down) or 2 (trail unwritable).
 	BeforeWrite func(context.Context) error
+	// Replan runs after BeforeWrite and returns a fresh plan when the one shown may be
+	// stale (the lease was waited for: its holder wrote meanwhile), else nil
+	// (Session.Replan).
+	Replan func(context.Context) (*reload.Plan, error)
 	// Reason is what the audit trail says the writes are for.
 	Reason string
 }
 
 // RunResult is the outcome of RunPlan.
 type RunResult struct {
+	// Plan is the plan carried out: the one given, or the one made again after a wait
+	// for the lease.
+	Plan      *reload.Plan
 	Refusal   string
 	Execution *reload.Execution
 	ExitCode  int
@@ -321,68 +329,21 @@ type RunResult struct {
 
 // RunPlan shows plan, applies the guards, asks for confirmation and executes it. The plan
 // goes to stdout in table format and to stderr otherwise when a confirmation is asked.
+// When the lease had to be waited for, the plan is made again (o.Replan); a new plan that
+// unloads other bundles is shown and, without --yes, confirmed again.
 func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format, plan *reload.Plan, ex *reload.Executor, o RunOptions) *RunResult {
-	cs := ios.ColorScheme()
-	if !o.Quiet {
-		switch {
-		case format == output.Table:
-			_ = WritePlan(ios.Out, ios.IsStdoutTTY(), cs, plan)
-			fmt.Fprintln(ios.Out)
-		case !o.DryRun && !o.Yes:
-			_ = WritePlan(ios.ErrOut, ios.IsStderrTTY(), cs, plan)
-		}
-	}
-	res := &RunResult{}
-	run := plan.Executable()
-	if len(plan.Bundles) == 0 {
-		res.Refusal = "nothing to reload"
+	res := &RunResult{Plan: plan}
+	showPlan(ios, format, plan, o)
+	run, ok := selectRun(plan, o, res)
+	if !ok {
 		return res
-	}
-	if len(run) == 0 {
-		res.Refusal = "refused: every bundle of the plan has live or unknown groups, or offsets a reload would lose (see the plan); nothing was unloaded"
-		res.ExitCode = cmdutil.ExitWriteFailed
-		if o.DryRun {
-			res.Refusal, res.ExitCode = "dry run: would be "+res.Refusal, cmdutil.ExitOK
-		}
-		return res
-	}
-	if len(run) > o.MaxBundles {
-		if o.TruncateToMax {
-			run = run[:o.MaxBundles]
-		} else {
-			res.Refusal = fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-bundles %d; nothing was unloaded", len(run), o.MaxBundles)
-			res.ExitCode = cmdutil.ExitWriteFailed
-			if o.DryRun {
-				res.Refusal, res.ExitCode = "dry run: would be "+res.Refusal, cmdutil.ExitOK
-			}
-			return res
-		}
 	}
 	if o.DryRun {
 		res.Refusal = "dry run: nothing was unloaded"
 		return res
 	}
-	if !o.Yes {
-		confirm := o.Confirm
-		if confirm == nil {
-			confirm = func(q string) (bool, error) { return Confirm(ios, q) }
-		}
-		groups, live := 0, 0
-		for _, b := range run {
-			groups += len(b.Groups)
-			live += len(b.Active)
-		}
-		q := fmt.Sprintf("Unload %d bundle(s) of %s on %s (%s)? %d group(s) reload, %d of them live or unknown.",
-			len(run), plan.Namespace, plan.Cluster, rangesOf(run), groups, live)
-		ok, err := confirm(q)
-		if err != nil {
-			res.Err = cmdutil.UsageError(fmt.Errorf("confirmation: %w", err))
-			return res
-		}
-		if !ok {
-			res.Err = fmt.Errorf("not confirmed: nothing was unloaded: %w", cmdutil.ErrCancel)
-			return res
-		}
+	if !confirmRun(ios, plan, run, o, res) {
+		return res
 	}
 	if o.BeforeWrite != nil {
 		if err := o.BeforeWrite(ctx); err != nil {
@@ -390,9 +351,113 @@ func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format
 			return res
 		}
 	}
+	if plan, run, ok = replan(ctx, ios, format, plan, run, o, res); !ok {
+		return res
+	}
+	res.Plan = plan
 	res.Execution = ex.Execute(audit.WithWhy(ctx, audit.Why{Reason: o.Reason, Plan: plan}), plan, run)
 	res.ExitCode = res.Execution.ExitCode
 	return res
+}
+
+// showPlan prints plan: on stdout in table format, else on stderr when it is to be confirmed.
+func showPlan(ios *iostreams.IOStreams, format output.Format, plan *reload.Plan, o RunOptions) {
+	if o.Quiet {
+		return
+	}
+	cs := ios.ColorScheme()
+	switch {
+	case format == output.Table:
+		_ = WritePlan(ios.Out, ios.IsStdoutTTY(), cs, plan)
+		fmt.Fprintln(ios.Out)
+	case !o.DryRun && !o.Yes:
+		_ = WritePlan(ios.ErrOut, ios.IsStderrTTY(), cs, plan)
+	}
+}
+
+// selectRun applies the guards to plan and returns the bundles to unload; false (with the
+// refusal in res) when there are none to unload.
+func selectRun(plan *reload.Plan, o RunOptions, res *RunResult) ([]reload.PlannedBundle, bool) {
+	run := plan.Executable()
+	refuse := func(msg string, code int) ([]reload.PlannedBundle, bool) {
+		res.Refusal, res.ExitCode = msg, code
+		if o.DryRun && code != cmdutil.ExitOK {
+			res.Refusal, res.ExitCode = "dry run: would be "+msg, cmdutil.ExitOK
+		}
+		return nil, false
+	}
+	if len(plan.Bundles) == 0 {
+		return refuse("nothing to reload", cmdutil.ExitOK)
+	}
+	if len(run) == 0 {
+		return refuse("refused: every bundle of the plan has live or unknown groups, or offsets a reload would lose (see the plan); nothing was unloaded", cmdutil.ExitWriteFailed)
+	}
+	if len(run) > o.MaxBundles {
+		if !o.TruncateToMax {
+			return refuse(fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-bundles %d; nothing was unloaded", len(run), o.MaxBundles), cmdutil.ExitWriteFailed)
+		}
+		run = run[:o.MaxBundles]
+	}
+	return run, true
+}
+
+// confirmRun asks the operator to confirm run (unless --yes); false (with the error in
+// res) when not confirmed.
+func confirmRun(ios *iostreams.IOStreams, plan *reload.Plan, run []reload.PlannedBundle, o RunOptions, res *RunResult) bool {
+	if o.Yes {
+		return true
+	}
+	confirm := o.Confirm
+	if confirm == nil {
+		confirm = func(q string) (bool, error) { return Confirm(ios, q) }
+	}
+	groups, live := 0, 0
+	for _, b := range run {
+		groups += len(b.Groups)
+		live += len(b.Active)
+	}
+	q := fmt.Sprintf("Unload %d bundle(s) of %s on %s (%s)? %d group(s) reload, %d of them live or unknown.",
+		len(run), plan.Namespace, plan.Cluster, rangesOf(run), groups, live)
+	ok, err := confirm(q)
+	if err != nil {
+		res.Err = cmdutil.UsageError(fmt.Errorf("confirmation: %w", err))
+		return false
+	}
+	if !ok {
+		res.Err = fmt.Errorf("not confirmed: nothing was unloaded: %w", cmdutil.ErrCancel)
+		return false
+	}
+	return true
+}
+
+// replan makes the plan again when o.Replan has a fresher one (the lease was waited for).
+// A new plan that unloads other bundles is shown, and confirmed again without --yes; one
+// that unloads none is a refusal like any plan's. It returns the plan and bundles to carry
+// out; false (with the refusal in res) when nothing is to be unloaded.
+func replan(ctx context.Context, ios *iostreams.IOStreams, format output.Format, plan *reload.Plan, run []reload.PlannedBundle, o RunOptions, res *RunResult) (*reload.Plan, []reload.PlannedBundle, bool) {
+	if o.Replan == nil {
+		return plan, run, true
+	}
+	fresh, err := o.Replan(ctx)
+	if err != nil {
+		res.Refusal = fmt.Sprintf("planning again after waiting for the writer lease: %v; nothing was unloaded", err)
+		res.ExitCode = cmdutil.ExitUnreachable
+		return nil, nil, false
+	}
+	if fresh == nil {
+		return plan, run, true
+	}
+	res.Plan = fresh
+	freshRun, ok := selectRun(fresh, o, res)
+	if ok && rangesOf(freshRun) == rangesOf(run) {
+		return fresh, freshRun, true
+	}
+	fmt.Fprintf(ios.ErrOut, "cluster %s: the plan changed while waiting for the writer lease (another process wrote); the new plan:\n", fresh.Cluster)
+	showPlan(ios, format, fresh, RunOptions{Quiet: o.Quiet})
+	if !ok || !confirmRun(ios, fresh, freshRun, o, res) {
+		return nil, nil, false
+	}
+	return fresh, freshRun, true
 }
 
 func rangesOf(bs []reload.PlannedBundle) string {

@@ -31,6 +31,7 @@ type Session struct {
 	Lease *lease.Lease
 
 	audit *audit.File
+	topic *audit.Topic
 	who   audit.Who
 	logf  func(string, ...any)
 }
@@ -100,12 +101,10 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
 			logf:     logf,
 		}
-		s.guard(writes, target, lease.Pulsar{Client: pc, Admin: adm})
+		s.guard(writes, target, lease.Pulsar{Client: pc, Admin: adm}, audit.PulsarPublisher(pc))
 		s.Close = func() {
 			s.AfterWrite()
-			if s.audit != nil {
-				_ = s.audit.Close()
-			}
+			s.closeTrail()
 			closeAll()
 		}
 		return s, nil

@@ -2,6 +2,7 @@ package reload
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 // Writes are the flags of the writer lease and of the audit trail: every writing command
@@ -29,6 +31,9 @@ type Writes struct {
 	LeaseWait time.Duration
 	// AuditFile is the JSON-lines trail; "" writes none.
 	AuditFile string
+	// AuditTopic, when set, is a topic of the cluster written to that receives a copy of
+	// each record; "{tenant}" in it is replaced by the cluster's tenant.
+	AuditTopic string
 }
 
 // DefaultWrites are the values of the flags when not given: the lease on, no wait, the
@@ -48,6 +53,7 @@ func BindWriteFlags(fl *pflag.FlagSet, w *Writes, wait bool) {
 	}
 	fl.StringVar(&w.AuditFile, "audit-file", d.AuditFile, "append a JSON line per write (unload, lookup, commit) to this file; \"\" for none")
 	fl.Lookup("audit-file").DefValue = audit.DefaultFileHelp
+	fl.StringVar(&w.AuditTopic, "audit-topic", "", "also publish each audit record to this topic of the cluster written to ({tenant}: the cluster's tenant); a topic that cannot be written refuses the writes")
 }
 
 // Validate checks the values of the flags (a usage error, exit 2).
@@ -69,20 +75,37 @@ func (w Writes) topic(cl config.Cluster) string {
 	return strings.ReplaceAll(w.LeaseTopic, "{tenant}", cl.Tenant)
 }
 
-// BeforeWrite opens the audit trail and takes the lease: a writing command calls it after
-// its plan and confirmation, before the first write, so that a trail that cannot be
-// written or a lease held elsewhere stops it with nothing written. Calling it again while
-// the lease is held is a no-op.
+// BeforeWrite opens the audit trail (file and topic) and takes the lease: a writing command
+// calls it after its plan and confirmation, before the first write, so that a trail that
+// cannot be written or a lease held elsewhere stops it with nothing written. Calling it
+// again while the lease is held is a no-op.
 func (s *Session) BeforeWrite(ctx context.Context) error {
 	if s.audit != nil {
 		if err := s.audit.Open(); err != nil {
 			return cmdutil.ConfigError(err)
 		}
 	}
+	if s.topic != nil {
+		if err := s.topic.Open(ctx); err != nil {
+			return cmdutil.ConfigError(fmt.Errorf("%w; nothing was written", err))
+		}
+	}
 	if s.Lease != nil {
 		return s.Lease.Acquire(ctx)
 	}
 	return nil
+}
+
+// Replan returns RunOptions.Replan for req: after BeforeWrite had to wait for the lease, it
+// plans req again (the holder may have reloaded the same groups meanwhile); else it
+// returns no plan and the one made before stands.
+func (s *Session) Replan(req reload.Request) func(context.Context) (*reload.Plan, error) {
+	return func(ctx context.Context) (*reload.Plan, error) {
+		if s.Lease == nil || !s.Lease.Waited() {
+			return nil, nil
+		}
+		return s.Planner.Plan(ctx, req)
+	}
 }
 
 // AfterWrite gives the lease back (watch --repair holds it only while it writes).
@@ -112,10 +135,27 @@ func (g guardedCommits) CommitRequest(ctx context.Context, commits []kopcommit.O
 }
 
 func (s *Session) sink() audit.Sink {
-	if s.audit == nil {
+	var sinks audit.Sinks
+	if s.audit != nil {
+		sinks = append(sinks, s.audit)
+	}
+	if s.topic != nil {
+		sinks = append(sinks, s.topic)
+	}
+	if len(sinks) == 0 {
 		return audit.Discard{}
 	}
-	return s.audit
+	return sinks
+}
+
+// closeTrail closes the audit file and topic.
+func (s *Session) closeTrail() {
+	if s.audit != nil {
+		_ = s.audit.Close()
+	}
+	if s.topic != nil {
+		s.topic.Close()
+	}
 }
 
 func (s *Session) onAuditError(err error) {
@@ -125,11 +165,15 @@ func (s *Session) onAuditError(err error) {
 }
 
 // guard wraps the executor's admin of s: UnloadBundle takes the lease (when on) and every
-// unload and lookup is recorded. broker holds the target's lock topic.
-func (s *Session) guard(w Writes, target config.Cluster, broker lease.Broker) {
+// unload and lookup is recorded. broker holds the target's lock topic; publish opens the
+// audit topic (with --audit-topic).
+func (s *Session) guard(w Writes, target config.Cluster, broker lease.Broker, publish func(context.Context, string) (audit.Publisher, error)) {
 	s.who = audit.Self()
 	if w.AuditFile != "" {
 		s.audit = &audit.File{Path: w.AuditFile}
+	}
+	if w.AuditTopic != "" {
+		s.topic = &audit.Topic{Name: strings.ReplaceAll(w.AuditTopic, "{tenant}", target.Tenant), New: publish}
 	}
 	ba := s.Executor.Admin
 	if !w.NoLease {

@@ -29,9 +29,9 @@ func guarded(h *harness, broker lease.Broker, file string) {
 		if err != nil {
 			return nil, err
 		}
-		s.guard(Writes{AuditFile: file}, target, broker)
+		s.guard(Writes{AuditFile: file}, target, broker, nil)
 		closeAll := s.Close
-		s.Close = func() { s.AfterWrite(); _ = s.audit.Close(); closeAll() }
+		s.Close = func() { s.AfterWrite(); s.closeTrail(); closeAll() }
 		return s, nil
 	}
 }
@@ -151,6 +151,8 @@ func TestWriteFlags(t *testing.T) {
 		{args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
 			want: Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}},
 		{args: []string{"--group", "G", "--no-lease"}, want: Writes{NoLease: true, AuditFile: DefaultWrites().AuditFile}},
+		{args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
+			want: Writes{AuditFile: DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}},
 		{args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, err: "--no-lease cannot be combined"},
 		{args: []string{"--group", "G", "--lease-wait", "-1s"}, err: "--lease-wait must not be negative"},
 	} {

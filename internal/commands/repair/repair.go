@@ -384,7 +384,8 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	defer sess.Close()
 	sess.Planner.AllowActive = opts.AllowActive
 	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
-	plan, err := sess.Planner.Plan(ctx, reload.Request{Groups: groups, Partitions: parts})
+	req := reload.Request{Groups: groups, Partitions: parts}
+	plan, err := sess.Planner.Plan(ctx, req)
 	if err != nil {
 		cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
 		r.raise(cmdutil.ExitUnreachable)
@@ -393,8 +394,9 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	cr.Plan = plan
 	res := reloadcmd.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, reloadcmd.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
-		BeforeWrite: sess.BeforeWrite, Reason: "repair: stale_cache rows and unserved offsets partitions",
+		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "repair: stale_cache rows and unserved offsets partitions",
 	})
+	cr.Plan = res.Plan
 	if res.Err != nil {
 		return false, res.Err
 	}

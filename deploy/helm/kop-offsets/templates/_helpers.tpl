@@ -90,8 +90,14 @@ secret:
 {{- if $w.dryRun }}
 - --dry-run
 {{- end }}
+{{- with $.Values.audit.topic }}
+- --audit-topic
+- {{ . | quote }}
+{{- end }}
 {{- else if $w.dryRun }}
 {{- fail "watch.dryRun applies to watch.repair only" }}
+{{- else if $.Values.audit.topic }}
+{{- fail "audit.topic applies to watch.repair only" }}
 {{- end }}
 {{- if $w.verbose }}
 - --verbose
