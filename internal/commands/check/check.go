@@ -253,7 +253,8 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	defer cmdutil.CompactGC()()
+	restoreGC := cmdutil.CompactGC()
+	defer restoreGC()
 	cls, err := opts.Clusters()
 	if err != nil {
 		return err

@@ -408,7 +408,8 @@ func dumpRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Compacted {
-		defer cmdutil.CompactGC()()
+		restoreGC := cmdutil.CompactGC()
+		defer restoreGC()
 	}
 	ro := pulsarx.ReaderOptions{From: opts.From, Compacted: opts.Compacted}
 	readers := make([]offsets.OffsetTopicReader, len(clusters))
