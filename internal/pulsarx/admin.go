@@ -310,16 +310,9 @@ type Replication struct {
 // partition) keyed by remote cluster name, from its topic stats. A topic without
 // replication gives an empty map.
 func (a *Admin) ReplicationStats(ctx context.Context, topic string) (map[string]Replication, error) {
-	const op = "get stats of"
-	tn, err := a.topicName(op, topic)
+	st, err := a.topicStats(ctx, topic)
 	if err != nil {
 		return nil, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	st, err := a.client.Topics().GetStatsWithContext(cctx, *tn)
-	if err != nil {
-		return nil, a.wrap(ctx, op, tn.String(), err)
 	}
 	out := make(map[string]Replication, len(st.Replication))
 	for remote, r := range st.Replication {
@@ -498,4 +491,20 @@ func (a *Admin) get(ctx context.Context, path string) ([]byte, error) {
 func isStatus(err error, code int) bool {
 	var ae *AdminError
 	return errors.As(err, &ae) && ae.Status == code
+}
+
+// topicStats reads the stats of a non-partitioned topic or one partition.
+func (a *Admin) topicStats(ctx context.Context, topic string) (utils.TopicStats, error) {
+	const op = "get stats of"
+	tn, err := a.topicName(op, topic)
+	if err != nil {
+		return utils.TopicStats{}, err
+	}
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	st, err := a.client.Topics().GetStatsWithContext(cctx, *tn)
+	if err != nil {
+		return utils.TopicStats{}, a.wrap(ctx, op, tn.String(), err)
+	}
+	return st, nil
 }

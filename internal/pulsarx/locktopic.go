@@ -46,16 +46,9 @@ type Publisher struct {
 
 // Publishers lists the producers connected to a non-partitioned topic.
 func (a *Admin) Publishers(ctx context.Context, topic string) ([]Publisher, error) {
-	const op = "get stats of"
-	tn, err := a.topicName(op, topic)
+	st, err := a.topicStats(ctx, topic)
 	if err != nil {
 		return nil, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	st, err := a.client.Topics().GetStatsWithContext(cctx, *tn)
-	if err != nil {
-		return nil, a.wrap(ctx, op, topic, err)
 	}
 	out := make([]Publisher, 0, len(st.Publishers))
 	for _, p := range st.Publishers {

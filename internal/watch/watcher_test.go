@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -250,18 +248,11 @@ func TestReplicatedCommitStaleness(t *testing.T) {
 
 func scrape(t *testing.T, w *Watcher, path string) string {
 	t.Helper()
-	srv := httptest.NewServer(Handler(w))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL + path)
-	if err != nil {
-		t.Fatal(err)
+	code, body := get(t, w, path)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, code, body)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-	}
-	return string(b)
+	return body
 }
 
 func TestClusterDownOthersUnaffected(t *testing.T) {
