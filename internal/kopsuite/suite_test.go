@@ -415,3 +415,20 @@ func javaConsumeFirst(t *testing.T, cluster, group, topic string) int64 {
 	t.Fatalf("%s: java consumer printed no record", cluster)
 	return -1
 }
+
+// storyAt500 sets up the user's story up to its stale point: 10900 records on scus replicated
+// to wus, the group's commit of 500 on scus replicated, and wus's KoP loaded with it. The
+// names start with prefix.
+func storyAt500(t *testing.T, prefix string) (topic, group string, part int32) {
+	t.Helper()
+	topic = newTopic(t, prefix)
+	group = labtest.Name(prefix + "-group")
+	part = offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	settle(t, group)
+	produce(t, theLab.Cluster("scus"), topic, 10900)
+	waitEndOffset(t, theLab.Cluster("wus"), topic, 10900)
+	commit(t, "scus", group, topic, 500)
+	waitReplicated(t, "scus", "wus", part)
+	loadOn(t, "wus", group)
+	return topic, group, part
+}

@@ -19,9 +19,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -32,15 +30,7 @@ import (
 // serves 10900, and the audit trail names exactly which process wrote, with no two writers'
 // unloads overlapping.
 func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
-	topic := newTopic(t, "lease")
-	group := labtest.Name("lease-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-	settle(t, group)
-	produce(t, theLab.Cluster("scus"), topic, 10900)
-	waitEndOffset(t, theLab.Cluster("wus"), topic, 10900)
-	commit(t, "scus", group, topic, 500)
-	waitReplicated(t, "scus", "wus", part)
-	loadOn(t, "wus", group)
+	topic, group, part := storyAt500(t, "lease")
 
 	bin := buildBinary(t)
 	dir := t.TempDir()

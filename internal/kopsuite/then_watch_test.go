@@ -24,15 +24,7 @@ import (
 // itself: after the group commits 10900 on scus, KoP on wus serves 10900 within a few cycles
 // with no command typed, and the staleness series has seen the episode.
 func TestWatchRepairHealsStory(t *testing.T) {
-	topic := newTopic(t, "watch")
-	group := labtest.Name("watch-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-	settle(t, group)
-	produce(t, theLab.Cluster("scus"), topic, 10900)
-	waitEndOffset(t, theLab.Cluster("wus"), topic, 10900)
-	commit(t, "scus", group, topic, 500)
-	waitReplicated(t, "scus", "wus", part)
-	loadOn(t, "wus", group)
+	topic, group, _ := storyAt500(t, "watch")
 	if got := served(t, "wus", group, topic); got != "500" {
 		t.Fatalf("wus serves %s, want 500", got)
 	}
