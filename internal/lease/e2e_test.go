@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
@@ -43,14 +44,51 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// copyConfig writes the lab's config to a file of its own: another operator's config.
-func copyConfig(t *testing.T, l *lab.Lab, name string) string {
+// copyConfig writes the lab's config to a file of its own (another operator's config) whose
+// offsets topic is in metadataNS instead of __kafka.
+func copyConfig(t *testing.T, l *lab.Lab, name, metadataNS string) string {
 	t.Helper()
 	p, err := l.ConfigCopy(t.TempDir(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.ReplaceAll(string(b), "metadataNamespace: "+lab.MetadataNamespace[len(lab.Tenant)+1:], "metadataNamespace: "+metadataNS))
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return p
+}
+
+// emptyOffsetsNamespace creates, on scus, a namespace of its own with 4 bundles and an
+// offsets topic of 8 partitions, and no group in it: the lab's own offsets topic holds the
+// groups of the tests that ran before this one in every bundle, and a bundle with groups does
+// not end verified on a lab without KoP. It returns the namespace's name in the tenant.
+func emptyOffsetsNamespace(t *testing.T, adm pulsaradmin.Client) string {
+	t.Helper()
+	name := fmt.Sprintf("lease-e2e-%d", time.Now().UnixNano())
+	ns := lab.Tenant + "/" + name
+	pol := utils.NewDefaultPolicies()
+	pol.Bundles = utils.NewBundlesDataWithNumBundles(4)
+	pol.ReplicationClusters = []string{"scus"}
+	if err := adm.Namespaces().CreateNsWithPolices(ns, *pol); err != nil {
+		t.Fatalf("create %s: %v", ns, err)
+	}
+	tn, err := utils.GetTopicName("persistent://" + ns + "/__consumer_offsets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adm.Topics().Create(*tn, 8); err != nil {
+		t.Fatalf("create %s: %v", tn, err)
+	}
+	t.Cleanup(func() {
+		_ = adm.Topics().Delete(*tn, true, true)
+		_ = adm.Namespaces().DeleteNamespace(ns)
+	})
+	return name
 }
 
 // twoBundles returns offsets partitions of scus in two consecutive bundles, the first
@@ -101,7 +139,12 @@ func TestE2ELeaseTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgA, cfgB := copyConfig(t, l, "operator-a"), copyConfig(t, l, "operator-b")
+	raw, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: l.Cluster("scus").AdminURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := emptyOffsetsNamespace(t, raw)
+	cfgA, cfgB := copyConfig(t, l, "operator-a", ns), copyConfig(t, l, "operator-b", ns)
 	p1, p2 := twoBundles(t, bin, cfgA)
 	dir := t.TempDir()
 	trailA, trailB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
