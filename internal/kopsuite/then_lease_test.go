@@ -14,13 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/apache/pulsar-client-go/pulsaradmin"
-
 	"github.com/kop-offsets/kop-offsets/internal/audit"
-	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // TestWatchAndRepairOneWriterAtATime: the user's story with `watch --repair` and a cron
@@ -32,22 +28,13 @@ import (
 func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	topic, group, part := storyAt500(t, "lease")
 
-	bin := buildBinary(t)
+	bin := labtest.Binary(t)
 	dir := t.TempDir()
 	trail := filepath.Join(dir, "audit.jsonl")
 
 	// An operator's run holds wus's lease (this process, as a reload would).
 	wus := theLab.Cluster("wus")
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: wus.ServiceURL, OperationTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	adm, err := pulsarx.NewAdmin("wus", pulsaradmin.Config{WebServiceURL: wus.AdminURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := &lease.Lease{Cluster: "wus", Topic: lease.DefaultTopic("public"), Broker: lease.Pulsar{Client: pc, Admin: adm},
+	held := &lease.Lease{Cluster: "wus", Topic: lease.DefaultTopic("public"), Broker: lease.Pulsar{Client: labtest.Pulsar(t, wus), Admin: labtest.PulsarxAdmin(t, wus)},
 		Self: audit.Who{Host: "operator-laptop", User: "alice", PID: 99999, Command: "kop-offsets reload --cluster wus --group other --yes"}}
 	if err := held.Acquire(context.Background()); err != nil {
 		t.Fatal(err)
@@ -55,7 +42,7 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	defer held.Release()
 
 	listen := freeListen(t)
-	w := startProcess(t, bin, "watch", copyLabConfig(t, "watch"), "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
+	w := startProcess(t, bin, "watch", labtest.ConfigCopy(t, theLab, "watch"), "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
 		"--listen", listen, "--group", group, "--audit-file", trail)
 	waitReady(t, "http://"+listen+"/readyz")
 
@@ -80,7 +67,7 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	}
 
 	// The cron repair starts and waits for the lease; then the operator's run ends.
-	r := startProcess(t, bin, "repair", copyLabConfig(t, "cron"), "--timeout", "10s", "repair", "--cluster", "wus", "--group", group,
+	r := startProcess(t, bin, "repair", labtest.ConfigCopy(t, theLab, "cron"), "--timeout", "10s", "repair", "--cluster", "wus", "--group", group,
 		"--yes", "--lease-wait", "3m", "--lock-file", filepath.Join(dir, "repair.lock"), "--audit-file", trail)
 	time.Sleep(5 * time.Second)
 	released := time.Now()
@@ -213,25 +200,6 @@ func (s *syncBuffer) String() string {
 	s.lock()
 	defer func() { <-s.ch }()
 	return s.mu.String()
-}
-
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := lab.BuildKopOffsets(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-// copyLabConfig is the lab's config as another host's own file.
-func copyLabConfig(t *testing.T, name string) string {
-	t.Helper()
-	p, err := theLab.ConfigCopy(t.TempDir(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func freeListen(t *testing.T) string {

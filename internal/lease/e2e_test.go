@@ -29,29 +29,17 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
-
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := lab.BuildKopOffsets(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
 
 // copyConfig writes the lab's config to a file of its own (another operator's config) whose
 // offsets topic is in metadataNS instead of __kafka.
 func copyConfig(t *testing.T, l *lab.Lab, name, metadataNS string) string {
 	t.Helper()
-	p, err := l.ConfigCopy(t.TempDir(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := labtest.ConfigCopy(t, l, name)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -134,16 +122,9 @@ func TestE2ELeaseTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}
-	bin := buildBinary(t)
-	adm, err := pulsarx.NewAdmin("scus", pulsaradmin.Config{WebServiceURL: l.Cluster("scus").AdminURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: l.Cluster("scus").AdminURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := emptyOffsetsNamespace(t, raw)
+	bin := labtest.Binary(t)
+	adm := labtest.PulsarxAdmin(t, l.Cluster("scus"))
+	ns := emptyOffsetsNamespace(t, labtest.Admin(t, l.Cluster("scus")))
 	cfgA, cfgB := copyConfig(t, l, "operator-a", ns), copyConfig(t, l, "operator-b", ns)
 	p1, p2 := twoBundles(t, bin, cfgA)
 	dir := t.TempDir()

@@ -132,3 +132,25 @@ func GetJSON(t testing.TB, url string, v any) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 }
+
+// Binary builds bin/kop-offsets into the test's temporary directory, for tests that run it as
+// a process of its own (another host's operator, a cron job).
+func Binary(t testing.TB) string {
+	t.Helper()
+	bin, err := lab.BuildKopOffsets(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// ConfigCopy writes l's config to a file of its own named name: another operator's config
+// naming the same clusters.
+func ConfigCopy(t testing.TB, l *lab.Lab, name string) string {
+	t.Helper()
+	p, err := l.ConfigCopy(t.TempDir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
