@@ -28,6 +28,7 @@ func repoPaths(t *testing.T) Paths {
 }
 
 func TestDefaultPortLayout(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "")
 	cs := DefaultClusters()
 	if got := ClusterNames(cs); strings.Join(got, ",") != "scus,wus" {
 		t.Fatalf("clusters %v, want scus,wus", got)
@@ -80,6 +81,7 @@ func parseConf(t *testing.T, b []byte) map[string]string {
 }
 
 func TestRenderBrokerConf(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := repoPaths(t)
 	tmpl, err := os.ReadFile(p.ConfTemplate())
 	if err != nil {
@@ -137,12 +139,14 @@ func TestRenderBrokerConf(t *testing.T) {
 }
 
 func TestRenderBrokerConfBadTemplate(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	if _, err := RenderBrokerConf("x={{.Nope}}", Paths{Root: "/r"}, DefaultClusters()[0], DefaultPulsarVersion, KoPStatus{}); err == nil {
 		t.Fatal("unknown field rendered without error")
 	}
 }
 
 func TestJavaArgs(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := Paths{Root: "/repo"}
 	scus := DefaultClusters()[0]
 	args := JavaArgs(p, scus, "3.3.6")
@@ -165,6 +169,7 @@ func TestJavaArgs(t *testing.T) {
 }
 
 func TestRenderCLIConfig(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	cs := DefaultClusters()
 	out, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Reason: "KoP 4.0.6.5 not resolvable from Maven: [ERROR] x"})
 	if err != nil {
@@ -203,6 +208,7 @@ func TestRenderCLIConfig(t *testing.T) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	path := filepath.Join(t.TempDir(), "run", "state.json")
 	if st, err := ReadState(path); st != nil || err != nil {
 		t.Fatalf("missing state: %v %v", st, err)
@@ -388,5 +394,19 @@ func TestIsolateAuditTrail(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(p)); !os.IsNotExist(err) {
 		t.Errorf("temp dir left: %v", err)
+	}
+}
+
+func TestPortOffsetMovesEveryPort(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "200")
+	wus := DefaultClusters()[1]
+	if wus.Ports != (Ports{Web: 28280, Broker: 26850, Bookie: 23381, Kafka: 29292}) || wus.KafkaBootstrap != "127.0.0.1:29292" {
+		t.Fatalf("wus with offset 200: %+v", wus)
+	}
+	for _, bad := range []string{"7", "-10", "1000", "x"} {
+		t.Setenv("KOP_LAB_PORT_OFFSET", bad)
+		if got := DefaultClusters()[0].Ports.Web; got != 18080 {
+			t.Fatalf("offset %q: scus web %d, want the default 18080", bad, got)
+		}
 	}
 }

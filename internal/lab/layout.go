@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -83,12 +84,32 @@ func NewCluster(name string, p Ports) Cluster {
 	}
 }
 
-// DefaultClusters is the lab's fixed port layout: scus in 1xxxx, wus in 2xxxx.
+// DefaultClusters is the lab's port layout: scus in 1xxxx, wus in 2xxxx, each port moved by
+// $KOP_LAB_PORT_OFFSET (default 0) so that a second checkout can run its own lab beside this
+// one (the two still share the machine's 2 cores).
 func DefaultClusters() []Cluster {
-	return []Cluster{
-		NewCluster("scus", Ports{Web: 18080, Broker: 16650, Bookie: 13181, Kafka: 19092}),
-		NewCluster("wus", Ports{Web: 28080, Broker: 26650, Bookie: 23181, Kafka: 29092}),
+	off := PortOffset()
+	at := func(p Ports) Ports {
+		return Ports{Web: p.Web + off, Broker: p.Broker + off, Bookie: p.Bookie + off, Kafka: p.Kafka + off}
 	}
+	return []Cluster{
+		NewCluster("scus", at(Ports{Web: 18080, Broker: 16650, Bookie: 13181, Kafka: 19092})),
+		NewCluster("wus", at(Ports{Web: 28080, Broker: 26650, Bookie: 23181, Kafka: 29092})),
+	}
+}
+
+// PortOffset is $KOP_LAB_PORT_OFFSET: a multiple of 10 from 0 to 990, else 0 with a warning.
+func PortOffset() int {
+	s := os.Getenv("KOP_LAB_PORT_OFFSET")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 990 || n%10 != 0 {
+		fmt.Fprintf(os.Stderr, "lab: ignoring KOP_LAB_PORT_OFFSET=%q (want a multiple of 10 from 0 to 990)\n", s)
+		return 0
+	}
+	return n
 }
 
 // ClusterNames returns the names of cs in order.

@@ -181,6 +181,7 @@ func TestReusableFollowsKOPNAR(t *testing.T) {
 }
 
 func TestRenderBrokerConfBYO(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := repoPaths(t)
 	tmpl, err := os.ReadFile(p.ConfTemplate())
 	if err != nil {
