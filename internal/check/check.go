@@ -161,7 +161,7 @@ func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) 
 	for i, s := range ru.states {
 		sides[i] = s.side()
 	}
-	for _, k := range keys {
+	for k := range keys.All() {
 		r := judge.Row(k, sides)
 		ru.rep.Summary[string(r.Status)]++
 		if err := emit(&r); err != nil {
@@ -277,7 +277,7 @@ func (s *clusterState) unservedPartition(ctx context.Context, p int32, f GroupFe
 
 // rowKeys is the union of the selected groups' keys on every cluster, filtered by topic,
 // sorted.
-func (ru *run) rowKeys() []Key {
+func (ru *run) rowKeys() Keys {
 	var ks KeySet
 	for _, s := range ru.states {
 		for _, v := range s.views() {
@@ -329,14 +329,16 @@ func (ru *run) warnPartitionCounts() {
 
 // fetchStats reads the replication stats of the rows' offsets partitions and the log-end
 // offsets of their topics, per cluster in parallel.
-func (ru *run) fetchStats(ctx context.Context, keys []Key) {
+func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 	partsNeeded := map[int32]bool{}
 	topicSet := map[string]bool{}
-	for i, k := range keys {
+	prev := ""
+	for k := range keys.All() {
 		topicSet[k.Topic] = true
-		if i > 0 && keys[i-1].Group == k.Group {
+		if k.Group == prev {
 			continue
 		}
+		prev = k.Group
 		for _, s := range ru.states {
 			if s.partitions > 0 {
 				partsNeeded[offsets.PartitionFor(k.Group, s.partitions)] = true
@@ -375,7 +377,7 @@ func (ru *run) fetchStats(ctx context.Context, keys []Key) {
 
 // judge is the engine of this check, with the alignment of every persisted value replicated
 // from another cluster translated up front.
-func (ru *run) judge(ctx context.Context, keys []Key) *Judge {
+func (ru *run) judge(ctx context.Context, keys Keys) *Judge {
 	j := &Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace()}
 	if ru.o.SkipAlignment || len(ru.states) <= 1 {
 		return j

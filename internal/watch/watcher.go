@@ -813,12 +813,12 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 		}
 	}
 	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
-	if len(keys) == 0 {
+	if keys.Len() == 0 {
 		return nil
 	}
-	rows := make([]check.Row, len(keys))
-	for i, k := range keys {
-		rows[i] = j.Row(k, sides)
+	rows := make([]check.Row, keys.Len())
+	for i := range rows {
+		rows[i] = j.Row(keys.At(i), sides)
 	}
 	return rows
 }
