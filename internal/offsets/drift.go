@@ -157,7 +157,7 @@ type DriftInput struct {
 
 // Drift is the verdict on one row.
 type Drift struct {
-	Status   Status            // the most severe of Clusters (see Statuses)
+	Status   Status   // the most severe of Clusters (see Statuses)
 	Clusters []Status // per cluster, in the order of the input's (a map cost every row an allocation)
 	// Reference is the persisted offset the clusters were compared with (the source's, else
 	// the highest), nil when no reachable cluster has one.
