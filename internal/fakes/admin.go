@@ -32,6 +32,9 @@ type Admin struct {
 	// OnUnload and OnLookup run after a successful unload or lookup (KoP's reaction).
 	OnUnload func(bundleRange string)
 	OnLookup func(topic string)
+	// LookupBroker names the broker a lookup of topic answers (the bundle's owner, which
+	// may change with every unload); nil: always broker-1.
+	LookupBroker func(topic string) string
 
 	Version      string
 	Runtime      map[string]string
@@ -174,7 +177,11 @@ func (f *Admin) LookupOwner(ctx context.Context, topic string) (pulsarx.Owner, e
 	if f.OnLookup != nil {
 		f.OnLookup(topic)
 	}
-	return pulsarx.Owner{BrokerURL: "pulsar://broker-1:6650", HTTPURL: "http://broker-1:8080"}, nil
+	broker := "broker-1"
+	if f.LookupBroker != nil {
+		broker = f.LookupBroker(topic)
+	}
+	return pulsarx.Owner{BrokerURL: "pulsar://" + broker + ":6650", HTTPURL: "http://" + broker + ":8080"}, nil
 }
 
 // BrokerVersion implements doctor.Admin.
