@@ -39,6 +39,10 @@ type Admin struct {
 	Version      string
 	Runtime      map[string]string
 	ClusterNames []string
+	// PerBroker is each active broker of the cluster by id ("host:port"), answering its own
+	// Version and Runtime (Down: its address does not answer); nil: the cluster lists no
+	// brokers.
+	PerBroker map[string]*Admin
 	// NamespaceRepl holds the replication clusters by namespace; absent: not found.
 	NamespaceRepl    map[string][]string
 	NamespaceReplErr error
@@ -192,6 +196,50 @@ func (f *Admin) BrokerVersion(ctx context.Context) (string, error) {
 // RuntimeConfig implements doctor.Admin.
 func (f *Admin) RuntimeConfig(ctx context.Context) (map[string]string, error) {
 	return f.Runtime, f.Call(ctx, "RuntimeConfig")
+}
+
+// ActiveBrokers implements doctor.Brokers: the ids of PerBroker, sorted.
+func (f *Admin) ActiveBrokers(ctx context.Context, cluster string) ([]string, error) {
+	if err := f.Call(ctx, "ActiveBrokers "+cluster); err != nil {
+		return nil, err
+	}
+	if f.PerBroker == nil {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(f.PerBroker))
+	for id := range f.PerBroker {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// BrokerVersionOf implements doctor.Brokers.
+func (f *Admin) BrokerVersionOf(ctx context.Context, broker string) (string, error) {
+	b, err := f.broker(ctx, broker)
+	if err != nil {
+		return "", err
+	}
+	return b.BrokerVersion(ctx)
+}
+
+// RuntimeConfigOf implements doctor.Brokers.
+func (f *Admin) RuntimeConfigOf(ctx context.Context, broker string) (map[string]string, error) {
+	b, err := f.broker(ctx, broker)
+	if err != nil {
+		return nil, err
+	}
+	return b.RuntimeConfig(ctx)
+}
+
+func (f *Admin) broker(ctx context.Context, id string) (*Admin, error) {
+	f.mu.Lock()
+	b := f.PerBroker[id]
+	f.mu.Unlock()
+	if b == nil {
+		return nil, NotFound(f.Name, "broker "+id)
+	}
+	return b, ctx.Err()
 }
 
 // Clusters implements doctor.Admin.
