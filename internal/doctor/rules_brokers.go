@@ -128,7 +128,11 @@ func brokerURL(cl *Cluster, id string) string {
 // brokerUnread is the finding for a broker whose own address did not answer: a warning,
 // because brokers often advertise addresses only their peers reach.
 func brokerUnread(cl *Cluster, b brokerRead) Finding {
-	msg := fmt.Sprintf("broker %s of %s did not answer at its own address %s: its version, KoP and settings were not compared with the other brokers'", b.id, cl.Name, brokerURL(cl, b.id))
+	what := "did not answer at its own address"
+	if !isUnreachable(b.vErr) {
+		what = "answered with an error at its own address"
+	}
+	msg := fmt.Sprintf("broker %s of %s %s %s: its version, KoP and settings were not compared with the other brokers'", b.id, cl.Name, what, brokerURL(cl, b.id))
 	return Finding{Severity: SeverityWarning, Check: CheckBrokers, Cluster: cl.Name, Subject: b.id, Message: msg,
 		Evidence: map[string]any{"broker": b.id, "error": b.vErr.Error()},
 		Fix:      fmt.Sprintf("check that the broker runs (%s) and that %s is reachable from where kop-offsets runs (the id is the broker's advertised web address)", pulsarAdmin(cl, "brokers list", cl.PulsarName), brokerURL(cl, b.id)),

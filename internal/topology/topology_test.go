@@ -159,7 +159,7 @@ func moveBundle(t *testing.T, c lab.Cluster, ns, bundle, dest string) {
 }
 
 // ownerOf is the broker owning bundle now, from the brokers' ownership lists.
-func ownerOf(t *testing.T, ctx context.Context, c lab.Cluster, ns, bundle string) string {
+func ownerOf(ctx context.Context, t *testing.T, c lab.Cluster, ns, bundle string) string {
 	t.Helper()
 	o, ok, err := adminutil.NewOwners(labtest.PulsarxAdmin(t, c), c.Name).Owner(ctx, ns, bundle)
 	if err != nil {
@@ -199,20 +199,20 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 		t.Fatalf("plan: %+v", plan.Bundles)
 	}
 	bundle := plan.Executable()[0].Range
-	was := ownerOf(t, ctx, c, "public/__kafka", bundle)
+	was := ownerOf(ctx, t, c, "public/__kafka", bundle)
 	dest := brokers[c.Name][0]
 	if dest == was {
 		dest = brokers[c.Name][1]
 	}
 	moveBundle(t, c, "public/__kafka", bundle, dest)
 	deadline := time.Now().Add(time.Minute)
-	for ownerOf(t, ctx, c, "public/__kafka", bundle) != dest && time.Now().Before(deadline) {
+	for ownerOf(ctx, t, c, "public/__kafka", bundle) != dest && time.Now().Before(deadline) {
 		if _, err := adm.LookupOwner(ctx, pulsarx.PartitionTopic(lab.OffsetsTopic, plan.Executable()[0].OffsetsPartitions[0])); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
 	}
-	t.Logf("bundle %s: planned on %s, moved to %s (now %s)", bundle, was, dest, ownerOf(t, ctx, c, "public/__kafka", bundle))
+	t.Logf("bundle %s: planned on %s, moved to %s (now %s)", bundle, was, dest, ownerOf(ctx, t, c, "public/__kafka", bundle))
 
 	var logs []string
 	ex := (&reload.Executor{Cluster: ref, Admin: adm, Fetcher: kg, Reader: rd, Wait: time.Minute,
@@ -222,7 +222,7 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
 		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
 	}
-	if now := ownerOf(t, ctx, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
+	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
 		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
 	}
 }
