@@ -31,6 +31,7 @@ vet: ## go vet, all build tags
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags kop ./internal/kopsuite/
 	$(GO) vet -tags deploy ./deploy/
+	$(GO) vet -tags topology ./internal/topology/
 
 unit: fmt vet ## fast tier: unit tests, no JVM (seconds)
 	$(GO) test -count=1 ./...

@@ -477,16 +477,30 @@ func (e *Executor) partitions() int32 {
 	return 1 // unknown: no partition is failed-to-load for the prediction
 }
 
-// lookup makes a broker take the bundle: a lookup of each of its offsets partitions.
+// lookup makes a broker take the bundle: a lookup of each of its offsets partitions. It sets
+// br.Owner to the broker(s) these lookups answered, never to an earlier answer: after each
+// unload the bundle may come back on another broker, and the load manager may move it while
+// it is looked up (then the partitions answer different owners, all of them listed).
+// Nothing else is pinned to a broker: the unload goes to the bundle through the admin API,
+// and KoP is asked through the Kafka client, which follows FindCoordinator to the new owner.
 func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
+	var owners []string
 	for _, part := range pb.OffsetsPartitions {
 		owner, err := e.Admin.LookupOwner(ctx, e.Cluster.PartitionTopic(part))
 		if err != nil {
 			return err
 		}
-		if br.Owner == "" {
-			br.Owner = cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL)
+		if o := cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL); o != "" && !slices.Contains(owners, o) {
+			owners = append(owners, o)
 		}
+	}
+	was := br.Owner
+	br.Owner = strings.Join(owners, ",")
+	if len(owners) > 1 {
+		e.Log("the offsets partitions of bundle %s on %s answered different owners (%s): the bundle moved while it was looked up", pb.Range, e.Cluster.Name, br.Owner)
+	}
+	if was != "" && was != br.Owner {
+		e.Log("bundle %s on %s came back on %s (it was on %s)", pb.Range, e.Cluster.Name, br.Owner, was)
 	}
 	return nil
 }
