@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -117,6 +118,7 @@ type clusterState struct {
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
+	listErr    error // some brokers did not list their groups (kafkafetch.PartialListError)
 	unserved   []UnservedPartition
 	leo        map[string]map[int32]int64
 	repl       map[int32]map[string]offsets.Inbound
@@ -228,7 +230,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 		if s.c.Fetcher == nil {
 			return
 		}
-		s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
+		s.listGroups(ctx)
 	})
 	for _, s := range ru.states {
 		for _, g := range s.listed {
@@ -238,6 +240,18 @@ func (ru *run) selectGroups(ctx context.Context) {
 		}
 	}
 	ru.groups = slices.Sorted(mapKeys(ru.groupSet))
+}
+
+// listGroups asks KoP for its groups. When only some brokers answer, their groups and the
+// named ones are still asked for offsets (only groups whose coordinator is down fail), and
+// the run ends unreachable (exit 3) with the silent brokers named: one broker of three down
+// does not blind the whole cluster's cached side.
+func (s *clusterState) listGroups(ctx context.Context) {
+	s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
+	var partial *kafkafetch.PartialListError
+	if errors.As(s.cacheErr, &partial) {
+		s.listErr, s.cacheErr = s.cacheErr, nil
+	}
 }
 
 // fetchCached asks KoP on every cluster for the groups, and probes the offsets partitions.
@@ -426,8 +440,10 @@ func (ru *run) finish() {
 		if s.pErr != nil {
 			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
 		}
-		if s.cacheErr != nil {
-			rep.addErr(clusterErr(s.c.Name, "kafka", s.cacheErr))
+		for _, err := range []error{s.cacheErr, s.listErr} {
+			if err != nil {
+				rep.addErr(clusterErr(s.c.Name, "kafka", err))
+			}
 		}
 		rep.Unserved = append(rep.Unserved, s.unserved...)
 	}

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -42,6 +43,7 @@ type KoP struct {
 	asked    [][]string
 	brokers  int              // kfake brokers; above 1 each answers only the groups it coordinates
 	servedBy map[string]int32 // group -> the broker whose OffsetFetch answer served it last
+	down     map[int32]bool   // brokers that close every connection (SetBrokerDown)
 }
 
 // NewKoP starts a one-broker fake KoP serving topics (3 partitions each; "topic-1" when
@@ -67,7 +69,7 @@ func NewKoPBrokers(t testing.TB, n int, topics ...string) *KoP {
 	t.Cleanup(c.Close)
 	k := &KoP{Cluster: c, cache: map[string]map[string]map[int32]int64{}, members: map[string]int{},
 		loading: map[string]int{}, unserved: map[string]bool{}, ends: map[string]map[int32]int64{},
-		brokers: n, servedBy: map[string]int32{}}
+		brokers: n, servedBy: map[string]int32{}, down: map[int32]bool{}}
 	k.control(kmsg.OffsetFetch, k.offsetFetch)
 	k.control(kmsg.DescribeGroups, k.describeGroups)
 	k.control(kmsg.ListGroups, k.listGroups)
@@ -78,8 +80,24 @@ func NewKoPBrokers(t testing.TB, n int, topics ...string) *KoP {
 func (k *KoP) control(key kmsg.Key, answer func(kmsg.Request) kmsg.Response) {
 	k.Cluster.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		k.Cluster.KeepControl()
+		k.mu.Lock()
+		down := k.down[k.Cluster.CurrentNode()]
+		k.mu.Unlock()
+		if down {
+			return nil, errBrokerDown, true // kfake closes the connection
+		}
 		return answer(req), nil, true
 	})
+}
+
+var errBrokerDown = errors.New("fake KoP: broker down")
+
+// SetBrokerDown makes broker node close every connection that asks it for offsets, groups
+// or log-end offsets, as a stopped broker that clients still know of.
+func (k *KoP) SetBrokerDown(node int32, down bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.down[node] = down
 }
 
 // Client returns a client of this KoP capped at the request versions KoP speaks (OffsetFetch
@@ -318,6 +336,7 @@ func (k *KoP) describeGroups(kr kmsg.Request) kmsg.Response {
 
 func (k *KoP) listGroups(kr kmsg.Request) kmsg.Response {
 	resp := kr.(*kmsg.ListGroupsRequest).ResponseKind().(*kmsg.ListGroupsResponse)
+	node := k.Cluster.CurrentNode()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	known := map[string]bool{}
@@ -328,7 +347,9 @@ func (k *KoP) listGroups(kr kmsg.Request) kmsg.Response {
 		known[g] = known[g] || n > 0
 	}
 	for _, name := range sortedKeys(known) {
-		if !known[name] {
+		// Each broker lists the groups it coordinates, as KoP lists those of the offsets
+		// partitions its broker owns.
+		if !known[name] || (k.brokers > 1 && k.Cluster.CoordinatorFor(name) != node) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()

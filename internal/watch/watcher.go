@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -499,7 +500,12 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
 		defer cancel()
 		ls, err := c.Fetcher.ListGroups(cctx)
-		if err != nil {
+		var partial *kafkafetch.PartialListError
+		switch {
+		case errors.As(err, &partial):
+			// Some brokers answered: their groups are asked, the others' fail alone.
+			w.log.Warn("KoP listed the groups of some brokers only", "cluster", c.Name, "error", err)
+		case err != nil:
 			return // the fetch counts KoP's failure
 		}
 		mu.Lock()
