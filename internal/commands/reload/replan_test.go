@@ -30,7 +30,7 @@ func (j joins) DescribeGroups(_ context.Context, gs []string) (map[string]reload
 
 // TestReloadPlansAgainAfterWaitingForTheLease: while reload waits for the lease, the
 // holder's work lets a consumer join the group; the plan made before the wait would
-// unload a bundle with a live group. The plan made after the wait refuses it.
+// unload a bundle with a live group. The plan made after the wait refuses it (--refuse-live).
 func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Yes, h.opts.Format = true, "json"
@@ -45,6 +45,7 @@ func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 			return nil, err
 		}
 		s.Planner.Describers = map[string]reload.GroupDescriber{"scus": joins{&joined}}
+		s.Planner.RefuseLive = true // the new plan refuses the group live since the wait
 		s.Lease.Wait = time.Minute
 		s.Lease.Sleep = func(context.Context, time.Duration) error { joined.Store(true); return nil }
 		return s, nil
