@@ -200,3 +200,17 @@ func (r *planRun) rereadAhead(ctx context.Context) {
 		r.persisted = po
 	}
 }
+
+// RefusedForActivity reports whether pb is refused for its groups' activity on the cluster
+// written to (unknown, or live under RefuseLive), not (only) for losses or skips.
+func (p *Plan) RefusedForActivity(pb PlannedBundle) bool {
+	if !pb.Refused || p.AllowActive {
+		return false
+	}
+	for _, g := range p.GroupsIn(pb.Range) {
+		if g.Here == ActivityUnknown || g.Here == ActivityLive && p.RefuseLive {
+			return true
+		}
+	}
+	return false
+}

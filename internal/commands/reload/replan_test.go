@@ -34,6 +34,7 @@ func (j joins) DescribeGroups(_ context.Context, gs []string) (map[string]reload
 func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Yes, h.opts.Format = true, "json"
+	h.opts.RefuseLive = true // the new plan refuses the group live since the wait
 	b := &lease.MemBroker{FreeAfter: 2}
 	b.Hold(jump)
 	guarded(h, b, filepath.Join(t.TempDir(), "audit.jsonl"))
@@ -45,7 +46,6 @@ func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 			return nil, err
 		}
 		s.Planner.Describers = map[string]reload.GroupDescriber{"scus": joins{&joined}}
-		s.Planner.RefuseLive = true // the new plan refuses the group live since the wait
 		s.Lease.Wait = time.Minute
 		s.Lease.Sleep = func(context.Context, time.Duration) error { joined.Store(true); return nil }
 		return s, nil
