@@ -471,23 +471,20 @@ func TestLiveGroupUnloadCost(t *testing.T) {
 				stats(costs, func(c cost) float64 { return c.pause.Seconds() }, "s"),
 				stats(costs, func(c cost) float64 { return float64(c.duplicates) }, ""),
 				stats(costs, func(c cost) float64 { return float64(c.callbacks["generation"]) }, ""),
-				stats(costs, func(c cost) float64 {
-					n := 0
-					for _, v := range c.commitErrs {
-						n += v
-					}
-					return float64(n)
-				}, ""),
-				stats(costs, func(c cost) float64 {
-					n := 0
-					for _, v := range c.retried {
-						n += v
-					}
-					return float64(n)
-				}, ""),
+				stats(costs, func(c cost) float64 { return total(c.commitErrs) }, ""),
+				stats(costs, func(c cost) float64 { return total(c.retried) }, ""),
 				stats(costs, func(c cost) float64 { return c.unanswered.Seconds() }, "s"))
 		})
 	}
+}
+
+// total is the sum of a count map's values.
+func total(m map[string]int) float64 {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return float64(n)
 }
 
 // stats is "min/median/max" of f over cs.

@@ -175,19 +175,11 @@ func TestExecuteLiveGroupKeepsCommitting(t *testing.T) {
 // A cache that is ahead after the load with a value the topic does not hold (or behind it)
 // is not fresh: only the group's own commits, held by the topic, are.
 func TestExecuteAheadWithoutTopicIsNotFresh(t *testing.T) {
-	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := fakes.NewAdmin("scus")
-	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
+	g, rd, fa, k, pl := stalePlan(t)
 	fa.OnUnload = func(string) {
 		k.mu.Lock()
 		k.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 11000}} // not in the topic
 		k.mu.Unlock()
-	}
-	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
-		Plan(context.Background(), Request{Groups: []string{g}})
-	if err != nil {
-		t.Fatal(err)
 	}
 	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 100 * time.Millisecond, PollInterval: 10 * time.Millisecond}).
 		Execute(context.Background(), pl, pl.Executable())
@@ -219,4 +211,20 @@ func TestBetween(t *testing.T) {
 			t.Errorf("%s: between = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// stalePlan is the user's story on scus as the executor tests start it: the topic holds
+// 10900 for g, KoP serves 500, and the plan of g (idle) reloads its bundle.
+func stalePlan(t *testing.T) (string, *fakes.MemReader, *fakes.Admin, *kopModel, *Plan) {
+	t.Helper()
+	g := groupIn("g", 3, 8)
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
+	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
+	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil || len(pl.Executable()) != 1 {
+		t.Fatalf("%v %+v", err, pl)
+	}
+	return g, rd, fa, k, pl
 }
