@@ -45,8 +45,10 @@ type liveGroup struct {
 	observed   []observation
 	commits    int
 
-	stop func()
-	done sync.WaitGroup
+	stop         func()
+	stopProducer func()
+	done         sync.WaitGroup
+	produceDone  chan struct{}
 }
 
 type delivery struct {
@@ -79,15 +81,18 @@ func startLiveGroup(t *testing.T, c lab.Cluster, topic, group string, autoCommit
 	lg := &liveGroup{t: t, c: c, topic: topic, group: group, autoCommit: autoCommit, times: map[int64]int{}, maxRead: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	lg.stop = cancel
+	pctx, pcancel := context.WithCancel(ctx)
+	lg.stopProducer = pcancel
+	lg.produceDone = make(chan struct{})
 
 	prod := labtest.Kafka(t, c, kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(0))
-	lg.done.Add(1)
 	go func() {
-		defer lg.done.Done()
+		defer close(lg.produceDone)
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		for i := 0; ctx.Err() == nil; i++ {
+		for i := 0; pctx.Err() == nil; i++ {
 			r := &kgo.Record{Key: []byte("k-" + strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}
+			// Not cancelled with pctx: a record is counted once KoP acknowledged it.
 			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
 				if ctx.Err() == nil {
 					t.Errorf("produce: %v", err)
@@ -98,7 +103,7 @@ func startLiveGroup(t *testing.T, c lab.Cluster, topic, group string, autoCommit
 			lg.produced++
 			lg.mu.Unlock()
 			select {
-			case <-ctx.Done():
+			case <-pctx.Done():
 			case <-tick.C:
 			}
 		}
@@ -197,7 +202,7 @@ func startLiveGroup(t *testing.T, c lab.Cluster, topic, group string, autoCommit
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	t.Cleanup(func() { lg.stop(); lg.done.Wait() })
+	t.Cleanup(func() { lg.stop(); <-lg.produceDone; lg.done.Wait() })
 	return lg
 }
 
@@ -279,6 +284,8 @@ func (lg *liveGroup) waitCommitted(t *testing.T) {
 // before, nor one past what the member had been handed.
 func (lg *liveGroup) finish(t *testing.T) {
 	t.Helper()
+	lg.stopProducer()
+	<-lg.produceDone
 	lg.mu.Lock()
 	produced := lg.produced
 	lg.mu.Unlock()
@@ -296,6 +303,9 @@ func (lg *liveGroup) finish(t *testing.T) {
 	lg.done.Wait()
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
+	if lg.maxRead < produced-1 {
+		t.Errorf("the live group read up to %d of %d records within 2 minutes", lg.maxRead, produced)
+	}
 	var missing []int64
 	for off := int64(0); off < lg.produced; off++ {
 		if lg.times[off] == 0 {
