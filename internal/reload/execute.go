@@ -124,6 +124,9 @@ type GroupResult struct {
 	// After is KoP's last answer during the wait.
 	After  *CacheAnswer `json:"after"`
 	Status string       `json:"status"`
+	// CommittedSince: the group committed on this cluster after the load; KoP serves its own
+	// newer offsets, which the topic holds (live.go).
+	CommittedSince bool `json:"committedSince,omitempty"`
 }
 
 // CacheAnswer is KoP's answer to OffsetFetch for a group.
@@ -310,7 +313,7 @@ func (e *Executor) recheck(ctx context.Context, plan *Plan, groups []AffectedGro
 			}
 		}
 	}
-	return grs, late
+	return grs, e.recheckLive(ctx, groups, late)
 }
 
 // unload unloads the bundle and returns the unload call's error.
@@ -405,7 +408,7 @@ func (e *Executor) awaitFresh(ctx context.Context, pb PlannedBundle, grs []Group
 	}
 	for {
 		e.fetchAll(ctx, grs, pending, deadline, func(gr *GroupResult, a *CacheAnswer) { gr.After = a })
-		pending = fresh(pending)
+		pending = e.movedOn(ctx, pb, grs, fresh(pending))
 		if len(pending) == 0 || !e.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}

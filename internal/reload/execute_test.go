@@ -39,15 +39,15 @@ func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
 		t.Errorf("idle/never: %+v %+v", got["idle"], got["never"])
 	}
 
-	// A plan over the fake KoP: the live group's bundle is refused without --allow-active.
+	// A plan over the fake KoP: the live group's bundle is refused under --refuse-live.
 	p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: fakes.NewMemReader(8).Commit(
 		kopcommit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
-		Describers: map[string]GroupDescriber{"scus": kg}}
+		Describers: map[string]GroupDescriber{"scus": kg}, RefuseLive: true}
 	plan, err := p.Plan(ctx, Request{Groups: []string{"live"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, "live members: live@scus") {
+	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, "live members (--refuse-live): live@scus") {
 		t.Errorf("plan: %+v", plan.Bundles)
 	}
 }
