@@ -66,7 +66,21 @@ func startMultiCluster(ctx context.Context, o Options, p Paths, c Cluster, rec *
 	if err := waitListening(ctx, p, c, bk, c.Ports.Bookie); err != nil {
 		return err
 	}
-	for i := range c.Brokers {
+	b0, err := startProcess(p, c, RoleBroker, 0, o.PulsarVersion, rec)
+	if err != nil {
+		return err
+	}
+	if c.KoP && len(c.Brokers) > 1 {
+		// KoP creates public/__kafka and the offsets topic when its broker starts. Brokers of a
+		// fresh cluster started at once race there: one gets 409 for the namespace, then 404 for
+		// the topic the other is still creating, and its broker exits (seen on KoP 3.1.1.1). So
+		// broker 0 goes first, and the others start once its KoP answers.
+		if _, err := waitHealthy(ctx, b0.LogPath, c.Broker(0), b0.PID, o.StartTimeout); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Log, "lab: %s broker-0 healthy (KoP created its metadata); starting the other brokers\n", c.Name)
+	}
+	for i := 1; i < len(c.Brokers); i++ {
 		if _, err := startProcess(p, c, RoleBroker, i, o.PulsarVersion, rec); err != nil {
 			return err
 		}
