@@ -1,5 +1,6 @@
-// Package lab starts, checks and stops the project's lab: two real Apache Pulsar standalone
-// clusters (scus and wus) on 127.0.0.1, geo-replicated both ways, with the KoP protocol
+// Package lab starts, checks and stops the project's lab: real Apache Pulsar clusters (scus and
+// wus, and eus with three) on 127.0.0.1, geo-replicated in a full mesh, each a standalone or
+// (Shape.Brokers >= 2) a ZooKeeper, a bookie and several brokers, with the KoP protocol
 // handler wired in and switched on when a KoP NAR is brought (KOP_NAR) or resolves from Maven.
 //
 // The artifacts come from lab/pom.xml (Maven, into ~/.m2), the broker configuration from
@@ -8,10 +9,12 @@
 //	lab/run/dist/apache-pulsar-<v>/   the unpacked distribution (+ .version marker)
 //	lab/run/protocols/                the KoP NAR when Maven resolves it, and the probe result
 //	lab/run/protocols/byo/            the NAR brought with KOP_NAR (a link or a copy)
-//	lab/run/<cluster>/conf/           rendered broker.conf
-//	lab/run/<cluster>/data/           RocksDB metadata store and bookie data
-//	lab/run/<cluster>/logs/broker.log the JVM's stdout and stderr
-//	lab/run/<cluster>/tmp/            java.io.tmpdir (RocksDB JNI, NAR extraction)
+//	lab/run/<cluster>/conf/           rendered broker.conf (standalone), or zookeeper.conf,
+//	                                  bookie.conf and broker-<i>.conf (several brokers)
+//	lab/run/<cluster>/data/           RocksDB metadata store and bookie data, or zookeeper/ and
+//	                                  bookie/; the layout marker and metadata-initialized
+//	lab/run/<cluster>/logs/           broker.log, or one <process>.log each: stdout and stderr
+//	lab/run/<cluster>/tmp/            java.io.tmpdir (RocksDB JNI, NAR extraction), per process
 //	lab/run/state.json                pids and what was started
 //	lab/run/config.yaml               a kop-offsets config for both clusters
 //	lab/run/lab.lock, users.lock      flock files (one start per go test run)
