@@ -65,7 +65,7 @@ func StartBroker(ctx context.Context, opts Options, name string, i int) error {
 			return err
 		}
 		fmt.Fprintf(o.Log, "lab: started %s %s (pid %d); log %s\n", name, ps.ID(), pid, ps.LogPath)
-		d, err := waitHealthy(ctx, ps.LogPath, c.Cluster.Broker(i), pid, o.StartTimeout)
+		d, err := waitHealthy(ctx, ps.LogPath, c.Broker(i), pid, o.StartTimeout)
 		if err != nil {
 			return err
 		}

@@ -337,7 +337,7 @@ func awaitHealthy(ctx context.Context, o Options, p Paths, st *State) (map[strin
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				view := cs.Cluster.Broker(ps.Index)
+				view := cs.Broker(ps.Index)
 				_, err := waitHealthy(ctx, ps.LogPath, view, ps.PID, o.StartTimeout)
 				mu.Lock()
 				defer mu.Unlock()
@@ -475,7 +475,7 @@ func allHealthy(ctx context.Context, st *State, wait time.Duration) error {
 		var errs []error
 		for _, c := range st.Clusters {
 			for i := 0; i < c.BrokerCount(); i++ {
-				if err := CheckHealth(ctx, c.Cluster.Broker(i)); err != nil {
+				if err := CheckHealth(ctx, c.Broker(i)); err != nil {
 					errs = append(errs, brokerErr(c.Cluster, i, err))
 				}
 			}
@@ -658,7 +658,7 @@ func clusterStatus(ctx context.Context, c ClusterState) ClusterStatus {
 		default:
 			st.RSSMB, _ = RSSMB(ps.PID)
 			if ps.servesBroker() {
-				st.Health = brokerErr(c.Cluster, ps.Index, CheckHealth(ctx, c.Cluster.Broker(ps.Index)))
+				st.Health = brokerErr(c.Cluster, ps.Index, CheckHealth(ctx, c.Broker(ps.Index)))
 			}
 		}
 		if st.Health != nil {

@@ -154,7 +154,7 @@ func (c Cluster) KafkaBootstraps() []string {
 // Other clusters' replicators and lookups then reach this cluster while any broker is up.
 func (c Cluster) AdminURLs() string { return multiHost("http", c, func(b Broker) int { return b.Web }) }
 
-// ServiceURLs: see AdminURLs.
+// ServiceURLs is every broker's binary protocol as one multi-host URL (see AdminURLs).
 func (c Cluster) ServiceURLs() string {
 	return multiHost("pulsar", c, func(b Broker) int { return b.Service })
 }
@@ -328,7 +328,7 @@ func (p Paths) ZooKeeperTemplate() string {
 	return filepath.Join(p.LabDir(), "conf", "zookeeper.conf.tmpl")
 }
 
-// BookieTemplate: see ZooKeeperTemplate.
+// BookieTemplate is the configuration template of a multi-broker cluster's bookie.
 func (p Paths) BookieTemplate() string {
 	return filepath.Join(p.LabDir(), "conf", "bookkeeper.conf.tmpl")
 }
