@@ -82,7 +82,7 @@ e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and sto
 	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
 
 # Not part of `make test` (CI): a multi-broker lab takes minutes to start on 2 shared cores and
-# 3 to 5 GB of memory (docs/lab.md). KOP_LAB_BROKERS defaults to 2 here; KOP_LAB_CLUSTERS=3
+# 2 to 3 GB of memory (docs/lab.md). KOP_LAB_BROKERS defaults to 2 here; KOP_LAB_CLUSTERS=3
 # adds eus.
 e2e-topology: ## the multi-broker lab's tests (tag topology): starts the lab with KOP_LAB_BROKERS=2 unless set, stops it after
 	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/
