@@ -154,7 +154,9 @@ func ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster
 }
 
 func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluster) error {
-	want := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURL, BrokerServiceURL: o.ServiceURL}
+	// Every broker of o, in Pulsar's multi-host form: the replicator reaches o while any of
+	// them is up (a standalone's is its one URL).
+	want := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURLs(), BrokerServiceURL: o.ServiceURLs()}
 	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
 	if err != nil {
 		if !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
