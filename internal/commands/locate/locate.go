@@ -185,64 +185,83 @@ func locateRun(ctx context.Context, opts *Options) error {
 			rows = append(rows, Offline(g, opts.Offline))
 		}
 	} else {
-		clusters, err := opts.Clusters()
-		if err != nil {
+		var err error
+		if rows, failed, err = locateOnline(ctx, opts); err != nil {
 			return err
 		}
-		admins := make([]Admin, len(clusters))
-		for i, cl := range clusters {
-			if admins[i], err = opts.Admin(cl); err != nil {
-				return err
-			}
-		}
-		perCluster := make([][]Location, len(clusters))
-		var wg sync.WaitGroup
-		for i, cl := range clusters {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				perCluster[i] = locateCluster(ctx, cl, admins[i], opts.Groups)
-			}()
-		}
-		wg.Wait()
-		for i, a := range admins {
-			if bf, ok := a.(brokerFailures); ok {
-				for _, b := range bf.FailedBrokers() {
-					fmt.Fprintf(opts.IO.ErrOut, "warning: cluster %s: broker %s did not list its bundles (%s): rows were answered from the other brokers; a bundle none of them owns has no owner\n",
-						clusters[i].Name, b.Broker, trimCluster(b.Err, clusters[i].Name))
-				}
-			}
-		}
-		counts := map[int32][]string{}
-		for i, locs := range perCluster {
-			for _, l := range locs {
-				if l.Error != "" {
-					failed = true
-				}
-			}
-			if len(locs) > 0 && locs[0].Partitions != nil {
-				counts[*locs[0].Partitions] = append(counts[*locs[0].Partitions], clusters[i].Name)
-			}
-		}
-		// Group-major order: each group on every cluster, side by side.
-		for gi := range opts.Groups {
-			for _, locs := range perCluster {
-				rows = append(rows, locs[gi])
-			}
-		}
-		if len(counts) > 1 {
-			var parts []string
-			for n, names := range counts {
-				parts = append(parts, fmt.Sprintf("%s: %d", strings.Join(names, ","), n))
-			}
-			slices.Sort(parts)
-			fmt.Fprintf(opts.IO.ErrOut, "warning: the clusters' offsets topics have different partition counts (%s): a group lives in different partitions on each\n",
-				strings.Join(parts, "; "))
+	}
+	if err := printLocations(opts, rows); err != nil {
+		return err
+	}
+	if failed {
+		return cmdutil.SilentError(cmdutil.ExitUnreachable)
+	}
+	return nil
+}
+
+// locateOnline asks every cluster's brokers where the groups live; failed is true when a
+// row could not be answered.
+func locateOnline(ctx context.Context, opts *Options) (rows []Location, failed bool, err error) {
+	clusters, err := opts.Clusters()
+	if err != nil {
+		return nil, false, err
+	}
+	admins := make([]Admin, len(clusters))
+	for i, cl := range clusters {
+		if admins[i], err = opts.Admin(cl); err != nil {
+			return nil, false, err
 		}
 	}
+	perCluster := make([][]Location, len(clusters))
+	var wg sync.WaitGroup
+	for i, cl := range clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			perCluster[i] = locateCluster(ctx, cl, admins[i], opts.Groups)
+		}()
+	}
+	wg.Wait()
+	for i, a := range admins {
+		if bf, ok := a.(brokerFailures); ok {
+			for _, b := range bf.FailedBrokers() {
+				fmt.Fprintf(opts.IO.ErrOut, "warning: cluster %s: broker %s did not list its bundles (%s): rows were answered from the other brokers; a bundle none of them owns has no owner\n",
+					clusters[i].Name, b.Broker, trimCluster(b.Err, clusters[i].Name))
+			}
+		}
+	}
+	counts := map[int32][]string{}
+	for i, locs := range perCluster {
+		for _, l := range locs {
+			if l.Error != "" {
+				failed = true
+			}
+		}
+		if len(locs) > 0 && locs[0].Partitions != nil {
+			counts[*locs[0].Partitions] = append(counts[*locs[0].Partitions], clusters[i].Name)
+		}
+	}
+	// Group-major order: each group on every cluster, side by side.
+	for gi := range opts.Groups {
+		for _, locs := range perCluster {
+			rows = append(rows, locs[gi])
+		}
+	}
+	if len(counts) > 1 {
+		var parts []string
+		for n, names := range counts {
+			parts = append(parts, fmt.Sprintf("%s: %d", strings.Join(names, ","), n))
+		}
+		slices.Sort(parts)
+		fmt.Fprintf(opts.IO.ErrOut, "warning: the clusters' offsets topics have different partition counts (%s): a group lives in different partitions on each\n",
+			strings.Join(parts, "; "))
+	}
+	return rows, failed, nil
+}
 
+func printLocations(opts *Options, rows []Location) error {
 	cs := opts.IO.ColorScheme()
-	err := output.Print(opts.IO, opts.Format, rows, func(tp *output.TablePrinter) {
+	return output.Print(opts.IO, opts.Format, rows, func(tp *output.TablePrinter) {
 		if opts.Offline > 0 {
 			tp.AddHeader("GROUP", "JAVA-HASH", "PARTITION", "PARTITION-TOPIC")
 		} else {
@@ -272,13 +291,6 @@ func locateRun(ctx context.Context, opts *Options) error {
 			tp.AddRow(l.Group, l.Cluster, i32(l.OffsetsPartition), dash(l.PartitionTopic), dash(l.Bundle), owner, errCell)
 		}
 	})
-	if err != nil {
-		return err
-	}
-	if failed {
-		return cmdutil.SilentError(cmdutil.ExitUnreachable)
-	}
-	return nil
 }
 
 // locateCluster returns one row per group (in order) for cluster cl.
