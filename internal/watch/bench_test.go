@@ -1,0 +1,54 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+)
+
+// BenchmarkWatchSteadyState is the heap watch holds in its steady state per live key: one
+// cluster whose offsets topic holds KOP_BENCH_KEYS keys (default 100,000; groups of 5
+// partitions), all served by KoP, after the cycles that built every row. held-B/key is the
+// heap after a GC minus the heap before the watcher started (the input is held by both).
+func BenchmarkWatchSteadyState(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("KOP_BENCH_KEYS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		tail, kop := newMemTail(8), newHistory(8)
+		now := time.Unix(1_800_000_000, 0)
+		for i := range n {
+			c := kopcommit.OffsetCommit{Group: fmt.Sprintf("group-%07d", i/5), Topic: fmt.Sprintf("persistent://public/default/topic-%02d", i%100),
+				Partition: int32(i % 5), Offset: int64(i), CommitTime: now}
+			tail.commit("", c)
+			kop.serveTopic(c.Group, fmt.Sprintf("topic-%02d", i%100), c.Partition, c.Offset)
+		}
+		before := heapAlloc()
+		w := New([]Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: tail, Fetcher: kop, Replication: check.StaticReplication{}}},
+			Options{Now: func() time.Time { return now }, Resync: time.Hour, Backoff: 10 * time.Millisecond, CallTimeout: time.Minute})
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := w.Start(ctx)
+		for i := 0; w.retained().rowGroups < n/5; i++ {
+			w.Cycle(ctx)
+			if i > 10_000 {
+				b.Fatalf("rows of %d groups after %d cycles, want %d", w.retained().rowGroups, i, n/5)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		after := heapAlloc()
+
+		b.ReportMetric(float64(after-min(after, before))/float64(n), "held-B/key")
+		cancel()
+		wait()
+	}
+}
