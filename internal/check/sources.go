@@ -100,5 +100,5 @@ type ClusterError struct {
 }
 
 func clusterErr(cluster, endpoint string, err error) ClusterError {
-	return ClusterError{Cluster: cluster, Endpoint: endpoint, Error: fmt.Sprintf("cluster %s: %s: %v", cluster, endpoint, err)}
+	return ClusterError{Cluster: cluster, Endpoint: endpoint, Error: fmt.Sprintf("cluster %s: %s: %s", cluster, endpoint, pulsarx.TrimCluster(err, cluster))}
 }

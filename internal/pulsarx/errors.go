@@ -132,3 +132,16 @@ func jsonReason(body []byte) string {
 	}
 	return v.Reason
 }
+
+// TrimCluster is err's text without the leading "cluster NAME: " that errors of this package
+// carry, for a message that names the cluster itself.
+func TrimCluster(err error, cluster string) string {
+	s := err.Error()
+	for {
+		t := strings.TrimPrefix(s, "cluster "+cluster+": ")
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}

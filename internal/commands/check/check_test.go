@@ -130,7 +130,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"drift", nil, false, 1, ""},
 		{"fail-on names nothing found", func(o *Options) { o.FailOn = []string{"diverged,missing"} }, false, 0, ""},
 		{"fail-on stale_cache", func(o *Options) { o.FailOn = []string{"STALE_CACHE"} }, false, 1, ""},
-		{"cluster down wins", nil, true, 3, "cluster wus: pulsar: cluster wus: get partitioned metadata"},
+		{"cluster down wins", nil, true, 3, "cluster wus: pulsar: get partitioned metadata"},
 		{"unknown source", func(o *Options) { o.Source = "eus" }, false, 2, ""},
 		{"bad fail-on", func(o *Options) { o.FailOn = []string{"bogus"} }, false, 2, ""},
 	}

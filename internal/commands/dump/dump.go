@@ -525,7 +525,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 		if res.err != nil && !errors.Is(res.err, errLimit) {
 			var ee *cmdutil.ExitError
 			if !errors.As(res.err, &ee) || ee.Code != cmdutil.ExitUsage {
-				fmt.Fprintf(opts.IO.ErrOut, "error: cluster %s: %v\n", cl.Name, trimCluster(res.err, cl.Name))
+				fmt.Fprintf(opts.IO.ErrOut, "error: cluster %s: %v\n", cl.Name, pulsarx.TrimCluster(res.err, cl.Name))
 			}
 		}
 	}()
@@ -637,9 +637,6 @@ func (d *dumper) writeLive(state *liveState, cl config.Cluster, sum *recordio.Su
 	})
 }
 
-func trimCluster(err error, name string) string {
-	return strings.TrimPrefix(err.Error(), "cluster "+name+": ")
-}
 
 func (d *dumper) record(cluster string, m offsets.Message, rec *offsets.Record) *Record {
 	out := new(Record)

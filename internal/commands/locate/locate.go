@@ -226,7 +226,7 @@ func locateOnline(ctx context.Context, opts *Options) (rows []Location, failed b
 		if bf, ok := a.(brokerFailures); ok {
 			for _, b := range bf.FailedBrokers() {
 				fmt.Fprintf(opts.IO.ErrOut, "warning: cluster %s: broker %s did not list its bundles (%s): rows were answered from the other brokers; a bundle none of them owns has no owner\n",
-					clusters[i].Name, b.Broker, trimCluster(b.Err, clusters[i].Name))
+					clusters[i].Name, b.Broker, pulsarx.TrimCluster(b.Err, clusters[i].Name))
 			}
 		}
 	}
@@ -302,14 +302,14 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	fail := func(err error) []Location {
 		for i := range rows {
 			if rows[i].Error == "" {
-				rows[i].Error = trimCluster(err, cl.Name)
+				rows[i].Error = pulsarx.TrimCluster(err, cl.Name)
 			}
 		}
 		return rows
 	}
 	n, err := a.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
 	if err != nil {
-		return fail(fmt.Errorf("offsets topic: %s", trimCluster(err, cl.Name)))
+		return fail(fmt.Errorf("offsets topic: %s", pulsarx.TrimCluster(err, cl.Name)))
 	}
 	for i := range rows {
 		l := &rows[i]
@@ -318,14 +318,14 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 		l.PartitionTopic = cl.OffsetsPartitionTopic(p)
 		computed, err := a.BundleForTopic(ctx, l.PartitionTopic)
 		if err != nil {
-			l.Error = trimCluster(err, cl.Name)
+			l.Error = pulsarx.TrimCluster(err, cl.Name)
 			continue
 		}
 		l.ComputedBundle, l.Bundle = computed.Range, computed.Range
 		broker, err := a.BrokerBundleForTopic(ctx, l.PartitionTopic)
 		switch {
 		case err != nil:
-			l.Error = "broker's bundle: " + trimCluster(err, cl.Name)
+			l.Error = "broker's bundle: " + pulsarx.TrimCluster(err, cl.Name)
 		case broker.Range != computed.Range:
 			l.Bundle = broker.Range
 			l.Error = fmt.Sprintf("the broker places the topic in bundle %s, the computed bundle is %s", broker.Range, computed.Range)
@@ -333,7 +333,7 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 		owner, ok, err := a.BundleOwner(ctx, cl.MetadataNamespacePath(), l.Bundle)
 		switch {
 		case err != nil:
-			l.Error = joinErr(l.Error, "owner: "+trimCluster(err, cl.Name))
+			l.Error = joinErr(l.Error, "owner: "+pulsarx.TrimCluster(err, cl.Name))
 		case ok:
 			l.Owner, l.OwnerActive = &owner.Broker, &owner.Active
 		}
@@ -348,16 +348,6 @@ func joinErr(a, b string) string {
 	return a + "; " + b
 }
 
-func trimCluster(err error, name string) string {
-	s := err.Error()
-	for {
-		t := strings.TrimPrefix(s, "cluster "+name+": ")
-		if t == s {
-			return s
-		}
-		s = t
-	}
-}
 
 func i32(p *int32) string {
 	if p == nil {
