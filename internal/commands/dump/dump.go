@@ -637,7 +637,6 @@ func (d *dumper) writeLive(state *liveState, cl config.Cluster, sum *recordio.Su
 	})
 }
 
-
 func (d *dumper) record(cluster string, m offsets.Message, rec *offsets.Record) *Record {
 	out := new(Record)
 	d.recordInto(out, cluster, m, rec)

@@ -348,7 +348,6 @@ func joinErr(a, b string) string {
 	return a + "; " + b
 }
 
-
 func i32(p *int32) string {
 	if p == nil {
 		return "-"
