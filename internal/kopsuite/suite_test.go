@@ -220,7 +220,7 @@ func newTopic(t *testing.T, prefix string) string {
 func produce(t *testing.T, c lab.Cluster, topic string, n int) {
 	t.Helper()
 	start := time.Now()
-	cl := labtest.Kafka(t, c, kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond))
+	cl := labtest.Kafka(t, c, append(patientProducer(), kgo.DefaultProduceTopic(topic))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const chunk = 1000
@@ -234,6 +234,15 @@ func produce(t *testing.T, c lab.Cluster, topic string, n int) {
 		}
 	}
 	t.Logf("%s: produced %d records to %s through KoP in %s", c.Name, n, topic, time.Since(start).Round(time.Millisecond))
+}
+
+// patientProducer is a producer without idempotence (the lab's KoP has no transaction
+// coordinator) that waits long for KoP's answer: a produce request that times out is sent
+// again, and without idempotence its records are then written twice (seen once on the
+// loaded lab: 11,900 records for 10,900 produced).
+func patientProducer() []kgo.Opt {
+	return []kgo.Opt{kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProduceRequestTimeout(2 * time.Minute), kgo.RequestTimeoutOverhead(2 * time.Minute)}
 }
 
 // waitEndOffset waits until topic's partition 0 on c ends at want (replication brings the
