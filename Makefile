@@ -35,6 +35,7 @@ vet: ## go vet, all build tags
 	$(GO) vet -tags topology ./internal/lab/
 	$(GO) vet -tags deploy ./deploy/
 	$(GO) vet -tags topology ./internal/topology/
+	$(GO) vet -tags three ./internal/threeclusters/
 
 unit: fmt vet ## fast tier: unit tests, no JVM (seconds)
 	$(GO) test -count=1 ./...
@@ -62,7 +63,7 @@ demo: build ## the user's story on the lab, narrated (starts the lab, leaves it 
 	scripts/demo.sh
 
 # ---- the lab (internal/lab, cmd/kop-lab; docs/lab.md) ----
-.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab e2e-topology
+.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab e2e-topology e2e-three
 
 kop-lab-bin:
 	$(GO) build -o bin/kop-lab ./cmd/kop-lab
@@ -87,6 +88,9 @@ e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and sto
 # adds eus.
 e2e-topology: ## the multi-broker lab's tests (tag topology): starts the lab with KOP_LAB_BROKERS=2 unless set, stops it after
 	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/
+
+e2e-three: build ## the user's story on three clusters with KoP (tag three): starts the lab with KOP_LAB_CLUSTERS=3, stops it after (needs KOP_NAR)
+	KOP_LAB_CLUSTERS=3 $(GO) test -count=1 -tags three -timeout 60m -p 1 -v ./internal/threeclusters/
 
 clean: ## remove build output (not the lab's data or the pinned tools: see lab-clean)
 	rm -rf bin/kop-offsets bin/kop-lab dist build completions manpages
