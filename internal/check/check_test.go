@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const topic1 = "persistent://public/default/topic-1"

@@ -117,7 +117,6 @@ func (ks *KeySet) Sorted(topicGlobs []string, displayNS string) Keys {
 	for r, id := range byName {
 		rank[id] = uint32(r)
 	}
-	byName = nil
 	match := make([]int8, len(names)) // 0 unknown, 1 yes, -1 no
 	keys = slices.DeleteFunc(keys, func(k keyID) bool {
 		if match[k.topic] == 0 {

@@ -28,7 +28,7 @@ type committing struct {
 func newCommitting(group string, start int64) *committing {
 	c := &committing{MemReader: fakes.NewMemReader(8), group: group, offset: start}
 	c.k = &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}}
-	c.MemReader.Commit(kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: 0, Offset: start})
+	c.Commit(kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: 0, Offset: start})
 	c.k.cache[group] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: start}}
 	c.k.onFetch = func(g string) { // called with k.mu held
 		if g == group && c.isHot() {
@@ -56,7 +56,7 @@ func (c *committing) commitToTopic() int64 {
 	c.offset += 10
 	o := c.offset
 	c.mu.Unlock()
-	c.MemReader.Commit(kopcommit.OffsetCommit{Group: c.group, Topic: topic1, Partition: 0, Offset: o})
+	c.Commit(kopcommit.OffsetCommit{Group: c.group, Topic: topic1, Partition: 0, Offset: o})
 	return o
 }
 
