@@ -16,6 +16,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -298,6 +299,12 @@ func served(t *testing.T, cluster, group, topic string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	off, ok, err := lab.FetchThroughKoP(ctx, theLab.Cluster(cluster), group, topic, 0)
+	// An answer KoP gives while the bundle moves (LEADER_NOT_AVAILABLE, NOT_COORDINATOR, ...)
+	// is asked again: tests poll this while watch or repair unloads.
+	for err != nil && kerr.IsRetriable(err) && ctx.Err() == nil {
+		time.Sleep(500 * time.Millisecond)
+		off, ok, err = lab.FetchThroughKoP(ctx, theLab.Cluster(cluster), group, topic, 0)
+	}
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
