@@ -334,6 +334,16 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			closeAll()
 			return nil, err
 		}
+		cfg, err := f.Config()
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		names, err := adminutil.ReplicationNames(srcAdmin, from, cfg, f.Flags.Timeout)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
 		dst, _, err := side(to)
 		if err != nil {
 			closeAll()
@@ -360,7 +370,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		closers = append(closers, w.Close)
 		return &Session{
 			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
-				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic()}, Target: to.Name}},
+				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			Close: closeAll,
