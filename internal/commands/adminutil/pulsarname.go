@@ -55,3 +55,10 @@ func ReplicationNames(a ClusterNamer, cl config.Cluster, cfg *config.Config, tim
 	}
 	return config.PulsarNames(cfg.Clusters), nil
 }
+
+// NamedView is ro with ClusterNames set to names (Pulsar name -> config name): the origins
+// of replicated commits are then config names, like everything else kop-offsets reports.
+func NamedView(ro pulsarx.ReaderOptions, names map[string]string) pulsarx.ReaderOptions {
+	ro.ClusterNames = names
+	return ro
+}

@@ -303,9 +303,17 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			}
 		}
 		var toClient pulsar.Client // the target's, for the writer too
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, err
+		}
+		var names map[string]string // Pulsar name -> config name, after each side's own is checked
 		side := func(cl config.Cluster) (fo.Side, *pulsarx.Admin, error) {
 			adm, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
 			if err != nil {
+				return fo.Side{}, nil, err
+			}
+			if names, err = adminutil.ReplicationNames(adm, cl, cfg, f.Flags.Timeout); err != nil {
 				return fo.Side{}, nil, err
 			}
 			pc, err := f.PulsarClient(cl)
@@ -317,7 +325,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				toClient = pc
 			}
 			s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView)}
+				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names))}
 			kc, err := f.KafkaClient(cl)
 			switch {
 			case errors.Is(err, connect.ErrNotConfigured):
@@ -330,16 +338,6 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			return s, adm, nil
 		}
 		src, srcAdmin, err := side(from)
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		cfg, err := f.Config()
-		if err != nil {
-			closeAll()
-			return nil, err
-		}
-		names, err := adminutil.ReplicationNames(srcAdmin, from, cfg, f.Flags.Timeout)
 		if err != nil {
 			closeAll()
 			return nil, err

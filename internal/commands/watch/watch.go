@@ -315,7 +315,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			closers = append(closers, pc.Close)
 			wc := watch.Cluster{
 				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
+				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names)),
 				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			}
 			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
