@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
-
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
@@ -79,24 +77,7 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
-	unthrottle := e.throttleReplicators(t, "scus", ns, partTopic)
-	defer unthrottle()
-	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
-	for _, off := range []int64{20, 30, 40} {
-		if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tn, _ := utils.GetTopicName(partTopic)
-	var backlog int64
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && backlog == 0; time.Sleep(500 * time.Millisecond) {
-		if st, err := e.admin["scus"].Topics().GetStats(*tn); err == nil {
-			backlog = st.Replication["wus"].ReplicationBacklog // Pulsar's name
-		}
-	}
-	if backlog == 0 {
-		t.Fatal("no replication backlog appeared under the replicator dispatch rate")
-	}
+	backlog, _ := e.commitUnderBacklog(t, w, ns, partTopic, group)
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "east")
 	row, east := cell(t, rep, group, "east")
 	west := row.Cell("west")
