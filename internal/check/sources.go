@@ -68,6 +68,9 @@ type OffsetFetcher interface {
 type AdminReplication struct {
 	Admin        *pulsarx.Admin
 	OffsetsTopic string // persistent://<tenant>/<ns>/__consumer_offsets
+	// Names maps Pulsar cluster names (the keys of Pulsar's replication stats) to config
+	// names (config.PulsarNames); a remote not in it keeps Pulsar's name.
+	Names map[string]string
 }
 
 // OutboundReplication implements ReplicationSource.
@@ -78,9 +81,18 @@ func (a AdminReplication) OutboundReplication(ctx context.Context, p int32) (map
 	}
 	out := make(map[string]offsets.Inbound, len(st))
 	for remote, r := range st {
-		out[remote] = offsets.Inbound{Backlog: r.ReplicationBacklog, Connected: r.Connected}
+		out[ConfigName(a.Names, remote)] = offsets.Inbound{Backlog: r.ReplicationBacklog, Connected: r.Connected}
 	}
 	return out, nil
+}
+
+// ConfigName is the config name of the cluster Pulsar calls pulsarName, by names (Pulsar
+// name -> config name); pulsarName itself when names does not know it.
+func ConfigName(names map[string]string, pulsarName string) string {
+	if n, ok := names[pulsarName]; ok {
+		return n
+	}
+	return pulsarName
 }
 
 // StaticReplication is a ReplicationSource from a fixed table (tests): offsets partition

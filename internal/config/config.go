@@ -30,7 +30,10 @@ type Config struct {
 
 // Cluster is one Pulsar cluster running KoP.
 type Cluster struct {
-	Name              string      `yaml:"name" json:"name"`
+	Name string `yaml:"name" json:"name"`
+	// PulsarCluster is the cluster's own name in Pulsar (the brokers' clusterName, the key
+	// of replicators and replication clusters); empty: the same as Name.
+	PulsarCluster     string      `yaml:"pulsarCluster,omitempty" json:"pulsarCluster,omitempty"`
 	AdminURL          string      `yaml:"adminURL,omitempty" json:"adminURL,omitempty"`
 	ServiceURL        string      `yaml:"serviceURL,omitempty" json:"serviceURL,omitempty"`
 	KafkaBootstrap    []string    `yaml:"kafkaBootstrap,omitempty" json:"kafkaBootstrap,omitempty"`
@@ -39,6 +42,24 @@ type Cluster struct {
 	KafkaNamespace    string      `yaml:"kafkaNamespace,omitempty" json:"kafkaNamespace,omitempty"`
 	PulsarAuth        *PulsarAuth `yaml:"pulsarAuth,omitempty" json:"pulsarAuth,omitempty"`
 	KafkaAuth         *KafkaAuth  `yaml:"kafkaAuth,omitempty" json:"kafkaAuth,omitempty"`
+}
+
+// PulsarName is the cluster's name in Pulsar: PulsarCluster, else Name.
+func (cl Cluster) PulsarName() string {
+	if cl.PulsarCluster != "" {
+		return cl.PulsarCluster
+	}
+	return cl.Name
+}
+
+// PulsarNames maps the Pulsar name of each cluster of cs to its config name: replication
+// stats are keyed by Pulsar's names, everything kop-offsets reports by config names.
+func PulsarNames(cs []Cluster) map[string]string {
+	m := make(map[string]string, len(cs))
+	for _, cl := range cs {
+		m[cl.PulsarName()] = cl.Name
+	}
+	return m
 }
 
 // PulsarAuth is how to authenticate to the admin API and the binary protocol. At most one

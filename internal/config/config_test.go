@@ -79,6 +79,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad name", "clusters:\n  - name: Bad_Name\n    adminURL: http://h:1\n", []string{`cluster #1: name: "Bad_Name" must match`}},
 		{"duplicate names", "clusters:\n  - name: a\n    adminURL: http://h:1\n  - name: a\n    adminURL: http://h:2\n",
 			[]string{`cluster "a": name: duplicate name (also cluster #1)`}},
+		{"bad pulsarCluster", "clusters:\n  - name: a\n    adminURL: http://h:1\n    pulsarCluster: 'a b'\n", []string{`cluster "a": pulsarCluster: "a b" is not a Pulsar cluster name`}},
+		{"duplicate Pulsar names", "clusters:\n  - name: a\n    adminURL: http://h:1\n    pulsarCluster: b\n  - name: b\n    adminURL: http://h:2\n",
+			[]string{`cluster "b": pulsarCluster: Pulsar cluster name "b" is also cluster #1's`}},
 		{"no endpoint", "clusters:\n  - name: a\n", []string{`cluster "a": needs at least one of adminURL`}},
 		{"bad admin url", "clusters:\n  - name: a\n    adminURL: pulsar://h:1\n", []string{`cluster "a": adminURL: "pulsar://h:1" must start with http:// or https://`}},
 		{"bad service url", "clusters:\n  - name: a\n    serviceURL: http://h:1\n", []string{`serviceURL: "http://h:1" must start with pulsar:// or pulsar+ssl://`}},
@@ -292,5 +295,18 @@ func TestPreflight(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "kafkaAuth") {
 		t.Errorf("kafka auth is fine: %v", err)
+	}
+}
+
+func TestPulsarNames(t *testing.T) {
+	c, err := Parse([]byte("clusters:\n  - name: east\n    adminURL: http://h:1\n    pulsarCluster: scus\n  - name: wus\n    adminURL: http://h:2\n"), "k.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Clusters[0].PulsarName() != "scus" || c.Clusters[1].PulsarName() != "wus" {
+		t.Errorf("%+v", c.Clusters)
+	}
+	if m := PulsarNames(c.Clusters); len(m) != 2 || m["scus"] != "east" || m["wus"] != "wus" {
+		t.Errorf("%v", m)
 	}
 }

@@ -11,9 +11,11 @@ import (
 )
 
 var (
-	nameRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	pulsarRE  = regexp.MustCompile(`^[A-Za-z0-9_=:.-]+$`) // tenant and namespace names
-	mechanism = map[string]bool{MechanismPlain: true, MechanismScramSHA256: true, MechanismScramSHA512: true}
+	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	// pulsarNameRE is what Pulsar accepts as a cluster name (NamedEntity).
+	pulsarNameRE = regexp.MustCompile(`^[-=:.\w]+$`)
+	pulsarRE     = regexp.MustCompile(`^[A-Za-z0-9_=:.-]+$`) // tenant and namespace names
+	mechanism    = map[string]bool{MechanismPlain: true, MechanismScramSHA256: true, MechanismScramSHA512: true}
 )
 
 // Validate checks the whole config (after defaults) and returns every problem found as
@@ -24,6 +26,7 @@ func (c *Config) Validate() error {
 		es = append(es, &Error{Path: c.Path, Field: "clusters", Msg: "no clusters defined"})
 	}
 	seen := map[string]int{}
+	seenPulsar := map[string]int{}
 	for i, cl := range c.Clusters {
 		id := cl.Name
 		if id == "" || !nameRE.MatchString(id) {
@@ -43,6 +46,13 @@ func (c *Config) Validate() error {
 			} else {
 				seen[cl.Name] = i
 			}
+		}
+		if cl.PulsarCluster != "" && !pulsarNameRE.MatchString(cl.PulsarCluster) {
+			add("pulsarCluster", "%q is not a Pulsar cluster name ([-=:.\\w]+)", cl.PulsarCluster)
+		} else if j, dup := seenPulsar[cl.PulsarName()]; dup && cl.Name != "" {
+			add("pulsarCluster", "Pulsar cluster name %q is also cluster #%d's (set pulsarCluster to each cluster's own clusterName)", cl.PulsarName(), j+1)
+		} else {
+			seenPulsar[cl.PulsarName()] = i
 		}
 		cl.validate(add)
 	}

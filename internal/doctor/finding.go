@@ -44,6 +44,7 @@ const (
 	CheckAdminReachable       = "admin-reachable"
 	CheckAdminAPI             = "admin-api"
 	CheckBrokerVersion        = "broker-version"
+	CheckClusterName          = "cluster-name"
 	CheckKoPListener          = "kop-listener"
 	CheckBrokers              = "brokers"
 	CheckBrokerKoP            = "broker-kop"

@@ -54,7 +54,22 @@ func checkBroker(ctx context.Context, r *run, cl *Cluster) []Finding {
 		f.Severity = SeverityWarning
 		f.Message = fmt.Sprintf("Apache Pulsar %s: before 3.0 a topic unload does not reach KoP; only a bundle unload reloads its group cache", v)
 	}
-	return []Finding{f}
+	out := []Finding{f}
+	if n, _ := ev["clusterName"].(string); n != "" && cl.ConfigPulsarName != "" && n != cl.ConfigPulsarName {
+		out = append(out, clusterNameMismatch(cl, n))
+	}
+	return out
+}
+
+// clusterNameMismatch: the brokers call the cluster pulsarName, the config expects
+// cl.ConfigPulsarName. check, watch and failover refuse such a config (replication stats are
+// keyed by Pulsar's names: lag would read as diverged and watch's backlog guard would see no
+// backlog); the fix is the config's pulsarCluster field.
+func clusterNameMismatch(cl *Cluster, pulsarName string) Finding {
+	return Finding{Severity: SeverityError, Check: CheckClusterName, Cluster: cl.Name, Subject: pulsarName,
+		Message:  fmt.Sprintf("Pulsar calls cluster %s %q (the brokers' clusterName) but the config expects %q: replication stats are keyed by Pulsar's names, so check, watch and failover refuse this config", cl.Name, pulsarName, cl.ConfigPulsarName),
+		Evidence: map[string]any{"clusterName": pulsarName, "configPulsarName": cl.ConfigPulsarName},
+		Fix:      fmt.Sprintf("set `pulsarCluster: %s` on cluster %s in the kop-offsets config", pulsarName, cl.Name)}
 }
 
 func major(v string) int {

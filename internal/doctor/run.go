@@ -25,6 +25,11 @@ type Cluster struct {
 	// PulsarName is the cluster's own name in Pulsar (runtime config clusterName; the config
 	// name when the broker does not say). Replication clusters and replicators use it.
 	PulsarName string
+	// ConfigPulsarName is the cluster's Pulsar name as the config gives it (pulsarCluster,
+	// else the config name); "" when the config says nothing (ad hoc). A broker that calls
+	// its cluster otherwise is a cluster-name error: replication stats would be read under
+	// the wrong name.
+	ConfigPulsarName string
 }
 
 // MetadataNamespacePath is "<tenant>/<metadataNamespace>".
@@ -182,6 +187,9 @@ func Run(ctx context.Context, opts Options) *Report {
 		r.orig[c.Name] = c
 		cc := *c
 		cc.Admin = newMemoAdmin(c.Admin)
+		if cc.PulsarName == "" {
+			cc.PulsarName = cc.ConfigPulsarName
+		}
 		if cc.PulsarName == "" {
 			cc.PulsarName = cc.Name
 		}

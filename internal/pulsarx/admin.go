@@ -563,3 +563,16 @@ func (a *Admin) topicStats(ctx context.Context, topic string) (utils.TopicStats,
 	}
 	return st, nil
 }
+
+// ClusterName is the broker's own cluster name (clusterName in its runtime configuration,
+// GET /admin/v2/brokers/configuration/runtime; reading it needs super-user rights): the name
+// other clusters' replicators and replication-cluster lists use for this cluster.
+func (a *Admin) ClusterName(ctx context.Context) (string, error) {
+	ctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	m, err := a.client.Brokers().GetRuntimeConfigurationsWithContext(ctx)
+	if err != nil {
+		return "", fmt.Errorf("cluster %s: get runtime configuration: %w", a.cluster, err)
+	}
+	return m["clusterName"], nil
+}

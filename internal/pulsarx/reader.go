@@ -68,6 +68,10 @@ const (
 
 // ReaderOptions tune a Reader. The zero value is usable.
 type ReaderOptions struct {
+	// ClusterNames maps Pulsar cluster names to the config's (config.PulsarNames): the
+	// ReplicatedFrom of each message is reported under the config name, so that an origin
+	// names a configured cluster. A name not in it is kept.
+	ClusterNames map[string]string
 	// SubscriptionRolePrefix starts the name of each non-durable subscription
 	// ("<prefix>-<random>"), so an operator can see the tool in topic stats. Default
 	// DefaultSubscriptionRolePrefix.
@@ -434,8 +438,16 @@ func (r *Reader) toMessage(partition int32, msg pulsar.Message) offsets.Message 
 		Key:         decodeKey(msg.Key(), r.opts.KeyMode),
 		Value:       msg.Payload(),
 		// The replicator marks what it copies with the cluster it came from.
-		ReplicatedFrom: msg.GetReplicatedFrom(),
+		ReplicatedFrom: r.origin(msg.GetReplicatedFrom()),
 	}
+}
+
+// origin is the config name of the cluster Pulsar calls from ("" stays "").
+func (r *Reader) origin(from string) string {
+	if n, ok := r.opts.ClusterNames[from]; ok && from != "" {
+		return n
+	}
+	return from
 }
 
 func decodeKey(k string, mode KeyMode) []byte {

@@ -65,3 +65,26 @@ func TestTailCreateErrorNamesPartition(t *testing.T) {
 		t.Fatalf("err: %v", err)
 	}
 }
+
+// ClusterNames: a commit replicated from the cluster Pulsar calls scus, which the config
+// calls east, is reported as from east (issue 21).
+func TestTailOriginUnderConfigName(t *testing.T) {
+	late := single(8, 0, "", "late")
+	late.from = "scus"
+	rd := &fakeReader{msgs: []fakeMsg{single(7, 0, "", "a"), late}, last: fakeID{7, 0, -1, 0}}
+	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-2": rd}}
+	r := newTestReader(c, 8, ReaderOptions{Compacted: true, ClusterNames: map[string]string{"scus": "east"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got []string
+	err := r.Tail(ctx, 2, func(m TailMessage) error {
+		got = append(got, string(m.Value)+"@"+m.ReplicatedFrom+"/"+m.Message.ReplicatedFrom)
+		if len(got) == 2 {
+			cancel()
+		}
+		return nil
+	}, func() {})
+	if err != nil || strings.Join(got, " ") != "a@/ late@east/east" {
+		t.Errorf("err %v, messages %v", err, got)
+	}
+}

@@ -525,6 +525,14 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 		if err != nil {
 			return chk.Cluster{}, nil, err
 		}
+		cfg, err := f.Config()
+		if err != nil {
+			return chk.Cluster{}, nil, err
+		}
+		names, err := adminutil.ReplicationNames(admin, cl, cfg, f.Flags.Timeout)
+		if err != nil {
+			return chk.Cluster{}, nil, err
+		}
 		pc, err := f.PulsarClient(cl)
 		if err != nil {
 			return chk.Cluster{}, nil, err
@@ -532,8 +540,8 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 		closers := []func(){pc.Close}
 		c := chk.Cluster{
 			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
-			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
+			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names)),
+			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			Owner:       partitionOwner(admin, cl),
 		}
 		if so.Cached || so.Describe {

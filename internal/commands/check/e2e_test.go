@@ -293,29 +293,8 @@ func TestE2EReplicationLag(t *testing.T) {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
-	unthrottle := e.throttleReplicators(t, "scus", ns, partTopic)
+	backlog, unthrottle := e.commitUnderBacklog(t, w, ns, partTopic, group)
 	defer unthrottle()
-	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
-	for _, off := range []int64{20, 30, 40} {
-		if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Wait for a real backlog toward wus on the group's offsets partition.
-	tn, _ := utils.GetTopicName(partTopic)
-	var backlog int64
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		st, err := e.admin["scus"].Topics().GetStats(*tn)
-		if err == nil {
-			backlog = st.Replication["wus"].ReplicationBacklog
-			if backlog > 0 {
-				break
-			}
-		}
-	}
-	if backlog == 0 {
-		t.Fatal("no replication backlog appeared under the replicator dispatch rate")
-	}
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "scus")
 	r, s := cell(t, rep, group, "scus")
 	wc := r.Cell("wus")
@@ -331,6 +310,32 @@ func TestE2EReplicationLag(t *testing.T) {
 	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Persisted) != "40" {
 		t.Errorf("after: exit %d %+v", code, rep.Rows)
 	}
+}
+
+// commitUnderBacklog holds back scus's replicators of namespace ns, commits 20, 30 and 40 for
+// group with w on scus, and waits for a real backlog toward wus on partTopic (the group's
+// offsets partition). It returns the backlog and the func that lifts the throttle.
+func (e *e2eLab) commitUnderBacklog(t *testing.T, w *kopcommit.Writer, ns, partTopic, group string) (int64, func()) {
+	t.Helper()
+	unthrottle := e.throttleReplicators(t, "scus", ns, partTopic)
+	t.Cleanup(unthrottle)
+	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
+	for _, off := range []int64{20, 30, 40} {
+		if _, _, err := w.Commit(context.Background(), kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tn, _ := utils.GetTopicName(partTopic)
+	var backlog int64
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && backlog == 0; time.Sleep(500 * time.Millisecond) {
+		if st, err := e.admin["scus"].Topics().GetStats(*tn); err == nil {
+			backlog = st.Replication["wus"].ReplicationBacklog // keyed by Pulsar's name
+		}
+	}
+	if backlog == 0 {
+		t.Fatal("no replication backlog appeared under the replicator dispatch rate")
+	}
+	return backlog, unthrottle
 }
 
 func cleanupNamespace(e *e2eLab, ns, topic string) {

@@ -66,6 +66,9 @@ Checks (the check ids are stable, for scripts):
   admin-reachable                 the admin API answers (else the cluster is skipped: exit 3)
   broker-version                  Pulsar version and cluster name of each cluster (info);
                                   brokers of one cluster on different versions (warning)
+  cluster-name                    the brokers' clusterName is the config's pulsarCluster (else
+                                  its name): replication stats are keyed by Pulsar's names
+                                  (error; check, watch and failover refuse the config)
   brokers                         every active broker (GET /admin/v2/brokers/{cluster}) is
                                   asked at its own web address (the id Pulsar lists, with the
                                   adminURL's scheme and auth); one that does not answer there
@@ -156,7 +159,14 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				}
 			}
 			opts.Timeout = f.Flags.Timeout
-			opts.Build = func(cl config.Cluster) (*doctor.Cluster, error) { return BuildCluster(cl, opts.Timeout) }
+			opts.Build = func(cl config.Cluster) (*doctor.Cluster, error) {
+				dc, err := BuildCluster(cl, opts.Timeout)
+				if cfg, cerr := f.Config(); err == nil && (cerr != nil || cfg.Path == "") {
+					// Ad hoc (--admin-url): the name "default" says nothing of Pulsar's.
+					dc.PulsarName, dc.ConfigPulsarName = "", ""
+				}
+				return dc, err
+			}
 			opts.Kafka = &doctor.KgoProber{NewClient: func(dc doctor.Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
 				cfg, err := f.Clusters()
 				if err != nil {
@@ -194,6 +204,7 @@ func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, er
 		Name: cl.Name, AdminURL: strings.TrimRight(cl.AdminURL, "/"), ServiceURL: cl.ServiceURL,
 		Tenant: cl.Tenant, MetadataNamespace: cl.MetadataNamespace, KafkaNamespace: cl.KafkaNamespace,
 		KafkaBootstrap: cl.KafkaBootstrap, Admin: doctor.PulsarAdmin{Admin: a},
+		PulsarName: cl.PulsarName(), ConfigPulsarName: cl.PulsarName(),
 	}, nil
 }
 

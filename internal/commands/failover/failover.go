@@ -303,9 +303,17 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			}
 		}
 		var toClient pulsar.Client // the target's, for the writer too
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, err
+		}
+		var names map[string]string // Pulsar name -> config name, after each side's own is checked
 		side := func(cl config.Cluster) (fo.Side, *pulsarx.Admin, error) {
 			adm, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
 			if err != nil {
+				return fo.Side{}, nil, err
+			}
+			if names, err = adminutil.ReplicationNames(adm, cl, cfg, f.Flags.Timeout); err != nil {
 				return fo.Side{}, nil, err
 			}
 			pc, err := f.PulsarClient(cl)
@@ -317,7 +325,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				toClient = pc
 			}
 			s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView)}
+				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names))}
 			kc, err := f.KafkaClient(cl)
 			switch {
 			case errors.Is(err, connect.ErrNotConfigured):
@@ -360,7 +368,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		closers = append(closers, w.Close)
 		return &Session{
 			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
-				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic()}, Target: to.Name}},
+				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			Close: closeAll,

@@ -297,6 +297,16 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				release()
 				return nil, nil, cmdutil.ConfigError(err)
 			}
+			cfg, err := f.Config()
+			if err != nil {
+				release()
+				return nil, nil, cmdutil.ConfigError(err)
+			}
+			names, err := adminutil.ReplicationNames(admin, cl, cfg, f.Flags.Timeout)
+			if err != nil {
+				release()
+				return nil, nil, cmdutil.ConfigError(err)
+			}
 			pc, err := f.PulsarClient(cl)
 			if err != nil {
 				release()
@@ -305,8 +315,8 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			closers = append(closers, pc.Close)
 			wc := watch.Cluster{
 				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, pulsarx.LoaderView),
-				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic()},
+				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names)),
+				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			}
 			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
 			switch {

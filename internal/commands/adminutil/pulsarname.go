@@ -1,0 +1,64 @@
+package adminutil
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// ClusterNamer reads a cluster's own name from its brokers (*pulsarx.Admin).
+type ClusterNamer interface {
+	ClusterName(ctx context.Context) (string, error)
+}
+
+var _ ClusterNamer = (*pulsarx.Admin)(nil)
+
+// CheckPulsarName refuses cl when its brokers call the cluster by another name than the
+// config says (cl.PulsarName(): pulsarCluster, else name). Replication stats are keyed by
+// Pulsar's names, so a wrong name would make replication lag look like divergence and
+// silence watch's backlog guard. The error (a *config.Error, exit 2) names both names and
+// the fix. When the name cannot be read (the runtime configuration needs super-user
+// rights; the admin API may be down) nothing is refused: the config's name is used as given.
+func CheckPulsarName(ctx context.Context, a ClusterNamer, cl config.Cluster, path string) error {
+	got, err := a.ClusterName(ctx)
+	if err != nil || got == "" || got == cl.PulsarName() {
+		return nil
+	}
+	msg := fmt.Sprintf("Pulsar calls this cluster %q (the brokers' clusterName) but the config expects %q", got, cl.PulsarName())
+	if cl.PulsarCluster == "" {
+		msg += fmt.Sprintf(": add `pulsarCluster: %s` to cluster %q (replication stats are keyed by Pulsar's names; with the wrong one, replication lag reads as diverged)", got, cl.Name)
+	} else {
+		msg += fmt.Sprintf(": set `pulsarCluster: %s` on cluster %q, or point its adminURL at the right cluster", got, cl.Name)
+	}
+	return &config.Error{Path: path, Cluster: cl.Name, Field: "pulsarCluster", Msg: msg}
+}
+
+// ReplicationNames checks cl's Pulsar name (CheckPulsarName, within timeout when > 0) and
+// returns the Pulsar-name-to-config-name map of every cluster of cfg (config.PulsarNames),
+// with which replication stats are translated. An ad-hoc config (one cluster named
+// "default", no file) is not checked: it has no other cluster to replicate to.
+func ReplicationNames(a ClusterNamer, cl config.Cluster, cfg *config.Config, timeout time.Duration) (map[string]string, error) {
+	if cfg == nil || cfg.Path == "" {
+		return nil, nil
+	}
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	if err := CheckPulsarName(ctx, a, cl, cfg.Path); err != nil {
+		return nil, err
+	}
+	return config.PulsarNames(cfg.Clusters), nil
+}
+
+// NamedView is ro with ClusterNames set to names (Pulsar name -> config name): the origins
+// of replicated commits are then config names, like everything else kop-offsets reports.
+func NamedView(ro pulsarx.ReaderOptions, names map[string]string) pulsarx.ReaderOptions {
+	ro.ClusterNames = names
+	return ro
+}
