@@ -1,9 +1,10 @@
 // Command kop-lab starts, inspects and stops the project's lab: two geo-replicated Apache
 // Pulsar standalone clusters (scus, wus) on 127.0.0.1, with KoP when it can be resolved.
 //
-//	kop-lab up [--fresh] [--kop-nar FILE]
+//	kop-lab up [--fresh] [--kop-nar FILE] [--auth none|token]
 //	                       start (or reuse) the lab and leave it running; --kop-nar (or
-//	                       KOP_NAR) loads that KoP protocol handler NAR
+//	                       KOP_NAR) loads that KoP protocol handler NAR; --auth token (or
+//	                       KOP_LAB_AUTH=token) turns on token auth, TLS and KoP's SASL/PLAIN
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         pid, RSS, ports, health and KoP of each cluster
@@ -51,7 +52,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--auth none|token] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
 }
 
 func run(args []string) error {
@@ -65,11 +66,20 @@ func run(args []string) error {
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		fresh := fs.Bool("fresh", false, "wipe the clusters' data directories before starting")
 		nar := fs.String("kop-nar", "", "KoP protocol handler NAR to load (default $KOP_NAR)")
+		authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
+		var auth lab.AuthMode
+		if *authFlag != "" {
+			m, err := lab.ParseAuthMode(*authFlag)
+			if err != nil {
+				return err
+			}
+			auth = m
+		}
 		t := time.Now()
-		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar})
+		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Auth: auth})
 		if err != nil {
 			return err
 		}
@@ -77,13 +87,14 @@ func run(args []string) error {
 		if l.Started {
 			verb = "started lab"
 		}
-		fmt.Printf("%s in %s (Pulsar %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, onOff(l.KoP.Enabled), l.KoP.Reason)
+		fmt.Printf("%s in %s (Pulsar %s; auth %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, l.Auth, onOff(l.KoP.Enabled), l.KoP.Reason)
 		if l.Timings.MavenRan {
 			fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
 		}
 		for _, c := range l.Clusters {
 			cs, _ := l.State.Cluster(c.Name)
-			fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, c.AdminURL, c.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
+			cc := c.Config()
+			fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, cc.AdminURL, cc.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
 		}
 		fmt.Printf("  config: %s\n", l.ConfigPath)
 		return nil
@@ -137,6 +148,7 @@ func printStatus(r *lab.StatusReport) {
 		fmt.Printf("lab running, %s; config %s\n", keep, r.ConfigPath)
 	}
 	fmt.Printf("Pulsar %s\n", r.PulsarVersion)
+	printAuth(r)
 	fmt.Printf("KoP %s (mode %s, version %s): %s\n", onOff(r.KoP.Enabled), r.KoP.Mode, r.KoP.Version, r.KoP.Reason)
 	if r.KoP.Enabled {
 		fmt.Printf("  nar %s (from %s %s), sha256 %s, handler %s, version from %s\n",
@@ -164,4 +176,18 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// printAuth says the lab's auth mode and, on an auth lab, its TLS endpoints and token files.
+func printAuth(r *lab.StatusReport) {
+	fmt.Printf("auth %s\n", r.Auth)
+	for _, c := range r.Clusters {
+		if a := c.Auth; a != nil {
+			fmt.Printf("  %-5s admin %s  service %s  kafka SASL_PLAINTEXT (PLAIN, token)\n", c.Name, a.AdminURLTLS, a.ServiceURLTLS)
+		}
+	}
+	if len(r.Clusters) > 0 && r.Clusters[0].Auth != nil {
+		f := r.Clusters[0].Auth.Files
+		fmt.Printf("  superuser %s token %s; no-permission %s token %s; CA %s\n", lab.SuperuserRole, f.SuperuserToken, lab.UserRole, f.UserToken, f.CACert)
+	}
 }

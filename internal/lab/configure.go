@@ -154,7 +154,7 @@ func ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster
 }
 
 func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluster) error {
-	want := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURL, BrokerServiceURL: o.ServiceURL}
+	want := clusterData(o)
 	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
 	if err != nil {
 		if !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
@@ -165,7 +165,7 @@ func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluste
 		}
 		return nil
 	}
-	if cur.ServiceURL == want.ServiceURL && cur.BrokerServiceURL == want.BrokerServiceURL {
+	if sameRegistration(cur, want) {
 		return nil
 	}
 	return a.Clusters().UpdateWithContext(ctx, want)

@@ -40,7 +40,9 @@ type Options struct {
 	// re-creating its own bookie registration ("Not enough non-faulty bookies available"
 	// minutes after it reported healthy), so tests never start over old data.
 	FreshOnStart bool
-	Log          io.Writer
+	// Auth is the auth mode: none (default, $KOP_LAB_AUTH unset) or token (auth.go).
+	Auth AuthMode
+	Log  io.Writer
 }
 
 func (o Options) resolve() (Options, error) {
@@ -76,6 +78,14 @@ func (o Options) resolve() (Options, error) {
 	if len(o.Clusters) == 0 {
 		o.Clusters = DefaultClusters()
 	}
+	if o.Auth == "" {
+		m, err := ParseAuthMode(os.Getenv("KOP_LAB_AUTH"))
+		if err != nil {
+			return o, err
+		}
+		o.Auth = m
+	}
+	o.Clusters = withAuth(o.Clusters, Paths{Root: o.Root}, o.Auth)
 	if o.StartTimeout == 0 {
 		o.StartTimeout = DefaultStartTimeout
 		if s := os.Getenv("KOP_LAB_START_TIMEOUT"); s != "" {
@@ -97,6 +107,7 @@ type Lab struct {
 	Paths      Paths
 	Clusters   []Cluster
 	KoP        KoPStatus
+	Auth       AuthMode
 	ConfigPath string // lab/run/config.yaml, for kop-offsets --config
 	State      *State
 	// Started is true when this call started the JVMs, false when it reused running ones.
@@ -210,9 +221,12 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 	cs := make([]Cluster, len(o.Clusters))
 	copy(cs, o.Clusters)
+	if err := prepareAuth(p, o.Auth, o.Log); err != nil {
+		return nil, err
+	}
 	for i := range cs {
 		cs[i].KoP = kop.Enabled
-		for _, port := range []int{cs[i].Ports.Web, cs[i].Ports.Broker, cs[i].Ports.Bookie, cs[i].Ports.Kafka} {
+		for _, port := range append([]int{cs[i].Ports.Web, cs[i].Ports.Broker, cs[i].Ports.Bookie, cs[i].Ports.Kafka}, authPorts(cs[i])...) {
 			if portInUse(port) {
 				return nil, fmt.Errorf("lab: %s: port %d on %s is already in use by a process the lab did not start (lab/run/state.json has no running lab)", cs[i].Name, port, Host)
 			}
@@ -231,15 +245,15 @@ func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 
 // startClusters starts a JVM per cluster and records their pids in the state file.
 func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop KoPStatus) (*State, error) {
-	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC()}
+	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Auth: o.Auth, Keep: o.Keep, StartedAt: time.Now().UTC()}
 	for _, c := range cs {
 		pid, err := startJVM(p, c, o.PulsarVersion)
 		if err != nil {
 			_ = stopAll(ctx, st, o.Log)
 			return nil, err
 		}
-		fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s); log %s\n",
-			c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), p.LogFile(c.Name))
+		fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s)%s; log %s\n",
+			c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), authSummary(c), p.LogFile(c.Name))
 		st.Clusters = append(st.Clusters, ClusterState{Cluster: c, PID: pid, StartedAt: time.Now().UTC(),
 			ConfPath: p.BrokerConf(c.Name), LogPath: p.LogFile(c.Name)})
 	}
@@ -305,7 +319,7 @@ func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*
 	if err := WriteState(p.StateFile(), st); err != nil {
 		return nil, err
 	}
-	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
+	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, Auth: st.AuthMode(), ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
 }
 
 // resolveKoP decides what KoP the lab loads: the NAR brought with KOP_NAR, else the one in
@@ -326,6 +340,9 @@ func resolveKoP(ctx context.Context, p Paths, o Options) (KoPStatus, error) {
 // KOP_NAR wants that very file, by sha256).
 func reusable(st *State, o Options) bool {
 	if st.PulsarVersion != o.PulsarVersion || len(st.Clusters) != len(o.Clusters) {
+		return false
+	}
+	if st.AuthMode() != o.Auth.orNone() {
 		return false
 	}
 	for i, c := range o.Clusters {
@@ -481,7 +498,9 @@ type StatusReport struct {
 	// PulsarVersion is the running lab's, else the one the next Up would start.
 	PulsarVersion string
 	KoP           KoPStatus
-	Clusters      []ClusterStatus
+	// Auth is the running lab's auth mode, else the one the next Up would start.
+	Auth     AuthMode
+	Clusters []ClusterStatus
 }
 
 // Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.
@@ -495,7 +514,7 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML(), PulsarVersion: o.PulsarVersion}
+	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML(), PulsarVersion: o.PulsarVersion, Auth: o.Auth}
 	if st == nil {
 		for _, c := range o.Clusters {
 			r.Clusters = append(r.Clusters, ClusterStatus{Cluster: c, Health: errors.New("not started")})
@@ -508,7 +527,7 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 		}
 		return r, nil
 	}
-	r.Running, r.Keep, r.KoP, r.PulsarVersion = true, st.Keep, st.KoP, st.PulsarVersion
+	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode()
 	for _, c := range st.Clusters {
 		cs := ClusterStatus{Cluster: c.Cluster, PID: c.PID, ReadySeconds: c.ReadySeconds, LogPath: c.LogPath}
 		cs.Running = IsLabJVM(c.PID, c.Name)

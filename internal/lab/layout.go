@@ -68,6 +68,8 @@ type Cluster struct {
 	ServiceURL     string `json:"serviceURL"`     // pulsar://127.0.0.1:<broker>
 	KafkaBootstrap string `json:"kafkaBootstrap"` // 127.0.0.1:<kafka>
 	KoP            bool   `json:"kop"`            // KoP handler loaded in this cluster
+	// Auth is set on a lab with auth (KOP_LAB_AUTH=token): TLS endpoints and token files.
+	Auth *ClusterAuth `json:"auth,omitempty"`
 }
 
 // Host is the only address the lab uses.

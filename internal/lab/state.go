@@ -27,6 +27,9 @@ type State struct {
 	OwnerStart string         `json:"ownerStart,omitempty"`
 	StartedAt  time.Time      `json:"startedAt"`
 	Clusters   []ClusterState `json:"clusters"`
+
+	// Auth is the lab's auth mode; a state file written before auth modes existed has none.
+	Auth AuthMode `json:"auth,omitempty"`
 }
 
 // ClusterState is one started JVM.
@@ -83,4 +86,12 @@ func (s *State) Cluster(name string) (ClusterState, bool) {
 		}
 	}
 	return ClusterState{}, false
+}
+
+// AuthMode is the running lab's auth mode (none when the state does not say).
+func (s *State) AuthMode() AuthMode {
+	if s.Auth == "" {
+		return AuthNone
+	}
+	return s.Auth
 }
