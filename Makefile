@@ -11,8 +11,9 @@ LDFLAGS   := -s -w -X $(PKG)/internal/buildinfo.Version=$(VERSION) \
 
 # The lab's knobs reach kop-lab, the e2e tests and the demo through the environment, whether
 # they are set there or on make's command line (docs/lab.md): KOP_NAR=/path/to/kop.nar loads
-# that KoP protocol handler; PULSAR_VERSION picks the Pulsar distribution (default 4.0.8).
-export KOP_NAR PULSAR_VERSION KOP KOP_VERSION
+# that KoP protocol handler; PULSAR_VERSION picks the Pulsar distribution (default 4.0.8);
+# KOP_LAB_AUTH=token starts the lab with token auth, TLS and KoP's SASL/PLAIN (default none).
+export KOP_NAR PULSAR_VERSION KOP KOP_VERSION KOP_LAB_AUTH
 
 all: build
 
@@ -58,7 +59,7 @@ demo: build ## the user's story on the lab, narrated (starts the lab, leaves it 
 	scripts/demo.sh
 
 # ---- the lab (internal/lab, cmd/kop-lab; docs/lab.md) ----
-.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab
+.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab e2e-auth
 
 kop-lab-bin:
 	$(GO) build -o bin/kop-lab ./cmd/kop-lab
@@ -77,6 +78,9 @@ lab-clean: kop-lab-bin ## stop the lab, delete cluster data/logs/config.yaml (ke
 
 e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and stop it after the run
 	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
+
+e2e-auth: ## the auth lab's e2e tests (KOP_LAB_AUTH=token; with KOP_NAR also KoP's SASL/PLAIN): not part of make test
+	KOP_LAB_AUTH=token $(GO) test -count=1 -tags e2e -timeout 20m -p 1 -v ./internal/lab/authtest/
 
 clean: ## remove build output (not the lab's data or the pinned tools: see lab-clean)
 	rm -rf bin/kop-offsets bin/kop-lab dist build completions manpages
