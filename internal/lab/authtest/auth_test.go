@@ -138,7 +138,10 @@ func TestAnonymousRefused(t *testing.T) {
 // config.yaml (https admin, pulsar+ssl readers, the token from its file).
 func TestCommandsWithConfig(t *testing.T) {
 	l := authLab(t)
-	code, out, errOut := runCLI(t, l.ConfigPath, "--timeout", "20s", "doctor", "-o", "json")
+	// Right after a start KoP has not loaded its offsets partitions yet, and doctor rightly
+	// says so (seen: all 8 unserved on both clusters); wait as the KoP suite does.
+	waitKoPServesAll(t, l)
+	code, out, errOut := runCLI(t, l.ConfigPath, "--timeout", "60s", "doctor", "-o", "json")
 	var doc struct {
 		Findings []struct{ Check, Cluster, Severity, Message string }
 	}
@@ -159,7 +162,7 @@ func TestCommandsWithConfig(t *testing.T) {
 		t.Errorf("doctor: exit %d, want 0", code)
 	}
 
-	code, out, _ = runCLI(t, l.ConfigPath, "--timeout", "20s", "dump", "--cluster", "scus", "--limit", "5", "-o", "ndjson")
+	code, out, _ = runCLI(t, l.ConfigPath, "--timeout", "60s", "dump", "--cluster", "scus", "--limit", "5", "-o", "ndjson")
 	if code != 0 {
 		t.Errorf("dump: exit %d", code)
 	}
@@ -188,6 +191,24 @@ func TestNoPermissionTokenNamesCluster(t *testing.T) {
 	code, out, _ := runCLI(t, cfg, "--timeout", "20s", "--cluster", "scus", "doctor")
 	if code != 3 || !strings.Contains(out, "the admin API of scus refused the credentials (http 401)") {
 		t.Errorf("doctor with the %s token: exit %d, want 3 and the refusal named", lab.UserRole, code)
+	}
+}
+
+// waitKoPServesAll waits until KoP serves every offsets partition on every cluster (through
+// SASL/PLAIN with the token), when the lab runs KoP.
+func waitKoPServesAll(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	if !l.KoP.Enabled {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for _, c := range l.Clusters {
+		for p := int32(0); p < lab.OffsetsTopicPartitions; p++ {
+			if err := lab.WaitKoPServes(ctx, c, p, 3*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 
