@@ -20,7 +20,7 @@ import (
 )
 
 func TestParseAuthMode(t *testing.T) {
-	for in, want := range map[string]AuthMode{"": AuthNone, "none": AuthNone, "token": AuthToken, " Token ": AuthToken} {
+	for in, want := range map[string]AuthMode{"": AuthNone, "none": AuthNone, "token": AuthToken, "Token": AuthToken} {
 		if got, err := ParseAuthMode(in); err != nil || got != want {
 			t.Errorf("%q: %q %v", in, got, err)
 		}
@@ -247,7 +247,7 @@ func TestGenerateAuthFiles(t *testing.T) {
 		t.Error("server key is not PKCS#8 PEM (what Pulsar reads)")
 	}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
-	srv.Listener.Close()
+	_ = srv.Listener.Close()
 	l, err := net.Listen("tcp", Host+":0")
 	if err != nil {
 		t.Fatal(err)
