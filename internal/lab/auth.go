@@ -57,13 +57,16 @@ const (
 	UserRole      = "lab-user"
 )
 
-// TLS ports beside the plain ones: Pulsar's conventional 8443 and 6651 in each cluster's
-// range (scus 18443 and 16651), moved by KOP_LAB_PORT_OFFSET like every other port. The plain
-// ports stay open (with token auth): the brokers' own admin client uses the plain web port
-// unless brokerClientTlsEnabled, and an anonymous call there is refused all the same.
+// TLS ports beside the plain ones, one below each (scus 18079 and 16649), moved by
+// KOP_LAB_PORT_OFFSET like every other port. Not Pulsar's conventional 8443/6651: a
+// multi-broker lab (--brokers N) puts broker i on the plain ports plus i, so 16651 is the
+// second broker's binary port; below the plain port nothing else of the lab listens (a
+// per-broker TLS port would count down). The plain ports stay open (with token auth): the brokers' own admin
+// client uses the plain web port unless brokerClientTlsEnabled, and an anonymous call there is
+// refused all the same.
 const (
-	webTLSFromWeb       = 363 // 18080 -> 18443
-	brokerTLSFromBroker = 1   // 16650 -> 16651
+	webTLSFromWeb       = -1 // 18080 -> 18079
+	brokerTLSFromBroker = -1 // 16650 -> 16649
 )
 
 // ClusterAuth is what a cluster of an auth lab adds to the plain one: its TLS endpoints and

@@ -81,9 +81,9 @@ func TestRenderBrokerConfAuth(t *testing.T) {
 		"brokerClientAuthenticationPlugin":     "org.apache.pulsar.client.impl.auth.AuthenticationToken",
 		"brokerClientAuthenticationParameters": "file://" + f.SuperuserToken,
 		"webServicePort":                       "28280",
-		"webServicePortTls":                    "28643",
+		"webServicePortTls":                    "28279",
 		"brokerServicePort":                    "26850",
-		"brokerServicePortTls":                 "26851",
+		"brokerServicePortTls":                 "26849",
 		"tlsCertificateFilePath":               f.ServerCert,
 		"tlsKeyFilePath":                       f.ServerKey,
 		"tlsTrustCertsFilePath":                f.CACert,
@@ -107,7 +107,7 @@ func TestAuthClusterConfigAndCLIConfig(t *testing.T) {
 	p := Paths{Root: "/repo"}
 	cs := withAuth(DefaultClusters(), p, AuthToken)
 	scus := cs[0].Config()
-	if scus.AdminURL != "https://127.0.0.1:18443" || scus.ServiceURL != "pulsar+ssl://127.0.0.1:16651" ||
+	if scus.AdminURL != "https://127.0.0.1:18079" || scus.ServiceURL != "pulsar+ssl://127.0.0.1:16649" ||
 		scus.PulsarAuth.TokenFile != "/repo/lab/run/auth/lab-admin.token" || scus.PulsarAuth.TLS.CAFile != "/repo/lab/run/auth/ca.pem" ||
 		scus.KafkaAuth.SASL.Mechanism != "PLAIN" || scus.KafkaAuth.SASL.Username != "public" ||
 		scus.KafkaAuth.SASL.Password != "file:/repo/lab/run/auth/lab-admin.kafka-password" || scus.KafkaTLSEnabled() {
@@ -134,7 +134,7 @@ func TestAuthClusterConfigAndCLIConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("kop-offsets rejects the auth lab's config.yaml: %v\n%s", err, out)
 	}
-	if got := cfg.Clusters[1]; got.AdminURL != "https://127.0.0.1:28443" || got.PulsarAuth == nil || got.KafkaAuth == nil {
+	if got := cfg.Clusters[1]; got.AdminURL != "https://127.0.0.1:28079" || got.PulsarAuth == nil || got.KafkaAuth == nil {
 		t.Errorf("wus loaded as %+v", got)
 	}
 	// No secret in the file, only where the secrets are: a token file and a file: reference.
@@ -160,7 +160,7 @@ func TestClusterRegistrationCarriesAuth(t *testing.T) {
 	wus := withAuth(DefaultClusters(), Paths{Root: "/repo"}, AuthToken)[1]
 	d := clusterData(wus)
 	if d.ServiceURL != "http://127.0.0.1:28080" || d.BrokerServiceURL != "pulsar://127.0.0.1:26650" ||
-		d.ServiceURLTls != "https://127.0.0.1:28443" || d.BrokerServiceURLTls != "pulsar+ssl://127.0.0.1:26651" ||
+		d.ServiceURLTls != "https://127.0.0.1:28079" || d.BrokerServiceURLTls != "pulsar+ssl://127.0.0.1:26649" ||
 		d.AuthenticationPlugin != tokenAuthPlugin || d.AuthenticationParameters != "file:///repo/lab/run/auth/lab-admin.token" ||
 		!d.BrokerClientTLSEnabled || d.BrokerClientTrustCertsFilePath != "/repo/lab/run/auth/ca.pem" {
 		t.Errorf("auth registration %+v", d)
