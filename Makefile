@@ -12,8 +12,10 @@ LDFLAGS   := -s -w -X $(PKG)/internal/buildinfo.Version=$(VERSION) \
 # The lab's knobs reach kop-lab, the e2e tests and the demo through the environment, whether
 # they are set there or on make's command line (docs/lab.md): KOP_NAR=/path/to/kop.nar loads
 # that KoP protocol handler; PULSAR_VERSION picks the Pulsar distribution (default 4.0.8);
-# KOP_LAB_AUTH=token starts the lab with token auth, TLS and KoP's SASL/PLAIN (default none).
-export KOP_NAR PULSAR_VERSION KOP KOP_VERSION KOP_LAB_AUTH
+# KOP_LAB_BROKERS=N (default 1: standalones) and KOP_LAB_CLUSTERS=3 (default 2) pick the lab's
+# shape; KOP_LAB_PORT_OFFSET moves its ports; KOP_LAB_AUTH=token starts the lab with token
+# auth, TLS and KoP's SASL/PLAIN (default none).
+export KOP_NAR PULSAR_VERSION KOP KOP_VERSION KOP_LAB_BROKERS KOP_LAB_CLUSTERS KOP_LAB_PORT_OFFSET KOP_LAB_AUTH
 
 all: build
 
@@ -31,7 +33,9 @@ vet: ## go vet, all build tags
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags kop ./internal/kopsuite/
+	$(GO) vet -tags topology ./internal/lab/
 	$(GO) vet -tags deploy ./deploy/
+	$(GO) vet -tags topology ./internal/topology/
 
 unit: fmt vet ## fast tier: unit tests, no JVM (seconds)
 	$(GO) test -count=1 ./...
@@ -59,18 +63,18 @@ demo: build ## the user's story on the lab, narrated (starts the lab, leaves it 
 	scripts/demo.sh
 
 # ---- the lab (internal/lab, cmd/kop-lab; docs/lab.md) ----
-.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab e2e-auth
+.PHONY: kop-lab-bin lab-up lab-down lab-status lab-clean e2e-lab e2e-topology e2e-auth
 
 kop-lab-bin:
 	$(GO) build -o bin/kop-lab ./cmd/kop-lab
 
-lab-up: kop-lab-bin ## start (or reuse) the two-cluster lab and leave it running (KOP_NAR=file, KOP=off|auto|required)
+lab-up: kop-lab-bin ## start (or reuse) the lab and leave it running (KOP_NAR=file, KOP=off|auto|required, KOP_LAB_BROKERS=N, KOP_LAB_CLUSTERS=3)
 	KOP_LAB_KEEP=1 bin/kop-lab up
 
 lab-down: kop-lab-bin ## stop the lab's JVMs by pid (data stays in lab/run)
 	bin/kop-lab down
 
-lab-status: kop-lab-bin ## pid, RSS, ports, health, KoP on/off and why, per cluster
+lab-status: kop-lab-bin ## every process (role, pid, RSS, ports), health, KoP on/off and why, per cluster
 	bin/kop-lab status
 
 lab-clean: kop-lab-bin ## stop the lab, delete cluster data/logs/config.yaml (keeps the unpacked Pulsar)
@@ -78,6 +82,12 @@ lab-clean: kop-lab-bin ## stop the lab, delete cluster data/logs/config.yaml (ke
 
 e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and stop it after the run
 	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
+
+# Not part of `make test` (CI): a multi-broker lab takes minutes to start on 2 shared cores and
+# 2 to 3 GB of memory (docs/lab.md). KOP_LAB_BROKERS defaults to 2 here; KOP_LAB_CLUSTERS=3
+# adds eus.
+e2e-topology: ## the multi-broker lab's tests (tag topology): starts the lab with KOP_LAB_BROKERS=2 unless set, stops it after
+	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/
 
 # A longer start timeout than the default 4 minutes: on 2 cores at load average 30 (other labs
 # running) the auth lab with KoP took 4m24s to healthy, and a first try failed at 4m.

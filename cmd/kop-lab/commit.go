@@ -28,15 +28,19 @@ func commit(ctx context.Context, args []string) error {
 	if *offset < 0 {
 		return errors.New("commit: --offset is required and must be >= 0")
 	}
+	all, err := lab.CurrentClusters(lab.Options{})
+	if err != nil {
+		return err
+	}
 	var target *lab.Cluster
-	for _, c := range lab.DefaultClusters() {
+	for _, c := range all {
 		if c.Name == *cluster {
 			c := c
 			target = &c
 		}
 	}
 	if target == nil {
-		return fmt.Errorf("commit: unknown lab cluster %q (scus or wus)", *cluster)
+		return fmt.Errorf("commit: unknown lab cluster %q (%v)", *cluster, lab.ClusterNames(all))
 	}
 	if *via == "auto" {
 		*via = "pulsar"

@@ -30,7 +30,7 @@ func runningCluster(ctx context.Context, name string) (lab.Cluster, error) {
 			return c.Cluster, nil
 		}
 	}
-	return lab.Cluster{}, fmt.Errorf("unknown lab cluster %q (scus or wus)", name)
+	return lab.Cluster{}, fmt.Errorf("unknown lab cluster %q (%v)", name, statusNames(r))
 }
 
 func needKoP(c lab.Cluster, what string) error {
@@ -61,7 +61,11 @@ func produce(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, other := range lab.DefaultClusters() {
+	all, err := lab.CurrentClusters(lab.Options{})
+	if err != nil {
+		return err
+	}
+	for _, other := range all {
 		a, err := lab.NewAdmin(other)
 		if err != nil {
 			return err
@@ -160,4 +164,12 @@ func refresh(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("%s: KoP loaded offsets partition %d (group %s) afresh in %s\n", c.Name, p, *group, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+func statusNames(r *lab.StatusReport) []string {
+	var out []string
+	for _, c := range r.Clusters {
+		out = append(out, c.Name)
+	}
+	return out
 }

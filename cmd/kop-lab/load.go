@@ -39,14 +39,17 @@ func load(ctx context.Context, args []string) error {
 		return err
 	}
 	var target *lab.Cluster
-	all := lab.DefaultClusters()
+	all, err := lab.CurrentClusters(lab.Options{})
+	if err != nil {
+		return err
+	}
 	for i := range all {
 		if all[i].Name == *cluster {
 			target = &all[i]
 		}
 	}
 	if target == nil {
-		return fmt.Errorf("load: unknown lab cluster %q (scus or wus)", *cluster)
+		return fmt.Errorf("load: unknown lab cluster %q (%v)", *cluster, lab.ClusterNames(all))
 	}
 	if *via != "pulsar" && *via != "kafka" {
 		return fmt.Errorf("load: --via %q: want pulsar or kafka", *via)
@@ -70,10 +73,7 @@ func load(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("loading %s via %s: groups %s..%s, %d keys each over %d topics, %d commits (%d live keys, %d rounds)\n",
 		target.Name, *via, s.GroupName(0), s.GroupName(s.Groups-1), s.KeysPerGroup, s.Topics, s.Commits, s.LiveKeys(), s.Rounds())
-	var (
-		st  loadgen.Stats
-		err error
-	)
+	var st loadgen.Stats
 	switch *via {
 	case "pulsar":
 		client, cerr := lab.NewPulsarClient(*target)

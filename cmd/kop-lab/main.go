@@ -1,13 +1,22 @@
-// Command kop-lab starts, inspects and stops the project's lab: two geo-replicated Apache
-// Pulsar standalone clusters (scus, wus) on 127.0.0.1, with KoP when it can be resolved.
+// Command kop-lab starts, inspects and stops the project's lab: geo-replicated Apache Pulsar
+// clusters (scus, wus, and eus with --clusters 3) on 127.0.0.1, each a standalone or (with
+// --brokers N) a ZooKeeper, a bookie and N brokers, with KoP when it can be resolved.
 //
-//	kop-lab up [--fresh] [--kop-nar FILE] [--auth none|token]
+//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token]
 //	                       start (or reuse) the lab and leave it running; --kop-nar (or
-//	                       KOP_NAR) loads that KoP protocol handler NAR; --auth token (or
-//	                       KOP_LAB_AUTH=token) turns on token auth, TLS and KoP's SASL/PLAIN
+//	                       KOP_NAR) loads that KoP protocol handler NAR; --brokers (or
+//	                       KOP_LAB_BROKERS, default 1 = standalone) and --clusters (or
+//	                       KOP_LAB_CLUSTERS, default 2) pick the shape; a running lab of
+//	                       another shape is restarted; --auth token (or KOP_LAB_AUTH=token)
+//	                       turns on token auth, TLS and KoP's SASL/PLAIN (standalones only:
+//	                       not yet with --brokers 2 or more)
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
-//	kop-lab status         pid, RSS, ports, health and KoP of each cluster
+//	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
+//	kop-lab stop-broker --cluster scus --broker 1
+//	kop-lab start-broker --cluster scus --broker 1
+//	                       stop one broker of a multi-broker cluster by pid, or start it again
+//	                       (and wait until it is healthy)
 //	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
 //	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
 //	                       commit one offset: through KoP when the lab runs it, else written
@@ -23,7 +32,8 @@
 //
 // Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
 // KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
-// used without KOP_NAR), KOP_LAB_START_TIMEOUT (per cluster, default 4m), KOP_LAB_ROOT
+// used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_START_TIMEOUT (per
+// cluster or broker, default 4m; 10m with several brokers), KOP_LAB_PORT_OFFSET, KOP_LAB_ROOT
 // (repository root).
 package main
 
@@ -52,7 +62,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--auth none|token] | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
 }
 
 func run(args []string) error {
@@ -66,6 +76,8 @@ func run(args []string) error {
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)
 		fresh := fs.Bool("fresh", false, "wipe the clusters' data directories before starting")
 		nar := fs.String("kop-nar", "", "KoP protocol handler NAR to load (default $KOP_NAR)")
+		brokers := fs.Int("brokers", 0, "brokers per cluster: 1 = one standalone JVM, N >= 2 = ZooKeeper + bookie + N brokers (default $KOP_LAB_BROKERS, else 1)")
+		clusters := fs.Int("clusters", 0, "clusters: 2 (scus, wus) or 3 (+ eus) (default $KOP_LAB_CLUSTERS, else 2)")
 		authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -79,7 +91,7 @@ func run(args []string) error {
 			auth = m
 		}
 		t := time.Now()
-		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Auth: auth})
+		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}, Auth: auth})
 		if err != nil {
 			return err
 		}
@@ -91,10 +103,18 @@ func run(args []string) error {
 		if l.Timings.MavenRan {
 			fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
 		}
+		fmt.Printf("  shape: %s\n", l.State.Shape)
 		for _, c := range l.Clusters {
 			cs, _ := l.State.Cluster(c.Name)
-			cc := c.Config()
-			fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, cc.AdminURL, cc.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
+			if c.Standalone() {
+				cc := c.Config()
+				fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, cc.AdminURL, cc.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
+				continue
+			}
+			fmt.Printf("  %-5s ready %.1fs (first process started to last broker healthy)\n", c.Name, cs.ReadySeconds)
+			for _, ps := range cs.Processes {
+				fmt.Printf("    %-10s pid %-7d ports %v  ready %.1fs\n", ps.ID(), ps.PID, ps.Ports, ps.ReadySeconds)
+			}
 		}
 		fmt.Printf("  config: %s\n", l.ConfigPath)
 		return nil
@@ -114,6 +134,8 @@ func run(args []string) error {
 			}
 		}
 		return nil
+	case "stop-broker", "start-broker":
+		return brokerCtl(ctx, args[0], args[1:])
 	case "commit":
 		return commit(ctx, args[1:])
 	case "produce":
@@ -157,18 +179,66 @@ func printStatus(r *lab.StatusReport) {
 	if r.KoP.Command != "" && !r.KoP.Enabled {
 		fmt.Printf("  tried: %s\n", r.KoP.Command)
 	}
+	var total float64
 	for _, c := range r.Clusters {
 		health := "healthy"
 		if c.Health != nil {
 			health = "NOT healthy: " + strings.ReplaceAll(c.Health.Error(), "\n", " ")
 		}
-		pid := "-"
-		if c.PID != 0 {
-			pid = fmt.Sprint(c.PID)
+		total += c.RSSMB
+		if c.Standalone() {
+			pid := "-"
+			if c.PID != 0 {
+				pid = fmt.Sprint(c.PID)
+			}
+			fmt.Printf("%-5s standalone pid %-7s rss %6.0f MB  web %d  broker %d  bookie %d  kafka %d  KoP %s  %s\n",
+				c.Name, pid, c.RSSMB, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), health)
+			continue
 		}
-		fmt.Printf("%-5s pid %-7s rss %6.0f MB  web %d  broker %d  bookie %d  kafka %d  KoP %s  %s\n",
-			c.Name, pid, c.RSSMB, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), health)
+		fmt.Printf("%-5s %d brokers, rss %6.0f MB, KoP %s  %s\n", c.Name, c.BrokerCount(), c.RSSMB, onOff(c.KoP), health)
+		for _, ps := range c.Processes {
+			state := "running"
+			switch {
+			case !ps.Running && ps.Stopped:
+				state = "stopped (stop-broker)"
+			case !ps.Running:
+				state = "NOT running"
+			case ps.Health != nil:
+				state = "NOT healthy: " + strings.ReplaceAll(ps.Health.Error(), "\n", " ")
+			case ps.Role == lab.RoleBroker:
+				state = "healthy"
+			}
+			fmt.Printf("  %-10s pid %-7d rss %6.0f MB  ports %-19s %s\n", ps.ID(), ps.PID, ps.RSSMB, portList(ps.Role, ps.Ports), state)
+		}
 	}
+	if r.Running {
+		fmt.Printf("total rss %.0f MB\n", total)
+	}
+}
+
+// portList names the ports of a process: web/binary/kafka for a broker.
+func portList(r lab.Role, ps []int) string {
+	if r == lab.RoleBroker && len(ps) == 3 {
+		return fmt.Sprintf("web %d binary %d kafka %d", ps[0], ps[1], ps[2])
+	}
+	return fmt.Sprint(ps)
+}
+
+// brokerCtl is stop-broker and start-broker.
+func brokerCtl(ctx context.Context, verb string, args []string) error {
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	cluster := fs.String("cluster", "", "cluster of the broker (scus, wus, eus)")
+	broker := fs.Int("broker", -1, "index of the broker (0 to N-1)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cluster == "" || *broker < 0 {
+		return fmt.Errorf("%s: --cluster and --broker are required", verb)
+	}
+	if verb == "stop-broker" {
+		return lab.StopBroker(ctx, lab.Options{}, *cluster, *broker)
+	}
+	return lab.StartBroker(ctx, lab.Options{}, *cluster, *broker)
 }
 
 func onOff(b bool) string {

@@ -13,7 +13,7 @@ import (
 // every cluster's value into each peer's whose numbering differs. One map per topic partition
 // and pair of clusters; in the usual active-passive case the peers' requests are the
 // replicated values' own.
-func alignRows(ctx context.Context, keys []Key, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
+func alignRows(ctx context.Context, keys Keys, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
 	sources := map[string]align.Source{}
 	for _, s := range states {
 		// A KoP that did not answer the cached side is not asked again for every topic.
@@ -22,7 +22,7 @@ func alignRows(ctx context.Context, keys []Key, states []*clusterState, byName m
 		}
 	}
 	var reqs []align.Request
-	for _, k := range keys {
+	for k := range keys.All() {
 		for _, s := range states {
 			if req, ok := s.alignRequest(k, byName); ok {
 				reqs = append(reqs, req)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -117,6 +118,7 @@ type clusterState struct {
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
+	listErr    error // some brokers did not list their groups (kafkafetch.PartialListError)
 	unserved   []UnservedPartition
 	leo        map[string]map[int32]int64
 	repl       map[int32]map[string]offsets.Inbound
@@ -161,7 +163,7 @@ func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) 
 	for i, s := range ru.states {
 		sides[i] = s.side()
 	}
-	for _, k := range keys {
+	for k := range keys.All() {
 		r := judge.Row(k, sides)
 		ru.rep.Summary[string(r.Status)]++
 		if err := emit(&r); err != nil {
@@ -228,7 +230,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 		if s.c.Fetcher == nil {
 			return
 		}
-		s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
+		s.listGroups(ctx)
 	})
 	for _, s := range ru.states {
 		for _, g := range s.listed {
@@ -238,6 +240,18 @@ func (ru *run) selectGroups(ctx context.Context) {
 		}
 	}
 	ru.groups = slices.Sorted(mapKeys(ru.groupSet))
+}
+
+// listGroups asks KoP for its groups. When only some brokers answer, their groups and the
+// named ones are still asked for offsets (only groups whose coordinator is down fail), and
+// the run ends unreachable (exit 3) with the silent brokers named: one broker of three down
+// does not blind the whole cluster's cached side.
+func (s *clusterState) listGroups(ctx context.Context) {
+	s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
+	var partial *kafkafetch.PartialListError
+	if errors.As(s.cacheErr, &partial) {
+		s.listErr, s.cacheErr = s.cacheErr, nil
+	}
 }
 
 // fetchCached asks KoP on every cluster for the groups, and probes the offsets partitions.
@@ -277,7 +291,7 @@ func (s *clusterState) unservedPartition(ctx context.Context, p int32, f GroupFe
 
 // rowKeys is the union of the selected groups' keys on every cluster, filtered by topic,
 // sorted.
-func (ru *run) rowKeys() []Key {
+func (ru *run) rowKeys() Keys {
 	var ks KeySet
 	for _, s := range ru.states {
 		for _, v := range s.views() {
@@ -329,14 +343,16 @@ func (ru *run) warnPartitionCounts() {
 
 // fetchStats reads the replication stats of the rows' offsets partitions and the log-end
 // offsets of their topics, per cluster in parallel.
-func (ru *run) fetchStats(ctx context.Context, keys []Key) {
+func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 	partsNeeded := map[int32]bool{}
 	topicSet := map[string]bool{}
-	for i, k := range keys {
+	prev := ""
+	for k := range keys.All() {
 		topicSet[k.Topic] = true
-		if i > 0 && keys[i-1].Group == k.Group {
+		if k.Group == prev {
 			continue
 		}
+		prev = k.Group
 		for _, s := range ru.states {
 			if s.partitions > 0 {
 				partsNeeded[offsets.PartitionFor(k.Group, s.partitions)] = true
@@ -375,7 +391,7 @@ func (ru *run) fetchStats(ctx context.Context, keys []Key) {
 
 // judge is the engine of this check, with the alignment of every persisted value replicated
 // from another cluster translated up front.
-func (ru *run) judge(ctx context.Context, keys []Key) *Judge {
+func (ru *run) judge(ctx context.Context, keys Keys) *Judge {
 	j := &Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace()}
 	if ru.o.SkipAlignment || len(ru.states) <= 1 {
 		return j
@@ -424,8 +440,10 @@ func (ru *run) finish() {
 		if s.pErr != nil {
 			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
 		}
-		if s.cacheErr != nil {
-			rep.addErr(clusterErr(s.c.Name, "kafka", s.cacheErr))
+		for _, err := range []error{s.cacheErr, s.listErr} {
+			if err != nil {
+				rep.addErr(clusterErr(s.c.Name, "kafka", err))
+			}
 		}
 		rep.Unserved = append(rep.Unserved, s.unserved...)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -260,5 +261,50 @@ func groupIn3() string {
 		if g := fmt.Sprintf("g-%d", i); offsets.PartitionFor(g, 8) == 3 {
 			return g
 		}
+	}
+}
+
+// TestOneBrokerDownOthersAnswer: KoP on two brokers, one of them down. The groups the other
+// broker coordinates are still listed, asked and judged (a stale cache found); the down
+// broker is named and the run is unreachable (exit 3), not blind on the whole cluster.
+func TestOneBrokerDownOthersAnswer(t *testing.T) {
+	k := fakes.NewKoPBrokers(t, 2, "topic-1")
+	k.SetEnd("topic-1", 0, 11000)
+	// Two groups coordinated by different brokers.
+	var up, down string
+	for i := 0; up == "" || down == ""; i++ {
+		g := fmt.Sprintf("g-%d", i)
+		if k.Cluster.CoordinatorFor(g) == 0 && up == "" {
+			up = g
+		} else if k.Cluster.CoordinatorFor(g) == 1 && down == "" {
+			down = g
+		}
+	}
+	for _, g := range []string{up, down} {
+		k.Set(g, "topic-1", 0, 500)
+	}
+	k.SetBrokerDown(1, true)
+	reader := fakes.NewMemReader(8).Commit(commit(up, 0, 10900), commit(down, 0, 10900))
+	f := k.Fetcher(t, time.Second, append(kafkafetch.ClientOpts(5*time.Second), kgo.RequestRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))...)
+	rep, err := Run(context.Background(), []Cluster{{Name: "wus", KafkaNamespace: "public/default", Reader: reader, Fetcher: f}}, Options{Now: testNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byGroup := map[string]Row{}
+	for _, r := range rep.Rows {
+		byGroup[r.Group] = r
+	}
+	if r := byGroup[up]; r.Status != offsets.StatusStaleCache || *r.Cell("wus").Cached != 500 {
+		t.Errorf("the answering broker's group: %+v %+v", r, r.Cell("wus"))
+	}
+	if r := byGroup[down]; r.Status != offsets.StatusError {
+		t.Errorf("the down broker's group: %+v %+v", r, r.Cell("wus"))
+	}
+	named := false
+	for _, e := range rep.Errors {
+		named = named || (e.Cluster == "wus" && strings.Contains(e.Error, "broker 1"))
+	}
+	if !named || rep.ExitCode != ExitUnreachable {
+		t.Errorf("errors %+v exit %d: want the down broker named and exit %d", rep.Errors, rep.ExitCode, ExitUnreachable)
 	}
 }

@@ -3,6 +3,7 @@ package check
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -43,18 +44,37 @@ func (n Names) Intern(s string) string {
 }
 
 // KeySet collects the keys of the rows: the union of what every cluster holds or serves.
-// Names are interned (in Names when set, which several sets may share), so a million keys
-// share one copy of each group and topic name.
+// A key is held as two name ids and a partition (12 bytes, not the 40 of a Key), and each
+// group and topic name once (in Names when set, which several sets may share).
 type KeySet struct {
 	Names Names
-	keys  []Key
+	ids   map[string]uint32
+	names []string // by id
+	keys  []keyID
 }
 
-func (ks *KeySet) intern(s string) string {
-	if ks.Names == nil {
-		ks.Names = Names{}
+// keyID is a Key as ids into the set's names.
+type keyID struct {
+	group, topic uint32
+	partition    int32
+}
+
+func (ks *KeySet) id(s string) uint32 {
+	if id, ok := ks.ids[s]; ok {
+		return id
 	}
-	return ks.Names.Intern(s)
+	if ks.ids == nil {
+		ks.ids = map[string]uint32{}
+	}
+	if ks.Names != nil {
+		s = ks.Names.Intern(s)
+	} else {
+		s = strings.Clone(s)
+	}
+	id := uint32(len(ks.names))
+	ks.ids[s] = id
+	ks.names = append(ks.names, s)
+	return id
 }
 
 // Grow makes room for n more keys.
@@ -78,19 +98,66 @@ func (ks *KeySet) AddCached(group string, f GroupFetch, ns string) {
 
 // Add adds one key (topic: full name).
 func (ks *KeySet) Add(group, topic string, partition int32) {
-	ks.keys = append(ks.keys, Key{ks.intern(group), ks.intern(topic), partition})
+	ks.keys = append(ks.keys, keyID{ks.id(group), ks.id(topic), partition})
 }
 
 // Sorted returns the distinct keys whose topic matches topicGlobs (the short name in
 // displayNS, or the full name), in row order. The set is empty afterwards.
-func (ks *KeySet) Sorted(topicGlobs []string, displayNS string) []Key {
-	keys := ks.keys
-	ks.keys, ks.Names = nil, nil
-	keys = slices.DeleteFunc(keys, func(k Key) bool {
-		return !MatchAny(topicGlobs, offsets.ShortName(k.Topic, displayNS), k.Topic)
+func (ks *KeySet) Sorted(topicGlobs []string, displayNS string) Keys {
+	keys, names := ks.keys, ks.names
+	*ks = KeySet{Names: ks.Names}
+	// Each name's place in sorted order, and whether it is a matching topic: asked once
+	// per name, not once per key.
+	byName := make([]uint32, len(names))
+	for i := range byName {
+		byName[i] = uint32(i)
+	}
+	slices.SortFunc(byName, func(a, b uint32) int { return strings.Compare(names[a], names[b]) })
+	rank := make([]uint32, len(names))
+	for r, id := range byName {
+		rank[id] = uint32(r)
+	}
+	byName = nil
+	match := make([]int8, len(names)) // 0 unknown, 1 yes, -1 no
+	keys = slices.DeleteFunc(keys, func(k keyID) bool {
+		if match[k.topic] == 0 {
+			match[k.topic] = -1
+			if t := names[k.topic]; MatchAny(topicGlobs, offsets.ShortName(t, displayNS), t) {
+				match[k.topic] = 1
+			}
+		}
+		return match[k.topic] < 0
 	})
-	slices.SortFunc(keys, Key.Compare)
-	return slices.Clip(slices.Compact(keys))
+	slices.SortFunc(keys, func(a, b keyID) int {
+		return cmp.Or(cmp.Compare(rank[a.group], rank[b.group]), cmp.Compare(rank[a.topic], rank[b.topic]), cmp.Compare(a.partition, b.partition))
+	})
+	return Keys{names: names, ids: slices.Clip(slices.Compact(keys))}
+}
+
+// Keys are row keys in row order, held compact (see KeySet).
+type Keys struct {
+	names []string
+	ids   []keyID
+}
+
+// Len is the number of keys.
+func (ks Keys) Len() int { return len(ks.ids) }
+
+// At is the i-th key.
+func (ks Keys) At(i int) Key {
+	id := ks.ids[i]
+	return Key{Group: ks.names[id.group], Topic: ks.names[id.topic], Partition: id.partition}
+}
+
+// All yields the keys in order.
+func (ks Keys) All() iter.Seq[Key] {
+	return func(yield func(Key) bool) {
+		for i := range ks.ids {
+			if !yield(ks.At(i)) {
+				return
+			}
+		}
+	}
 }
 
 // Side is one cluster as the engine sees it: what its offsets topic holds, what KoP served,
@@ -157,7 +224,7 @@ func (j *Judge) Row(k Key, sides []Side) Row {
 	r.Status = d.Status
 	for i := range r.Cells {
 		cell := &r.Cells[i]
-		cell.Status = d.Clusters[cell.Cluster]
+		cell.Status = d.Clusters[i]
 		cell.Detail = detail(&r, cell, j.obs[i])
 		if at := j.obs[i].ExpireAt; at > 0 {
 			in := float64(at-j.obs[i].Now) / 1000
@@ -194,12 +261,15 @@ func (j *Judge) observe(sides []Side, i int, k Key) (Cell, offsets.ClusterObserv
 // Inbound is the replication of group's offsets partition toward cluster: the peers'
 // replicators, by peer.
 func Inbound(sides []Side, cluster, group string) map[string]offsets.Inbound {
-	in := map[string]offsets.Inbound{}
+	var in map[string]offsets.Inbound // nil until a peer has one: most rows of one cluster have none
 	for _, peer := range sides {
 		if peer.Name == cluster || peer.Partitions <= 0 {
 			continue
 		}
 		if st, ok := peer.Outbound[offsets.PartitionFor(group, peer.Partitions)][cluster]; ok {
+			if in == nil {
+				in = map[string]offsets.Inbound{}
+			}
 			in[peer.Name] = st
 		}
 	}

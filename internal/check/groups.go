@@ -56,7 +56,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 	parallel(states, func(s *clusterState) {
 		s.readPersisted(ctx, o)
 		if s.c.Fetcher != nil {
-			s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
+			s.listGroups(ctx)
 		}
 	})
 	rows := map[string]*GroupRow{}
@@ -72,8 +72,10 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		if s.pErr != nil {
 			rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "pulsar", s.pErr))
 		}
-		if s.cacheErr != nil {
-			rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "kafka", s.cacheErr))
+		for _, err := range []error{s.cacheErr, s.listErr} {
+			if err != nil {
+				rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "kafka", err))
+			}
 		}
 		for _, v := range s.views() {
 			for _, g := range v.Groups() {

@@ -40,6 +40,19 @@ type Admin interface {
 	TenantAllowedClusters(ctx context.Context, tenant string) ([]string, error)
 }
 
+// Brokers is optionally implemented by an Admin: the active brokers of the cluster and
+// what each one says about itself, read at its own web address (not through the admin URL,
+// which reaches one broker of many). *PulsarAdmin implements it.
+type Brokers interface {
+	// ActiveBrokers lists the broker ids ("host:port" of each web service) of cluster, its
+	// Pulsar name (GET /admin/v2/brokers/{cluster}).
+	ActiveBrokers(ctx context.Context, cluster string) ([]string, error)
+	// BrokerVersionOf is the Pulsar version of one broker.
+	BrokerVersionOf(ctx context.Context, broker string) (string, error)
+	// RuntimeConfigOf is one broker's runtime configuration.
+	RuntimeConfigOf(ctx context.Context, broker string) (map[string]string, error)
+}
+
 // TopicActivity is what the topic stats of one partition say about its writers.
 type TopicActivity struct {
 	// LocalProducers are the producers that are not geo-replicators (whose names do not
@@ -60,7 +73,28 @@ const ReplicatorProducerPrefix = "pulsar.repl."
 // (RuntimeConfig, TopicActivity) through its pulsaradmin client.
 type PulsarAdmin struct{ *pulsarx.Admin }
 
-var _ Admin = PulsarAdmin{}
+var (
+	_ Admin   = PulsarAdmin{}
+	_ Brokers = PulsarAdmin{}
+)
+
+// BrokerVersionOf asks broker, at its own web address, for its version.
+func (a PulsarAdmin) BrokerVersionOf(ctx context.Context, broker string) (string, error) {
+	b, err := a.ForBroker(broker)
+	if err != nil {
+		return "", err
+	}
+	return b.BrokerVersion(ctx)
+}
+
+// RuntimeConfigOf asks broker, at its own web address, for its runtime configuration.
+func (a PulsarAdmin) RuntimeConfigOf(ctx context.Context, broker string) (map[string]string, error) {
+	b, err := a.ForBroker(broker)
+	if err != nil {
+		return nil, err
+	}
+	return PulsarAdmin{Admin: b}.RuntimeConfig(ctx)
+}
 
 // RuntimeConfig is GET /admin/v2/brokers/configuration/runtime.
 func (a PulsarAdmin) RuntimeConfig(ctx context.Context) (map[string]string, error) {

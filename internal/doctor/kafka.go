@@ -23,6 +23,21 @@ type KafkaProbe struct {
 	// MaxVersions are the highest versions of the requests offsets tools use (OffsetFetch,
 	// OffsetCommit, FindCoordinator, Metadata) from the ApiVersions answer.
 	MaxVersions map[string]int16
+	// Listeners are the KoP brokers the Metadata answer advertises, each asked for
+	// ApiVersions at its advertised address; nil when the prober does not ask each one.
+	Listeners []KafkaListener
+	// Refused holds the bootstrap addresses that refused a connection while another one
+	// answered (address -> dial error).
+	Refused map[string]string
+}
+
+// KafkaListener is one KoP broker of the Metadata answer.
+type KafkaListener struct {
+	NodeID  int32  `json:"node"`
+	Address string `json:"address"` // advertised host:port
+	// Error is its ApiVersions failure; empty when it answered.
+	Error       string           `json:"error,omitempty"`
+	MaxVersions map[string]int16 `json:"maxVersions,omitempty"`
 }
 
 // KafkaProber asks a cluster's KoP listener for ApiVersions and Metadata. It must return
@@ -84,7 +99,7 @@ func (p *KgoProber) Probe(ctx context.Context, cl Cluster) (KafkaProbe, error) {
 		}
 		return KafkaProbe{}, &KafkaProbeError{Stage: "dial", Dial: dialErrs, Err: errors.New(strings.Join(msgs, "; "))}
 	}
-	c, err := p.NewClient(cl, kgo.RequestRetries(0))
+	c, err := p.NewClient(cl, kgo.RequestRetries(0), kgo.DialTimeout(dt))
 	if err != nil {
 		return KafkaProbe{}, &KafkaProbeError{Stage: "client", Dial: dialErrs, Err: err}
 	}
@@ -95,29 +110,6 @@ func (p *KgoProber) Probe(ctx context.Context, cl Cluster) (KafkaProbe, error) {
 	if err != nil {
 		return out, &KafkaProbeError{Stage: "ApiVersions", Dial: dialErrs, Err: err}
 	}
-	var answered bool
-	var lastErr error
-	for _, bv := range vs.Sorted() {
-		if bv.Err != nil {
-			lastErr = bv.Err
-			continue
-		}
-		answered = true
-		for _, name := range []string{"OffsetFetch", "OffsetCommit", "FindCoordinator", "Metadata"} {
-			if k, ok := keyByName[name]; ok {
-				if _, maxVersion, ok := bv.KeyVersions(k); ok {
-					out.MaxVersions[name] = maxVersion
-				}
-			}
-		}
-		break
-	}
-	if !answered {
-		if lastErr == nil {
-			lastErr = errors.New("no broker answered")
-		}
-		return out, &KafkaProbeError{Stage: "ApiVersions", Dial: dialErrs, Err: lastErr}
-	}
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return out, &KafkaProbeError{Stage: "Metadata", Dial: dialErrs, Err: err}
@@ -126,7 +118,46 @@ func (p *KgoProber) Probe(ctx context.Context, cl Cluster) (KafkaProbe, error) {
 	if out.Brokers == 0 {
 		return out, &KafkaProbeError{Stage: "Metadata", Dial: dialErrs, Err: fmt.Errorf("no brokers in the answer")}
 	}
+	// Every advertised KoP broker, not only the first that answers: a client is sent to
+	// each of them (as a group's coordinator, as a partition's leader).
+	addrs := map[int32]string{}
+	for _, b := range md.Brokers {
+		addrs[b.NodeID] = net.JoinHostPort(b.Host, fmt.Sprint(b.Port))
+	}
+	var lastErr error
+	for _, bv := range vs.Sorted() {
+		l := KafkaListener{NodeID: bv.NodeID, Address: addrs[bv.NodeID]}
+		if bv.Err != nil {
+			lastErr, l.Error = bv.Err, bv.Err.Error()
+		} else {
+			l.MaxVersions = maxVersions(bv)
+			if len(out.MaxVersions) == 0 {
+				out.MaxVersions = l.MaxVersions
+			}
+		}
+		out.Listeners = append(out.Listeners, l)
+	}
+	if len(out.MaxVersions) == 0 {
+		if lastErr == nil {
+			lastErr = errors.New("no broker answered")
+		}
+		return out, &KafkaProbeError{Stage: "ApiVersions", Dial: dialErrs, Err: lastErr}
+	}
+	if len(dialErrs) > 0 {
+		out.Refused = dialErrs
+	}
 	return out, nil
+}
+
+// maxVersions picks the highest versions of the requests offsets tools use.
+func maxVersions(bv kadm.BrokerApiVersions) map[string]int16 {
+	out := map[string]int16{}
+	for _, name := range []string{"OffsetFetch", "OffsetCommit", "FindCoordinator", "Metadata"} {
+		if _, maxVersion, ok := bv.KeyVersions(keyByName[name]); ok {
+			out[name] = maxVersion
+		}
+	}
+	return out
 }
 
 var keyByName = map[string]int16{"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "Metadata": 3}

@@ -110,9 +110,10 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	answers := got.err == nil
 	r.mu.Lock()
 	r.reports[cl.Name].KoPAnswers = &answers
+	r.reports[cl.Name].KafkaListeners = got.p.Listeners
 	r.mu.Unlock()
 	if answers {
-		return checkOffsetsServed(ctx, r, cl)
+		return append(checkKoPBrokers(r, cl, got.p), checkOffsetsServed(ctx, r, cl)...)
 	}
 	boot := strings.Join(cl.KafkaBootstrap, ",")
 	ev := map[string]any{"bootstrap": cl.KafkaBootstrap, "error": got.err.Error(), "timeout": r.opts.KafkaTimeout.String()}
@@ -137,6 +138,47 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	}
 	return []Finding{{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: boot,
 		Message: fmt.Sprintf("KoP does not answer on its Kafka listener %s", boot), Evidence: ev, Fix: fix}}
+}
+
+// checkKoPBrokers: KoP answered, but maybe not on every listener: each bootstrap address
+// accepts connections, each KoP broker its Metadata advertises answers ApiVersions, with the
+// same versions as the others, and KoP lists as many brokers as Pulsar has active ones.
+func checkKoPBrokers(r *run, cl *Cluster, p KafkaProbe) []Finding {
+	var out []Finding
+	for _, addr := range slices.Sorted(maps.Keys(p.Refused)) {
+		out = append(out, Finding{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: addr,
+			Message:  fmt.Sprintf("the kafkaBootstrap address %s of %s refuses connections, while another one answers: a client given only this address cannot connect", addr, cl.Name),
+			Evidence: map[string]any{"address": addr, "error": p.Refused[addr]},
+			Fix:      fmt.Sprintf("start KoP on the broker behind %s (its kafkaListeners), or remove the address from kafkaBootstrap of %s in the kop-offsets config", addr, cl.Name)})
+	}
+	versions := map[string]string{}
+	for _, l := range p.Listeners {
+		if l.Error != "" {
+			out = append(out, Finding{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: l.Address,
+				Message:  fmt.Sprintf("KoP broker %d of %s, advertised as %s, does not answer ApiVersions: clients sent to it (as a group's coordinator or a partition's leader) fail", l.NodeID, cl.Name, l.Address),
+				Evidence: map[string]any{"node": l.NodeID, "address": l.Address, "error": l.Error},
+				Fix:      fmt.Sprintf("check that %s is the broker's kafkaAdvertisedListeners and reachable from the clients, and the broker's log", l.Address)})
+			continue
+		}
+		versions[l.Address] = fmt.Sprint(l.MaxVersions)
+	}
+	if len(slices.Compact(slices.Sorted(maps.Values(versions)))) > 1 {
+		out = append(out, Finding{Severity: SeverityWarning, Check: CheckKoPListener, Cluster: cl.Name,
+			Message:  fmt.Sprintf("the KoP brokers of %s answer different request versions: they run different KoP versions", cl.Name),
+			Evidence: map[string]any{"maxVersions": versions}})
+	}
+	r.mu.Lock()
+	bc, known := r.brokers[cl.Name]
+	r.mu.Unlock()
+	if known && p.Listeners != nil && len(p.Listeners) < bc.active && bc.withoutKoP == 0 {
+		// KoP's Metadata lists the brokers that registered a "kafka" protocol (KopEventManager);
+		// the brokers without it were not named by their runtime configuration (unreadable).
+		out = append(out, Finding{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name,
+			Message:  fmt.Sprintf("KoP lists %d brokers of %s but Pulsar has %d active brokers: KoP is not loaded on %d of them", len(p.Listeners), cl.Name, bc.active, bc.active-len(p.Listeners)),
+			Evidence: map[string]any{"kopBrokers": p.Listeners, "activeBrokers": bc.active},
+			Fix:      fmt.Sprintf("compare messagingProtocols on every broker: %s, then curl each broker's /admin/v2/brokers/configuration/runtime", pulsarAdmin(cl, "brokers list", cl.PulsarName))})
+	}
+	return out
 }
 
 // checkOffsetsServed: KoP serves every offsets partition (it drops the load of a partition

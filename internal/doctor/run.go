@@ -78,6 +78,10 @@ type ClusterReport struct {
 	OffsetsPartitions *int32   `json:"offsetsPartitions"`
 	KoPAnswers        *bool    `json:"kopAnswers"`
 	KafkaBootstrap    []string `json:"kafkaBootstrap,omitempty"`
+	// Brokers are the cluster's active brokers, each read at its own address.
+	Brokers []BrokerReport `json:"brokers,omitempty"`
+	// KafkaListeners are the KoP brokers KoP's Metadata answer advertises, each asked.
+	KafkaListeners []KafkaListener `json:"kafkaListeners,omitempty"`
 }
 
 // Report is the result of Run.
@@ -103,7 +107,8 @@ type run struct {
 	clusters []*Cluster
 	down     map[string]bool
 	reports  map[string]*ClusterReport
-	orig     map[string]*Cluster // the clusters as given, without the memoizing Admin
+	brokers  map[string]brokerCount // by cluster, from checkBrokers
+	orig     map[string]*Cluster    // the clusters as given, without the memoizing Admin
 	findings []Finding
 	apiErr   bool
 	mu       sync.Mutex
@@ -180,7 +185,7 @@ func Run(ctx context.Context, opts Options) *Report {
 	if opts.KafkaTimeout <= 0 {
 		opts.KafkaTimeout = 5 * time.Second
 	}
-	r := &run{opts: opts, down: map[string]bool{}, reports: map[string]*ClusterReport{}, orig: map[string]*Cluster{}}
+	r := &run{opts: opts, down: map[string]bool{}, reports: map[string]*ClusterReport{}, brokers: map[string]brokerCount{}, orig: map[string]*Cluster{}}
 	for _, c := range opts.Clusters {
 		// Memoize: several rules read the same policies and partition counts.
 		r.orig[c.Name] = c
@@ -193,7 +198,8 @@ func Run(ctx context.Context, opts Options) *Report {
 		r.reports[c.Name] = &ClusterReport{Name: c.Name, AdminURL: c.AdminURL, OffsetsTopic: cc.OffsetsTopic(), KafkaBootstrap: c.KafkaBootstrap}
 	}
 
-	// Per cluster, in parallel: reachability, version, identity, the Kafka listener.
+	// Per cluster, in parallel: reachability, version, identity, every broker, the Kafka
+	// listeners.
 	var wg sync.WaitGroup
 	first := make([][]Finding, len(r.clusters))
 	for i, cl := range r.clusters {
@@ -201,6 +207,7 @@ func Run(ctx context.Context, opts Options) *Report {
 		go func() {
 			defer wg.Done()
 			first[i] = checkBroker(ctx, r, cl)
+			first[i] = append(first[i], checkBrokers(ctx, r, cl)...)
 			if r.opts.Kafka != nil {
 				first[i] = append(first[i], checkKoPListener(ctx, r, cl)...)
 			}

@@ -32,10 +32,17 @@ type Admin struct {
 	// OnUnload and OnLookup run after a successful unload or lookup (KoP's reaction).
 	OnUnload func(bundleRange string)
 	OnLookup func(topic string)
+	// LookupBroker names the broker a lookup of topic answers (the bundle's owner, which
+	// may change with every unload); nil: always broker-1.
+	LookupBroker func(topic string) string
 
 	Version      string
 	Runtime      map[string]string
 	ClusterNames []string
+	// PerBroker is each active broker of the cluster by id ("host:port"), answering its own
+	// Version and Runtime (Down: its address does not answer); nil: the cluster lists no
+	// brokers.
+	PerBroker map[string]*Admin
 	// NamespaceRepl holds the replication clusters by namespace; absent: not found.
 	NamespaceRepl    map[string][]string
 	NamespaceReplErr error
@@ -174,7 +181,11 @@ func (f *Admin) LookupOwner(ctx context.Context, topic string) (pulsarx.Owner, e
 	if f.OnLookup != nil {
 		f.OnLookup(topic)
 	}
-	return pulsarx.Owner{BrokerURL: "pulsar://broker-1:6650", HTTPURL: "http://broker-1:8080"}, nil
+	broker := "broker-1"
+	if f.LookupBroker != nil {
+		broker = f.LookupBroker(topic)
+	}
+	return pulsarx.Owner{BrokerURL: "pulsar://" + broker + ":6650", HTTPURL: "http://" + broker + ":8080"}, nil
 }
 
 // BrokerVersion implements doctor.Admin.
@@ -185,6 +196,50 @@ func (f *Admin) BrokerVersion(ctx context.Context) (string, error) {
 // RuntimeConfig implements doctor.Admin.
 func (f *Admin) RuntimeConfig(ctx context.Context) (map[string]string, error) {
 	return f.Runtime, f.Call(ctx, "RuntimeConfig")
+}
+
+// ActiveBrokers implements doctor.Brokers: the ids of PerBroker, sorted.
+func (f *Admin) ActiveBrokers(ctx context.Context, cluster string) ([]string, error) {
+	if err := f.Call(ctx, "ActiveBrokers "+cluster); err != nil {
+		return nil, err
+	}
+	if f.PerBroker == nil {
+		return nil, nil
+	}
+	ids := make([]string, 0, len(f.PerBroker))
+	for id := range f.PerBroker {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// BrokerVersionOf implements doctor.Brokers.
+func (f *Admin) BrokerVersionOf(ctx context.Context, broker string) (string, error) {
+	b, err := f.broker(ctx, broker)
+	if err != nil {
+		return "", err
+	}
+	return b.BrokerVersion(ctx)
+}
+
+// RuntimeConfigOf implements doctor.Brokers.
+func (f *Admin) RuntimeConfigOf(ctx context.Context, broker string) (map[string]string, error) {
+	b, err := f.broker(ctx, broker)
+	if err != nil {
+		return nil, err
+	}
+	return b.RuntimeConfig(ctx)
+}
+
+func (f *Admin) broker(ctx context.Context, id string) (*Admin, error) {
+	f.mu.Lock()
+	b := f.PerBroker[id]
+	f.mu.Unlock()
+	if b == nil {
+		return nil, NotFound(f.Name, "broker "+id)
+	}
+	return b, ctx.Err()
 }
 
 // Clusters implements doctor.Admin.

@@ -1,6 +1,7 @@
 package fakes
 
 import (
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -40,22 +41,35 @@ type KoP struct {
 	ends     map[string]map[int32]int64
 	fetches  int
 	asked    [][]string
+	brokers  int              // kfake brokers; above 1 each answers only the groups it coordinates
+	servedBy map[string]int32 // group -> the broker whose OffsetFetch answer served it last
+	down     map[int32]bool   // brokers that close every connection (SetBrokerDown)
 }
 
 // NewKoP starts a one-broker fake KoP serving topics (3 partitions each; "topic-1" when
 // none is given). It is closed when the test ends.
 func NewKoP(t testing.TB, topics ...string) *KoP {
 	t.Helper()
+	return NewKoPBrokers(t, 1, topics...)
+}
+
+// NewKoPBrokers is NewKoP with n brokers, as KoP on n Pulsar brokers: a group is
+// coordinated by one of them (kfake's FindCoordinator answer; MoveCoordinator moves it, as
+// a bundle moving to another broker does), and the others answer its OffsetFetch with
+// NOT_COORDINATOR, as KoP does for a partition its broker does not own.
+func NewKoPBrokers(t testing.TB, n int, topics ...string) *KoP {
+	t.Helper()
 	if len(topics) == 0 {
 		topics = []string{"topic-1"}
 	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topics...))
+	c, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.SeedTopics(3, topics...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	k := &KoP{Cluster: c, cache: map[string]map[string]map[int32]int64{}, members: map[string]int{},
-		loading: map[string]int{}, unserved: map[string]bool{}, ends: map[string]map[int32]int64{}}
+		loading: map[string]int{}, unserved: map[string]bool{}, ends: map[string]map[int32]int64{},
+		brokers: n, servedBy: map[string]int32{}, down: map[int32]bool{}}
 	k.control(kmsg.OffsetFetch, k.offsetFetch)
 	k.control(kmsg.DescribeGroups, k.describeGroups)
 	k.control(kmsg.ListGroups, k.listGroups)
@@ -66,8 +80,24 @@ func NewKoP(t testing.TB, topics ...string) *KoP {
 func (k *KoP) control(key kmsg.Key, answer func(kmsg.Request) kmsg.Response) {
 	k.Cluster.ControlKey(int16(key), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		k.Cluster.KeepControl()
+		k.mu.Lock()
+		down := k.down[k.Cluster.CurrentNode()]
+		k.mu.Unlock()
+		if down {
+			return nil, errBrokerDown, true // kfake closes the connection
+		}
 		return answer(req), nil, true
 	})
+}
+
+var errBrokerDown = errors.New("fake KoP: broker down")
+
+// SetBrokerDown makes broker node close every connection that asks it for offsets, groups
+// or log-end offsets, as a stopped broker that clients still know of.
+func (k *KoP) SetBrokerDown(node int32, down bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.down[node] = down
 }
 
 // Client returns a client of this KoP capped at the request versions KoP speaks (OffsetFetch
@@ -201,9 +231,38 @@ func (k *KoP) groupError(group string, countLoading bool) int16 {
 	return 0
 }
 
+// MoveCoordinator makes another broker coordinate group (n > 1 brokers) and returns the
+// new coordinator's node id. Clients that cached the old one get NOT_COORDINATOR from it.
+func (k *KoP) MoveCoordinator(group string) int32 {
+	was := k.Cluster.CoordinatorFor(group)
+	for {
+		k.Cluster.RehashCoordinators()
+		if now := k.Cluster.CoordinatorFor(group); now != was || k.brokers < 2 {
+			return now
+		}
+	}
+}
+
+// ServedBy is the broker whose OffsetFetch answer last served group without an error (-1:
+// none yet).
+func (k *KoP) ServedBy(group string) int32 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if n, ok := k.servedBy[group]; ok {
+		return n
+	}
+	return -1
+}
+
 func (k *KoP) offsetFetch(kr kmsg.Request) kmsg.Response {
 	req := kr.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	node, coordinator := k.Cluster.CurrentNode(), map[string]int32{}
+	if k.brokers > 1 {
+		for _, rg := range req.Groups {
+			coordinator[rg.Group] = k.Cluster.CoordinatorFor(rg.Group)
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.delay > 0 {
@@ -215,8 +274,11 @@ func (k *KoP) offsetFetch(kr kmsg.Request) kmsg.Response {
 		asked = append(asked, rg.Group)
 		g := kmsg.NewOffsetFetchResponseGroup()
 		g.Group = rg.Group
-		if g.ErrorCode = k.groupError(rg.Group, true); g.ErrorCode == 0 {
+		if c, ok := coordinator[rg.Group]; ok && c != node {
+			g.ErrorCode = kerr.NotCoordinator.Code
+		} else if g.ErrorCode = k.groupError(rg.Group, true); g.ErrorCode == 0 {
 			g.Topics = k.cachedTopics(rg.Group)
+			k.servedBy[rg.Group] = node
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
@@ -274,6 +336,7 @@ func (k *KoP) describeGroups(kr kmsg.Request) kmsg.Response {
 
 func (k *KoP) listGroups(kr kmsg.Request) kmsg.Response {
 	resp := kr.(*kmsg.ListGroupsRequest).ResponseKind().(*kmsg.ListGroupsResponse)
+	node := k.Cluster.CurrentNode()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	known := map[string]bool{}
@@ -284,7 +347,9 @@ func (k *KoP) listGroups(kr kmsg.Request) kmsg.Response {
 		known[g] = known[g] || n > 0
 	}
 	for _, name := range sortedKeys(known) {
-		if !known[name] {
+		// Each broker lists the groups it coordinates, as KoP lists those of the offsets
+		// partitions its broker owns.
+		if !known[name] || (k.brokers > 1 && k.Cluster.CoordinatorFor(name) != node) {
 			continue
 		}
 		g := kmsg.NewListGroupsResponseGroup()

@@ -10,7 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +92,8 @@ func ClientOpts(requestTimeout time.Duration) []kgo.Opt {
 // ListGroups lists the groups KoP knows (its cache): ListGroups, then DescribeGroups when Describe is set.
 func (f *Fetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 	ls, err := f.Admin.ListGroups(ctx)
-	if err != nil {
+	partial := partialList(err)
+	if err != nil && partial == nil {
 		return nil, err
 	}
 	var out []ListedGroup
@@ -97,10 +101,10 @@ func (f *Fetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 		out = append(out, ListedGroup{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType})
 	}
 	if !f.Describe || len(out) == 0 {
-		return out, nil
+		return out, errOrNil(partial)
 	}
 	ds, err := f.Admin.DescribeGroups(ctx, ls.Groups()...)
-	if err != nil {
+	if err != nil && partialList(err) == nil {
 		return nil, err
 	}
 	for i := range out {
@@ -111,7 +115,42 @@ func (f *Fetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 			}
 		}
 	}
-	return out, nil
+	return out, errOrNil(partial)
+}
+
+// PartialListError is a ListGroups that some of KoP's brokers answered and others did not
+// (KoP lists on each broker the groups of the offsets partitions it owns): the groups listed
+// are the answering brokers'. A group named by the caller is still asked by name, and only a
+// group whose coordinator does not answer fails.
+type PartialListError struct {
+	Failed []string // "broker 2 (127.0.0.1:19093): error", one per broker that did not answer
+}
+
+func (e *PartialListError) Error() string {
+	return "ListGroups answered by some brokers only; the groups of these are missing from the list: " + strings.Join(e.Failed, "; ")
+}
+
+// partialList is err as a PartialListError when some brokers answered, else nil.
+func partialList(err error) *PartialListError {
+	var se *kadm.ShardErrors
+	if !errors.As(err, &se) || se.AllFailed || len(se.Errs) == 0 {
+		return nil
+	}
+	pe := &PartialListError{}
+	for _, e := range se.Errs {
+		pe.Failed = append(pe.Failed, fmt.Sprintf("broker %d (%s): %v", e.Broker.NodeID, net.JoinHostPort(e.Broker.Host, strconv.Itoa(int(e.Broker.Port))), e.Err))
+	}
+	slices.Sort(pe.Failed)
+	pe.Failed = slices.Compact(pe.Failed)
+	return pe
+}
+
+// errOrNil keeps a nil *PartialListError from becoming a non-nil error.
+func errOrNil(pe *PartialListError) error {
+	if pe == nil {
+		return nil
+	}
+	return pe
 }
 
 // FetchOffsets fetches the committed offsets of groups; every group gets an entry.

@@ -56,9 +56,10 @@ func TestOtherFormNoOffset(t *testing.T) {
 	}
 }
 
-// TestLiveGroupRefused: a group with a live member on wus is refused by reload (it would
-// rebalance), and reloaded with --allow-active.
-func TestLiveGroupRefused(t *testing.T) {
+// TestLiveGroupOnTarget: a group with a live member on wus is refused by reload under
+// --refuse-live, and reloaded by default (its member pauses; TestLiveGroupUnloadCost measures
+// by how much).
+func TestLiveGroupOnTarget(t *testing.T) {
 	topic := newTopic(t, "live")
 	group := labtest.Name("live-group")
 	settle(t, group)
@@ -79,7 +80,7 @@ func TestLiveGroupRefused(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	waitGroupState(t, wus, group, "Stable")
 
-	code, out := run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "-o", "json")
+	code, out := run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--refuse-live", "-o", "json")
 	var d struct {
 		Refusal   string
 		Execution json.RawMessage
@@ -104,9 +105,9 @@ func TestLiveGroupRefused(t *testing.T) {
 		t.Errorf("the plan does not call %s live on wus: %+v", group, d.Plan.Groups)
 	}
 
-	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--allow-active", "--wait", "60s", "-o", "json")
+	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
 	if code != 0 {
-		t.Fatalf("reload --allow-active: exit %d", code)
+		t.Fatalf("reload of a bundle with a live group: exit %d", code)
 	}
 	if got := served(t, "wus", group, topic); got != "5" {
 		t.Fatalf("wus serves %s after the reload, want 5", got)

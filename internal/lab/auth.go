@@ -69,6 +69,16 @@ const (
 	brokerTLSFromBroker = -1 // 16650 -> 16649
 )
 
+// CheckAuthShape refuses an auth lab of several brokers per cluster: not supported yet (each
+// broker would need TLS ports of its own, its registration multi-host TLS URLs, and the
+// topology code the broker views' TLS endpoints). A standalone lab of 2 or 3 clusters is.
+func CheckAuthShape(mode AuthMode, sh Shape) error {
+	if mode.orNone() == AuthNone || sh.Standalone() {
+		return nil
+	}
+	return fmt.Errorf("lab: --auth %s with --brokers %d (KOP_LAB_AUTH, KOP_LAB_BROKERS) is not supported yet: an auth lab has one broker per cluster (standalones); drop --auth or use --brokers 1", mode, sh.Brokers)
+}
+
 // ClusterAuth is what a cluster of an auth lab adds to the plain one: its TLS endpoints and
 // the files its clients authenticate with. Nil on a lab without auth.
 type ClusterAuth struct {
@@ -180,7 +190,7 @@ func NewPulsarClient(c Cluster) (pulsar.Client, error) {
 // superuser's token file (a path, not the token, is what the metadata store keeps), TLS on,
 // and the lab's CA, so replication runs over pulsar+ssl with the token.
 func clusterData(o Cluster) utils.ClusterData {
-	d := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURL, BrokerServiceURL: o.ServiceURL}
+	d := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURLs(), BrokerServiceURL: o.ServiceURLs()}
 	if a := o.Auth; a != nil {
 		d.ServiceURLTls, d.BrokerServiceURLTls = a.AdminURLTLS, a.ServiceURLTLS
 		d.AuthenticationPlugin = tokenAuthPlugin

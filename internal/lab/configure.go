@@ -154,6 +154,8 @@ func ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster
 }
 
 func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluster) error {
+	// Every broker of o, in Pulsar's multi-host form: the replicator reaches o while any of
+	// them is up (a standalone's is its one URL); on an auth lab its TLS URLs and auth too.
 	want := clusterData(o)
 	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
 	if err != nil {

@@ -22,21 +22,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
-// One lab per go test run: Ensure starts it (or reuses a running one); Main releases it and
-// the last test process out stops it unless it is kept (kop-lab up, KOP_LAB_KEEP=1).
-func TestMain(m *testing.M) { Main(m) }
-
-func ensureLab(t *testing.T) *Lab {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	l, err := Ensure(ctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
-	return l
-}
-
 // TestOffsetsTopicGeoReplicated proves the lab is two real, geo-replicated Pulsar clusters: a
 // message written to an offsets-topic partition on scus arrives on wus (the replicator's backlog
 // drains to 0) with the same key and payload, and the partition lives in one of the 4 bundles
@@ -316,20 +301,4 @@ func TestKoPRequired(t *testing.T) {
 			t.Errorf("%s unhealthy after a failed KOP=required start: %v", c.Name, err)
 		}
 	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
-}
-
-func mustTopic(t *testing.T, s string) utils.TopicName {
-	t.Helper()
-	tn, err := utils.GetTopicName(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return *tn
 }

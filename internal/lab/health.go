@@ -70,17 +70,22 @@ func KafkaMetadata(ctx context.Context, c Cluster) error {
 	return nil
 }
 
-// waitHealthy polls CheckHealth until it passes, the JVM exits, or timeout elapses. Failures
-// carry the last 40 lines of the broker log.
-func waitHealthy(ctx context.Context, p Paths, c Cluster, pid int, timeout time.Duration) (time.Duration, error) {
+// waitHealthy polls CheckHealth on c (a standalone, or the view of one broker) until it
+// passes, the JVM pid exits, or timeout elapses. Failures carry the last 40 lines of the
+// process's log.
+func waitHealthy(ctx context.Context, logPath string, c Cluster, pid int, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	what := c.Name
+	if !c.Standalone() {
+		what = fmt.Sprintf("%s broker on %s", c.Name, c.AdminURL)
+	}
 	var last error
 	for {
 		if !IsLabJVM(pid, c.Name) {
 			return time.Since(start), fmt.Errorf("lab: %s (pid %d) exited during start-up; last 40 lines of %s:\n%s",
-				c.Name, pid, p.LogFile(c.Name), LogTail(p.LogFile(c.Name), 40))
+				what, pid, logPath, LogTail(logPath, 40))
 		}
 		if last = CheckHealth(ctx, c); last == nil {
 			return time.Since(start), nil
@@ -88,7 +93,7 @@ func waitHealthy(ctx context.Context, p Paths, c Cluster, pid int, timeout time.
 		select {
 		case <-ctx.Done():
 			return time.Since(start), fmt.Errorf("lab: %s (pid %d) not healthy after %s: %w\nlast 40 lines of %s:\n%s",
-				c.Name, pid, timeout, last, p.LogFile(c.Name), LogTail(p.LogFile(c.Name), 40))
+				what, pid, timeout, last, logPath, LogTail(logPath, 40))
 		case <-time.After(time.Second):
 		}
 	}

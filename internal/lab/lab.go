@@ -7,19 +7,25 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// DefaultStartTimeout is how long one cluster may take to become healthy.
+// DefaultStartTimeout is how long one standalone cluster may take to become healthy.
 const DefaultStartTimeout = 4 * time.Minute
+
+// DefaultMultiStartTimeout is how long a broker of a multi-broker cluster may take to become
+// healthy: all brokers of all clusters start at once on 2 shared cores (docs/lab.md).
+const DefaultMultiStartTimeout = 10 * time.Minute
 
 // Options configure Up, Down, Status and Ensure. The zero value means: repository root found
 // from the working directory, Pulsar version from $PULSAR_VERSION (default
 // DefaultPulsarVersion), KoP mode from $KOP (default auto), the NAR from $KOP_NAR, KoP version
-// from $KOP_VERSION (default DefaultKoPVersion, for the Maven probe), DefaultClusters,
-// DefaultStartTimeout, logs to stderr.
+// from $KOP_VERSION (default DefaultKoPVersion, for the Maven probe), the shape from
+// $KOP_LAB_CLUSTERS and $KOP_LAB_BROKERS (default DefaultShape) and its clusters (ClustersFor),
+// DefaultStartTimeout (DefaultMultiStartTimeout with several brokers), logs to stderr.
 type Options struct {
 	Root          string
 	PulsarVersion string
@@ -27,8 +33,11 @@ type Options struct {
 	// KoPNar is a KoP protocol handler NAR brought by the user. It is checked, linked or
 	// copied into lab/run/protocols/byo/ and loaded instead of asking Maven; with KOP=auto a
 	// NAR that fails the check is an error, not a reason to carry on without KoP.
-	KoPNar       string
-	KoPVersion   string
+	KoPNar     string
+	KoPVersion string
+	// Shape is how many clusters and brokers per cluster; zero counts come from
+	// KOP_LAB_CLUSTERS and KOP_LAB_BROKERS. Clusters, when set, wins over it.
+	Shape        Shape
 	Clusters     []Cluster
 	StartTimeout time.Duration
 	// Keep marks the lab as kept: tests that reuse it never stop it (kop-lab up, KOP_LAB_KEEP=1).
@@ -76,7 +85,13 @@ func (o Options) resolve() (Options, error) {
 		o.KoPVersion = DefaultKoPVersion
 	}
 	if len(o.Clusters) == 0 {
-		o.Clusters = DefaultClusters()
+		sh, err := shapeFromEnv(o.Shape)
+		if err != nil {
+			return o, err
+		}
+		o.Shape, o.Clusters = sh, ClustersFor(sh)
+	} else {
+		o.Shape = ShapeOf(o.Clusters)
 	}
 	if o.Auth == "" {
 		m, err := ParseAuthMode(os.Getenv("KOP_LAB_AUTH"))
@@ -88,6 +103,9 @@ func (o Options) resolve() (Options, error) {
 	o.Clusters = withAuth(o.Clusters, Paths{Root: o.Root}, o.Auth)
 	if o.StartTimeout == 0 {
 		o.StartTimeout = DefaultStartTimeout
+		if !o.Shape.Standalone() {
+			o.StartTimeout = DefaultMultiStartTimeout
+		}
 		if s := os.Getenv("KOP_LAB_START_TIMEOUT"); s != "" {
 			d, err := time.ParseDuration(s)
 			if err != nil {
@@ -139,6 +157,9 @@ func (l *Lab) Cluster(name string) Cluster {
 func Up(ctx context.Context, opts Options) (*Lab, error) {
 	o, err := opts.resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckAuthShape(o.Auth, o.Shape); err != nil {
 		return nil, err
 	}
 	p := Paths{Root: o.Root}
@@ -216,8 +237,9 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 	return l, nil
 }
 
-// prepareClusters returns the clusters to start, with their broker configuration written
-// (and their data removed when asked); it fails when a port is taken by another process.
+// prepareClusters returns the clusters to start, with the configuration of each process
+// written (and their data removed when asked, or when it was written by the other layout); it
+// fails when a port is taken by another process.
 func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 	cs := make([]Cluster, len(o.Clusters))
 	copy(cs, o.Clusters)
@@ -225,68 +247,137 @@ func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 		return nil, err
 	}
 	for i := range cs {
-		cs[i].KoP = kop.Enabled
-		for _, port := range append([]int{cs[i].Ports.Web, cs[i].Ports.Broker, cs[i].Ports.Bookie, cs[i].Ports.Kafka}, authPorts(cs[i])...) {
+		c := &cs[i]
+		c.KoP = kop.Enabled
+		for _, port := range c.AllPorts() {
 			if portInUse(port) {
-				return nil, fmt.Errorf("lab: %s: port %d on %s is already in use by a process the lab did not start (lab/run/state.json has no running lab)", cs[i].Name, port, Host)
+				return nil, fmt.Errorf("lab: %s: port %d on %s is already in use by a process the lab did not start (lab/run/state.json has no running lab)", c.Name, port, Host)
 			}
 		}
-		if o.Fresh || o.FreshOnStart {
-			if err := os.RemoveAll(p.DataDir(cs[i].Name)); err != nil {
-				return nil, err
-			}
+		if err := prepareData(o, p, *c); err != nil {
+			return nil, err
 		}
-		if _, err := writeBrokerConf(p, cs[i], o.PulsarVersion, kop); err != nil {
+		var err error
+		if c.Standalone() {
+			_, err = writeBrokerConf(p, *c, o.PulsarVersion, kop)
+		} else {
+			err = writeClusterConfs(p, *c, o.PulsarVersion, kop)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	return cs, nil
 }
 
-// startClusters starts a JVM per cluster and records their pids in the state file.
-func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop KoPStatus) (*State, error) {
-	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Auth: o.Auth, Keep: o.Keep, StartedAt: time.Now().UTC()}
-	for _, c := range cs {
-		pid, err := startJVM(p, c, o.PulsarVersion)
-		if err != nil {
-			_ = stopAll(ctx, st, o.Log)
-			return nil, err
-		}
-		fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s)%s; log %s\n",
-			c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), authSummary(c), p.LogFile(c.Name))
-		st.Clusters = append(st.Clusters, ClusterState{Cluster: c, PID: pid, StartedAt: time.Now().UTC(),
-			ConfPath: p.BrokerConf(c.Name), LogPath: p.LogFile(c.Name)})
+// prepareData wipes c's data when asked (Fresh, FreshOnStart) or when the other layout wrote
+// it (a standalone's RocksDB store means nothing to ZooKeeper, and the reverse), and records
+// the layout.
+func prepareData(o Options, p Paths, c Cluster) error {
+	layout := "zookeeper"
+	if c.Standalone() {
+		layout = "standalone"
 	}
-	// Pids go to disk at once: a failed start can still be stopped by kop-lab down.
-	if err := WriteState(p.StateFile(), st); err != nil {
-		_ = stopAll(ctx, st, o.Log)
+	b, err := os.ReadFile(p.LayoutMarker(c.Name))
+	old := strings.TrimSpace(string(b))
+	if _, serr := os.Stat(p.DataDir(c.Name)); errors.Is(err, os.ErrNotExist) && serr == nil {
+		old = "standalone" // data of a lab from before the marker
+	}
+	other := old != "" && old != layout
+	if o.Fresh || o.FreshOnStart || other {
+		if other {
+			fmt.Fprintf(o.Log, "lab: %s: wiping data written by the %s layout\n", c.Name, old)
+		}
+		if err := os.RemoveAll(p.DataDir(c.Name)); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(p.DataDir(c.Name), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p.LayoutMarker(c.Name), []byte(layout+"\n"), 0o644)
+}
+
+// startClusters starts every cluster's JVMs and records their pids in the state file as they
+// start: a start that fails half-way can still be stopped by kop-lab down.
+func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop KoPStatus) (*State, error) {
+	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC(), Shape: ShapeOf(cs), Auth: o.Auth}
+	for _, c := range cs {
+		st.Clusters = append(st.Clusters, ClusterState{Cluster: c})
+	}
+	rec := &recorder{p: p, st: st, log: o.Log}
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	for i, c := range cs {
+		if c.Standalone() {
+			pid, err := startJVM(p, c, o.PulsarVersion)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s)%s; log %s\n",
+				c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), authSummary(c), p.LogFile(c.Name))
+			rec.add(c.Name, ProcessState{Role: RoleStandalone, PID: pid, Ports: c.AllPorts(), StartedAt: time.Now().UTC(),
+				ConfPath: p.BrokerConf(c.Name), LogPath: p.LogFile(c.Name)})
+			continue
+		}
+		wg.Add(1)
+		go func(i int, c Cluster) {
+			defer wg.Done()
+			errs[i] = startMultiCluster(ctx, o, p, c, rec)
+		}(i, c)
+	}
+	wg.Wait()
+	if err := errors.Join(append(errs, rec.errs...)...); err != nil {
+		_ = stopAll(context.WithoutCancel(ctx), st, o.Log)
+		_ = os.Remove(p.StateFile())
 		return nil, err
 	}
 	return st, nil
 }
 
-// awaitHealthy waits for every started cluster to be healthy and returns how long each
-// took; when one is not, it stops them all.
+// awaitHealthy waits for every broker (or standalone) of every cluster to be healthy and
+// returns how long each cluster took from its start (its slowest broker); when one is not, it
+// stops them all.
 func awaitHealthy(ctx context.Context, o Options, p Paths, st *State) (map[string]time.Duration, error) {
 	ready := map[string]time.Duration{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	errs := make([]error, len(st.Clusters))
+	var errs []error
 	for i := range st.Clusters {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			cs := &st.Clusters[i]
-			d, err := waitHealthy(ctx, p, cs.Cluster, cs.PID, o.StartTimeout)
-			errs[i] = err
-			if err == nil {
-				mu.Lock()
-				ready[cs.Name] = d
-				cs.ReadySeconds = d.Seconds()
-				mu.Unlock()
-				fmt.Fprintf(o.Log, "lab: %s healthy after %s\n", cs.Name, d.Round(100*time.Millisecond))
+		cs := &st.Clusters[i]
+		for j := range cs.Processes {
+			ps := &cs.Processes[j]
+			if !ps.servesBroker() {
+				continue
 			}
-		}(i)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				view := cs.Broker(ps.Index)
+				_, err := waitHealthy(ctx, ps.LogPath, view, ps.PID, o.StartTimeout)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				d := time.Since(cs.StartedAt)
+				if first := cs.Processes[0].StartedAt; !first.IsZero() {
+					d = time.Since(first)
+				}
+				ps.ReadySeconds = time.Since(ps.StartedAt).Seconds()
+				if d > ready[cs.Name] {
+					ready[cs.Name] = d
+					cs.ReadySeconds = d.Seconds()
+				}
+				what := cs.Name
+				if !cs.Standalone() {
+					what += " " + ps.ID()
+				}
+				fmt.Fprintf(o.Log, "lab: %s healthy after %s\n", what, time.Duration(ps.ReadySeconds*float64(time.Second)).Round(100*time.Millisecond))
+			}()
+		}
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -335,20 +426,21 @@ func resolveKoP(ctx context.Context, p Paths, o Options) (KoPStatus, error) {
 	return ResolveKoP(ctx, p, o.KoP, o.KoPVersion, o.Log)
 }
 
-// reusable: the state describes the wanted clusters and Pulsar version, all JVMs are alive,
-// and KoP matches the wanted mode (off wants it off; required wants it on; a NAR brought with
-// KOP_NAR wants that very file, by sha256).
+// reusable: the state describes the wanted shape, clusters and Pulsar version, all JVMs are
+// alive (none stopped by StopBroker), and KoP matches the wanted mode (off wants it off;
+// required wants it on; a NAR brought with KOP_NAR wants that very file, by sha256).
 func reusable(st *State, o Options) bool {
-	if st.PulsarVersion != o.PulsarVersion || len(st.Clusters) != len(o.Clusters) {
+	if !sameShape(st, o) {
 		return false
 	}
 	if st.AuthMode() != o.Auth.orNone() {
 		return false
 	}
-	for i, c := range o.Clusters {
-		s := st.Clusters[i]
-		if s.Name != c.Name || s.Ports != c.Ports || !IsLabJVM(s.PID, s.Name) {
-			return false
+	for _, c := range st.Clusters {
+		for _, ps := range c.Processes {
+			if ps.Stopped || !IsLabJVM(ps.PID, c.Name) {
+				return false
+			}
 		}
 	}
 	if o.KoP == KoPOff {
@@ -378,13 +470,34 @@ func reusable(st *State, o Options) bool {
 	return true
 }
 
+// sameShape: the state was started for the wanted Pulsar version, shape and clusters (names,
+// ports and broker counts); a lab of another shape is restarted.
+func sameShape(st *State, o Options) bool {
+	if st.PulsarVersion != o.PulsarVersion || len(st.Clusters) != len(o.Clusters) {
+		return false
+	}
+	if st.Shape != ShapeOf(o.Clusters) {
+		return false
+	}
+	for i, c := range o.Clusters {
+		s := st.Clusters[i]
+		if s.Name != c.Name || s.Ports != c.Ports || s.BrokerCount() != c.BrokerCount() || len(s.Processes) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// allHealthy waits up to wait for every broker of every cluster to be healthy.
 func allHealthy(ctx context.Context, st *State, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		var errs []error
 		for _, c := range st.Clusters {
-			if err := CheckHealth(ctx, c.Cluster); err != nil {
-				errs = append(errs, err)
+			for i := 0; i < c.BrokerCount(); i++ {
+				if err := CheckHealth(ctx, c.Broker(i)); err != nil {
+					errs = append(errs, brokerErr(c.Cluster, i, err))
+				}
 			}
 		}
 		err := errors.Join(errs...)
@@ -399,22 +512,24 @@ func allHealthy(ctx context.Context, st *State, wait time.Duration) error {
 	}
 }
 
-// stopAll stops the JVMs named in st, concurrently, by pid.
+// brokerErr names broker i in err when c has several brokers.
+func brokerErr(c Cluster, i int, err error) error {
+	if err == nil || c.Standalone() {
+		return err
+	}
+	return fmt.Errorf("broker-%d (%s): %w", i, c.Broker(i).AdminURL, err)
+}
+
+// stopAll stops the JVMs named in st by pid, the clusters concurrently (each in the order
+// stopCluster gives).
 func stopAll(ctx context.Context, st *State, log io.Writer) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(st.Clusters))
 	for i, c := range st.Clusters {
-		if !IsLabJVM(c.PID, c.Name) {
-			continue
-		}
 		wg.Add(1)
 		go func(i int, c ClusterState) {
 			defer wg.Done()
-			t := time.Now()
-			errs[i] = stopJVM(ctx, c.PID, c.Name, 30*time.Second)
-			if errs[i] == nil {
-				fmt.Fprintf(log, "lab: stopped %s (pid %d) in %s\n", c.Name, c.PID, time.Since(t).Round(100*time.Millisecond))
-			}
+			errs[i] = stopCluster(ctx, c, log)
 		}(i, c)
 	}
 	wg.Wait()
@@ -465,8 +580,8 @@ func Clean(ctx context.Context, opts Options) error {
 		if err := down(ctx, p, o.Log); err != nil {
 			return err
 		}
-		for _, c := range o.Clusters {
-			if err := os.RemoveAll(p.ClusterDir(c.Name)); err != nil {
+		for _, c := range clusterBases {
+			if err := os.RemoveAll(p.ClusterDir(c.name)); err != nil {
 				return err
 			}
 		}
@@ -477,15 +592,25 @@ func Clean(ctx context.Context, opts Options) error {
 	})
 }
 
-// ClusterStatus is what Status reports for one cluster.
+// ClusterStatus is what Status reports for one cluster. PID is its standalone's or broker
+// 0's; RSSMB is the sum over its processes; Health joins every broker's.
 type ClusterStatus struct {
 	Cluster
 	PID          int
-	Running      bool
+	Running      bool // every process runs
 	RSSMB        float64
 	Health       error // nil when healthy
 	ReadySeconds float64
 	LogPath      string
+	Processes    []ProcessStatus
+}
+
+// ProcessStatus is what Status reports for one JVM.
+type ProcessStatus struct {
+	ProcessState
+	Running bool
+	RSSMB   float64
+	Health  error // brokers and standalones: CheckHealth through this broker
 }
 
 // StatusReport is the lab's state as Status sees it.
@@ -529,15 +654,7 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 	}
 	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode()
 	for _, c := range st.Clusters {
-		cs := ClusterStatus{Cluster: c.Cluster, PID: c.PID, ReadySeconds: c.ReadySeconds, LogPath: c.LogPath}
-		cs.Running = IsLabJVM(c.PID, c.Name)
-		if cs.Running {
-			cs.RSSMB, _ = RSSMB(c.PID)
-			cs.Health = CheckHealth(ctx, c.Cluster)
-		} else {
-			cs.Health = fmt.Errorf("pid %d is not running", c.PID)
-		}
-		r.Clusters = append(r.Clusters, cs)
+		r.Clusters = append(r.Clusters, clusterStatus(ctx, c))
 	}
 	return r, nil
 }
@@ -547,4 +664,36 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// clusterStatus checks each process of c: pid, RSS and, for brokers, health.
+func clusterStatus(ctx context.Context, c ClusterState) ClusterStatus {
+	cs := ClusterStatus{Cluster: c.Cluster, PID: c.PID, ReadySeconds: c.ReadySeconds, LogPath: c.LogPath, Running: true}
+	var errs []error
+	for _, ps := range c.Processes {
+		st := ProcessStatus{ProcessState: ps, Running: IsLabJVM(ps.PID, c.Name)}
+		switch {
+		case !st.Running && ps.Stopped:
+			st.Health = fmt.Errorf("%s stopped (kop-lab stop-broker)", ps.ID())
+		case !st.Running:
+			st.Health = fmt.Errorf("%s: pid %d is not running", ps.ID(), ps.PID)
+		default:
+			st.RSSMB, _ = RSSMB(ps.PID)
+			if ps.servesBroker() {
+				st.Health = brokerErr(c.Cluster, ps.Index, CheckHealth(ctx, c.Broker(ps.Index)))
+			}
+		}
+		if st.Health != nil {
+			errs = append(errs, st.Health)
+		}
+		cs.Running = cs.Running && st.Running
+		cs.RSSMB += st.RSSMB
+		cs.Processes = append(cs.Processes, st)
+	}
+	if len(c.Processes) == 0 {
+		cs.Running = false
+		errs = append(errs, errors.New("no process recorded"))
+	}
+	cs.Health = errors.Join(errs...)
+	return cs
 }

@@ -1,5 +1,6 @@
-// Package lab starts, checks and stops the project's lab: two real Apache Pulsar standalone
-// clusters (scus and wus) on 127.0.0.1, geo-replicated both ways, with the KoP protocol
+// Package lab starts, checks and stops the project's lab: real Apache Pulsar clusters (scus and
+// wus, and eus with three) on 127.0.0.1, geo-replicated in a full mesh, each a standalone or
+// (Shape.Brokers >= 2) a ZooKeeper, a bookie and several brokers, with the KoP protocol
 // handler wired in and switched on when a KoP NAR is brought (KOP_NAR) or resolves from Maven.
 //
 // The artifacts come from lab/pom.xml (Maven, into ~/.m2), the broker configuration from
@@ -8,10 +9,12 @@
 //	lab/run/dist/apache-pulsar-<v>/   the unpacked distribution (+ .version marker)
 //	lab/run/protocols/                the KoP NAR when Maven resolves it, and the probe result
 //	lab/run/protocols/byo/            the NAR brought with KOP_NAR (a link or a copy)
-//	lab/run/<cluster>/conf/           rendered broker.conf
-//	lab/run/<cluster>/data/           RocksDB metadata store and bookie data
-//	lab/run/<cluster>/logs/broker.log the JVM's stdout and stderr
-//	lab/run/<cluster>/tmp/            java.io.tmpdir (RocksDB JNI, NAR extraction)
+//	lab/run/<cluster>/conf/           rendered broker.conf (standalone), or zookeeper.conf,
+//	                                  bookie.conf and broker-<i>.conf (several brokers)
+//	lab/run/<cluster>/data/           RocksDB metadata store and bookie data, or zookeeper/ and
+//	                                  bookie/; the layout marker and metadata-initialized
+//	lab/run/<cluster>/logs/           broker.log, or one <process>.log each: stdout and stderr
+//	lab/run/<cluster>/tmp/            java.io.tmpdir (RocksDB JNI, NAR extraction), per process
 //	lab/run/state.json                pids and what was started
 //	lab/run/config.yaml               a kop-offsets config for both clusters
 //	lab/run/lab.lock, users.lock      flock files (one start per go test run)
@@ -51,23 +54,40 @@ const (
 	Topic1Partitions            = 1
 )
 
-// Ports of one cluster; all listen on 127.0.0.1 (the bookie too: broker.conf pins it to the
-// loopback interface with listeningInterface=lo).
+// Ports of one cluster; all listen on 127.0.0.1 (the bookie too: its configuration pins it to
+// the loopback interface with listeningInterface=lo). Web, Broker and Kafka are broker 0's;
+// broker i of a multi-broker cluster listens on each plus i (Cluster.Brokers).
 type Ports struct {
 	Web    int `json:"web"`    // HTTP: admin REST API (webServicePort)
 	Broker int `json:"broker"` // Pulsar binary protocol (brokerServicePort)
-	Bookie int `json:"bookie"` // in-process bookie (--bookkeeper-port)
+	Bookie int `json:"bookie"` // the bookie (standalone: in-process, --bookkeeper-port)
 	Kafka  int `json:"kafka"`  // KoP listener; only bound when KoP is on
+	// ZooKeeper is the metadata store's client port of a multi-broker cluster; 0 for a
+	// standalone (RocksDB metadata store inside the standalone JVM).
+	ZooKeeper int `json:"zookeeper,omitempty"`
 }
 
-// Cluster is one standalone cluster of the lab.
+// Broker is one broker of a cluster: its own web, binary and Kafka ports.
+type Broker struct {
+	Index          int    `json:"index"`
+	Web            int    `json:"web"`
+	Service        int    `json:"service"`
+	Kafka          int    `json:"kafka"`
+	AdminURL       string `json:"adminURL"`
+	ServiceURL     string `json:"serviceURL"`
+	KafkaBootstrap string `json:"kafkaBootstrap"`
+}
+
+// Cluster is one cluster of the lab: a standalone, or (Brokers longer than 1) a ZooKeeper, a
+// bookie and several brokers. AdminURL, ServiceURL and KafkaBootstrap are broker 0's.
 type Cluster struct {
-	Name           string `json:"name"`
-	Ports          Ports  `json:"ports"`
-	AdminURL       string `json:"adminURL"`       // http://127.0.0.1:<web>
-	ServiceURL     string `json:"serviceURL"`     // pulsar://127.0.0.1:<broker>
-	KafkaBootstrap string `json:"kafkaBootstrap"` // 127.0.0.1:<kafka>
-	KoP            bool   `json:"kop"`            // KoP handler loaded in this cluster
+	Name           string   `json:"name"`
+	Ports          Ports    `json:"ports"`
+	AdminURL       string   `json:"adminURL"`       // http://127.0.0.1:<web>
+	ServiceURL     string   `json:"serviceURL"`     // pulsar://127.0.0.1:<broker>
+	KafkaBootstrap string   `json:"kafkaBootstrap"` // 127.0.0.1:<kafka>
+	KoP            bool     `json:"kop"`            // KoP handler loaded in this cluster
+	Brokers        []Broker `json:"brokers,omitempty"`
 	// Auth is set on a lab with auth (KOP_LAB_AUTH=token): TLS endpoints and token files.
 	Auth *ClusterAuth `json:"auth,omitempty"`
 }
@@ -75,29 +95,130 @@ type Cluster struct {
 // Host is the only address the lab uses.
 const Host = "127.0.0.1"
 
-// NewCluster builds a Cluster with URLs derived from its ports.
-func NewCluster(name string, p Ports) Cluster {
-	return Cluster{
+// NewCluster builds a one-broker (standalone) Cluster with URLs derived from its ports.
+func NewCluster(name string, p Ports) Cluster { return newCluster(name, p, 1) }
+
+// newCluster builds a Cluster of n brokers: broker i listens on p.Web+i, p.Broker+i and
+// p.Kafka+i.
+func newCluster(name string, p Ports, n int) Cluster {
+	c := Cluster{
 		Name:           name,
 		Ports:          p,
 		AdminURL:       fmt.Sprintf("http://%s:%d", Host, p.Web),
 		ServiceURL:     fmt.Sprintf("pulsar://%s:%d", Host, p.Broker),
 		KafkaBootstrap: fmt.Sprintf("%s:%d", Host, p.Kafka),
 	}
+	for i := 0; i < n; i++ {
+		b := Broker{Index: i, Web: p.Web + i, Service: p.Broker + i, Kafka: p.Kafka + i}
+		b.AdminURL = fmt.Sprintf("http://%s:%d", Host, b.Web)
+		b.ServiceURL = fmt.Sprintf("pulsar://%s:%d", Host, b.Service)
+		b.KafkaBootstrap = fmt.Sprintf("%s:%d", Host, b.Kafka)
+		c.Brokers = append(c.Brokers, b)
+	}
+	return c
 }
 
-// DefaultClusters is the lab's port layout: scus in 1xxxx, wus in 2xxxx, each port moved by
-// $KOP_LAB_PORT_OFFSET (default 0) so that a second checkout can run its own lab beside this
-// one (the two still share the machine's 2 cores).
-func DefaultClusters() []Cluster {
+// Standalone reports whether the cluster runs as one standalone JVM (one broker, in-process
+// bookie, RocksDB metadata store).
+func (c Cluster) Standalone() bool { return len(c.Brokers) <= 1 }
+
+// BrokerCount is the number of brokers (1 for a standalone).
+func (c Cluster) BrokerCount() int { return max(len(c.Brokers), 1) }
+
+// Broker returns a view of the cluster through broker i alone: AdminURL, ServiceURL,
+// KafkaBootstrap and the web, binary and Kafka ports are that broker's. CheckHealth and the
+// Kafka helpers take it to talk to one broker.
+func (c Cluster) Broker(i int) Cluster {
+	if i == 0 && len(c.Brokers) == 0 {
+		return c
+	}
+	b := c.Brokers[i]
+	v := c
+	v.Ports.Web, v.Ports.Broker, v.Ports.Kafka = b.Web, b.Service, b.Kafka
+	v.AdminURL, v.ServiceURL, v.KafkaBootstrap = b.AdminURL, b.ServiceURL, b.KafkaBootstrap
+	return v
+}
+
+// KafkaBootstraps lists every broker's Kafka listener.
+func (c Cluster) KafkaBootstraps() []string {
+	if len(c.Brokers) == 0 {
+		return []string{c.KafkaBootstrap}
+	}
+	out := make([]string, len(c.Brokers))
+	for i, b := range c.Brokers {
+		out[i] = b.KafkaBootstrap
+	}
+	return out
+}
+
+// AdminURLs is every broker's web service as one multi-host URL (http://h:p1,h:p2), the form
+// Pulsar takes for a cluster's serviceUrl; ServiceURLs is the same for the binary protocol.
+// Other clusters' replicators and lookups then reach this cluster while any broker is up.
+func (c Cluster) AdminURLs() string { return multiHost("http", c, func(b Broker) int { return b.Web }) }
+
+// ServiceURLs is every broker's binary protocol as one multi-host URL (see AdminURLs).
+func (c Cluster) ServiceURLs() string {
+	return multiHost("pulsar", c, func(b Broker) int { return b.Service })
+}
+
+func multiHost(scheme string, c Cluster, port func(Broker) int) string {
+	bs := c.Brokers
+	if len(bs) == 0 {
+		bs = []Broker{{Web: c.Ports.Web, Service: c.Ports.Broker}}
+	}
+	hosts := make([]string, len(bs))
+	for i, b := range bs {
+		hosts[i] = fmt.Sprintf("%s:%d", Host, port(b))
+	}
+	return scheme + "://" + strings.Join(hosts, ",")
+}
+
+// DefaultClusters is the lab's default port layout: two standalones, scus in 1xxxx and wus in
+// 2xxxx, each port moved by $KOP_LAB_PORT_OFFSET (default 0) so that a second checkout can
+// run its own lab beside this one (the two still share the machine's 2 cores).
+func DefaultClusters() []Cluster { return ClustersFor(Shape{Clusters: 2, Brokers: 1}) }
+
+// clusterBases are the ports of each cluster's first broker before the offset: the cluster's
+// digit leads every port (scus 1xxxx, wus 2xxxx, eus 3xxxx). Broker i adds i; the offset is a
+// multiple of 10 and MaxBrokers is 10, so two labs of different offsets never share a port.
+var clusterBases = []struct {
+	name  string
+	ports Ports
+}{
+	{"scus", Ports{Web: 18080, Broker: 16650, Bookie: 13181, Kafka: 19092, ZooKeeper: 12181}},
+	{"wus", Ports{Web: 28080, Broker: 26650, Bookie: 23181, Kafka: 29092, ZooKeeper: 22181}},
+	{"eus", Ports{Web: 38080, Broker: 36650, Bookie: 33181, Kafka: 39092, ZooKeeper: 32181}},
+}
+
+// ClustersFor returns the clusters of shape s (which must be valid): the first s.Clusters of
+// scus, wus, eus, each with s.Brokers brokers, ports moved by PortOffset. A standalone has no
+// ZooKeeper port.
+func ClustersFor(s Shape) []Cluster {
 	off := PortOffset()
-	at := func(p Ports) Ports {
-		return Ports{Web: p.Web + off, Broker: p.Broker + off, Bookie: p.Bookie + off, Kafka: p.Kafka + off}
+	var out []Cluster
+	for _, b := range clusterBases[:s.Clusters] {
+		p := b.ports
+		p = Ports{Web: p.Web + off, Broker: p.Broker + off, Bookie: p.Bookie + off, Kafka: p.Kafka + off, ZooKeeper: p.ZooKeeper + off}
+		if s.Brokers <= 1 {
+			p.ZooKeeper = 0
+		}
+		out = append(out, newCluster(b.name, p, max(s.Brokers, 1)))
 	}
-	return []Cluster{
-		NewCluster("scus", at(Ports{Web: 18080, Broker: 16650, Bookie: 13181, Kafka: 19092})),
-		NewCluster("wus", at(Ports{Web: 28080, Broker: 26650, Bookie: 23181, Kafka: 29092})),
+	return out
+}
+
+// AllPorts lists every port of the cluster: each broker's web, binary and Kafka port, the
+// bookie's and, when it has one, ZooKeeper's.
+func (c Cluster) AllPorts() []int {
+	ps := []int{c.Ports.Bookie}
+	if c.Ports.ZooKeeper != 0 {
+		ps = append(ps, c.Ports.ZooKeeper)
 	}
+	for i := 0; i < c.BrokerCount(); i++ {
+		b := c.Broker(i)
+		ps = append(ps, b.Ports.Web, b.Ports.Broker, b.Ports.Kafka)
+	}
+	return append(ps, authPorts(c)...)
 }
 
 // PortOffset is $KOP_LAB_PORT_OFFSET: a multiple of 10 from 0 to 990, else 0 with a warning.
@@ -202,6 +323,46 @@ func (p Paths) LogFile(name string) string {
 
 // NarExtractionDir is where the broker unpacks protocol handler NARs.
 func (p Paths) NarExtractionDir(name string) string { return filepath.Join(p.TmpDir(name), "nar") }
+
+// ZooKeeperTemplate and BookieTemplate are the configuration templates of a multi-broker
+// cluster's ZooKeeper and bookie (its brokers use ConfTemplate).
+func (p Paths) ZooKeeperTemplate() string {
+	return filepath.Join(p.LabDir(), "conf", "zookeeper.conf.tmpl")
+}
+
+// BookieTemplate is the configuration template of a multi-broker cluster's bookie.
+func (p Paths) BookieTemplate() string {
+	return filepath.Join(p.LabDir(), "conf", "bookkeeper.conf.tmpl")
+}
+
+// ProcessConf is the rendered configuration of process id ("zookeeper", "bookie",
+// "broker-1") of a multi-broker cluster.
+func (p Paths) ProcessConf(cluster, id string) string {
+	return filepath.Join(p.ClusterDir(cluster), "conf", id+".conf")
+}
+
+// ProcessLog receives the stdout and stderr of process id of a multi-broker cluster.
+func (p Paths) ProcessLog(cluster, id string) string {
+	return filepath.Join(p.ClusterDir(cluster), "logs", id+".log")
+}
+
+// ProcessData holds the data of process id (ZooKeeper's snapshots, the bookie's journal and
+// ledgers) under the cluster's DataDir, so that a fresh start wipes every layout alike.
+func (p Paths) ProcessData(cluster, id string) string { return filepath.Join(p.DataDir(cluster), id) }
+
+// ProcessTmp is the JVM temporary directory of process id.
+func (p Paths) ProcessTmp(cluster, id string) string { return filepath.Join(p.TmpDir(cluster), id) }
+
+// LayoutMarker records which layout (standalone or zookeeper) wrote the cluster's data: data
+// of the other layout is wiped before a start.
+func (p Paths) LayoutMarker(cluster string) string {
+	return filepath.Join(p.DataDir(cluster), "layout")
+}
+
+// MetadataMarker says that PulsarClusterMetadataSetup ran on the cluster's ZooKeeper data.
+func (p Paths) MetadataMarker(cluster string) string {
+	return filepath.Join(p.DataDir(cluster), "metadata-initialized")
+}
 
 // FindRoot returns the repository root: $KOP_LAB_ROOT if set, else the nearest directory
 // at or above the working directory whose go.mod declares this module and which has lab/pom.xml.

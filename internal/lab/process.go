@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,36 +27,15 @@ func javaBinary() string {
 	return "java"
 }
 
-// startJVM starts cluster c's standalone JVM in its own process group (so that it outlives
-// the caller and ^C in a terminal does not reach it) with stdout and stderr appended to its
+// startJVM starts standalone cluster c's JVM with stdout and stderr appended to its
 // broker.log. It returns the pid.
 func startJVM(p Paths, c Cluster, pulsarVersion string) (int, error) {
-	for _, d := range []string{p.ClusterDir(c.Name), p.DataDir(c.Name), p.TmpDir(c.Name),
-		p.NarExtractionDir(c.Name), filepath.Dir(p.LogFile(c.Name))} {
+	for _, d := range []string{p.DataDir(c.Name), p.TmpDir(c.Name), p.NarExtractionDir(c.Name)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return 0, err
 		}
 	}
-	logf, err := os.OpenFile(p.LogFile(c.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = logf.Close() }()
-	args := JavaArgs(p, c, pulsarVersion)
-	fmt.Fprintf(logf, "\n=== kop-lab: starting %s at %s\n=== %s %s\n", c.Name,
-		time.Now().UTC().Format(time.RFC3339), javaBinary(), strings.Join(args, " "))
-	cmd := exec.Command(javaBinary(), args...)
-	cmd.Dir = p.ClusterDir(c.Name)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Stdin = nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("lab: start %s: %w", c.Name, err)
-	}
-	done := make(chan struct{})
-	reaped.Store(cmd.Process.Pid, done)
-	go func() { _ = cmd.Wait(); close(done) }()
-	return cmd.Process.Pid, nil
+	return startJava(p.ClusterDir(c.Name), p.LogFile(c.Name), c.Name, JavaArgs(p, c, pulsarVersion))
 }
 
 // procState returns the state letter of /proc/<pid>/stat ("" when there is no such process).

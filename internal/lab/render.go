@@ -13,10 +13,12 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 )
 
-// brokerConfData is what lab/conf/broker.conf.tmpl sees.
-type brokerConfData struct {
+// confData is what the templates of lab/conf see.
+type confData struct {
 	Name             string
-	Ports            Ports
+	Standalone       bool
+	Ports            Ports // the broker's own web, binary and Kafka ports (Cluster.Broker)
+	DataDir          string
 	PulsarVersion    string
 	KoP              bool
 	KoPVersion       string
@@ -28,36 +30,59 @@ type brokerConfData struct {
 	Auth          *brokerAuthConf
 }
 
-// RenderBrokerConf renders the broker configuration template tmpl for cluster c on Pulsar
-// pulsarVersion; the KoP block (when c.KoP) loads handlers from kop.HandlerDir.
+// RenderBrokerConf renders the broker configuration template tmpl for cluster c (a
+// standalone, or broker 0 of a multi-broker cluster) on Pulsar pulsarVersion; the KoP block
+// (when c.KoP) loads handlers from kop.HandlerDir.
 func RenderBrokerConf(tmpl string, p Paths, c Cluster, pulsarVersion string, kop KoPStatus) ([]byte, error) {
+	return RenderBrokerConfFor(tmpl, p, c, 0, pulsarVersion, kop)
+}
+
+// RenderBrokerConfFor renders the configuration of broker i of cluster c: its own web, binary
+// and Kafka ports and NAR extraction directory.
+func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion string, kop KoPStatus) ([]byte, error) {
 	dir := kop.HandlerDir
 	if dir == "" {
 		dir = p.ProtocolsDir()
 	}
-	t, err := template.New("broker.conf").Option("missingkey=error").Parse(tmpl)
-	if err != nil {
-		return nil, fmt.Errorf("lab: parse broker.conf template: %w", err)
+	nar := p.NarExtractionDir(c.Name)
+	if !c.Standalone() {
+		nar = filepath.Join(p.ProcessTmp(c.Name, processID(RoleBroker, i)), "nar")
 	}
-	var b bytes.Buffer
-	err = t.Execute(&b, brokerConfData{
+	return renderConf(tmpl, processID(RoleBroker, i), confData{
 		Name:             c.Name,
-		Ports:            c.Ports,
+		Standalone:       c.Standalone(),
+		Ports:            c.Broker(i).Ports,
 		PulsarVersion:    pulsarVersion,
 		KoP:              c.KoP,
 		KoPVersion:       kop.Version,
 		ProtocolsDir:     dir,
-		NarExtractionDir: p.NarExtractionDir(c.Name),
+		NarExtractionDir: nar,
 		KafkaProtocol:    kafkaSecurityProtocol(c),
 		Auth:             brokerAuth(c),
-	})
+	}, c.Name)
+}
+
+// RenderServiceConf renders the template of a multi-broker cluster's ZooKeeper or bookie
+// (role RoleZooKeeper or RoleBookie), with that process's data directory.
+func RenderServiceConf(tmpl string, p Paths, c Cluster, role Role) ([]byte, error) {
+	return renderConf(tmpl, string(role), confData{Name: c.Name, Ports: c.Ports,
+		DataDir: p.ProcessData(c.Name, string(role))}, c.Name)
+}
+
+func renderConf(tmpl, what string, d confData, cluster string) ([]byte, error) {
+	t, err := template.New(what).Option("missingkey=error").Parse(tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("lab: render broker.conf for %s: %w", c.Name, err)
+		return nil, fmt.Errorf("lab: parse %s template: %w", what, err)
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, d); err != nil {
+		return nil, fmt.Errorf("lab: render %s configuration for %s: %w", what, cluster, err)
 	}
 	return b.Bytes(), nil
 }
 
-// writeBrokerConf renders the template from lab/conf and writes lab/run/<c>/conf/broker.conf.
+// writeBrokerConf renders the template from lab/conf and writes lab/run/<c>/conf/broker.conf
+// of a standalone cluster.
 func writeBrokerConf(p Paths, c Cluster, pulsarVersion string, kop KoPStatus) (string, error) {
 	tmpl, err := os.ReadFile(p.ConfTemplate())
 	if err != nil {
@@ -67,16 +92,63 @@ func writeBrokerConf(p Paths, c Cluster, pulsarVersion string, kop KoPStatus) (s
 	if err != nil {
 		return "", err
 	}
-	path := p.BrokerConf(c.Name)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
-	}
-	return path, os.WriteFile(path, out, 0o644)
+	return p.BrokerConf(c.Name), writeFile(p.BrokerConf(c.Name), out)
 }
 
-// JVMMemory is the JVM memory of each cluster, sized for a 2-core, 24 GiB machine: two of them
-// fit with room to spare.
+// writeClusterConfs writes the configuration of every process of multi-broker cluster c:
+// conf/zookeeper.conf, conf/bookie.conf and conf/broker-<i>.conf.
+func writeClusterConfs(p Paths, c Cluster, pulsarVersion string, kop KoPStatus) error {
+	for _, f := range []struct {
+		role Role
+		tmpl string
+	}{{RoleZooKeeper, p.ZooKeeperTemplate()}, {RoleBookie, p.BookieTemplate()}} {
+		tmpl, err := os.ReadFile(f.tmpl)
+		if err != nil {
+			return err
+		}
+		out, err := RenderServiceConf(string(tmpl), p, c, f.role)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(p.ProcessConf(c.Name, string(f.role)), out); err != nil {
+			return err
+		}
+	}
+	tmpl, err := os.ReadFile(p.ConfTemplate())
+	if err != nil {
+		return err
+	}
+	for i := range c.Brokers {
+		out, err := RenderBrokerConfFor(string(tmpl), p, c, i, pulsarVersion, kop)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(p.ProcessConf(c.Name, processID(RoleBroker, i)), out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// JVMMemory is the JVM memory of each standalone, sized for a 2-core, 24 GiB machine: two of
+// them fit with room to spare.
 var JVMMemory = []string{"-Xms256m", "-Xmx1g", "-XX:MaxDirectMemorySize=512m"}
+
+// RoleMemory is the JVM memory of each process of a multi-broker cluster: with 3 clusters of
+// 2 brokers that is 6 brokers, 3 bookies and 3 ZooKeepers on one 24 GiB machine shared with
+// other labs, so each gets less than a standalone (measured RSS in docs/lab.md).
+var RoleMemory = map[Role][]string{
+	RoleZooKeeper: {"-Xms32m", "-Xmx128m"},
+	RoleBookie:    {"-Xms64m", "-Xmx256m", "-XX:MaxDirectMemorySize=256m"},
+	RoleBroker:    {"-Xms128m", "-Xmx768m", "-XX:MaxDirectMemorySize=512m"},
+}
 
 // addOpens is the --add-opens list of the distribution's bin/pulsar for Java 17, plus the
 // java.lang, java.util and sun.net packages named in lab.md.
@@ -95,15 +167,69 @@ func ProcessMarker(name string) string { return "-Dkop.lab.cluster=" + name }
 // standalone of Pulsar pulsarVersion: broker, one in-process bookie, RocksDB metadata store, no
 // functions worker, no stream storage.
 func JavaArgs(p Paths, c Cluster, pulsarVersion string) []string {
-	args := append([]string{}, JVMMemory...)
+	args := jvmArgs(p, c.Name, "", p.TmpDir(c.Name), JVMMemory, pulsarVersion)
+	return append(args,
+		"org.apache.pulsar.PulsarStandaloneStarter",
+		"-c", p.BrokerConf(c.Name),
+		"-nfw", "-nss",
+		"--metadata-dir", filepath.Join(p.DataDir(c.Name), "metadata"),
+		"--bookkeeper-dir", filepath.Join(p.DataDir(c.Name), "bookkeeper"),
+		"--bookkeeper-port", fmt.Sprint(c.Ports.Bookie),
+	)
+}
+
+// ProcessArgs returns the java command line of a process of multi-broker cluster c: its
+// ZooKeeper (QuorumPeerMain), its bookie (BookKeeper's server Main) or broker i
+// (PulsarBrokerStarter), each from the distribution's lib/ and its rendered configuration.
+func ProcessArgs(p Paths, c Cluster, role Role, i int, pulsarVersion string) []string {
+	id := processID(role, i)
+	args := jvmArgs(p, c.Name, id, p.ProcessTmp(c.Name, id), RoleMemory[role], pulsarVersion)
+	conf := p.ProcessConf(c.Name, id)
+	switch role {
+	case RoleZooKeeper:
+		return append(args, "org.apache.zookeeper.server.quorum.QuorumPeerMain", conf)
+	case RoleBookie:
+		return append(args, "org.apache.bookkeeper.server.Main", "--conf", conf)
+	}
+	return append(args, "org.apache.pulsar.PulsarBrokerStarter", "-c", conf)
+}
+
+// MetadataSetupArgs is the java command line that writes cluster c's metadata into its
+// ZooKeeper once (org.apache.pulsar.PulsarClusterMetadataSetup, `pulsar
+// initialize-cluster-metadata`): the cluster's own registration with every broker in its URLs,
+// tenant public, public/default with 4 bundles, and BookKeeper's ledger layout.
+func MetadataSetupArgs(p Paths, c Cluster, pulsarVersion string) []string {
+	zk := fmt.Sprintf("zk:%s:%d", Host, c.Ports.ZooKeeper)
+	args := jvmArgs(p, c.Name, "metadata-setup", p.ProcessTmp(c.Name, "metadata-setup"), []string{"-Xmx256m"}, pulsarVersion)
+	return append(args, "org.apache.pulsar.PulsarClusterMetadataSetup",
+		"--cluster", c.Name,
+		"--metadata-store", zk,
+		"--configuration-metadata-store", zk,
+		"--web-service-url", c.AdminURLs(),
+		"--broker-service-url", c.ServiceURLs(),
+		"--default-namespace-bundle-number", fmt.Sprint(MetadataBundles),
+		"--initial-num-transaction-coordinators", "1",
+	)
+}
+
+// jvmArgs are the JVM options every lab process shares, ending with the classpath: memory,
+// the markers that name cluster (and process id, when not empty), tmpdir, logging and the
+// module openings of bin/pulsar.
+func jvmArgs(p Paths, cluster, id, tmp string, memory []string, pulsarVersion string) []string {
+	args := append([]string{}, memory...)
 	args = append(args,
 		"-XX:+UseG1GC",
 		// C1 only: on 2 busy cores the C2 compiler's start-up work doubles the time to healthy
 		// (measured 28-30 s vs 11-13 s for one standalone at load average 19); the lab's
 		// workloads are small, so C2's peak throughput is not needed.
 		"-XX:TieredStopAtLevel=1",
-		ProcessMarker(c.Name),
-		"-Djava.io.tmpdir="+p.TmpDir(c.Name),
+		ProcessMarker(cluster),
+	)
+	if id != "" {
+		args = append(args, processMarker(cluster, id))
+	}
+	args = append(args,
+		"-Djava.io.tmpdir="+tmp,
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dlog4j2.configurationFile="+p.Log4j2(),
 		"-Dlog4j.shutdownHookEnabled=false",
@@ -120,16 +246,8 @@ func JavaArgs(p Paths, c Cluster, pulsarVersion string) []string {
 	for _, o := range addOpens {
 		args = append(args, "--add-opens", o+"=ALL-UNNAMED")
 	}
-	args = append(args, "--enable-native-access=ALL-UNNAMED",
-		"-cp", filepath.Join(p.Dist(pulsarVersion), "lib")+"/*",
-		"org.apache.pulsar.PulsarStandaloneStarter",
-		"-c", p.BrokerConf(c.Name),
-		"-nfw", "-nss",
-		"--metadata-dir", filepath.Join(p.DataDir(c.Name), "metadata"),
-		"--bookkeeper-dir", filepath.Join(p.DataDir(c.Name), "bookkeeper"),
-		"--bookkeeper-port", fmt.Sprint(c.Ports.Bookie),
-	)
-	return args
+	return append(args, "--enable-native-access=ALL-UNNAMED",
+		"-cp", filepath.Join(p.Dist(pulsarVersion), "lib")+"/*")
 }
 
 // cliConfig mirrors the subset of docs/config.md the lab fills in.
@@ -155,6 +273,12 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 	cfg := cliConfig{}
 	for _, c := range cs {
 		cc := c.Config()
+		// Every broker's Kafka listener, and (without auth) every broker's binary protocol in
+		// Pulsar's multi-host form; the admin URL stays broker 0's.
+		cc.KafkaBootstrap = c.KafkaBootstraps()
+		if c.Auth == nil {
+			cc.ServiceURL = c.ServiceURLs()
+		}
 		cfg.Clusters = append(cfg.Clusters, cliCluster{
 			Name:              cc.Name,
 			AdminURL:          cc.AdminURL,
@@ -178,7 +302,13 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# kop-offsets configuration for the lab, written by internal/lab (kop-lab up).\n")
-	fmt.Fprintf(&b, "# Apache Pulsar %s standalone clusters on %s.\n", pulsarVersion, Host)
+	if sh := ShapeOf(cs); sh.Standalone() {
+		fmt.Fprintf(&b, "# Apache Pulsar %s standalone clusters on %s.\n", pulsarVersion, Host)
+	} else {
+		fmt.Fprintf(&b, "# Apache Pulsar %s, %d clusters of %d brokers each (ZooKeeper, bookie, brokers) on %s.\n", pulsarVersion, sh.Clusters, sh.Brokers, Host)
+		fmt.Fprintf(&b, "# adminURL takes one URL: broker 0's (stopping broker 0 stops admin calls through it);\n")
+		fmt.Fprintf(&b, "# serviceURL names every broker (Pulsar's multi-host form); kafkaBootstrap lists every broker.\n")
+	}
 	if kop.Enabled {
 		fmt.Fprintf(&b, "# KoP %s: on (kafkaBootstrap answers).\n", kop.Version)
 		if kop.SHA256 != "" {

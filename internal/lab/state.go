@@ -23,23 +23,28 @@ type State struct {
 	// Owner is the `go test` process whose run started (or adopted) a lab that is not kept;
 	// a reaper stops the lab once that process has exited. OwnerStart is its start time in
 	// clock ticks (/proc/<pid>/stat field 22), so that a recycled pid is not mistaken for it.
-	Owner      int            `json:"owner,omitempty"`
-	OwnerStart string         `json:"ownerStart,omitempty"`
-	StartedAt  time.Time      `json:"startedAt"`
-	Clusters   []ClusterState `json:"clusters"`
+	Owner      int       `json:"owner,omitempty"`
+	OwnerStart string    `json:"ownerStart,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	// Shape is what was asked for; a running lab is reused only for the same shape.
+	Shape    Shape          `json:"shape"`
+	Clusters []ClusterState `json:"clusters"`
 
 	// Auth is the lab's auth mode; a state file written before auth modes existed has none.
 	Auth AuthMode `json:"auth,omitempty"`
 }
 
-// ClusterState is one started JVM.
+// ClusterState is one started cluster. PID, ConfPath and LogPath are its standalone's, or
+// broker 0's in a multi-broker cluster; Processes lists every JVM (the standalone alone, or
+// ZooKeeper, bookie and brokers).
 type ClusterState struct {
 	Cluster
-	PID          int       `json:"pid"`
-	StartedAt    time.Time `json:"startedAt"`
-	ReadySeconds float64   `json:"readySeconds"` // JVM start to healthy
-	ConfPath     string    `json:"confPath"`
-	LogPath      string    `json:"logPath"`
+	Processes    []ProcessState `json:"processes"`
+	PID          int            `json:"pid"`
+	StartedAt    time.Time      `json:"startedAt"`
+	ReadySeconds float64        `json:"readySeconds"` // JVM start to healthy
+	ConfPath     string         `json:"confPath"`
+	LogPath      string         `json:"logPath"`
 }
 
 // ReadState reads the state file; a missing file gives (nil, nil).
@@ -57,6 +62,17 @@ func ReadState(path string) (*State, error) {
 	}
 	if s.Version != StateVersion {
 		return nil, fmt.Errorf("lab: %s: state version %d, want %d", path, s.Version, StateVersion)
+	}
+	// A state written before the lab had several layouts: two standalones, one JVM each.
+	for i := range s.Clusters {
+		c := &s.Clusters[i]
+		if len(c.Processes) == 0 && c.PID != 0 {
+			c.Processes = []ProcessState{{Role: RoleStandalone, PID: c.PID, StartedAt: c.StartedAt,
+				ReadySeconds: c.ReadySeconds, ConfPath: c.ConfPath, LogPath: c.LogPath, Ports: c.AllPorts()}}
+		}
+	}
+	if s.Shape == (Shape{}) {
+		s.Shape = ShapeOf(s.ClusterList())
 	}
 	return &s, nil
 }
@@ -94,4 +110,42 @@ func (s *State) AuthMode() AuthMode {
 		return AuthNone
 	}
 	return s.Auth
+}
+
+// Process returns the process of cluster name with role and index.
+func (s *State) Process(name string, role Role, index int) (*ProcessState, bool) {
+	for i := range s.Clusters {
+		if s.Clusters[i].Name != name {
+			continue
+		}
+		for j := range s.Clusters[i].Processes {
+			if ps := &s.Clusters[i].Processes[j]; ps.Role == role && ps.Index == index {
+				return ps, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// ClusterList returns the clusters of the state.
+func (s *State) ClusterList() []Cluster {
+	cs := make([]Cluster, len(s.Clusters))
+	for i, c := range s.Clusters {
+		cs[i] = c.Cluster
+	}
+	return cs
+}
+
+// CurrentClusters returns the running lab's clusters (from lab/run/state.json), else the
+// clusters Up would start with opts.
+func CurrentClusters(opts Options) ([]Cluster, error) {
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	st, err := ReadState(Paths{Root: o.Root}.StateFile())
+	if err != nil || st == nil {
+		return o.Clusters, err
+	}
+	return st.ClusterList(), nil
 }

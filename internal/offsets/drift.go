@@ -157,8 +157,8 @@ type DriftInput struct {
 
 // Drift is the verdict on one row.
 type Drift struct {
-	Status   Status            // the most severe of Clusters (see Statuses)
-	Clusters map[string]Status // per cluster
+	Status   Status   // the most severe of Clusters (see Statuses)
+	Clusters []Status // per cluster, in the order of the input's (a map cost every row an allocation)
 	// Reference is the persisted offset the clusters were compared with (the source's, else
 	// the highest), nil when no reachable cluster has one.
 	Reference *int64
@@ -192,7 +192,7 @@ type Drift struct {
 // Rule 6 comes before rule 7 so that the user's case, a cache behind its own topic, is named
 // for what fixes it (reload), even if replication is also behind.
 func ClassifyDrift(in DriftInput) Drift {
-	d := Drift{Clusters: make(map[string]Status, len(in.Clusters))}
+	d := Drift{Clusters: make([]Status, len(in.Clusters))}
 
 	// The reference: the source's persisted value, else the highest reachable one.
 	var refCluster string
@@ -226,8 +226,8 @@ func ClassifyDrift(in DriftInput) Drift {
 		}
 	}
 
-	for _, c := range in.Clusters {
-		d.Clusters[c.Cluster] = classifyCluster(c, in, d.Reference, refCluster, sourceObs, reachable)
+	for i, c := range in.Clusters {
+		d.Clusters[i] = classifyCluster(c, in, d.Reference, refCluster, sourceObs, reachable)
 	}
 	d.Status = StatusOK
 	for _, st := range d.Clusters {

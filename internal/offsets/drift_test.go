@@ -127,7 +127,7 @@ func TestClassifyDrift(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.scus.Cluster, tt.wus.Cluster = "scus", "wus"
 			d := ClassifyDrift(DriftInput{Source: tt.source, Clusters: []ClusterObservation{tt.scus, tt.wus}})
-			got := want{d.Status, d.Clusters["scus"], d.Clusters["wus"]}
+			got := want{d.Status, d.Clusters[0], d.Clusters[1]}
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}

@@ -646,7 +646,7 @@ type pendingKey struct {
 func (p *PersistedOffsets) index() {
 	p.indexOnce.Do(func() {
 		for _, s := range p.parts {
-			s.once.Do(s.buildIndex)
+			s.once.Do(s.freeze)
 		}
 		if len(p.parts) > 1 {
 			n := 0
@@ -732,6 +732,7 @@ func (p *PersistedOffsets) PendingOffset(group, topic string, partition int32) (
 // Lookup returns the persisted offset of a group for a topic partition. topic is compared
 // as stored (KoP full name): pass NormalizeTopic(name, kafkaNamespace).
 func (p *PersistedOffsets) Lookup(group, topic string, partition int32) (CommittedOffset, bool) {
+	p.index()
 	s := p.part(group)
 	if s == nil {
 		return CommittedOffset{}, false
@@ -740,7 +741,7 @@ func (p *PersistedOffsets) Lookup(group, topic string, partition int32) (Committ
 	if !ok {
 		return CommittedOffset{}, false
 	}
-	slot, ok := s.loaded.index[k]
+	slot, ok := s.slotOf(k)
 	if !ok {
 		return CommittedOffset{}, false
 	}
@@ -838,9 +839,10 @@ func (p *PersistedOffsets) AllOffsets() iter.Seq[CommittedOffset] {
 
 // Len returns the number of persisted offsets.
 func (p *PersistedOffsets) Len() int {
+	p.index()
 	n := 0
 	for _, s := range p.parts {
-		n += len(s.loaded.index)
+		n += len(s.order)
 	}
 	return n
 }

@@ -35,11 +35,12 @@ func PartitionTopic(topic string, p int32) string {
 
 // Admin is the admin REST API of one cluster. Every error it returns is an *AdminError.
 type Admin struct {
-	cluster string
-	client  pulsaradmin.Client
-	http    *http.Client // shares pulsaradmin's auth/TLS transport, for calls it lacks
-	baseURL string
-	timeout time.Duration
+	cluster  string
+	client   pulsaradmin.Client
+	http     *http.Client  // shares pulsaradmin's auth/TLS transport, for calls it lacks
+	provider auth.Provider // the auth/TLS transport, for ForBroker
+	baseURL  string
+	timeout  time.Duration
 }
 
 // NewAdmin builds the admin client of the cluster named cluster (the name only labels
@@ -65,12 +66,66 @@ func newAdmin(cluster string, cfg *pulsaradmin.Config, provider auth.Provider) (
 		return nil, fmt.Errorf("cluster %s: admin client: %w", cluster, err)
 	}
 	return &Admin{
-		cluster: cluster,
-		client:  client,
-		http:    &http.Client{Transport: provider, Timeout: admin.DefaultHTTPTimeOutDuration},
-		baseURL: strings.TrimRight(cfg.WebServiceURL, "/"),
-		timeout: DefaultAdminTimeout,
+		cluster:  cluster,
+		client:   client,
+		http:     &http.Client{Transport: provider, Timeout: admin.DefaultHTTPTimeOutDuration},
+		provider: provider,
+		baseURL:  strings.TrimRight(cfg.WebServiceURL, "/"),
+		timeout:  DefaultAdminTimeout,
 	}, nil
+}
+
+// ActiveBrokers lists the active brokers of cluster (its Pulsar name) by broker id, the
+// "host:port" of each broker's web service (GET /admin/v2/brokers/{cluster}), sorted.
+func (a *Admin) ActiveBrokers(ctx context.Context, cluster string) ([]string, error) {
+	const op = "list active brokers of"
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	bs, err := a.client.Brokers().GetActiveBrokersWithContext(cctx, cluster)
+	if err != nil {
+		return nil, a.wrap(ctx, op, cluster, err)
+	}
+	slices.Sort(bs)
+	return bs, nil
+}
+
+// ForBroker returns the admin API of one broker of the cluster, at its own web address
+// (broker is an id from ActiveBrokers, "host:port"), with the same auth, TLS and timeout and
+// the scheme of this Admin's URL. Calls that a broker answers about itself (its version, its
+// runtime configuration) then describe that broker, not whichever one sits behind the
+// cluster's admin URL. Errors are labelled "<cluster> broker <id>".
+func (a *Admin) ForBroker(broker string) (*Admin, error) {
+	scheme := "http"
+	if u, err := url.Parse(a.baseURL); err == nil && u.Scheme != "" {
+		scheme = u.Scheme
+	}
+	if broker == "" || strings.ContainsAny(broker, "/?#@") {
+		return nil, &AdminError{Cluster: a.cluster, Op: "address broker", Target: broker, Status: http.StatusBadRequest, Err: errors.New("not a host:port broker id")}
+	}
+	b, err := newAdmin(a.cluster+" broker "+broker, &pulsaradmin.Config{WebServiceURL: scheme + "://" + broker}, a.provider)
+	if err != nil {
+		return nil, err
+	}
+	b.timeout = a.timeout
+	return b, nil
+}
+
+// OwnedBundles lists the bundles broker owns ("tenant/ns/0xLO_0xHI" -> active), from the
+// broker's ownership cache (GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces). It
+// does not make any broker take a bundle.
+func (a *Admin) OwnedBundles(ctx context.Context, cluster, broker string) (map[string]bool, error) {
+	const op = "list the bundles owned by broker"
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	m, err := a.client.Brokers().GetOwnedNamespacesWithContext(cctx, cluster, broker)
+	if err != nil {
+		return nil, a.wrap(ctx, op, broker, err)
+	}
+	out := make(map[string]bool, len(m))
+	for bundle, st := range m {
+		out[bundle] = st.IsActive
+	}
+	return out, nil
 }
 
 // SetTimeout changes the per-call timeout (0 or less: no timeout beyond the caller's ctx).

@@ -124,6 +124,9 @@ type GroupResult struct {
 	// After is KoP's last answer during the wait.
 	After  *CacheAnswer `json:"after"`
 	Status string       `json:"status"`
+	// CommittedSince: the group committed on this cluster after the load; KoP serves its own
+	// newer offsets, which the topic holds (live.go).
+	CommittedSince bool `json:"committedSince,omitempty"`
 }
 
 // CacheAnswer is KoP's answer to OffsetFetch for a group.
@@ -310,7 +313,7 @@ func (e *Executor) recheck(ctx context.Context, plan *Plan, groups []AffectedGro
 			}
 		}
 	}
-	return grs, late
+	return grs, e.recheckLive(ctx, groups, late)
 }
 
 // unload unloads the bundle and returns the unload call's error.
@@ -405,7 +408,7 @@ func (e *Executor) awaitFresh(ctx context.Context, pb PlannedBundle, grs []Group
 	}
 	for {
 		e.fetchAll(ctx, grs, pending, deadline, func(gr *GroupResult, a *CacheAnswer) { gr.After = a })
-		pending = fresh(pending)
+		pending = e.movedOn(ctx, pb, grs, fresh(pending))
 		if len(pending) == 0 || !e.Now().Before(deadline) || ctx.Err() != nil {
 			break
 		}
@@ -477,16 +480,30 @@ func (e *Executor) partitions() int32 {
 	return 1 // unknown: no partition is failed-to-load for the prediction
 }
 
-// lookup makes a broker take the bundle: a lookup of each of its offsets partitions.
+// lookup makes a broker take the bundle: a lookup of each of its offsets partitions. It sets
+// br.Owner to the broker(s) these lookups answered, never to an earlier answer: after each
+// unload the bundle may come back on another broker, and the load manager may move it while
+// it is looked up (then the partitions answer different owners, all of them listed).
+// Nothing else is pinned to a broker: the unload goes to the bundle through the admin API,
+// and KoP is asked through the Kafka client, which follows FindCoordinator to the new owner.
 func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
+	var owners []string
 	for _, part := range pb.OffsetsPartitions {
 		owner, err := e.Admin.LookupOwner(ctx, e.Cluster.PartitionTopic(part))
 		if err != nil {
 			return err
 		}
-		if br.Owner == "" {
-			br.Owner = cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL)
+		if o := cmp.Or(owner.BrokerURL, owner.BrokerURLTLS, owner.HTTPURL); o != "" && !slices.Contains(owners, o) {
+			owners = append(owners, o)
 		}
+	}
+	was := br.Owner
+	br.Owner = strings.Join(owners, ",")
+	if len(owners) > 1 {
+		e.Log("the offsets partitions of bundle %s on %s answered different owners (%s): the bundle moved while it was looked up", pb.Range, e.Cluster.Name, br.Owner)
+	}
+	if was != "" && was != br.Owner {
+		e.Log("bundle %s on %s came back on %s (it was on %s)", pb.Range, e.Cluster.Name, br.Owner, was)
 	}
 	return nil
 }

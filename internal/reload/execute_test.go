@@ -3,6 +3,7 @@ package reload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
 // kafkaGroups is KafkaGroups over a fake KoP whose kgo retries coordinator errors for up to
@@ -37,15 +39,15 @@ func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
 		t.Errorf("idle/never: %+v %+v", got["idle"], got["never"])
 	}
 
-	// A plan over the fake KoP: the live group's bundle is refused without --allow-active.
+	// A plan over the fake KoP: the live group's bundle is refused under --refuse-live.
 	p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: fakes.NewMemReader(8).Commit(
 		kopcommit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
-		Describers: map[string]GroupDescriber{"scus": kg}}
+		Describers: map[string]GroupDescriber{"scus": kg}, RefuseLive: true}
 	plan, err := p.Plan(ctx, Request{Groups: []string{"live"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, "live members: live@scus") {
+	if !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, "live members (--refuse-live): live@scus") {
 		t.Errorf("plan: %+v", plan.Bundles)
 	}
 }
@@ -245,3 +247,69 @@ func itoa(v int32) string   { return itoa64(int64(v)) }
 func itoa64(v int64) string { return strconvFormat(v) }
 
 func strconvFormat(v int64) string { return strconv.FormatInt(v, 10) }
+
+// Several brokers: the group's coordinator moves between the plan and the execution (the
+// load manager shed its bundle), and again at the unload (the bundle comes back on another
+// broker); one offsets partition of the bundle is not served after the first load, so the
+// executor unloads and looks the bundle up once more, and it comes back on a third broker.
+// The executor must follow each move: KoP is asked on the broker that coordinates the
+// group now, and the report names the owner of the last lookup.
+func TestExecuteFollowsTheOwner(t *testing.T) {
+	k := fakes.NewKoPBrokers(t, 2)
+	g := groupIn("G", 3, 8)
+	k.Set(g, "topic-1", 0, 500) // the stale cache
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	kg := kafkaGroups(t, k)
+	fa := fakes.NewAdmin("scus")
+	broker := "broker-a"
+	fa.LookupBroker = func(string) string { return broker }
+	probe := offsets.ProbeGroup(7, 8) // the bundle's other offsets partition
+	unloads := 0
+	fa.OnUnload = func(string) {
+		unloads++
+		switch unloads {
+		case 1: // the bundle comes back on broker-b, with partition 7 not served
+			broker = "broker-b"
+			k.MoveCoordinator(g)
+			k.SetLoading(g, 2)
+			k.Set(g, "topic-1", 0, 10900)
+			k.SetUnserved(probe, true)
+		case 2: // the second unload and lookup: on broker-c, every partition served
+			broker = "broker-c"
+			k.SetUnserved(probe, false)
+		}
+	}
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := k.ServedBy(g)
+	if planned < 0 || len(plan.Executable()) != 1 {
+		t.Fatalf("plan: served by %d, %+v", planned, plan.Bundles)
+	}
+	if moved := k.MoveCoordinator(g); moved == planned { // shed between plan and execute
+		t.Fatal("the coordinator did not move")
+	}
+	var logs []string
+	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: kg, Reader: rd, Wait: time.Second, PollInterval: 50 * time.Millisecond,
+		Log: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}).Execute(context.Background(), plan, plan.Executable())
+	b := ex.Bundles[0]
+	if ex.ExitCode != 0 || b.Status != BundleVerified || unloads != 2 {
+		t.Fatalf("exit %d, %d unloads: %+v\n%s", ex.ExitCode, unloads, b, strings.Join(logs, "\n"))
+	}
+	if b.Owner != "pulsar://broker-c:6650" {
+		t.Errorf("owner %q, want the broker of the last lookup (pulsar://broker-c:6650)", b.Owner)
+	}
+	if gr := ex.Groups[0]; gr.Status != GroupFresh || FormatTest(gr.Before) != "topic-1/0=500" || FormatTest(gr.After) != "topic-1/0=10900" {
+		t.Errorf("group %s -> %s (%s)", FormatTest(gr.Before), FormatTest(gr.After), gr.Status)
+	}
+	if now := k.Cluster.CoordinatorFor(g); k.ServedBy(g) != now {
+		t.Errorf("verified on broker %d, the coordinator is %d", k.ServedBy(g), now)
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool {
+		return strings.Contains(l, "came back on pulsar://broker-c:6650 (it was on pulsar://broker-b:6650)")
+	}) {
+		t.Errorf("the move is not logged:\n%s", strings.Join(logs, "\n"))
+	}
+}

@@ -294,15 +294,7 @@ func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 }
 
 func TestExecuteRechecksLossBeforeUnload(t *testing.T) {
-	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
-	fa := fakes.NewAdmin("scus")
-	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
-	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
-		Plan(context.Background(), Request{Groups: []string{g}})
-	if err != nil || len(pl.Executable()) != 1 {
-		t.Fatalf("%v %+v", err, pl.Bundles)
-	}
+	g, rd, fa, k, pl := stalePlan(t)
 	k.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 20000}} // a commit after the plan
 	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 100 * time.Millisecond}).Execute(context.Background(), pl, pl.Executable())
 	if b := ex.Bundles[0]; ex.ExitCode != 4 || b.Status != BundleRefused || b.Unloaded || len(fa.Calls()) != len(slices.DeleteFunc(fa.Calls(), func(c string) bool { return strings.HasPrefix(c, "unload") })) {

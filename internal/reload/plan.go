@@ -105,8 +105,13 @@ type Planner struct {
 	// Describers maps every cluster name (this one and the others) to its KoP listeners; a
 	// nil value means the cluster has no kafkaBootstrap: its groups are unknown there.
 	Describers map[string]GroupDescriber
-	// AllowActive lets bundles with live or unknown groups be reloaded.
+	// AllowActive lets bundles with groups of unknown activity here be reloaded (and live
+	// ones under RefuseLive).
 	AllowActive bool
+	// RefuseLive refuses, unless AllowActive, bundles with groups live on this cluster. By
+	// default they are reloaded: an unload pauses their members, and their own commits are
+	// never counted as a loss (live.go; docs/reload.md "Live groups").
+	RefuseLive bool
 	// Fetcher asks this cluster's KoP what it serves now, to compare with what a load
 	// brings; nil when the cluster has no kafkaBootstrap (every bundle with groups is then
 	// refused unless AcceptLoss: nothing proves the reload loses nothing).
@@ -133,6 +138,7 @@ type Plan struct {
 	RequestedGroups     []string        `json:"requestedGroups,omitempty"`
 	RequestedPartitions []int32         `json:"requestedPartitions,omitempty"`
 	AllowActive         bool            `json:"allowActive"`
+	RefuseLive          bool            `json:"refuseLive,omitempty"`
 	AcceptLoss          bool            `json:"acceptLoss"`
 	Bundles             []PlannedBundle `json:"bundles"`
 	Groups              []AffectedGroup `json:"groups"`
@@ -151,7 +157,9 @@ type PlannedBundle struct {
 	// hash there): all are reloaded, and those with members rebalance.
 	Groups []string `json:"groups"`
 	// Active are the groups of the bundle with live members, or unknown activity, on the
-	// cluster the plan writes to: a reload there rebalances them.
+	// cluster the plan writes to: a reload there pauses their members while KoP loads (the
+	// measured cost is in docs/reload.md). Unknown ones are refused unless AllowActive; live
+	// ones are not refused unless RefuseLive.
 	Active []string `json:"activeGroups"`
 	// LiveElsewhere are the groups with live members on another cluster only (active-passive:
 	// the primary consumes, the standby is refreshed). A reload here touches none of their
@@ -165,8 +173,8 @@ type PlannedBundle struct {
 	Skips []Skip `json:"skips,omitempty"`
 	// LoadFailures are the bundle's offsets partitions KoP cannot load at all.
 	LoadFailures []offsets.LoadFailure `json:"loadFailures,omitempty"`
-	// Refused: the bundle has active groups and --allow-active was not given, or losses and
-	// --accept-loss was not given.
+	// Refused: the bundle has groups of unknown activity (or live ones under --refuse-live)
+	// and --allow-active was not given, or losses or skips and --accept-loss was not given.
 	Refused bool   `json:"refused"`
 	Reason  string `json:"reason,omitempty"`
 }
@@ -234,7 +242,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 	cl := p.Cluster.withDefaults()
 	r := &planRun{p: p, cl: cl, plan: &Plan{
 		Cluster: cl.Name, Namespace: cl.Namespace(), OffsetsTopic: cl.OffsetsTopic(),
-		AllowActive: p.AllowActive, AcceptLoss: p.AcceptLoss, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
+		AllowActive: p.AllowActive, RefuseLive: p.RefuseLive, AcceptLoss: p.AcceptLoss, Bundles: []PlannedBundle{}, Groups: []AffectedGroup{},
 		kafkaNamespace: cl.KafkaNamespace, partTopic: cl.PartitionTopic, intended: p.Intended,
 		RequestedGroups: sortedUnique(req.Groups), RequestedPartitions: sortedUnique(req.Partitions),
 		Clusters: slices.Sorted(maps.Keys(p.Describers)),
@@ -246,6 +254,7 @@ func (p *Planner) Plan(ctx context.Context, req Request) (*Plan, error) {
 		return nil, err
 	}
 	activity := r.askKoP(ctx)
+	r.rereadAhead(ctx)
 	for _, f := range r.persisted.LoadFailures() {
 		if pb := r.byRange[r.bundleOf[f.Partition].Range]; pb != nil {
 			pb.LoadFailures = append(pb.LoadFailures, f)
@@ -458,8 +467,10 @@ func (r *planRun) addSkips(ctx context.Context) {
 func (r *planRun) decide(pb *PlannedBundle) {
 	slices.SortFunc(pb.Skips, func(a, b Skip) int { return strings.Compare(a.Group+"\x00"+a.Topic, b.Group+"\x00"+b.Topic) })
 	var reasons []string
-	if len(pb.Active) > 0 && !r.p.AllowActive {
-		reasons = append(reasons, refusal(r.plan, pb))
+	if !r.p.AllowActive {
+		if why := refusal(r.plan, pb, r.p.RefuseLive); why != "" {
+			reasons = append(reasons, why)
+		}
 	}
 	if len(pb.Losses) > 0 && !r.p.AcceptLoss {
 		reasons = append(reasons, lossRefusal(pb.Losses))
@@ -473,7 +484,9 @@ func (r *planRun) decide(pb *PlannedBundle) {
 	}
 }
 
-func refusal(plan *Plan, pb *PlannedBundle) string {
+// refusal is why pb's activity refuses it ("" when it does not): groups whose activity here
+// is unknown, and, with refuseLive, groups live here.
+func refusal(plan *Plan, pb *PlannedBundle, refuseLive bool) string {
 	var live, unknown []string
 	for _, g := range plan.Groups {
 		if g.Bundle != pb.Range {
@@ -481,17 +494,22 @@ func refusal(plan *Plan, pb *PlannedBundle) string {
 		}
 		switch g.Here {
 		case ActivityLive:
-			live = append(live, g.Group+"@"+plan.Cluster)
+			if refuseLive {
+				live = append(live, g.Group+"@"+plan.Cluster)
+			}
 		case ActivityUnknown:
 			unknown = append(unknown, g.Group+"@"+plan.Cluster)
 		}
 	}
 	var parts []string
 	if len(live) > 0 {
-		parts = append(parts, "live members: "+strings.Join(live, ", "))
+		parts = append(parts, "live members (--refuse-live): "+strings.Join(live, ", "))
 	}
 	if len(unknown) > 0 {
 		parts = append(parts, "not proven idle (KoP did not answer): "+strings.Join(unknown, ", "))
+	}
+	if len(parts) == 0 {
+		return ""
 	}
 	return strings.Join(parts, "; ") + "; --allow-active reloads it anyway"
 }

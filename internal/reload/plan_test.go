@@ -80,11 +80,18 @@ func TestPlanBlastRadius(t *testing.T) {
 		}
 	}
 
-	// Live on the cluster written to: refused, named, unless --allow-active.
+	// Live on the cluster written to: reloaded by default (its members pause; its own
+	// commits are no loss), listed as active.
 	p.Describers = map[string]GroupDescriber{"scus": live, "wus": idle}
 	plan, err = p.Plan(ctx, Request{Groups: []string{g}})
+	if err != nil || plan.Bundles[0].Refused || !slices.Equal(plan.Bundles[0].Active, []string{neigh}) || len(plan.Executable()) != 1 {
+		t.Fatalf("a group live on scus, by default: %+v %v", plan.Bundles, err)
+	}
+	// --refuse-live: refused, named, unless --allow-active.
+	p.RefuseLive = true
+	plan, err = p.Plan(ctx, Request{Groups: []string{g}})
 	if err != nil || !plan.Bundles[0].Refused || !strings.Contains(plan.Bundles[0].Reason, neigh+"@scus") || len(plan.Executable()) != 0 {
-		t.Fatalf("a group live on scus must refuse a reload of scus: %+v %v", plan.Bundles, err)
+		t.Fatalf("with RefuseLive a group live on scus must refuse a reload of scus: %+v %v", plan.Bundles, err)
 	}
 	p.AllowActive = true
 	plan, err = p.Plan(ctx, Request{Groups: []string{g}})

@@ -138,7 +138,7 @@ func (c *clock) add(d time.Duration) {
 type fakeReloader struct {
 	mu   sync.Mutex
 	n    int32
-	live map[string]bool // groups live on the target: their bundle is refused
+	live map[string]bool // groups not proven idle on the target (KoP did not answer): their bundle is refused
 	// liveElsewhere: groups live on scus only (reported, not refused)
 	liveElsewhere map[string]bool
 	planned       [][]string
@@ -165,9 +165,12 @@ func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, e
 		pb.Groups = append(pb.Groups, g)
 		if r.live[g] {
 			pb.Active = append(pb.Active, g)
-			pb.Refused, pb.Reason = true, "live members: "+g+"@wus"
+			pb.Refused, pb.Reason = true, "not proven idle (KoP did not answer): "+g+"@wus"
 		}
-		ag := reload.AffectedGroup{Group: g, Bundle: rng, Requested: true, Activity: map[string]reload.Activity{}}
+		ag := reload.AffectedGroup{Group: g, Bundle: rng, Requested: true, Activity: map[string]reload.Activity{}, Here: reload.ActivityIdle}
+		if r.live[g] {
+			ag.Here = reload.ActivityUnknown
+		}
 		if r.liveElsewhere[g] {
 			pb.LiveElsewhere = append(pb.LiveElsewhere, g)
 			ag.Activity["scus"] = reload.Activity{Status: reload.ActivityLive}

@@ -22,10 +22,11 @@ type Reloader interface {
 
 // ReloadSession is the Reloader of reload.Planner and reload.Executor.
 //
-// The planner must not allow active groups: reload's plan then refuses a bundle with
-// members (or unknown activity) on the cluster it writes to, or an offset its loader model
-// says would move back or vanish, and reports groups live elsewhere (LiveElsewhere); watch
-// leaves every refused bundle alone.
+// The planner must not allow active groups: reload's plan then refuses a bundle with groups
+// of unknown activity on the cluster it writes to (and, under RefuseLive, live ones), or an
+// offset its loader model says would move back or vanish, and reports groups live elsewhere
+// (LiveElsewhere); watch leaves every refused bundle alone. Groups live on the cluster are
+// reloaded by default: their own commits are no loss (reload's live.go).
 type ReloadSession struct {
 	Planner  *reload.Planner
 	Executor *reload.Executor

@@ -3,11 +3,17 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -45,5 +51,65 @@ func TestNewReloadSessionWrapsAdminAndRefusesActive(t *testing.T) {
 	}
 	if _, ok := s.Executor.Admin.(ShutdownSafeAdmin); !ok {
 		t.Errorf("admin not wrapped: %T", s.Executor.Admin)
+	}
+}
+
+// TestReloadSessionHealsBundleWithLiveGroup: watch --repair's real planner and executor on a
+// bundle of wus where a stale group S shares its offsets partition with a group L live on
+// wus that keeps committing (between the plan and the unload too). The bundle is not refused,
+// S is healed, and L's offset never goes back (its own commits are no loss).
+func TestReloadSessionHealsBundleWithLiveGroup(t *testing.T) {
+	const topic = "persistent://public/default/topic-1"
+	in := func(prefix string, p int32) string {
+		for i := 0; ; i++ {
+			if g := fmt.Sprintf("%s-%d", prefix, i); offsets.PartitionFor(g, 8) == p {
+				return g
+			}
+		}
+	}
+	s, l := in("stale", 3), in("live", 3)
+	k := fakes.NewKoP(t)
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: s, Topic: topic, Partition: 0, Offset: 10900},
+		kopcommit.OffsetCommit{Group: l, Topic: topic, Partition: 0, Offset: 200})
+	k.Set(s, "topic-1", 0, 500) // stale: the topic holds 10900
+	k.Set(l, "topic-1", 0, 200)
+	k.SetMembers(l, 1)
+	lOffset := int64(200)
+	commitL := func() { // KoP's commit path: the topic, then the cache
+		lOffset += 10
+		rd.Commit(kopcommit.OffsetCommit{Group: l, Topic: topic, Partition: 0, Offset: lOffset})
+		k.Set(l, "topic-1", 0, lOffset)
+	}
+	adm := fakes.NewAdmin("wus")
+	adm.OnUnload = func(string) { k.Set(s, "topic-1", 0, 10900); k.Set(l, "topic-1", 0, lOffset) } // the load
+	kg := reload.KafkaGroups{Admin: k.Admin(t, kgo.RetryTimeout(2*time.Second)), KafkaNamespace: "public/default"}
+	wus := reload.ClusterRef{Name: "wus"}
+	rs := NewReloadSession(&reload.Planner{Cluster: wus, Admin: adm, Reader: rd, Fetcher: kg, Describers: map[string]reload.GroupDescriber{"wus": kg}},
+		&reload.Executor{Cluster: wus, Admin: adm, Reader: rd, Fetcher: kg, Wait: 2 * time.Second, PollInterval: 10 * time.Millisecond}, time.Second)
+	plan, err := rs.Plan(context.Background(), []string{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := plan.Bundles[0]
+	if pb.Refused || !slices.Contains(pb.Active, l) {
+		t.Fatalf("the bundle with %s live on wus: %+v", l, pb)
+	}
+	commitL() // after the plan
+	res := rs.Reload(context.Background(), plan, pb)
+	if res.Status != reload.BundleVerified || !res.Unloaded {
+		t.Fatalf("%+v", res)
+	}
+	fo := func(g string) int64 {
+		offs, err := kg.FetchOffsets(context.Background(), g)
+		if err != nil || len(offs) != 1 {
+			t.Fatalf("%s: %v %v", g, offs, err)
+		}
+		return offs[0].Offset
+	}
+	if got := fo(s); got != 10900 {
+		t.Errorf("stale group serves %d after the reload, want 10900", got)
+	}
+	if got := fo(l); got != 210 {
+		t.Errorf("live group serves %d after the reload, want its last commit 210", got)
 	}
 }

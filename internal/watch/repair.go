@@ -17,8 +17,9 @@ import (
 // partition's load, and only another load brings it back). Policy, per group then per bundle:
 //   - refuse a group whose offsets partition still has replication backlog toward c (the
 //     reload would load a value about to change);
-//   - refuse a bundle reload refuses: live or not-proven-idle members on c, an offset the
-//     loader model says the reload would move back or drop, whatever else it refuses;
+//   - refuse a bundle reload refuses: not-proven-idle groups on c (live ones only under
+//     RefuseLive), an offset the loader model says the reload would move back or drop,
+//     whatever else it refuses;
 //   - refuse a bundle reloaded less than Cooldown ago, or beyond MaxBundles this cycle;
 //   - report, not refuse, groups live on other clusters only (the plan's LiveElsewhere):
 //     the cache will lag again.
@@ -85,7 +86,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 			switch {
 			case len(pb.Losses) > 0:
 				reason = "would_lose_offsets"
-			case len(pb.Active) > 0:
+			case plan.RefusedForActivity(pb):
 				reason = "live_members"
 			}
 			w.refuse(c, reason, pb.Range, bg, pb.Reason)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -499,7 +500,12 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
 		defer cancel()
 		ls, err := c.Fetcher.ListGroups(cctx)
-		if err != nil {
+		var partial *kafkafetch.PartialListError
+		switch {
+		case errors.As(err, &partial):
+			// Some brokers answered: their groups are asked, the others' fail alone.
+			w.log.Warn("KoP listed the groups of some brokers only", "cluster", c.Name, "error", err)
+		case err != nil:
 			return // the fetch counts KoP's failure
 		}
 		mu.Lock()
@@ -813,12 +819,12 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 		}
 	}
 	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
-	if len(keys) == 0 {
+	if keys.Len() == 0 {
 		return nil
 	}
-	rows := make([]check.Row, len(keys))
-	for i, k := range keys {
-		rows[i] = j.Row(k, sides)
+	rows := make([]check.Row, keys.Len())
+	for i := range rows {
+		rows[i] = j.Row(keys.At(i), sides)
 	}
 	return rows
 }

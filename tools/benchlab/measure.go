@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,9 @@ type Sample struct {
 	// KoP's own load (kopLoad): longest and summed per-partition times, attempts needed.
 	KoPMax, KoPSum time.Duration
 	Attempts       int
+	// Partial says which offsets partitions KoP never loaded, when it loaded only some of
+	// them in every attempt (KoPMax and KoPSum are then those it loaded).
+	Partial string
 }
 
 // Cmd is a command to measure.
@@ -80,7 +84,8 @@ type Stat struct {
 	RSS              int64
 	MinWall, MaxWall time.Duration
 	KoPMax, KoPSum   time.Duration
-	Attempts         int // most attempts any run needed
+	Attempts         int    // most attempts any run needed
+	Partial          string // a run's Sample.Partial
 }
 
 func median(ss []Sample) Stat {
@@ -109,6 +114,7 @@ func median(ss []Sample) Stat {
 	for _, s := range ss {
 		st.MinWall, st.MaxWall = min(st.MinWall, s.Wall), max(st.MaxWall, s.Wall)
 		st.Attempts = max(st.Attempts, s.Attempts)
+		st.Partial = cmp.Or(st.Partial, s.Partial)
 	}
 	return st
 }

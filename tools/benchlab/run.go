@@ -167,7 +167,7 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 				if err != nil {
 					return fmt.Errorf("KoP warm-up load: %w", err)
 				}
-				rc.step("KoP on %s loaded the offsets partitions in %.2f s (longest partition %.2f s by KoP's log, %d attempts)", c.Name, s.Wall.Seconds(), s.KoPMax.Seconds(), s.Attempts)
+				rc.step("KoP on %s loaded the offsets partitions in %.2f s (longest partition %.2f s by KoP's log, %d attempts) %s", c.Name, s.Wall.Seconds(), s.KoPMax.Seconds(), s.Attempts, s.Partial)
 			}
 		}
 		live := g * rc.keys
@@ -321,6 +321,9 @@ func (rc runConfig) table(groups, keys, msgs int, ps []*pair) {
 		if p.isKoPLoad() && p.refErr == nil {
 			ref = fmt.Sprintf("%s: %.2f s for the longest partition by KoP's log (%.2f s summed over partitions); %.2f s (%.2f-%.2f) from the unload to the last partition seen loaded; at most %d attempts",
 				p.refName, p.refStat.KoPMax.Seconds(), p.refStat.KoPSum.Seconds(), p.refStat.Wall.Seconds(), p.refStat.MinWall.Seconds(), p.refStat.MaxWall.Seconds(), p.refStat.Attempts)
+			if p.refStat.Partial != "" {
+				ref += "; partial: " + p.refStat.Partial
+			}
 		}
 		fmt.Fprintf(rc.out, "| %s | %s | %s | %s |\n", p.work, cell(p.ourStat, p.ourErr), ref, r)
 	}

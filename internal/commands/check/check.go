@@ -106,7 +106,9 @@ skips it).
 
 Exit codes: 0 nothing found that --fail-on names (default: every status but ok and expiring);
 1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
-reached (its cells are marked error, the other clusters are still checked).`)
+reached (its cells are marked error, the other clusters are still checked). One KoP broker
+of several down is exit 3 too, but not blind: the groups the other brokers list are asked
+and judged, only groups that broker coordinates are marked error, and errors names it.`)
 
 var checkExamples = cmdutil.Examples(`
   # every group on every cluster

@@ -64,8 +64,20 @@ evidence and the exact command that fixes it (pulsar-admin; pulsarctl in JSON/YA
 
 Checks (the check ids are stable, for scripts):
   admin-reachable                 the admin API answers (else the cluster is skipped: exit 3)
-  broker-version                  Pulsar version and cluster name of each cluster (info)
-  kop-listener                    KoP answers ApiVersions and Metadata on kafkaBootstrap
+  broker-version                  Pulsar version and cluster name of each cluster (info);
+                                  brokers of one cluster on different versions (warning)
+  brokers                         every active broker (GET /admin/v2/brokers/{cluster}) is
+                                  asked at its own web address (the id Pulsar lists, with the
+                                  adminURL's scheme and auth); one that does not answer there
+                                  is a warning (its settings were not compared)
+  broker-kop                      KoP is loaded on every active broker (messagingProtocols)
+  broker-settings                 the brokers of a cluster agree on clusterName,
+                                  brokerEntryMetadataInterceptors and the retention, TTL and
+                                  compaction defaults (the broker named is the odd one)
+  kop-listener                    KoP answers ApiVersions and Metadata on kafkaBootstrap; every
+                                  bootstrap address accepts connections; every KoP broker the
+                                  Metadata answer advertises answers ApiVersions; KoP lists as
+                                  many brokers as Pulsar has active ones
   peer-cluster-registered         every cluster knows every other one
   offsets-topic-exists            <tenant>/<metadataNamespace>/__consumer_offsets exists
   offsets-topic-partitions        ...with the same partition count everywhere (else a group
@@ -98,7 +110,9 @@ Output: -o table (findings, errors first, each fix on its own line, then a summa
 
 Exit codes: 0 no error finding (warnings and info may be present); 1 an error finding;
 2 usage or configuration error; 3 a cluster's admin API could not be reached or answered
-with errors (what could be checked is still printed; the findings name the cluster).`
+with errors (what could be checked is still printed; the findings name the cluster). One
+broker that does not answer at its own address is a warning, not exit 3: the admin API
+answered, and brokers often advertise addresses only their peers reach.`
 
 // NewCmdDoctor returns `doctor`. runF replaces the run function in tests.
 func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {

@@ -76,7 +76,7 @@ type Record struct {
 	Key   []byte `json:"key,omitempty"`   // --raw: the message key, base64
 	Value []byte `json:"value,omitempty"` // --raw: the message value, base64
 
-	times *timeCache // AppendJSON's formatted timestamps, shared by the records of a run
+	times *output.TimeCache // AppendJSON's formatted timestamps, shared by the records of a run
 }
 
 // NewCmdDump returns `dump`. runF replaces the run function in tests.
@@ -364,7 +364,7 @@ type dumper struct {
 
 	out         *bufio.Writer // under sink
 	mu          sync.Mutex    // also guards times: the sink writes under it (emit)
-	times       timeCache
+	times       output.TimeCache
 	written     int
 	undecodable int64
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -32,7 +31,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Group: "G", Metadata: &odd}},
 		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Error: "x"}},
 	}
-	cache := new(timeCache)
+	cache := new(output.TimeCache)
 	for i := range recs {
 		for _, indent := range []string{"", "  "} {
 			var buf bytes.Buffer
@@ -45,7 +44,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := bytes.TrimRight(buf.Bytes(), "\n")
-			for _, tc := range []*timeCache{nil, cache, cache} { // none, then shared: a miss and a hit
+			for _, tc := range []*output.TimeCache{nil, cache, cache} { // none, then shared: a miss and a hit
 				r := recs[i]
 				r.times = tc
 				got, ok := r.AppendJSON(nil, indent != "")
@@ -59,18 +58,5 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 		if _, ok := declined[i].AppendJSON(nil, false); ok {
 			t.Errorf("declined %d was written", i)
 		}
-	}
-}
-
-func TestAppendTimeIsAppendFormat(t *testing.T) {
-	for _, ms := range []int64{0, -5, 1741064767000, 1741064767001, 253402300799999, -62135596800000, 4102444800123} {
-		tm := offsets.Millis(ms).Time()
-		if got, want := string(appendTime(nil, tm, output.TimeLayout)), tm.Format(output.TimeLayout); got != want {
-			t.Errorf("%d: %s, want %s", ms, got, want)
-		}
-	}
-	local := time.Date(2025, 3, 4, 5, 6, 7, 8e6, time.FixedZone("x", 3600))
-	if got, want := string(appendTime(nil, local, output.TimeLayout)), local.Format(output.TimeLayout); got != want {
-		t.Errorf("zone: %s, want %s", got, want)
 	}
 }

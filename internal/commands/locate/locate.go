@@ -46,6 +46,15 @@ func (c *Cluster) BundleOwner(ctx context.Context, namespace, bundleRange string
 	return c.Owners.Owner(ctx, namespace, bundleRange)
 }
 
+// FailedBrokers implements brokerFailures.
+func (c *Cluster) FailedBrokers() []adminutil.BrokerError { return c.Owners.FailedBrokers() }
+
+// brokerFailures is optionally implemented by an Admin: the brokers whose ownership lists
+// could not be read (their bundles' owners are unknown; the other rows are answered).
+type brokerFailures interface {
+	FailedBrokers() []adminutil.BrokerError
+}
+
 // Options of `locate`.
 type Options struct {
 	IO       *iostreams.IOStreams
@@ -99,8 +108,16 @@ an unowned bundle, and for KoP that loads every offsets partition of the bundle.
 null means no broker owns the bundle now; the next client or lookup of a topic in it will
 assign it. Listing ownership needs super-user permission. Nothing is written.
 
-Exit codes: 0 done; 2 bad arguments or config (nothing contacted); 3 a cluster could not be
-asked or its bundles disagree with the broker (the row says why).`),
+With several brokers, one broker that cannot list its bundles (stopped, or its address does
+not answer) does not fail the lookup: a bundle owned by a broker that answered is answered,
+and a warning on stderr names each broker that did not answer, with its error. Only a row
+whose bundle no answering broker owns is left without an owner: its error names the
+brokers that did not answer (one of them may own it).
+
+Exit codes: 0 every row answered (also when some broker did not answer but the rows asked
+for did not need it: see the warning); 2 bad arguments or config (nothing contacted); 3 a
+row is not answered: a cluster could not be asked, a bundle's owner is unknown because a
+broker did not answer, or its bundles disagree with the broker (the row says why).`),
 		Example: cmdutil.Examples(`
   # offline: where KoP with 50 offsets partitions keeps two groups
   kop-offsets locate orders-consumer payments --partitions 50
@@ -188,6 +205,14 @@ func locateRun(ctx context.Context, opts *Options) error {
 			}()
 		}
 		wg.Wait()
+		for i, a := range admins {
+			if bf, ok := a.(brokerFailures); ok {
+				for _, b := range bf.FailedBrokers() {
+					fmt.Fprintf(opts.IO.ErrOut, "warning: cluster %s: broker %s did not list its bundles (%s): rows were answered from the other brokers; a bundle none of them owns has no owner\n",
+						clusters[i].Name, b.Broker, trimCluster(b.Err, clusters[i].Name))
+				}
+			}
+		}
 		counts := map[int32][]string{}
 		for i, locs := range perCluster {
 			for _, l := range locs {

@@ -103,6 +103,8 @@ func TestLocateOffline(t *testing.T) {
 // adminServer serves the captured answers of the lab's scus (Pulsar 4.0.8).
 type adminServer struct {
 	t        *testing.T
+	brokers  []string          // the active brokers; nil: brokers.json (one broker)
+	redirect map[string]string // broker -> the URL its own requests are redirected to
 	owned    map[string]any
 	bundles  map[string]string // partition -> broker's bundle
 	mu       sync.Mutex
@@ -147,8 +149,13 @@ func (s *adminServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(read(s.t, "policies.json"))
 	case p == "/admin/v2/clusters":
 		_, _ = w.Write(read(s.t, "clusters.json"))
+	case (p == "/admin/v2/brokers/scus" || p == "/admin/v2/brokers/wus") && s.brokers != nil:
+		_ = json.NewEncoder(w).Encode(s.brokers)
 	case p == "/admin/v2/brokers/scus" || p == "/admin/v2/brokers/wus":
 		_, _ = w.Write(read(s.t, "brokers.json"))
+	case strings.HasSuffix(p, "/ownedNamespaces") && s.redirect[strings.Split(p, "/")[5]] != "":
+		// Pulsar sends a broker's ownership request on to that broker (307).
+		http.Redirect(w, r, s.redirect[strings.Split(p, "/")[5]]+p, http.StatusTemporaryRedirect)
 	case p == "/admin/v2/brokers/scus/127.0.0.1:18080/ownedNamespaces" || p == "/admin/v2/brokers/wus/127.0.0.1:18080/ownedNamespaces":
 		_ = json.NewEncoder(w).Encode(s.owned)
 	case strings.HasPrefix(p, lookup) && strings.HasSuffix(p, "/bundle"):
@@ -279,4 +286,51 @@ type fiftyPartitions struct{ Admin }
 
 func (fiftyPartitions) OffsetsTopicPartitions(context.Context, string, string) (int32, error) {
 	return 50, nil
+}
+
+// One broker of two cannot list its bundles (its address refuses): the rows whose bundle
+// the other broker owns are answered (exit 0, a warning names the broker); a row whose
+// bundle no answering broker owns names the failing broker (exit 3).
+func TestLocateOneBrokerDown(t *testing.T) {
+	srv := newAdminServer(t)
+	delete(srv.owned, "public/__kafka/0x40000000_0x80000000") // group a's bundle: no answering broker owns it
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	srv.brokers = []string{"127.0.0.1:18080", "127.0.0.1:18081"}
+	srv.redirect = map[string]string{"127.0.0.1:18081": dead.URL}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	ios, _, out, errOut := iostreams.Test()
+	err := locateRun(context.Background(), onlineOpts(ios, output.JSON, []string{"G"}, cluster("scus", ts.URL)))
+	if err != nil {
+		t.Fatalf("G is owned by the broker that answered: %v", err)
+	}
+	var rows []Location
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Owner == nil || *rows[0].Owner != "127.0.0.1:18080" || rows[0].Error != "" {
+		t.Errorf("G: %+v", rows[0])
+	}
+	if w := errOut.String(); !strings.Contains(w, "warning: cluster scus: broker 127.0.0.1:18081 did not list its bundles") || !strings.Contains(w, "unreachable") {
+		t.Errorf("stderr %q", w)
+	}
+
+	ios, _, out, _ = iostreams.Test()
+	err = locateRun(context.Background(), onlineOpts(ios, output.JSON, []string{"G", "a"}, cluster("scus", ts.URL)))
+	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
+		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
+	}
+	rows = nil
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Owner == nil || rows[0].Error != "" {
+		t.Errorf("G: %+v", rows[0])
+	}
+	if rows[1].Owner != nil || !strings.Contains(rows[1].Error, "owner of public/__kafka/0x40000000_0x80000000 unknown") ||
+		!strings.Contains(rows[1].Error, "broker 127.0.0.1:18081") {
+		t.Errorf("a: %+v", rows[1])
+	}
 }

@@ -15,18 +15,20 @@ type Flags struct {
 	DryRun      bool
 	Yes         bool
 	AllowActive bool
+	RefuseLive  bool
 	MaxBundles  int
 	Pause       time.Duration
 	Wait        time.Duration
 }
 
-// BindReloadFlags binds --dry-run, --yes, --allow-active, --max-bundles, --pause and --wait
+// BindReloadFlags binds --dry-run, --yes, --allow-active, --refuse-live, --max-bundles, --pause and --wait
 // to r. The help of --dry-run and --max-bundles, and the --max-bundles default, are the
 // command's own: the two commands stop and count differently.
 func BindReloadFlags(fl *pflag.FlagSet, r *Flags, dryRunUsage string, maxBundles int, maxBundlesUsage string) {
 	fl.BoolVar(&r.DryRun, "dry-run", false, dryRunUsage)
 	fl.BoolVar(&r.Yes, "yes", false, "do not ask for confirmation")
-	fl.BoolVar(&r.AllowActive, "allow-active", false, "reload bundles with live groups (they rebalance) or groups whose activity is unknown")
+	fl.BoolVar(&r.AllowActive, "allow-active", false, "reload bundles with groups whose activity here is unknown (KoP did not answer DescribeGroups), and live ones under --refuse-live")
+	fl.BoolVar(&r.RefuseLive, "refuse-live", false, "refuse bundles with groups live on the cluster written to (by default they are reloaded: their members pause while KoP loads)")
 	fl.IntVar(&r.MaxBundles, "max-bundles", maxBundles, maxBundlesUsage)
 	fl.DurationVar(&r.Pause, "pause", 0, "pause between two bundles")
 	fl.DurationVar(&r.Wait, "wait", reload.DefaultWait, "how long to wait, per bundle, for KoP to serve the persisted offsets")

@@ -73,13 +73,16 @@ partition's groups but does not load them again. So reload, for each bundle:
      COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR and with the offsets now persisted.
 
 Blast radius: every group persisted in any offsets partition of those bundles is reloaded,
-and groups with live members on this cluster rebalance. The plan lists them all, with their
-members on this cluster and on the other configured clusters (DescribeGroups). A bundle with
-a group live on this cluster, or whose activity here is unknown (KoP did not answer: not
-proven idle), is refused unless --allow-active. A group live only on another cluster (the
-primary of an active-passive pair) does not refuse a reload here: it is reported, since its
-cache here lags again as it commits. More bundles than --max-bundles (default 1): nothing is
-done.
+and the members of groups live on this cluster pause while KoP loads (measured on KoP 3.1:
+about a second for a consumer that commits asynchronously, a few seconds for one that
+commits synchronously; no rebalance, no duplicate, no offset back: docs/reload.md). The plan
+lists them all, with their members on this cluster and on the other configured clusters
+(DescribeGroups). A group live on this cluster is reloaded (its own commits since the plan
+are not a loss: the load reads them back); --refuse-live refuses such bundles. A bundle with
+a group whose activity here is unknown (KoP did not answer: not proven idle) is refused
+unless --allow-active. A group live only on another cluster (the primary of an
+active-passive pair) is reported, since its cache here lags again as it commits. More
+bundles than --max-bundles (default 1): nothing is done.
 
 Never worse: the plan asks KoP what it serves for every affected group and compares it with
 what its loader would load from the topic (a transactional commit whose marker the loader
@@ -113,8 +116,8 @@ Exit codes: 0 reloaded and verified (or --dry-run); 2 usage error, or no --yes w
 terminal, or the operator declined, or the audit trail cannot be written (nothing
 written); 3 an endpoint failed (admin API, offsets topic, KoP): what was done is reported,
 the cache is not proven fresh; or the writer lease is held elsewhere (nothing written); 4 the
-cache still differs after --wait, or the plan was refused (live/unknown groups without
---allow-active, offsets that would be lost without --accept-loss, more bundles than
+cache still differs after --wait, or the plan was refused (unknown groups without
+--allow-active, live ones with --refuse-live, offsets that would be lost without --accept-loss, more bundles than
 --max-bundles): nothing was unloaded then.`
 
 // NewCmdReload returns `reload`. runF replaces the run function in tests.
@@ -217,6 +220,7 @@ func reloadRun(ctx context.Context, opts *Options) error {
 	}
 	defer sess.Close()
 	sess.Planner.AllowActive = opts.AllowActive
+	sess.Planner.RefuseLive = opts.RefuseLive
 	sess.Planner.AcceptLoss, sess.Executor.AcceptLoss = opts.AcceptLoss, opts.AcceptLoss
 	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
 

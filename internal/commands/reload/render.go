@@ -40,6 +40,10 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 		for _, l := range b.Losses {
 			fmt.Fprintf(w, "bundle %s would lose: %s\n", b.Range, l)
 		}
+		if live := liveHere(plan, b); len(live) > 0 && !b.Refused {
+			fmt.Fprintf(w, "bundle %s: live on %s (reloaded: their members pause while KoP loads; their own commits are no loss; --refuse-live leaves the bundle alone): %s\n",
+				b.Range, plan.Cluster, strings.Join(live, ", "))
+		}
 		if len(b.LiveElsewhere) > 0 {
 			fmt.Fprintf(w, "bundle %s: live on another cluster only (not refused: no member here is touched; the cache here lags again as they commit; SERVED vs AFTER RELOAD shows by how much now): %s\n",
 				b.Range, strings.Join(b.LiveElsewhere, ", "))
@@ -200,4 +204,15 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// liveHere returns the groups of b with members on the cluster the plan writes to.
+func liveHere(plan *reload.Plan, b reload.PlannedBundle) []string {
+	var out []string
+	for _, g := range plan.GroupsIn(b.Range) {
+		if g.Here == reload.ActivityLive {
+			out = append(out, g.Group)
+		}
+	}
+	return out
 }

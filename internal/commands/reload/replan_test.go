@@ -30,10 +30,11 @@ func (j joins) DescribeGroups(_ context.Context, gs []string) (map[string]reload
 
 // TestReloadPlansAgainAfterWaitingForTheLease: while reload waits for the lease, the
 // holder's work lets a consumer join the group; the plan made before the wait would
-// unload a bundle with a live group. The plan made after the wait refuses it.
+// unload a bundle with a live group. The plan made after the wait refuses it (--refuse-live).
 func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Yes, h.opts.Format = true, "json"
+	h.opts.RefuseLive = true // the new plan refuses the group live since the wait
 	b := &lease.MemBroker{FreeAfter: 2}
 	b.Hold(jump)
 	guarded(h, b, filepath.Join(t.TempDir(), "audit.jsonl"))
@@ -115,5 +116,32 @@ func TestRunPlanAsksAgainWhenTheNewPlanUnloadsOtherBundles(t *testing.T) {
 				t.Error("the result carries the plan made before the wait")
 			}
 		})
+	}
+}
+
+// TestPlanShowsLiveGroupsReloaded: a group live on the cluster written to is reloaded by
+// default and the plan says so; --refuse-live refuses the bundle.
+func TestPlanShowsLiveGroupsReloaded(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		h := newHarness(t)
+		h.opts.DryRun, h.opts.RefuseLive = true, refuse
+		var joined atomic.Bool
+		joined.Store(true)
+		session := h.opts.NewSession
+		h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*Session, error) {
+			s, err := session(target, all)
+			if err == nil {
+				s.Planner.Describers = map[string]reload.GroupDescriber{"scus": joins{&joined}}
+			}
+			return s, err
+		}
+		err := reloadRun(context.Background(), h.opts)
+		out := h.out.String()
+		switch {
+		case !refuse && (err != nil || !strings.Contains(out, "live on scus (reloaded: their members pause") || strings.Contains(out, "REFUSED")):
+			t.Errorf("default: %v\n%s", err, out)
+		case refuse && (!strings.Contains(out, "REFUSED: live members (--refuse-live): G@scus") || strings.Contains(out, "(reloaded:")):
+			t.Errorf("--refuse-live: %v\n%s", err, out)
+		}
 	}
 }

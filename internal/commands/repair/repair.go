@@ -146,8 +146,9 @@ or (misaligned) serve a number that skips messages.
 bundles reloaded are still whole (their other groups reload too, and are in the plan).
 
 Safety as in reload: the plan is shown, --yes or a terminal confirmation is needed
-(--dry-run stops after the plans), bundles with groups live on the cluster written to (or
-of unknown activity there) are refused unless --allow-active, and a bundle where KoP would
+(--dry-run stops after the plans), bundles with groups of unknown activity on the cluster
+written to are refused unless --allow-active (groups live there are reloaded, their members
+pause; --refuse-live refuses them), and a bundle where KoP would
 then serve an older offset or none is always refused (repair has no --accept-loss). At most --max-bundles bundles (default 1) are
 reloaded per cluster and run; the others stay stale (exit 1) and the next run takes them.
 
@@ -383,6 +384,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	}
 	defer sess.Close()
 	sess.Planner.AllowActive = opts.AllowActive
+	sess.Planner.RefuseLive = opts.RefuseLive
 	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
 	req := reload.Request{Groups: groups, Partitions: parts}
 	plan, err := sess.Planner.Plan(ctx, req)

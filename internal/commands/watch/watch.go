@@ -52,6 +52,7 @@ type Options struct {
 	Resync          time.Duration
 	Listen          string
 	Repair          bool
+	RefuseLive      bool
 	DryRun          bool
 	MaxBundles      int
 	Cooldown        time.Duration
@@ -80,8 +81,12 @@ answers, and at least one cluster answers). Logs: JSON lines on stderr, one per 
 --repair reloads (as 'kop-offsets reload' does: unload, lookup, verification) the bundles
 holding stale_cache rows on the selected clusters, under a policy; each refusal is logged
 and counted in kop_offsets_watch_reloads_refused_total{reason}:
-  live_members           a group of the bundle has members (or unknown activity) on the
-                         cluster written to; live elsewhere is only reported
+  live_members           a group of the bundle has unknown activity (KoP did not answer
+                         DescribeGroups) on the cluster written to, or, with
+                         --refuse-live, members there. Groups live there are otherwise
+                         reloaded (their members pause while KoP loads; their own
+                         commits are no loss: docs/reload.md); live elsewhere is only
+                         reported
   would_lose_offsets     reload's loader model says the reload would move an offset KoP
                          serves back, or drop it
   refused_by_reload      reload refused the bundle for another reason
@@ -161,6 +166,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.StringVar(&opts.Listen, "listen", DefaultListen, "address of the HTTP server (/metrics, /healthz, /readyz)")
 	fl.BoolVar(&opts.Repair, "repair", false, "reload bundles holding stale_cache rows, under the policy")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --repair: log what would be reloaded, write nothing")
+	fl.BoolVar(&opts.RefuseLive, "refuse-live", false, "with --repair: leave bundles with groups live on the cluster written to (by default they are reloaded: their members pause while KoP loads)")
 	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded per cluster and interval")
 	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
 	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "with --repair: how long to wait, per bundle, for KoP to serve the persisted offsets")
@@ -274,8 +280,8 @@ func watchRun(ctx context.Context, opts *Options) error {
 
 // FactoryBuild builds the real clients from f: a pulsarx.Reader (loader view) and Admin per
 // cluster, kadm for KoP, and with --repair a reload session (Planner, Executor) per
-// selected cluster (its planner asks every cluster's activity: reload refuses live members
-// on the cluster written to and reports the others).
+// selected cluster (its planner asks every cluster's activity: reload refuses groups of
+// unknown activity on the cluster written to, and live ones there under --refuse-live).
 func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 	return func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
 		var closers []func()
@@ -326,7 +332,9 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				sess.Executor.Wait = o.Wait
 				// The writer lease is taken before a cycle's first unload and given back
 				// after its last (watch.GuardedReloader), never for the process's lifetime.
-				wc.Reloader = watch.GuardedReloader{Reloader: watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout), Guard: sess}
+				rs := watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
+				rs.Planner.RefuseLive = o.RefuseLive
+				wc.Reloader = watch.GuardedReloader{Reloader: rs, Guard: sess}
 			}
 			out = append(out, wc)
 		}

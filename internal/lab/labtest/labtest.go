@@ -165,3 +165,33 @@ func ConfigCopy(t testing.TB, l *lab.Lab, name string) string {
 	}
 	return p
 }
+
+// StopBroker stops broker i of cluster c of a multi-broker lab by its pid (lab.StopBroker)
+// and starts it again when the test ends, unless the test did (StartBroker). A standalone
+// lab fails the test: run it with KOP_LAB_BROKERS=2 (make e2e-topology).
+func StopBroker(t testing.TB, l *lab.Lab, c string, i int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := l.StopBroker(ctx, c, i); err != nil {
+		t.Fatalf("stop %s broker-%d: %v", c, i, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+		defer cancel()
+		if err := l.StartBroker(ctx, c, i); err != nil {
+			t.Errorf("start %s broker-%d again: %v", c, i, err)
+		}
+	})
+}
+
+// StartBroker starts broker i of cluster c again and waits until it is healthy; a broker
+// that runs is left alone.
+func StartBroker(t testing.TB, l *lab.Lab, c string, i int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+	defer cancel()
+	if err := l.StartBroker(ctx, c, i); err != nil {
+		t.Fatalf("start %s broker-%d: %v", c, i, err)
+	}
+}

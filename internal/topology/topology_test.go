@@ -1,0 +1,228 @@
+//go:build topology
+
+// The several-brokers suite. It needs a lab with at least two brokers per cluster and KoP on
+// each (kop-lab up --brokers 2, with KOP_NAR), and fails, never skips, on any other lab:
+//
+//	KOP_NAR=/path/to/kop.nar KOP_LAB_KEEP=1 bin/kop-lab up --brokers 2
+//	go test -count=1 -tags topology -p 1 -timeout 20m ./internal/topology/
+package topology_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
+	"github.com/kop-offsets/kop-offsets/internal/commands/root"
+	"github.com/kop-offsets/kop-offsets/internal/doctor"
+	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/testutil"
+)
+
+func TestMain(m *testing.M) { labtest.Main(m) }
+
+// severalBrokers returns the lab and each cluster's active brokers, and fails when a cluster
+// has fewer than two or KoP is off: this suite says nothing on a one-broker lab.
+func severalBrokers(t *testing.T) (*lab.Lab, map[string][]string) {
+	t.Helper()
+	l := labtest.Lab(t)
+	if !l.KoP.Enabled {
+		t.Fatal("the topology suite needs KoP on every broker: start the lab with KOP_NAR=... kop-lab up --brokers 2")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := map[string][]string{}
+	for _, c := range l.Clusters {
+		bs, err := labtest.PulsarxAdmin(t, c).ActiveBrokers(ctx, c.Name)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if len(bs) < 2 {
+			t.Fatalf("%s has %d active broker(s) %v: the topology suite needs a lab with several brokers per cluster (kop-lab up --brokers 2)", c.Name, len(bs), bs)
+		}
+		out[c.Name] = bs
+	}
+	return l, out
+}
+
+// doctor reads every broker at its own address: each is reported reachable with KoP, KoP
+// advertises as many listeners as Pulsar has brokers, and no broker-level error is found.
+func TestTopologyDoctorEveryBroker(t *testing.T) {
+	l, brokers := severalBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f, s := testutil.NewFactory("topology", false)
+	err := testutil.Execute(ctx, root.NewCmdRoot(f), "--config", l.ConfigPath, "doctor", "-o", "json")
+	t.Logf("doctor (%v):\n%s%s", err, s.Out, s.ErrOut)
+	var res struct {
+		Clusters []doctor.ClusterReport `json:"clusters"`
+		Findings []doctor.Finding       `json:"findings"`
+	}
+	if err := json.Unmarshal(s.Out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Clusters {
+		want := brokers[c.Name]
+		var ids []string
+		for _, b := range c.Brokers {
+			ids = append(ids, b.ID)
+			if !b.Reachable || b.KoP == nil || !*b.KoP || b.Version == "" {
+				t.Errorf("%s broker %s: %+v", c.Name, b.ID, b)
+			}
+		}
+		if !slices.Equal(ids, want) {
+			t.Errorf("%s: doctor read brokers %v, Pulsar lists %v", c.Name, ids, want)
+		}
+		if len(c.KafkaListeners) != len(want) {
+			t.Errorf("%s: %d KoP listeners %+v for %d brokers", c.Name, len(c.KafkaListeners), c.KafkaListeners, len(want))
+		}
+		for _, kl := range c.KafkaListeners {
+			if kl.Error != "" {
+				t.Errorf("%s: KoP listener %+v", c.Name, kl)
+			}
+		}
+	}
+	for _, fd := range res.Findings {
+		switch fd.Check {
+		case doctor.CheckBrokers, doctor.CheckBrokerKoP, doctor.CheckBrokerSettings, doctor.CheckKoPListener:
+			if fd.Severity != doctor.SeverityInfo {
+				t.Errorf("finding on a healthy several-broker lab: %+v", fd)
+			}
+		}
+	}
+}
+
+// locate answers every offsets partition's group with an owner among the active brokers.
+func TestTopologyLocateOwners(t *testing.T) {
+	l, brokers := severalBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var groups []string
+	for p := range int32(lab.OffsetsTopicPartitions) {
+		groups = append(groups, offsets.ProbeGroup(p, int32(lab.OffsetsTopicPartitions)))
+		// Make a broker take each bundle, so that every row has an owner.
+		for _, c := range l.Clusters {
+			if _, err := labtest.PulsarxAdmin(t, c).LookupOwner(ctx, pulsarx.PartitionTopic(lab.OffsetsTopic, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, s := testutil.NewFactory("topology", false)
+	err := testutil.Execute(ctx, root.NewCmdRoot(f), append([]string{"--config", l.ConfigPath, "locate", "-o", "json"}, groups...)...)
+	t.Logf("locate (%v):\n%s%s", err, s.Out, s.ErrOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []locate.Location
+	if err := json.Unmarshal(s.Out.Bytes(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]bool{}
+	for _, r := range rows {
+		if r.Error != "" || r.Owner == nil || !slices.Contains(brokers[r.Cluster], *r.Owner) {
+			t.Errorf("row %+v: owner not among %v", r, brokers[r.Cluster])
+			continue
+		}
+		owners[*r.Owner] = true
+	}
+	t.Logf("owners seen: %v", owners)
+}
+
+// moveBundle unloads bundle of ns on c to the broker dest (Pulsar's destinationBroker).
+func moveBundle(t *testing.T, c lab.Cluster, ns, bundle, dest string) {
+	t.Helper()
+	u := fmt.Sprintf("%s/admin/v2/namespaces/%s/%s/unload?destinationBroker=%s", c.AdminURL, ns, bundle, dest)
+	req, err := http.NewRequest(http.MethodPut, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("unload %s to %s: %s", bundle, dest, resp.Status)
+	}
+}
+
+// ownerOf is the broker owning bundle now, from the brokers' ownership lists.
+func ownerOf(ctx context.Context, t *testing.T, c lab.Cluster, ns, bundle string) string {
+	t.Helper()
+	o, ok, err := adminutil.NewOwners(labtest.PulsarxAdmin(t, c), c.Name).Owner(ctx, ns, bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return ""
+	}
+	return o.Broker
+}
+
+// A stale group's bundle moves to the other broker between the plan and the execution (as
+// the load manager's shedding would move it). The executor unloads by bundle, looks it up
+// and verifies on whichever broker takes it: the group ends fresh and the report names the
+// owner of the last lookup.
+func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
+	l, brokers := severalBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := l.Cluster("scus")
+	adm := labtest.PulsarxAdmin(t, c)
+	g := labtest.Name("topology-moved")
+	topic := "persistent://public/default/" + labtest.Name("topology-moved")
+	// Written behind KoP's back: KoP's cache does not have it until its bundle is reloaded.
+	if _, _, err := labtest.Writer(t, c).Commit(ctx, kopcommit.OffsetCommit{Group: g, Topic: topic, Offset: 42}); err != nil {
+		t.Fatal(err)
+	}
+	kg := reload.KafkaGroups{Admin: kadm.NewClient(labtest.Kafka(t, c)), KafkaNamespace: "public/default"}
+	rd := pulsarx.NewReader(c.Name, labtest.Pulsar(t, c), adm, "public", "__kafka", pulsarx.LoaderView)
+	ref := reload.ClusterRef{Name: c.Name, Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
+	plan, err := (&reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Fetcher: kg,
+		Describers: map[string]reload.GroupDescriber{c.Name: kg}}).Plan(ctx, reload.Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Executable()) != 1 {
+		t.Fatalf("plan: %+v", plan.Bundles)
+	}
+	bundle := plan.Executable()[0].Range
+	was := ownerOf(ctx, t, c, "public/__kafka", bundle)
+	dest := brokers[c.Name][0]
+	if dest == was {
+		dest = brokers[c.Name][1]
+	}
+	moveBundle(t, c, "public/__kafka", bundle, dest)
+	deadline := time.Now().Add(time.Minute)
+	for ownerOf(ctx, t, c, "public/__kafka", bundle) != dest && time.Now().Before(deadline) {
+		if _, err := adm.LookupOwner(ctx, pulsarx.PartitionTopic(lab.OffsetsTopic, plan.Executable()[0].OffsetsPartitions[0])); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("bundle %s: planned on %s, moved to %s (now %s)", bundle, was, dest, ownerOf(ctx, t, c, "public/__kafka", bundle))
+
+	var logs []string
+	ex := (&reload.Executor{Cluster: ref, Admin: adm, Fetcher: kg, Reader: rd, Wait: time.Minute,
+		Log: func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) }}).Execute(ctx, plan, plan.Executable())
+	b := ex.Bundles[0]
+	t.Logf("execution: %+v\n%v", b, logs)
+	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
+		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
+	}
+	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
+		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
+	}
+}
