@@ -272,3 +272,49 @@ func TestGenerateAuthFiles(t *testing.T) {
 		t.Error("prepareAuth replaced complete files")
 	}
 }
+
+func TestAuthRefusesSeveralBrokers(t *testing.T) {
+	for _, c := range []struct {
+		mode AuthMode
+		sh   Shape
+		ok   bool
+	}{
+		{AuthNone, Shape{Clusters: 2, Brokers: 2}, true},
+		{"", Shape{Clusters: 3, Brokers: 3}, true},
+		{AuthToken, Shape{Clusters: 2, Brokers: 1}, true},
+		{AuthToken, Shape{Clusters: 3, Brokers: 1}, true},
+		{AuthToken, Shape{Clusters: 2, Brokers: 2}, false},
+	} {
+		err := CheckAuthShape(c.mode, c.sh)
+		if (err == nil) != c.ok {
+			t.Errorf("%q %v: %v", c.mode, c.sh, err)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "not supported yet") || !strings.Contains(err.Error(), "--brokers 2")) {
+			t.Errorf("error %q: want --brokers 2 ... not supported yet", err)
+		}
+	}
+	// Up refuses before it takes the lock or starts anything.
+	root := t.TempDir()
+	_, err := Up(t.Context(), Options{Root: root, Auth: AuthToken, Shape: Shape{Clusters: 2, Brokers: 2}, StartTimeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
+		t.Fatalf("Up --auth token --brokers 2: %v", err)
+	}
+	if _, serr := os.Stat(filepath.Join(root, "lab", "run")); !os.IsNotExist(serr) {
+		t.Errorf("Up wrote lab/run before refusing: %v", serr)
+	}
+}
+
+func TestAuthPortsInAllPorts(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "")
+	scus := withAuth(DefaultClusters(), Paths{Root: "/repo"}, AuthToken)[0]
+	ports := map[int]bool{}
+	for _, p := range scus.AllPorts() {
+		ports[p] = true
+	}
+	if !ports[18079] || !ports[16649] || !ports[18080] || !ports[16650] {
+		t.Errorf("AllPorts %v: want the TLS ports 18079, 16649 beside 18080, 16650", scus.AllPorts())
+	}
+	if plain := DefaultClusters()[0].AllPorts(); len(plain) != len(scus.AllPorts())-2 {
+		t.Errorf("plain AllPorts %v", plain)
+	}
+}
