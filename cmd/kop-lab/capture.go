@@ -13,15 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -82,7 +79,7 @@ func capture(ctx context.Context, args []string) error {
 	if err := a.Topics().Create(*tn, 1); err != nil {
 		return fmt.Errorf("capture: create %s: %w", topic, err)
 	}
-	base, err := connect.KafkaOpts(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
+	base, err := connect.KafkaOpts(c.Config(), connect.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -105,7 +102,7 @@ func capture(ctx context.Context, args []string) error {
 	}
 	time.Sleep(2 * time.Second) // the transaction's COMMIT and KoP's writes settle
 
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, Logger: plog.DefaultNopLogger()})
+	pc, err := lab.NewPulsarClient(c)
 	if err != nil {
 		return err
 	}

@@ -5,10 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
@@ -67,7 +63,7 @@ func commit(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("commit: --via %q: want kop, pulsar or auto", *via)
 	}
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: target.ServiceURL, ConnectionTimeout: 5 * time.Second, OperationTimeout: 15 * time.Second, Logger: plog.DefaultNopLogger()})
+	client, err := lab.NewPulsarClient(*target)
 	if err != nil {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}

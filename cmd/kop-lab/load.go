@@ -8,10 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
-
-	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
@@ -80,11 +76,9 @@ func load(ctx context.Context, args []string) error {
 	var st loadgen.Stats
 	switch *via {
 	case "pulsar":
-		var client pulsar.Client
-		client, err = pulsar.NewClient(pulsar.ClientOptions{URL: target.ServiceURL, ConnectionTimeout: 5 * time.Second,
-			OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
-		if err != nil {
-			return fmt.Errorf("load: cluster %s: %w", target.Name, err)
+		client, cerr := lab.NewPulsarClient(*target)
+		if cerr != nil {
+			return fmt.Errorf("load: cluster %s: %w", target.Name, cerr)
 		}
 		defer client.Close()
 		st, err = loadgen.WritePulsar(ctx, client, lab.OffsetsTopic, lab.OffsetsTopicPartitions, s,
@@ -93,12 +87,12 @@ func load(ctx context.Context, args []string) error {
 		if kerr := lab.KafkaMetadata(ctx, *target); kerr != nil {
 			return fmt.Errorf("load: --via kafka: KoP does not answer on cluster %s (%s): %w", target.Name, target.KafkaBootstrap, kerr)
 		}
-		opts, oerr := connect.KafkaOpts(config.Cluster{Name: target.Name, KafkaBootstrap: []string{target.KafkaBootstrap}},
+		opts, oerr := connect.KafkaOpts(target.Config(),
 			connect.Options{RequestTimeout: 30 * time.Second})
 		if oerr != nil {
 			return oerr
 		}
-		kcl, kerr := connect.NewKafkaClient(config.Cluster{Name: target.Name, KafkaBootstrap: []string{target.KafkaBootstrap}},
+		kcl, kerr := connect.NewKafkaClient(target.Config(),
 			connect.Options{RequestTimeout: 30 * time.Second})
 		if kerr != nil {
 			return kerr

@@ -2,12 +2,14 @@
 // clusters (scus, wus, and eus with --clusters 3) on 127.0.0.1, each a standalone or (with
 // --brokers N) a ZooKeeper, a bookie and N brokers, with KoP when it can be resolved.
 //
-//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3]
+//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token]
 //	                       start (or reuse) the lab and leave it running; --kop-nar (or
 //	                       KOP_NAR) loads that KoP protocol handler NAR; --brokers (or
 //	                       KOP_LAB_BROKERS, default 1 = standalone) and --clusters (or
 //	                       KOP_LAB_CLUSTERS, default 2) pick the shape; a running lab of
-//	                       another shape is restarted
+//	                       another shape is restarted; --auth token (or KOP_LAB_AUTH=token)
+//	                       turns on token auth, TLS and KoP's SASL/PLAIN (standalones only:
+//	                       not yet with --brokers 2 or more)
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
@@ -60,7 +62,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
 }
 
 func run(args []string) error {
@@ -76,11 +78,20 @@ func run(args []string) error {
 		nar := fs.String("kop-nar", "", "KoP protocol handler NAR to load (default $KOP_NAR)")
 		brokers := fs.Int("brokers", 0, "brokers per cluster: 1 = one standalone JVM, N >= 2 = ZooKeeper + bookie + N brokers (default $KOP_LAB_BROKERS, else 1)")
 		clusters := fs.Int("clusters", 0, "clusters: 2 (scus, wus) or 3 (+ eus) (default $KOP_LAB_CLUSTERS, else 2)")
+		authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
+		var auth lab.AuthMode
+		if *authFlag != "" {
+			m, err := lab.ParseAuthMode(*authFlag)
+			if err != nil {
+				return err
+			}
+			auth = m
+		}
 		t := time.Now()
-		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}})
+		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}, Auth: auth})
 		if err != nil {
 			return err
 		}
@@ -88,7 +99,7 @@ func run(args []string) error {
 		if l.Started {
 			verb = "started lab"
 		}
-		fmt.Printf("%s in %s (Pulsar %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, onOff(l.KoP.Enabled), l.KoP.Reason)
+		fmt.Printf("%s in %s (Pulsar %s; auth %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, l.Auth, onOff(l.KoP.Enabled), l.KoP.Reason)
 		if l.Timings.MavenRan {
 			fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
 		}
@@ -96,7 +107,8 @@ func run(args []string) error {
 		for _, c := range l.Clusters {
 			cs, _ := l.State.Cluster(c.Name)
 			if c.Standalone() {
-				fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, c.AdminURL, c.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
+				cc := c.Config()
+				fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, cc.AdminURL, cc.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
 				continue
 			}
 			fmt.Printf("  %-5s ready %.1fs (first process started to last broker healthy)\n", c.Name, cs.ReadySeconds)
@@ -158,6 +170,7 @@ func printStatus(r *lab.StatusReport) {
 		fmt.Printf("lab running, %s; config %s\n", keep, r.ConfigPath)
 	}
 	fmt.Printf("Pulsar %s\n", r.PulsarVersion)
+	printAuth(r)
 	fmt.Printf("KoP %s (mode %s, version %s): %s\n", onOff(r.KoP.Enabled), r.KoP.Mode, r.KoP.Version, r.KoP.Reason)
 	if r.KoP.Enabled {
 		fmt.Printf("  nar %s (from %s %s), sha256 %s, handler %s, version from %s\n",
@@ -233,4 +246,18 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// printAuth says the lab's auth mode and, on an auth lab, its TLS endpoints and token files.
+func printAuth(r *lab.StatusReport) {
+	fmt.Printf("auth %s\n", r.Auth)
+	for _, c := range r.Clusters {
+		if a := c.Auth; a != nil {
+			fmt.Printf("  %-5s admin %s  service %s  kafka SASL_PLAINTEXT (PLAIN, token)\n", c.Name, a.AdminURLTLS, a.ServiceURLTLS)
+		}
+	}
+	if len(r.Clusters) > 0 && r.Clusters[0].Auth != nil {
+		f := r.Clusters[0].Auth.Files
+		fmt.Printf("  superuser %s token %s; no-permission %s token %s; CA %s\n", lab.SuperuserRole, f.SuperuserToken, lab.UserRole, f.UserToken, f.CACert)
+	}
 }

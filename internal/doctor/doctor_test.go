@@ -279,7 +279,17 @@ func TestAPIError(t *testing.T) {
 	if !r.APIErrors {
 		t.Error("APIErrors not set")
 	}
-	wantOne(t, r, SeverityError, CheckAdminAPI, "scus", "")
+	f := wantOne(t, r, SeverityError, CheckAdminAPI, "scus", "pulsarAuth")
+	// The message (what the table shows) says the credentials were refused, and how.
+	if !strings.Contains(f.Message, "refused the credentials (http 403)") || !strings.Contains(f.Message, "scus") {
+		t.Errorf("message %q", f.Message)
+	}
+	// Another API error keeps the plain message and no credential fix.
+	s.NamespaceReplErr = &pulsarx.AdminError{Cluster: "scus", Op: "get", Status: http.StatusInternalServerError, Err: errors.New("boom")}
+	r = runWith(t, Options{}, s, w)
+	if f := wantOne(t, r, SeverityError, CheckAdminAPI, "scus", ""); strings.Contains(f.Message, "credentials") || f.Fix != "" {
+		t.Errorf("500 reported as an auth refusal: %+v", f)
+	}
 }
 
 func TestTopics(t *testing.T) {

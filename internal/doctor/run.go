@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -149,11 +150,19 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 		}}
 	}
 	r.apiErr = true
-	return []Finding{{
+	f := Finding{
 		Severity: SeverityError, Check: CheckAdminAPI, Cluster: cl.Name, Subject: subject,
 		Message:  fmt.Sprintf("%s: the admin API answered with an error, so %s was not checked", what, check),
 		Evidence: map[string]any{"error": err.Error(), "check": check},
-	}}
+	}
+	// A refused credential is the one error an operator fixes in the config, not on the
+	// brokers: say so in the message, which is all a table shows (seen on the auth lab with a
+	// token of a role without permission: eight findings that never said 401).
+	if errors.Is(err, pulsarx.ErrAuth) {
+		f.Message = fmt.Sprintf("%s: the admin API of %s refused the credentials (%s), so %s was not checked", what, cl.Name, authStatus(err), check)
+		f.Fix = fmt.Sprintf("give cluster %s's pulsarAuth a token of a superuser role (or tenant admin of %s), or correct it: kop-offsets --cluster %s config check", cl.Name, cl.Tenant, cl.Name)
+	}
+	return []Finding{f}
 }
 
 // upClusters returns the reachable clusters.
@@ -270,4 +279,13 @@ func pulsarNames(cs []*Cluster) []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+// authStatus is "http 401" or "http 403" for an admin error that refused the credentials.
+func authStatus(err error) string {
+	var ae *pulsarx.AdminError
+	if errors.As(err, &ae) && ae.Status != 0 {
+		return fmt.Sprintf("http %d", ae.Status)
+	}
+	return "not authorized"
 }

@@ -155,8 +155,8 @@ func ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster
 
 func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluster) error {
 	// Every broker of o, in Pulsar's multi-host form: the replicator reaches o while any of
-	// them is up (a standalone's is its one URL).
-	want := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURLs(), BrokerServiceURL: o.ServiceURLs()}
+	// them is up (a standalone's is its one URL); on an auth lab its TLS URLs and auth too.
+	want := clusterData(o)
 	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
 	if err != nil {
 		if !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
@@ -167,7 +167,7 @@ func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluste
 		}
 		return nil
 	}
-	if cur.ServiceURL == want.ServiceURL && cur.BrokerServiceURL == want.BrokerServiceURL {
+	if sameRegistration(cur, want) {
 		return nil
 	}
 	return a.Clusters().UpdateWithContext(ctx, want)

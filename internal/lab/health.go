@@ -9,18 +9,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
-
-// NewAdmin returns a pulsaradmin client for cluster c (no authentication: the lab has none).
-func NewAdmin(c Cluster) (pulsaradmin.Client, error) {
-	return pulsaradmin.NewClient(&pulsaradmin.Config{WebServiceURL: c.AdminURL})
-}
 
 // CheckHealth returns nil when cluster c is ready: the broker health check passes, the tenant
 // public exists and, when KoP is on, public/__kafka exists and the Kafka listener answers a
@@ -54,8 +48,12 @@ func CheckHealth(ctx context.Context, c Cluster) error {
 // KafkaMetadata sends one Kafka Metadata request to c's KoP listener.
 func KafkaMetadata(ctx context.Context, c Cluster) error {
 	// Capped like internal/connect: KoP closes the connection on ApiVersions v4 and later.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaBootstrap), kgo.DialTimeout(3*time.Second), kgo.MaxVersions(kversion.V3_8_0()),
-		kgo.RequestRetries(0))
+	opts, err := kafkaAuthOpts(c)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(c.KafkaBootstrap), kgo.DialTimeout(3*time.Second), kgo.MaxVersions(kversion.V3_8_0()),
+		kgo.RequestRetries(0))...)
 	if err != nil {
 		return err
 	}

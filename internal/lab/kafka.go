@@ -7,14 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -23,8 +20,7 @@ import (
 // KafkaClient returns a franz-go client for c's KoP listener, built like the CLI's
 // (internal/connect: capped at Kafka 3.8 request versions, which KoP negotiates).
 func KafkaClient(c Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
-	return connect.NewKafkaClient(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}},
-		connect.Options{RequestTimeout: 30 * time.Second}, extra...)
+	return connect.NewKafkaClient(c.Config(), connect.Options{RequestTimeout: 30 * time.Second}, extra...)
 }
 
 // KafkaTopic is the name a Kafka client uses for a KoP topic: the short name in the default
@@ -108,7 +104,7 @@ func (l *Lab) Commit(ctx context.Context, name string, c kopcommit.OffsetCommit)
 	if cl.KoP {
 		return part, CommitThroughKoP(ctx, cl, c.Group, c.Topic, c.Partition, c.Offset)
 	}
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: cl.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	pc, err := NewPulsarClient(cl)
 	if err != nil {
 		return 0, err
 	}

@@ -49,7 +49,9 @@ type Options struct {
 	// re-creating its own bookie registration ("Not enough non-faulty bookies available"
 	// minutes after it reported healthy), so tests never start over old data.
 	FreshOnStart bool
-	Log          io.Writer
+	// Auth is the auth mode: none (default, $KOP_LAB_AUTH unset) or token (auth.go).
+	Auth AuthMode
+	Log  io.Writer
 }
 
 func (o Options) resolve() (Options, error) {
@@ -91,6 +93,14 @@ func (o Options) resolve() (Options, error) {
 	} else {
 		o.Shape = ShapeOf(o.Clusters)
 	}
+	if o.Auth == "" {
+		m, err := ParseAuthMode(os.Getenv("KOP_LAB_AUTH"))
+		if err != nil {
+			return o, err
+		}
+		o.Auth = m
+	}
+	o.Clusters = withAuth(o.Clusters, Paths{Root: o.Root}, o.Auth)
 	if o.StartTimeout == 0 {
 		o.StartTimeout = DefaultStartTimeout
 		if !o.Shape.Standalone() {
@@ -115,6 +125,7 @@ type Lab struct {
 	Paths      Paths
 	Clusters   []Cluster
 	KoP        KoPStatus
+	Auth       AuthMode
 	ConfigPath string // lab/run/config.yaml, for kop-offsets --config
 	State      *State
 	// Started is true when this call started the JVMs, false when it reused running ones.
@@ -146,6 +157,9 @@ func (l *Lab) Cluster(name string) Cluster {
 func Up(ctx context.Context, opts Options) (*Lab, error) {
 	o, err := opts.resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := CheckAuthShape(o.Auth, o.Shape); err != nil {
 		return nil, err
 	}
 	p := Paths{Root: o.Root}
@@ -229,6 +243,9 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 	cs := make([]Cluster, len(o.Clusters))
 	copy(cs, o.Clusters)
+	if err := prepareAuth(p, o.Auth, o.Log); err != nil {
+		return nil, err
+	}
 	for i := range cs {
 		c := &cs[i]
 		c.KoP = kop.Enabled
@@ -284,7 +301,7 @@ func prepareData(o Options, p Paths, c Cluster) error {
 // startClusters starts every cluster's JVMs and records their pids in the state file as they
 // start: a start that fails half-way can still be stopped by kop-lab down.
 func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop KoPStatus) (*State, error) {
-	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC(), Shape: ShapeOf(cs)}
+	st := &State{PulsarVersion: o.PulsarVersion, KoP: kop, Keep: o.Keep, StartedAt: time.Now().UTC(), Shape: ShapeOf(cs), Auth: o.Auth}
 	for _, c := range cs {
 		st.Clusters = append(st.Clusters, ClusterState{Cluster: c})
 	}
@@ -298,8 +315,8 @@ func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop Ko
 				errs[i] = err
 				continue
 			}
-			fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s); log %s\n",
-				c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), p.LogFile(c.Name))
+			fmt.Fprintf(o.Log, "lab: started %s (pid %d): web %d, broker %d, bookie %d, kafka %d (KoP %s)%s; log %s\n",
+				c.Name, pid, c.Ports.Web, c.Ports.Broker, c.Ports.Bookie, c.Ports.Kafka, onOff(c.KoP), authSummary(c), p.LogFile(c.Name))
 			rec.add(c.Name, ProcessState{Role: RoleStandalone, PID: pid, Ports: c.AllPorts(), StartedAt: time.Now().UTC(),
 				ConfPath: p.BrokerConf(c.Name), LogPath: p.LogFile(c.Name)})
 			continue
@@ -393,7 +410,7 @@ func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*
 	if err := WriteState(p.StateFile(), st); err != nil {
 		return nil, err
 	}
-	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
+	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, Auth: st.AuthMode(), ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
 }
 
 // resolveKoP decides what KoP the lab loads: the NAR brought with KOP_NAR, else the one in
@@ -414,6 +431,9 @@ func resolveKoP(ctx context.Context, p Paths, o Options) (KoPStatus, error) {
 // required wants it on; a NAR brought with KOP_NAR wants that very file, by sha256).
 func reusable(st *State, o Options) bool {
 	if !sameShape(st, o) {
+		return false
+	}
+	if st.AuthMode() != o.Auth.orNone() {
 		return false
 	}
 	for _, c := range st.Clusters {
@@ -603,7 +623,9 @@ type StatusReport struct {
 	// PulsarVersion is the running lab's, else the one the next Up would start.
 	PulsarVersion string
 	KoP           KoPStatus
-	Clusters      []ClusterStatus
+	// Auth is the running lab's auth mode, else the one the next Up would start.
+	Auth     AuthMode
+	Clusters []ClusterStatus
 }
 
 // Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.
@@ -617,7 +639,7 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML(), PulsarVersion: o.PulsarVersion}
+	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML(), PulsarVersion: o.PulsarVersion, Auth: o.Auth}
 	if st == nil {
 		for _, c := range o.Clusters {
 			r.Clusters = append(r.Clusters, ClusterStatus{Cluster: c, Health: errors.New("not started")})
@@ -630,7 +652,7 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 		}
 		return r, nil
 	}
-	r.Running, r.Keep, r.KoP, r.PulsarVersion = true, st.Keep, st.KoP, st.PulsarVersion
+	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode()
 	for _, c := range st.Clusters {
 		r.Clusters = append(r.Clusters, clusterStatus(ctx, c))
 	}

@@ -88,6 +88,8 @@ type Cluster struct {
 	KafkaBootstrap string   `json:"kafkaBootstrap"` // 127.0.0.1:<kafka>
 	KoP            bool     `json:"kop"`            // KoP handler loaded in this cluster
 	Brokers        []Broker `json:"brokers,omitempty"`
+	// Auth is set on a lab with auth (KOP_LAB_AUTH=token): TLS endpoints and token files.
+	Auth *ClusterAuth `json:"auth,omitempty"`
 }
 
 // Host is the only address the lab uses.
@@ -216,7 +218,7 @@ func (c Cluster) AllPorts() []int {
 		b := c.Broker(i)
 		ps = append(ps, b.Ports.Web, b.Ports.Broker, b.Ports.Kafka)
 	}
-	return ps
+	return append(ps, authPorts(c)...)
 }
 
 // PortOffset is $KOP_LAB_PORT_OFFSET: a multiple of 10 from 0 to 990, else 0 with a warning.

@@ -9,6 +9,8 @@ import (
 	"text/template"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kop-offsets/kop-offsets/internal/config"
 )
 
 // confData is what the templates of lab/conf see.
@@ -22,6 +24,10 @@ type confData struct {
 	KoPVersion       string
 	ProtocolsDir     string
 	NarExtractionDir string
+	// KafkaProtocol is the KoP listener's security protocol; Auth the auth block (auth.go),
+	// nil without auth.
+	KafkaProtocol string
+	Auth          *brokerAuthConf
 }
 
 // RenderBrokerConf renders the broker configuration template tmpl for cluster c (a
@@ -51,6 +57,8 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 		KoPVersion:       kop.Version,
 		ProtocolsDir:     dir,
 		NarExtractionDir: nar,
+		KafkaProtocol:    kafkaSecurityProtocol(c),
+		Auth:             brokerAuth(c),
 	}, c.Name)
 }
 
@@ -255,20 +263,32 @@ type cliCluster struct {
 	Tenant            string   `yaml:"tenant"`
 	MetadataNamespace string   `yaml:"metadataNamespace"`
 	KafkaNamespace    string   `yaml:"kafkaNamespace"`
+	// Set on an auth lab only (Cluster.Config).
+	PulsarAuth *config.PulsarAuth `yaml:"pulsarAuth,omitempty"`
+	KafkaAuth  *config.KafkaAuth  `yaml:"kafkaAuth,omitempty"`
 }
 
 // RenderCLIConfig renders a kop-offsets configuration (docs/config.md) for the clusters.
 func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte, error) {
 	cfg := cliConfig{}
 	for _, c := range cs {
+		cc := c.Config()
+		// Every broker's Kafka listener, and (without auth) every broker's binary protocol in
+		// Pulsar's multi-host form; the admin URL stays broker 0's.
+		cc.KafkaBootstrap = c.KafkaBootstraps()
+		if c.Auth == nil {
+			cc.ServiceURL = c.ServiceURLs()
+		}
 		cfg.Clusters = append(cfg.Clusters, cliCluster{
-			Name:              c.Name,
-			AdminURL:          c.AdminURL,
-			ServiceURL:        c.ServiceURLs(),
-			KafkaBootstrap:    c.KafkaBootstraps(),
-			Tenant:            Tenant,
-			MetadataNamespace: "__kafka",
-			KafkaNamespace:    DefaultNamespace,
+			Name:              cc.Name,
+			AdminURL:          cc.AdminURL,
+			ServiceURL:        cc.ServiceURL,
+			KafkaBootstrap:    cc.KafkaBootstrap,
+			Tenant:            cc.Tenant,
+			MetadataNamespace: cc.MetadataNamespace,
+			KafkaNamespace:    cc.KafkaNamespace,
+			PulsarAuth:        cc.PulsarAuth,
+			KafkaAuth:         cc.KafkaAuth,
 		})
 	}
 	var body bytes.Buffer
@@ -296,6 +316,10 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 		}
 	} else {
 		fmt.Fprintf(&b, "# KoP: off (%s); nothing listens on kafkaBootstrap.\n", oneLine(kop.Reason))
+	}
+	if len(cs) > 0 && cs[0].Auth != nil {
+		fmt.Fprintf(&b, "# Auth: %s. Admin over https and the binary protocol over TLS (CA %s), with\n", cs[0].Auth.Mode, cs[0].Auth.Files.CACert)
+		fmt.Fprintf(&b, "# the %s token; KoP with SASL/PLAIN (username the tenant, password token:<jwt>).\n", SuperuserRole)
 	}
 	b.Write(body.Bytes())
 	return b.Bytes(), nil

@@ -113,6 +113,7 @@ func TestShapeFromEnv(t *testing.T) {
 	}
 	t.Setenv("KOP_LAB_CLUSTERS", "3")
 	t.Setenv("KOP_LAB_BROKERS", "2")
+	t.Setenv("KOP_LAB_START_TIMEOUT", "") // the default is asserted, not the caller's setting
 	o, err := Options{Root: t.TempDir()}.resolve()
 	if err != nil || o.Shape != (Shape{3, 2}) || len(o.Clusters) != 3 || o.Clusters[2].BrokerCount() != 2 || o.StartTimeout != DefaultMultiStartTimeout {
 		t.Errorf("resolved %+v %v", o, err)

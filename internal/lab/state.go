@@ -29,6 +29,9 @@ type State struct {
 	// Shape is what was asked for; a running lab is reused only for the same shape.
 	Shape    Shape          `json:"shape"`
 	Clusters []ClusterState `json:"clusters"`
+
+	// Auth is the lab's auth mode; a state file written before auth modes existed has none.
+	Auth AuthMode `json:"auth,omitempty"`
 }
 
 // ClusterState is one started cluster. PID, ConfPath and LogPath are its standalone's, or
@@ -99,6 +102,14 @@ func (s *State) Cluster(name string) (ClusterState, bool) {
 		}
 	}
 	return ClusterState{}, false
+}
+
+// AuthMode is the running lab's auth mode (none when the state does not say).
+func (s *State) AuthMode() AuthMode {
+	if s.Auth == "" {
+		return AuthNone
+	}
+	return s.Auth
 }
 
 // Process returns the process of cluster name with role and index.

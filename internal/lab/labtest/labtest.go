@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -53,10 +52,11 @@ func Lab(t testing.TB) *lab.Lab {
 // Name returns prefix-<nanoseconds>: a group, topic or subscription name of this run only.
 func Name(prefix string) string { return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()) }
 
-// Pulsar returns a Pulsar client of c (no client log), closed when the test ends.
+// Pulsar returns a Pulsar client of c (no client log; TLS and the superuser token on an auth
+// lab), closed when the test ends.
 func Pulsar(t testing.TB, c lab.Cluster) pulsar.Client {
 	t.Helper()
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.ServiceURL, OperationTimeout: 30 * time.Second, Logger: plog.DefaultNopLogger()})
+	pc, err := lab.NewPulsarClient(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,18 @@ func Admin(t testing.TB, c lab.Cluster) pulsaradmin.Client {
 // PulsarxAdmin returns the product's admin wrapper of c.
 func PulsarxAdmin(t testing.TB, c lab.Cluster) *pulsarx.Admin {
 	t.Helper()
-	a, err := pulsarx.NewAdmin(c.Name, pulsaradmin.Config{WebServiceURL: c.AdminURL})
+	var a *pulsarx.Admin
+	var err error
+	if c.Auth == nil {
+		a, err = pulsarx.NewAdmin(c.Name, pulsaradmin.Config{WebServiceURL: c.AdminURL})
+	} else {
+		// An auth lab: over https with the lab's CA and the superuser's token.
+		rt, url, terr := lab.AdminTransport(c)
+		if terr != nil {
+			t.Fatal(terr)
+		}
+		a, err = pulsarx.NewAdminWithTransport(c.Name, url, rt)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
