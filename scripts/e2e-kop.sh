@@ -26,7 +26,7 @@ mkdir -p lab/run
 log=lab/run/e2e-kop.log
 start=$(date +%s)
 set +e
-$GO test -count=1 -tags kop -timeout 30m -p 1 -v ./internal/kopsuite/ 2>&1 | tee "$log"
+$GO test -count=1 -tags kop -timeout 60m -p 1 -v ./internal/kopsuite/ 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 pass=$(grep -c '^--- PASS' "$log" || true)
