@@ -4,7 +4,10 @@
 // each (kop-lab up --brokers 2, with KOP_NAR), and fails, never skips, on any other lab:
 //
 //	KOP_NAR=/path/to/kop.nar KOP_LAB_KEEP=1 bin/kop-lab up --brokers 2
-//	go test -count=1 -tags topology -p 1 -timeout 20m ./internal/topology/
+//	go test -count=1 -tags topology -p 1 -timeout 30m ./internal/topology/
+//
+// (or make e2e-topology, which also runs internal/lab's topology tests). KOP_LAB_BROKERS
+// defaults to 2 here, so that the test binary reuses that lab instead of replacing it.
 package topology_test
 
 import (
@@ -12,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -31,7 +35,16 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
-func TestMain(m *testing.M) { labtest.Main(m) }
+// TestMain asks for two brokers per cluster unless KOP_LAB_BROKERS says otherwise: without
+// it the lab's default shape (one standalone per cluster) would make lab.Ensure stop a running
+// 2x2 lab and start standalones in its place (seen on the lab, 2026-12-02), and every test
+// here would then fail on the one-broker lab it caused.
+func TestMain(m *testing.M) {
+	if os.Getenv("KOP_LAB_BROKERS") == "" {
+		_ = os.Setenv("KOP_LAB_BROKERS", "2")
+	}
+	labtest.Main(m)
+}
 
 // severalBrokers returns the lab and each cluster's active brokers, and fails when a cluster
 // has fewer than two or KoP is off: this suite says nothing on a one-broker lab.
