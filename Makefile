@@ -88,7 +88,7 @@ e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and sto
 # 2 to 3 GB of memory (docs/lab.md). KOP_LAB_BROKERS defaults to 2 here; KOP_LAB_CLUSTERS=3
 # adds eus.
 e2e-topology: ## the multi-broker lab's tests (tag topology): starts the lab with KOP_LAB_BROKERS=2 unless set, stops it after
-	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/
+	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/ ./internal/topology/
 
 e2e-three: build ## the user's story on three clusters with KoP (tag three): starts the lab with KOP_LAB_CLUSTERS=3, stops it after (needs KOP_NAR)
 	KOP_LAB_CLUSTERS=3 $(GO) test -count=1 -tags three -timeout 60m -p 1 -v ./internal/threeclusters/

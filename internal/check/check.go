@@ -163,13 +163,16 @@ func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) 
 	for i, s := range ru.states {
 		sides[i] = s.side()
 	}
+	rowed := map[string]bool{}
 	for k := range keys.All() {
 		r := judge.Row(k, sides)
+		rowed[r.Group] = true
 		ru.rep.Summary[string(r.Status)]++
 		if err := emit(&r); err != nil {
 			return nil, err
 		}
 	}
+	ru.warnRowless(rowed)
 	ru.finish()
 	return ru.rep, nil
 }
@@ -421,6 +424,37 @@ func (s *clusterState) side() Side {
 		sd.Cached = func(g string) (GroupFetch, bool) { return s.cached[g], true }
 	}
 	return sd
+}
+
+// warnRowless names the groups that have no row although KoP failed to answer for them: a
+// row needs a topic partition, from the offsets topic or from KoP, and a group whose
+// coordinator is down (a crashed broker still registered) on a cluster whose offsets topic
+// is unreadable has neither. Seen on the lab with one of two KoP brokers killed: without
+// this, the groups named on the command line vanished from the report.
+func (ru *run) warnRowless(rowed map[string]bool) {
+	for _, s := range ru.states {
+		var names []string
+		var first error
+		for _, g := range ru.groups {
+			f, ok := s.cached[g]
+			if rowed[g] || !ok || (f.Err == nil && !f.Unavailable) {
+				continue
+			}
+			names = append(names, g)
+			if first == nil {
+				first = f.Err
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		why := "KoP kept answering loading or not coordinator"
+		if first != nil {
+			why = first.Error()
+		}
+		ru.rep.addWarning(fmt.Sprintf("cluster %s: %d group(s) have no row: KoP could not be asked for their offsets (%s) and the offsets topic did not give them: %s",
+			s.c.Name, len(names), why, strings.Join(names, ", ")))
+	}
 }
 
 // finish adds what the clusters reported beside the rows, and the exit code.

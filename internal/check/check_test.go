@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +308,40 @@ func TestOneBrokerDownOthersAnswer(t *testing.T) {
 	}
 	if !named || rep.ExitCode != ExitUnreachable {
 		t.Errorf("errors %+v exit %d: want the down broker named and exit %d", rep.Errors, rep.ExitCode, ExitUnreachable)
+	}
+}
+
+// A group whose coordinator is down, on a cluster whose offsets topic is unreadable too (a
+// crashed broker still owns an offsets partition), has no row; check names it in a warning
+// (seen on the 2x2 KoP lab with one broker killed: the named groups vanished).
+func TestOneBrokerDownTopicUnreadableNamesRowlessGroups(t *testing.T) {
+	k := fakes.NewKoPBrokers(t, 2, "topic-1")
+	var up, down string
+	for i := 0; up == "" || down == ""; i++ {
+		g := fmt.Sprintf("g-%d", i)
+		if k.Cluster.CoordinatorFor(g) == 0 && up == "" {
+			up = g
+		} else if k.Cluster.CoordinatorFor(g) == 1 && down == "" {
+			down = g
+		}
+	}
+	for _, g := range []string{up, down} {
+		k.Set(g, "topic-1", 0, 500)
+	}
+	k.SetBrokerDown(1, true)
+	reader := fakes.NewMemReader(8)
+	reader.Err = errors.New("create reader: connection error")
+	f := k.Fetcher(t, time.Second, append(kafkafetch.ClientOpts(5*time.Second), kgo.RequestRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))...)
+	rep, err := Run(context.Background(), []Cluster{{Name: "wus", KafkaNamespace: "public/default", Reader: reader, Fetcher: f}},
+		Options{Now: testNow, Groups: []string{up, down}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Group != up || *rep.Rows[0].Cell("wus").Cached != 500 {
+		t.Errorf("rows %+v: want only the answering broker's %s", rep.Rows, up)
+	}
+	named := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "no row") && strings.Contains(w, down) })
+	if !named || rep.ExitCode != ExitUnreachable {
+		t.Errorf("warnings %q exit %d: want %s named as rowless, exit %d", rep.Warnings, rep.ExitCode, down, ExitUnreachable)
 	}
 }

@@ -10,6 +10,16 @@ import (
 // grace period) and records it as stopped, for tests of a cluster with a broker down. Only a
 // multi-broker cluster has brokers of their own; its other processes keep running.
 func StopBroker(ctx context.Context, opts Options, name string, i int) error {
+	return stopBroker(ctx, opts, name, i, false)
+}
+
+// KillBroker is StopBroker with SIGKILL at once: a crashed broker, which neither unloads its
+// bundles nor leaves the metadata store (its ephemeral nodes stay until the session expires).
+func KillBroker(ctx context.Context, opts Options, name string, i int) error {
+	return stopBroker(ctx, opts, name, i, true)
+}
+
+func stopBroker(ctx context.Context, opts Options, name string, i int, kill bool) error {
 	return exclusive(ctx, opts, func(o Options, p Paths) error {
 		st, ps, err := brokerProcess(p, name, i)
 		if err != nil {
@@ -17,10 +27,16 @@ func StopBroker(ctx context.Context, opts Options, name string, i int) error {
 		}
 		if isLabProcess(ps.PID, name, ps.ID()) {
 			t := time.Now()
-			if err := stopJVM(ctx, ps.PID, name, 30*time.Second); err != nil {
+			how := "stopped"
+			if kill {
+				how = "killed"
+				if err := killJVM(ctx, ps.PID, name); err != nil {
+					return err
+				}
+			} else if err := stopJVM(ctx, ps.PID, name, 30*time.Second); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.Log, "lab: stopped %s %s (pid %d) in %s\n", name, ps.ID(), ps.PID, time.Since(t).Round(100*time.Millisecond))
+			fmt.Fprintf(o.Log, "lab: %s %s %s (pid %d) in %s\n", how, name, ps.ID(), ps.PID, time.Since(t).Round(100*time.Millisecond))
 		} else {
 			fmt.Fprintf(o.Log, "lab: %s %s (pid %d) was not running\n", name, ps.ID(), ps.PID)
 		}
@@ -101,6 +117,11 @@ func brokerProcess(p Paths, name string, i int) (*State, *ProcessState, error) {
 // StopBroker stops broker i of cluster name of this lab (see the package function).
 func (l *Lab) StopBroker(ctx context.Context, name string, i int) error {
 	return StopBroker(ctx, Options{Root: l.Paths.Root}, name, i)
+}
+
+// KillBroker kills broker i of cluster name of this lab with SIGKILL (see the package function).
+func (l *Lab) KillBroker(ctx context.Context, name string, i int) error {
+	return KillBroker(ctx, Options{Root: l.Paths.Root}, name, i)
 }
 
 // StartBroker starts broker i of cluster name of this lab again and waits until it is healthy.

@@ -94,6 +94,20 @@ func stopJVM(ctx context.Context, pid int, name string, grace time.Duration) err
 	return nil
 }
 
+// killJVM sends SIGKILL to a lab JVM (no shutdown hook runs) and waits until it is gone.
+func killJVM(ctx context.Context, pid int, name string) error {
+	if !IsLabJVM(pid, name) {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && IsLabJVM(pid, name) {
+		return fmt.Errorf("lab: SIGKILL %s (pid %d): %w", name, pid, err)
+	}
+	if !waitGone(ctx, pid, name, 10*time.Second) {
+		return fmt.Errorf("lab: %s (pid %d) still running after SIGKILL", name, pid)
+	}
+	return nil
+}
+
 func waitGone(ctx context.Context, pid int, name string, d time.Duration) bool {
 	var done chan struct{}
 	if v, ok := reaped.Load(pid); ok {

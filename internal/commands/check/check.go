@@ -108,7 +108,9 @@ Exit codes: 0 nothing found that --fail-on names (default: every status but ok a
 1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
 reached (its cells are marked error, the other clusters are still checked). One KoP broker
 of several down is exit 3 too, but not blind: the groups the other brokers list are asked
-and judged, only groups that broker coordinates are marked error, and errors names it.`)
+and judged, only groups that broker coordinates are marked error, and errors names it. A
+group that broker coordinates has no row when the offsets topic cannot be read either (a
+crashed broker still owns offsets partitions, until its session expires): warnings names it.`)
 
 var checkExamples = cmdutil.Examples(`
   # every group on every cluster

@@ -185,6 +185,24 @@ func StopBroker(t testing.TB, l *lab.Lab, c string, i int) {
 	})
 }
 
+// KillBroker is StopBroker with SIGKILL (lab.KillBroker): a crashed broker. It is started
+// again when the test ends, unless the test did.
+func KillBroker(t testing.TB, l *lab.Lab, c string, i int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := l.KillBroker(ctx, c, i); err != nil {
+		t.Fatalf("kill %s broker-%d: %v", c, i, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+		defer cancel()
+		if err := l.StartBroker(ctx, c, i); err != nil {
+			t.Errorf("start %s broker-%d again: %v", c, i, err)
+		}
+	})
+}
+
 // StartBroker starts broker i of cluster c again and waits until it is healthy; a broker
 // that runs is left alone.
 func StartBroker(t testing.TB, l *lab.Lab, c string, i int) {
