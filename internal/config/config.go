@@ -45,11 +45,11 @@ type Cluster struct {
 }
 
 // PulsarName is the cluster's name in Pulsar: PulsarCluster, else Name.
-func (cl Cluster) PulsarName() string {
-	if cl.PulsarCluster != "" {
-		return cl.PulsarCluster
+func (c Cluster) PulsarName() string {
+	if c.PulsarCluster != "" {
+		return c.PulsarCluster
 	}
-	return cl.Name
+	return c.Name
 }
 
 // PulsarNames maps the Pulsar name of each cluster of cs to its config name: replication
