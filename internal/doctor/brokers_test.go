@@ -153,3 +153,17 @@ func TestKgoProberEveryListener(t *testing.T) {
 		t.Errorf("kop-listener findings on %v, want %s and node 1 (%s): %+v", subjects, deadAddr, got.Listeners[1].Address, r.Findings)
 	}
 }
+
+// No broker of a cluster runs KoP (the lab without a NAR): that is the cluster-level KoP
+// findings' to say, not one broker-kop error per broker.
+func TestNoBrokerWithKoPIsNotABrokerFinding(t *testing.T) {
+	off := func(b *fakes.Admin) { b.Runtime["messagingProtocols"] = "[]" }
+	scus := withBrokers(healthy("scus"), map[string]func(*fakes.Admin){"b1:8080": off, "b2:8080": off})
+	wus := withBrokers(healthy("wus"), map[string]func(*fakes.Admin){"w1:8080": nil, "w2:8080": nil})
+	r := runWith(t, Options{}, scus, wus)
+	for _, f := range r.Findings {
+		if f.Check == CheckBrokerKoP {
+			t.Errorf("unexpected %+v", f)
+		}
+	}
+}

@@ -82,7 +82,8 @@ func checkBrokers(ctx context.Context, r *run, cl *Cluster) []Finding {
 
 	var out []Finding
 	reports := make([]BrokerReport, len(reads))
-	noKoP := 0
+	noKoP, withKoP := 0, 0
+	var kopMissing []Finding
 	for i, b := range reads {
 		reports[i] = BrokerReport{ID: b.id, Reachable: b.vErr == nil || !isUnreachable(b.vErr), Version: b.version}
 		if b.vErr != nil {
@@ -95,15 +96,22 @@ func checkBrokers(ctx context.Context, r *run, cl *Cluster) []Finding {
 		mp := b.rc["messagingProtocols"]
 		kop := strings.Contains(mp, "kafka")
 		reports[i].KoP = &kop
-		if !kop {
+		if kop {
+			withKoP++
+		} else {
 			noKoP++
-			out = append(out, Finding{Severity: SeverityError, Check: CheckBrokerKoP, Cluster: cl.Name, Subject: b.id,
+			kopMissing = append(kopMissing, Finding{Severity: SeverityError, Check: CheckBrokerKoP, Cluster: cl.Name, Subject: b.id,
 				Message:  fmt.Sprintf("KoP is not loaded on broker %s of %s (messagingProtocols=%q): KoP does not list it, and a group whose offsets partition's bundle that broker owns gets no coordinator", b.id, cl.Name, mp),
 				Evidence: map[string]any{"broker": b.id, "messagingProtocols": mp, "protocolHandlerDirectory": b.rc["protocolHandlerDirectory"]},
 				Fix: fmt.Sprintf("on broker %s: put the KoP .nar in protocolHandlerDirectory, set messagingProtocols=kafka and its kafkaListeners in broker.conf as on the other brokers, restart it; verify: curl %s/admin/v2/brokers/configuration/runtime",
 					b.id, brokerURL(cl, b.id)),
 			})
 		}
+	}
+	// A broker without KoP beside brokers with it is this finding; a cluster where no broker
+	// runs KoP is the cluster-level KoP findings' (the Kafka listeners do not answer).
+	if withKoP > 0 {
+		out = append(out, kopMissing...)
 	}
 	out = append(out, brokersDisagree(cl, reads)...)
 	r.mu.Lock()
