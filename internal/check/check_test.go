@@ -266,19 +266,15 @@ func groupIn3() string {
 	}
 }
 
-// TestOneBrokerDownOthersAnswer: KoP on two brokers, one of them down. The groups the other
-// broker coordinates are still listed, asked and judged (a stale cache found); the down
-// broker is named and the run is unreachable (exit 3), not blind on the whole cluster.
-func TestOneBrokerDownOthersAnswer(t *testing.T) {
-	k := fakes.NewKoPBrokers(t, 2, "topic-1")
-	k.SetEnd("topic-1", 0, 11000)
-	// Two groups coordinated by different brokers.
-	var up, down string
+// brokerDown is a fake KoP on two brokers serving 500 to group up (coordinated by broker 0)
+// and down (broker 1), with broker 1 down, and a fetcher that gives up on it quickly.
+func brokerDown(t *testing.T) (k *fakes.KoP, f *kafkafetch.Fetcher, up, down string) {
+	k = fakes.NewKoPBrokers(t, 2, "topic-1")
 	for i := 0; up == "" || down == ""; i++ {
-		g := fmt.Sprintf("g-%d", i)
-		if k.Cluster.CoordinatorFor(g) == 0 && up == "" {
+		switch g := fmt.Sprintf("g-%d", i); {
+		case k.Cluster.CoordinatorFor(g) == 0 && up == "":
 			up = g
-		} else if k.Cluster.CoordinatorFor(g) == 1 && down == "" {
+		case k.Cluster.CoordinatorFor(g) == 1 && down == "":
 			down = g
 		}
 	}
@@ -286,8 +282,18 @@ func TestOneBrokerDownOthersAnswer(t *testing.T) {
 		k.Set(g, "topic-1", 0, 500)
 	}
 	k.SetBrokerDown(1, true)
+	f = k.Fetcher(t, time.Second, append(kafkafetch.ClientOpts(5*time.Second), kgo.RequestRetries(2),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))...)
+	return k, f, up, down
+}
+
+// TestOneBrokerDownOthersAnswer: KoP on two brokers, one of them down. The groups the other
+// broker coordinates are still listed, asked and judged (a stale cache found); the down
+// broker is named and the run is unreachable (exit 3), not blind on the whole cluster.
+func TestOneBrokerDownOthersAnswer(t *testing.T) {
+	k, f, up, down := brokerDown(t)
+	k.SetEnd("topic-1", 0, 11000)
 	reader := fakes.NewMemReader(8).Commit(commit(up, 0, 10900), commit(down, 0, 10900))
-	f := k.Fetcher(t, time.Second, append(kafkafetch.ClientOpts(5*time.Second), kgo.RequestRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))...)
 	rep, err := Run(context.Background(), []Cluster{{Name: "wus", KafkaNamespace: "public/default", Reader: reader, Fetcher: f}}, Options{Now: testNow})
 	if err != nil {
 		t.Fatal(err)
@@ -315,23 +321,9 @@ func TestOneBrokerDownOthersAnswer(t *testing.T) {
 // crashed broker still owns an offsets partition), has no row; check names it in a warning
 // (seen on the 2x2 KoP lab with one broker killed: the named groups vanished).
 func TestOneBrokerDownTopicUnreadableNamesRowlessGroups(t *testing.T) {
-	k := fakes.NewKoPBrokers(t, 2, "topic-1")
-	var up, down string
-	for i := 0; up == "" || down == ""; i++ {
-		g := fmt.Sprintf("g-%d", i)
-		if k.Cluster.CoordinatorFor(g) == 0 && up == "" {
-			up = g
-		} else if k.Cluster.CoordinatorFor(g) == 1 && down == "" {
-			down = g
-		}
-	}
-	for _, g := range []string{up, down} {
-		k.Set(g, "topic-1", 0, 500)
-	}
-	k.SetBrokerDown(1, true)
+	_, f, up, down := brokerDown(t)
 	reader := fakes.NewMemReader(8)
 	reader.Err = errors.New("create reader: connection error")
-	f := k.Fetcher(t, time.Second, append(kafkafetch.ClientOpts(5*time.Second), kgo.RequestRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))...)
 	rep, err := Run(context.Background(), []Cluster{{Name: "wus", KafkaNamespace: "public/default", Reader: reader, Fetcher: f}},
 		Options{Now: testNow, Groups: []string{up, down}})
 	if err != nil {
