@@ -48,12 +48,15 @@ func (s Skip) String() string {
 }
 
 // skips translates the replicated values among the groups' predicted offsets and returns,
-// per group, those a load would serve past the group's position.
+// per group, those a load would serve past the group's position. Only values a load would
+// change are checked: a row KoP already serves at the predicted number is served the same
+// after the load, so the reload adds no skip there, whatever the copies' alignment (an
+// unrelated group of the bundle whose copies cannot be compared does not refuse it).
 func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGroup) map[string][]Skip {
 	var reqs []align.Request
 	for _, g := range groups {
 		for _, p := range g.Persisted {
-			if p.Origin != "" && p.Origin != cluster {
+			if replicatedChange(g, p, cluster) {
 				reqs = append(reqs, align.Request{From: p.Origin, To: cluster, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset})
 			}
 		}
@@ -68,7 +71,7 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 	out := map[string][]Skip{}
 	for _, g := range groups {
 		for _, p := range g.Persisted {
-			if p.Origin == "" || p.Origin == cluster {
+			if !replicatedChange(g, p, cluster) {
 				continue
 			}
 			s := Skip{Group: g.Group, Topic: p.Topic, Partition: p.Partition, Origin: p.Origin, Predicted: p.Offset,
@@ -91,6 +94,23 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 		}
 	}
 	return out
+}
+
+// replicatedChange reports whether p, a value a load would serve for g, was replicated from
+// another cluster and differs from what KoP serves now (or KoP's answer is unknown).
+func replicatedChange(g *AffectedGroup, p TopicOffset, cluster string) bool {
+	if p.Origin == "" || p.Origin == cluster {
+		return false
+	}
+	if g.Served == nil || g.Served.Error != "" {
+		return true
+	}
+	for _, s := range g.Served.Offsets {
+		if s.Topic == p.Topic && s.Partition == p.Partition {
+			return s.Offset != p.Offset
+		}
+	}
+	return true
 }
 
 // unreachable reports whether KoP could not be reached for any group it was asked about.

@@ -172,3 +172,44 @@ func TestPlanKoPDownDoesNotAlign(t *testing.T) {
 		t.Fatalf("aligner calls %d, %+v", a.calls, b)
 	}
 }
+
+// The 2x2 story's refusal: a bundle holds the stale group of the story and an unrelated
+// group with a replicated commit whose copies cannot be compared (its topic is gone on one
+// side). KoP already serves the unrelated group's value, so the load changes nothing for it
+// and its alignment is not asked; the bundle reloads. Served differently, it is refused.
+func TestPlanChecksAlignmentOnlyWhereTheLoadChangesTheValue(t *testing.T) {
+	ctx := context.Background()
+	stale, other := groupIn("story", 3, 8), groupIn("other", 3, 8)
+	const topic2 = "persistent://public/default/topic-2"
+	rd := fakes.NewMemReader(8).
+		Replicated("wus", kopcommit.OffsetCommit{Group: stale, Topic: topic1, Partition: 0, Offset: 60}).
+		Replicated("wus", kopcommit.OffsetCommit{Group: other, Topic: topic2, Partition: 0, Offset: 70})
+	a := &align.Aligner{Sources: map[string]align.Source{ // topic-2 exists nowhere: unknown alignment
+		"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
+		"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
+	}}
+	plan := func(t *testing.T, otherServed int64) PlannedBundle {
+		t.Helper()
+		p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
+			Fetcher: staticFetcher{stale: {{Topic: "topic-1", Partition: 0, Offset: 5}}, other: {{Topic: "topic-2", Partition: 0, Offset: otherServed}}}, Aligner: a}
+		pl, err := p.Plan(ctx, Request{Groups: []string{stale}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pl.Bundles) != 1 || len(pl.Bundles[0].Groups) != 2 {
+			t.Fatalf("want one bundle with both groups: %+v", pl.Bundles)
+		}
+		return pl.Bundles[0]
+	}
+	t.Run("served at the predicted value: not asked, reloaded", func(t *testing.T) {
+		if b := plan(t, 70); b.Refused || len(b.Skips) != 0 {
+			t.Fatalf("%+v", b)
+		}
+	})
+	t.Run("served older: the load changes it, unknown alignment refuses", func(t *testing.T) {
+		b := plan(t, 65)
+		if !b.Refused || len(b.Skips) != 1 || b.Skips[0].Group != other || !b.Skips[0].Unknown {
+			t.Fatalf("%+v", b)
+		}
+	})
+}
