@@ -3,10 +3,13 @@ package doctor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -99,6 +102,24 @@ func TestKoPListener(t *testing.T) {
 	c.KafkaBootstrap = nil
 	r = Run(context.Background(), Options{Clusters: []*Cluster{c, cluster(healthy("wus"))}, Kafka: &fakeKafka{}, ReplicatorSettle: -1})
 	wantOne(t, r, SeverityWarning, CheckKoPListener, "scus", "kafkaBootstrap")
+}
+
+// A listener that answers but refuses the SASL mechanism or credentials is named as such,
+// not as a KoP that does not answer (whose fix, listeners and the NAR, would mislead).
+func TestKoPListenerRefusesSASL(t *testing.T) {
+	k := &fakeKafka{fail: map[string]error{
+		"scus": &KafkaProbeError{Stage: "ApiVersions", Err: fmt.Errorf("unable to start SASL SCRAM-SHA-256 session: %w", kerr.UnsupportedSaslMechanism)},
+		"wus":  &KafkaProbeError{Stage: "ApiVersions", Err: kerr.SaslAuthenticationFailed},
+	}}
+	r := runWith(t, Options{Kafka: k}, healthy("scus"), healthy("wus"))
+	f := wantOne(t, r, SeverityError, CheckKoPListener, "scus", "kafkaAuth.sasl of scus")
+	if !strings.Contains(f.Message, "PLAIN and OAUTHBEARER only") || strings.Contains(f.Message, "does not answer") {
+		t.Errorf("scus: %+v", f)
+	}
+	f = wantOne(t, r, SeverityError, CheckKoPListener, "wus", "token:<a JWT")
+	if !strings.Contains(f.Message, "refused the configured SASL credentials") {
+		t.Errorf("wus: %+v", f)
+	}
 }
 
 func TestOffsetsTopic(t *testing.T) {

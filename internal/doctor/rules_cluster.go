@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // pulsarAdmin formats a pulsar-admin command against cl.
@@ -131,6 +133,9 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 		return append(checkKoPBrokers(r, cl, got.p), checkOffsetsServed(ctx, r, cl)...)
 	}
 	boot := strings.Join(cl.KafkaBootstrap, ",")
+	if f, ok := saslRefusal(cl, boot, got.err); ok {
+		return []Finding{f}
+	}
 	ev := map[string]any{"bootstrap": cl.KafkaBootstrap, "error": got.err.Error(), "timeout": r.opts.KafkaTimeout.String()}
 	var pe *KafkaProbeError
 	if errors.As(got.err, &pe) {
@@ -153,6 +158,26 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	}
 	return []Finding{{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: boot,
 		Message: fmt.Sprintf("KoP does not answer on its Kafka listener %s", boot), Evidence: ev, Fix: fix}}
+}
+
+// saslRefusal is the finding for a KoP listener that answered but refused the configured
+// SASL credentials or mechanism: the listener is up, so "KoP does not answer" and its fix
+// (listeners, the NAR) would send the operator the wrong way.
+func saslRefusal(cl *Cluster, boot string, err error) (Finding, bool) {
+	var why string
+	switch {
+	case errors.Is(err, kerr.UnsupportedSaslMechanism):
+		why = "does not accept the configured SASL mechanism (KoP 3.1 offers PLAIN and OAUTHBEARER only, as saslAllowedMechanisms allows; not SCRAM)"
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.IllegalSaslState):
+		why = "refused the configured SASL credentials"
+	default:
+		return Finding{}, false
+	}
+	return Finding{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: boot,
+		Message:  fmt.Sprintf("KoP on %s (%s) %s", boot, cl.Name, why),
+		Evidence: map[string]any{"bootstrap": cl.KafkaBootstrap, "error": err.Error()},
+		Fix: fmt.Sprintf("set kafkaAuth.sasl of %s in the kop-offsets config to a mechanism the brokers' saslAllowedMechanisms lists; with PLAIN the password is \"token:<a JWT the brokers accept>\" (any username); test the token with %s",
+			cl.Name, pulsarAdmin(cl, "tenants list"))}, true
 }
 
 // checkKoPBrokers: KoP answered, but maybe not on every listener: each bootstrap address
