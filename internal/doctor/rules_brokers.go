@@ -41,7 +41,7 @@ var brokerSettings = []string{
 // brokerRead is what one broker answered about itself.
 type brokerRead struct {
 	id      string
-	addr    string // the web address it was asked at
+	addr    string // the web address it was asked at; empty: it could not be found
 	version string
 	vErr    error
 	rc      map[string]string // nil: not readable
@@ -63,7 +63,7 @@ func readBroker(ctx context.Context, ba Brokers, cl *Cluster, id string) brokerR
 	if bad, ok := ba.(BrokerAddresser); ok {
 		addr, err := bad.BrokerAddress(ctx, cl.PulsarName, id)
 		if err != nil {
-			b.vErr = err
+			b.addr, b.vErr = "", err
 			return b
 		}
 		at, b.addr = addr, addr
@@ -161,11 +161,15 @@ func brokerURL(cl *Cluster, id string) string {
 // brokerUnread is the finding for a broker whose own address did not answer: a warning,
 // because brokers often advertise addresses only their peers reach.
 func brokerUnread(cl *Cluster, b brokerRead) Finding {
-	what := "did not answer at its own address"
-	if !isUnreachable(b.vErr) {
-		what = "answered with an error at its own address"
+	what := "did not answer at its own address " + b.addr
+	switch {
+	case b.addr == "":
+		what = "has no web address the admin API named on " + cl.AdminURL + "'s scheme"
+		b.addr = brokerURL(cl, b.id)
+	case !isUnreachable(b.vErr):
+		what = "answered with an error at its own address " + b.addr
 	}
-	msg := fmt.Sprintf("broker %s of %s %s %s: its version, KoP and settings were not compared with the other brokers'", b.id, cl.Name, what, b.addr)
+	msg := fmt.Sprintf("broker %s of %s %s: its version, KoP and settings were not compared with the other brokers'", b.id, cl.Name, what)
 	return Finding{Severity: SeverityWarning, Check: CheckBrokers, Cluster: cl.Name, Subject: b.id, Message: msg,
 		Evidence: map[string]any{"broker": b.id, "error": b.vErr.Error()},
 		Fix:      fmt.Sprintf("check that the broker runs (%s) and that %s is reachable from where kop-offsets runs (the id is the broker's advertised web address)", pulsarAdmin(cl, "brokers list", cl.PulsarName), b.addr),
