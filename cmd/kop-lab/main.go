@@ -252,8 +252,15 @@ func onOff(b bool) string {
 func printAuth(r *lab.StatusReport) {
 	fmt.Printf("auth %s\n", r.Auth)
 	for _, c := range r.Clusters {
-		if a := c.Auth; a != nil {
-			fmt.Printf("  %-5s admin %s  service %s  kafka SASL_PLAINTEXT (PLAIN, token)\n", c.Name, a.AdminURLTLS, a.ServiceURLTLS)
+		if c.Auth == nil {
+			continue
+		}
+		for i := 0; i < c.BrokerCount(); i++ {
+			a, what := c.Broker(i).Auth, c.Name
+			if !c.Standalone() {
+				what = fmt.Sprintf("%s broker-%d", c.Name, i)
+			}
+			fmt.Printf("  %-5s admin %s  service %s  kafka SASL_PLAINTEXT (PLAIN, token)\n", what, a.AdminURLTLS, a.ServiceURLTLS)
 		}
 	}
 	if len(r.Clusters) > 0 && r.Clusters[0].Auth != nil {

@@ -63,7 +63,7 @@ const (
 // count down instead: broker i's are the plain ports of broker 0 minus 1+i (scus broker 1:
 // 18078 and 16648). Below broker 0's plain port nothing else of the lab listens; a lab of
 // --brokers N uses N ports there, which stay clear of the lab one KOP_LAB_PORT_OFFSET step
-// below as long as that lab runs fewer than 10-N brokers. The plain ports stay open (with
+// below as long as that lab runs at most 10-N brokers. The plain ports stay open (with
 // token auth): an anonymous call there is refused all the same, and the broker ids Pulsar
 // lists ("host:webServicePort") name them.
 const (
