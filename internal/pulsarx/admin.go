@@ -150,8 +150,11 @@ func (a *Admin) BrokerAddress(ctx context.Context, cluster, broker string) (stri
 	case resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusFound ||
 		resp.StatusCode == http.StatusPermanentRedirect || resp.StatusCode == http.StatusSeeOther:
 		loc, err := resp.Location()
-		if err != nil || loc.Host == "" {
-			return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: resp.StatusCode, Err: fmt.Errorf("redirect without a usable Location: %v", err)}
+		if err == nil && loc.Host == "" {
+			err = errors.New("no host")
+		}
+		if err != nil {
+			return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: resp.StatusCode, Err: fmt.Errorf("redirect without a usable Location: %w", err)}
 		}
 		return loc.Scheme + "://" + loc.Host, nil
 	}
