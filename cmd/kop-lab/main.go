@@ -8,8 +8,8 @@
 //	                       KOP_LAB_BROKERS, default 1 = standalone) and --clusters (or
 //	                       KOP_LAB_CLUSTERS, default 2) pick the shape; a running lab of
 //	                       another shape is restarted; --auth token (or KOP_LAB_AUTH=token)
-//	                       turns on token auth, TLS and KoP's SASL/PLAIN (standalones only:
-//	                       not yet with --brokers 2 or more)
+//	                       turns on token auth, TLS and KoP's SASL/PLAIN, on every shape
+//	                       (with --brokers N each broker has its own TLS ports)
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
