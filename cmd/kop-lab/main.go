@@ -8,8 +8,8 @@
 //	                       KOP_LAB_BROKERS, default 1 = standalone) and --clusters (or
 //	                       KOP_LAB_CLUSTERS, default 2) pick the shape; a running lab of
 //	                       another shape is restarted; --auth token (or KOP_LAB_AUTH=token)
-//	                       turns on token auth, TLS and KoP's SASL/PLAIN (standalones only:
-//	                       not yet with --brokers 2 or more)
+//	                       turns on token auth, TLS and KoP's SASL/PLAIN, on every shape
+//	                       (with --brokers N each broker has its own TLS ports)
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
@@ -252,8 +252,15 @@ func onOff(b bool) string {
 func printAuth(r *lab.StatusReport) {
 	fmt.Printf("auth %s\n", r.Auth)
 	for _, c := range r.Clusters {
-		if a := c.Auth; a != nil {
-			fmt.Printf("  %-5s admin %s  service %s  kafka SASL_PLAINTEXT (PLAIN, token)\n", c.Name, a.AdminURLTLS, a.ServiceURLTLS)
+		if c.Auth == nil {
+			continue
+		}
+		for i := 0; i < c.BrokerCount(); i++ {
+			a, what := c.Broker(i).Auth, c.Name
+			if !c.Standalone() {
+				what = fmt.Sprintf("%s broker-%d", c.Name, i)
+			}
+			fmt.Printf("  %-5s admin %s  service %s  kafka SASL_PLAINTEXT (PLAIN, token)\n", what, a.AdminURLTLS, a.ServiceURLTLS)
 		}
 	}
 	if len(r.Clusters) > 0 && r.Clusters[0].Auth != nil {

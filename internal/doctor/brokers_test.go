@@ -167,3 +167,65 @@ func TestNoBrokerWithKoPIsNotABrokerFinding(t *testing.T) {
 		}
 	}
 }
+
+// addressed is a cluster's fake admin behind an https admin URL: each broker is read at the
+// TLS address Pulsar gives for its id (pulsarx.Admin.BrokerAddress), not at https://<id>.
+type addressed struct {
+	*activityAdmin
+	ids []string          // the ids Pulsar lists (PerBroker is keyed by address)
+	tls map[string]string // broker id -> web address; an id missing here fails to resolve
+}
+
+func (a addressed) ActiveBrokers(ctx context.Context, cluster string) ([]string, error) {
+	return a.ids, a.Call(ctx, "ActiveBrokers "+cluster)
+}
+
+func (a addressed) BrokerAddress(ctx context.Context, cluster, broker string) (string, error) {
+	if err := a.Call(ctx, "BrokerAddress "+cluster+" "+broker); err != nil {
+		return "", err
+	}
+	if addr, ok := a.tls[broker]; ok {
+		return addr, nil
+	}
+	return "", errors.New("404 Not Found")
+}
+
+// Over https each broker is read at the address Pulsar names for it, and the findings name
+// that address; a broker whose address cannot be found is a warning naming it, as a broker
+// that does not answer is.
+func TestBrokersReadAtTheirTLSAddress(t *testing.T) {
+	scus := withBrokers(healthy("scus"), map[string]func(*fakes.Admin){
+		"https://127.0.0.1:18079": nil,
+		"https://127.0.0.1:18078": func(b *fakes.Admin) { b.Down = true },
+	})
+	cl := cluster(scus)
+	cl.AdminURL = "https://127.0.0.1:18079"
+	cl.Admin = addressed{activityAdmin: scus, ids: []string{"127.0.0.1:18080", "127.0.0.1:18081", "127.0.0.1:18082"}, tls: map[string]string{
+		"127.0.0.1:18080": "https://127.0.0.1:18079",
+		"127.0.0.1:18081": "https://127.0.0.1:18078",
+	}}
+	r := Run(context.Background(), Options{Clusters: []*Cluster{cl}, Kafka: &fakeKafka{}, ReplicatorSettle: -1})
+
+	var down, lost []Finding
+	for _, f := range only(r, SeverityWarning, CheckBrokers) {
+		switch f.Subject {
+		case "127.0.0.1:18081":
+			down = append(down, f)
+		case "127.0.0.1:18082":
+			lost = append(lost, f)
+		default:
+			t.Errorf("finding on a broker that answered: %+v", f)
+		}
+	}
+	if len(down) != 1 || !strings.Contains(down[0].Message, "did not answer at its own address https://127.0.0.1:18078") ||
+		!strings.Contains(down[0].Fix, "https://127.0.0.1:18078") {
+		t.Errorf("the stopped broker: %+v", down)
+	}
+	if len(lost) != 1 || !strings.Contains(lost[0].Message, "has no web address the admin API named") {
+		t.Errorf("the broker without an address: %+v", lost)
+	}
+	bs := r.Clusters[0].Brokers
+	if len(bs) != 3 || !bs[0].Reachable || bs[0].Version != "4.0.8" || bs[0].KoP == nil || !*bs[0].KoP {
+		t.Errorf("broker reports %+v", bs)
+	}
+}

@@ -41,9 +41,38 @@ var brokerSettings = []string{
 // brokerRead is what one broker answered about itself.
 type brokerRead struct {
 	id      string
+	addr    string // the web address it was asked at; empty: it could not be found
 	version string
 	vErr    error
 	rc      map[string]string // nil: not readable
+}
+
+// BrokerAddresser is optionally implemented by a Brokers: the web address to read broker
+// at. A broker id is the host and port of its plain web service, which does not answer
+// https; over an https admin URL the broker's TLS address comes from Pulsar
+// (pulsarx.Admin.BrokerAddress). Without it the id is read with the admin URL's scheme.
+type BrokerAddresser interface {
+	BrokerAddress(ctx context.Context, cluster, broker string) (string, error)
+}
+
+// readBroker asks broker id of cl, at its own web address, for its version and (when that
+// answered) its runtime configuration.
+func readBroker(ctx context.Context, ba Brokers, cl *Cluster, id string) brokerRead {
+	b := brokerRead{id: id, addr: brokerURL(cl, id)}
+	at := id
+	if bad, ok := ba.(BrokerAddresser); ok {
+		addr, err := bad.BrokerAddress(ctx, cl.PulsarName, id)
+		if err != nil {
+			b.addr, b.vErr = "", err
+			return b
+		}
+		at, b.addr = addr, addr
+	}
+	b.version, b.vErr = ba.BrokerVersionOf(ctx, at)
+	if b.vErr == nil {
+		b.rc, _ = ba.RuntimeConfigOf(ctx, at) // super-user only: compared when readable
+	}
+	return b
 }
 
 // checkBrokers: every active broker of the cluster, each asked at its own web address for
@@ -71,11 +100,7 @@ func checkBrokers(ctx context.Context, r *run, cl *Cluster) []Finding {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			reads[i] = brokerRead{id: id}
-			reads[i].version, reads[i].vErr = ba.BrokerVersionOf(ctx, id)
-			if reads[i].vErr == nil {
-				reads[i].rc, _ = ba.RuntimeConfigOf(ctx, id) // super-user only: compared when readable
-			}
+			reads[i] = readBroker(ctx, ba, cl, id)
 		}()
 	}
 	wg.Wait()
@@ -104,7 +129,7 @@ func checkBrokers(ctx context.Context, r *run, cl *Cluster) []Finding {
 				Message:  fmt.Sprintf("KoP is not loaded on broker %s of %s (messagingProtocols=%q): KoP does not list it, and a group whose offsets partition's bundle that broker owns gets no coordinator", b.id, cl.Name, mp),
 				Evidence: map[string]any{"broker": b.id, "messagingProtocols": mp, "protocolHandlerDirectory": b.rc["protocolHandlerDirectory"]},
 				Fix: fmt.Sprintf("on broker %s: put the KoP .nar in protocolHandlerDirectory, set messagingProtocols=kafka and its kafkaListeners in broker.conf as on the other brokers, restart it; verify: curl %s/admin/v2/brokers/configuration/runtime",
-					b.id, brokerURL(cl, b.id)),
+					b.id, b.addr),
 			})
 		}
 	}
@@ -136,14 +161,18 @@ func brokerURL(cl *Cluster, id string) string {
 // brokerUnread is the finding for a broker whose own address did not answer: a warning,
 // because brokers often advertise addresses only their peers reach.
 func brokerUnread(cl *Cluster, b brokerRead) Finding {
-	what := "did not answer at its own address"
-	if !isUnreachable(b.vErr) {
-		what = "answered with an error at its own address"
+	what := "did not answer at its own address " + b.addr
+	switch {
+	case b.addr == "":
+		what = "has no web address the admin API named on " + cl.AdminURL + "'s scheme"
+		b.addr = brokerURL(cl, b.id)
+	case !isUnreachable(b.vErr):
+		what = "answered with an error at its own address " + b.addr
 	}
-	msg := fmt.Sprintf("broker %s of %s %s %s: its version, KoP and settings were not compared with the other brokers'", b.id, cl.Name, what, brokerURL(cl, b.id))
+	msg := fmt.Sprintf("broker %s of %s %s: its version, KoP and settings were not compared with the other brokers'", b.id, cl.Name, what)
 	return Finding{Severity: SeverityWarning, Check: CheckBrokers, Cluster: cl.Name, Subject: b.id, Message: msg,
 		Evidence: map[string]any{"broker": b.id, "error": b.vErr.Error()},
-		Fix:      fmt.Sprintf("check that the broker runs (%s) and that %s is reachable from where kop-offsets runs (the id is the broker's advertised web address)", pulsarAdmin(cl, "brokers list", cl.PulsarName), brokerURL(cl, b.id)),
+		Fix:      fmt.Sprintf("check that the broker runs (%s) and that %s is reachable from where kop-offsets runs (the id is the broker's advertised web address)", pulsarAdmin(cl, "brokers list", cl.PulsarName), b.addr),
 	}
 }
 

@@ -57,30 +57,23 @@ const (
 	UserRole      = "lab-user"
 )
 
-// TLS ports beside the plain ones, one below each (scus 18079 and 16649), moved by
+// TLS ports beside the plain ones, below them (scus 18079 and 16649), moved by
 // KOP_LAB_PORT_OFFSET like every other port. Not Pulsar's conventional 8443/6651: a
-// multi-broker lab (--brokers N) puts broker i on the plain ports plus i, so 16651 is the
-// second broker's binary port; below the plain port nothing else of the lab listens (a
-// per-broker TLS port would count down). The plain ports stay open (with token auth): the brokers' own admin
-// client uses the plain web port unless brokerClientTlsEnabled, and an anonymous call there is
-// refused all the same.
+// multi-broker lab (--brokers N) puts broker i on the plain ports plus i, so the TLS ports
+// count down instead: broker i's are the plain ports of broker 0 minus 1+i (scus broker 1:
+// 18078 and 16648). Below broker 0's plain port nothing else of the lab listens; a lab of
+// --brokers N uses N ports there, which stay clear of the lab one KOP_LAB_PORT_OFFSET step
+// below as long as that lab runs at most 10-N brokers. The plain ports stay open (with
+// token auth): an anonymous call there is refused all the same, and the broker ids Pulsar
+// lists ("host:webServicePort") name them.
 const (
-	webTLSFromWeb       = -1 // 18080 -> 18079
-	brokerTLSFromBroker = -1 // 16650 -> 16649
+	webTLSFromWeb       = -1 // 18080 -> 18079 (broker i: -1-i)
+	brokerTLSFromBroker = -1 // 16650 -> 16649 (broker i: -1-i)
 )
 
-// CheckAuthShape refuses an auth lab of several brokers per cluster: not supported yet (each
-// broker would need TLS ports of its own, its registration multi-host TLS URLs, and the
-// topology code the broker views' TLS endpoints). A standalone lab of 2 or 3 clusters is.
-func CheckAuthShape(mode AuthMode, sh Shape) error {
-	if mode.orNone() == AuthNone || sh.Standalone() {
-		return nil
-	}
-	return fmt.Errorf("lab: --auth %s with --brokers %d (KOP_LAB_AUTH, KOP_LAB_BROKERS) is not supported yet: an auth lab has one broker per cluster (standalones); drop --auth or use --brokers 1", mode, sh.Brokers)
-}
-
 // ClusterAuth is what a cluster of an auth lab adds to the plain one: its TLS endpoints and
-// the files its clients authenticate with. Nil on a lab without auth.
+// the files its clients authenticate with. Nil on a lab without auth. On a cluster's view
+// the ports and URLs are broker 0's; on the view of broker i (Cluster.Broker) broker i's.
 type ClusterAuth struct {
 	Mode          AuthMode  `json:"mode"`
 	WebTLS        int       `json:"webTls"`        // webServicePortTls
@@ -90,14 +83,30 @@ type ClusterAuth struct {
 	Files         AuthFiles `json:"files"`
 }
 
-// withAuth returns cs with their TLS endpoints and auth files filled in for mode (unchanged
-// for none).
+// forBroker is a copy of a with broker b's TLS ports and URLs.
+func (a *ClusterAuth) forBroker(b Broker) *ClusterAuth {
+	v := *a
+	if b.WebTLS != 0 {
+		v.WebTLS, v.BrokerTLS = b.WebTLS, b.ServiceTLS
+		v.AdminURLTLS = fmt.Sprintf("https://%s:%d", Host, b.WebTLS)
+		v.ServiceURLTLS = fmt.Sprintf("pulsar+ssl://%s:%d", Host, b.ServiceTLS)
+	}
+	return &v
+}
+
+// withAuth returns cs with their TLS endpoints (each broker's) and auth files filled in for
+// mode (unchanged for none).
 func withAuth(cs []Cluster, p Paths, mode AuthMode) []Cluster {
 	if mode != AuthToken {
 		return cs
 	}
 	out := make([]Cluster, len(cs))
 	for i, c := range cs {
+		c.Brokers = append([]Broker(nil), c.Brokers...)
+		for j := range c.Brokers {
+			c.Brokers[j].WebTLS = c.Ports.Web + webTLSFromWeb - j
+			c.Brokers[j].ServiceTLS = c.Ports.Broker + brokerTLSFromBroker - j
+		}
 		web, broker := c.Ports.Web+webTLSFromWeb, c.Ports.Broker+brokerTLSFromBroker
 		c.Auth = &ClusterAuth{
 			Mode:          mode,
@@ -110,6 +119,33 @@ func withAuth(cs []Cluster, p Paths, mode AuthMode) []Cluster {
 		out[i] = c
 	}
 	return out
+}
+
+// AdminURLsTLS is every broker's https web service as one multi-host URL (see AdminURLs),
+// empty without auth; ServiceURLsTLS the same for pulsar+ssl.
+func (c Cluster) AdminURLsTLS() string {
+	if c.Auth == nil {
+		return ""
+	}
+	return multiHost("https", c, func(b Broker) int { return tlsPort(b.WebTLS, c.Auth.WebTLS) })
+}
+
+// ServiceURLsTLS is every broker's pulsar+ssl endpoint as one multi-host URL, empty without
+// auth.
+func (c Cluster) ServiceURLsTLS() string {
+	if c.Auth == nil {
+		return ""
+	}
+	return multiHost("pulsar+ssl", c, func(b Broker) int { return tlsPort(b.ServiceTLS, c.Auth.BrokerTLS) })
+}
+
+// tlsPort is a broker's TLS port, or the cluster's when the broker does not name one (the
+// state of a lab from before per-broker TLS ports).
+func tlsPort(broker, cluster int) int {
+	if broker != 0 {
+		return broker
+	}
+	return cluster
 }
 
 // AuthModeOf is the auth mode of cluster c.
@@ -186,13 +222,14 @@ func NewPulsarClient(c Cluster) (pulsar.Client, error) {
 }
 
 // clusterData is how cluster o is registered on the others. On an auth lab the registration
-// carries its TLS URLs and what the replicator needs to reach it: the token plugin with the
-// superuser's token file (a path, not the token, is what the metadata store keeps), TLS on,
-// and the lab's CA, so replication runs over pulsar+ssl with the token.
+// carries its TLS URLs (every broker's, multi-host) and what the replicator needs to reach
+// it: the token plugin with the superuser's token file (a path, not the token, is what the
+// metadata store keeps), TLS on, and the lab's CA, so replication runs over pulsar+ssl with
+// the token.
 func clusterData(o Cluster) utils.ClusterData {
 	d := utils.ClusterData{Name: o.Name, ServiceURL: o.AdminURLs(), BrokerServiceURL: o.ServiceURLs()}
 	if a := o.Auth; a != nil {
-		d.ServiceURLTls, d.BrokerServiceURLTls = a.AdminURLTLS, a.ServiceURLTLS
+		d.ServiceURLTls, d.BrokerServiceURLTls = o.AdminURLsTLS(), o.ServiceURLsTLS()
 		d.AuthenticationPlugin = tokenAuthPlugin
 		d.AuthenticationParameters = fileURL(a.Files.SuperuserToken)
 		d.BrokerClientTLSEnabled = true
@@ -220,18 +257,22 @@ func fileURL(path string) string { return "file://" + filepath.ToSlash(path) }
 
 // brokerAuthConf is the auth block of broker.conf.tmpl.
 type brokerAuthConf struct {
-	SuperuserRole       string
-	SecretKeyURL        string // tokenSecretKey
-	BrokerClientToken   string // brokerClientAuthenticationParameters
-	BrokerClientPlugin  string
-	WebTLSPort          int
-	BrokerTLSPort       int
+	SuperuserRole      string
+	SecretKeyURL       string // tokenSecretKey
+	BrokerClientToken  string // brokerClientAuthenticationParameters
+	BrokerClientPlugin string
+	WebTLSPort         int
+	BrokerTLSPort      int
+	// BrokerClientTLS: the brokers' own clients (internal admin, lookups and redirects
+	// between brokers, KoP's producers and readers) use the TLS ports with TrustCertsFile.
+	BrokerClientTLS     bool
 	CertFile, KeyFile   string
 	TrustCertsFile      string
 	KafkaSASLMechanisms string
 }
 
-// brokerAuth is the template data of c's auth block, nil without auth.
+// brokerAuth is the template data of c's auth block (c is a standalone or the view of one
+// broker, Cluster.Broker: its TLS ports are that broker's), nil without auth.
 func brokerAuth(c Cluster) *brokerAuthConf {
 	a := c.Auth
 	if a == nil {
@@ -244,6 +285,7 @@ func brokerAuth(c Cluster) *brokerAuthConf {
 		BrokerClientPlugin:  tokenAuthPlugin,
 		WebTLSPort:          a.WebTLS,
 		BrokerTLSPort:       a.BrokerTLS,
+		BrokerClientTLS:     true,
 		CertFile:            a.Files.ServerCert,
 		KeyFile:             a.Files.ServerKey,
 		TrustCertsFile:      a.Files.CACert,

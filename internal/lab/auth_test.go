@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,7 @@ func TestParseAuthMode(t *testing.T) {
 
 // authKeys are the broker.conf keys only an auth lab sets.
 var authKeys = []string{"authenticationEnabled", "authenticationProviders", "tokenSecretKey", "authorizationEnabled",
-	"superUserRoles", "brokerClientAuthenticationPlugin", "brokerClientAuthenticationParameters",
+	"superUserRoles", "brokerClientAuthenticationPlugin", "brokerClientAuthenticationParameters", "brokerClientTlsEnabled", "brokerClientTrustCertsFilePath",
 	"webServicePortTls", "brokerServicePortTls", "tlsCertificateFilePath", "tlsKeyFilePath", "tlsTrustCertsFilePath",
 	"saslAllowedMechanisms"}
 
@@ -80,6 +81,8 @@ func TestRenderBrokerConfAuth(t *testing.T) {
 		"superUserRoles":                       SuperuserRole,
 		"brokerClientAuthenticationPlugin":     "org.apache.pulsar.client.impl.auth.AuthenticationToken",
 		"brokerClientAuthenticationParameters": "file://" + f.SuperuserToken,
+		"brokerClientTlsEnabled":               "true",
+		"brokerClientTrustCertsFilePath":       f.CACert,
 		"webServicePort":                       "28280",
 		"webServicePortTls":                    "28279",
 		"brokerServicePort":                    "26850",
@@ -273,34 +276,138 @@ func TestGenerateAuthFiles(t *testing.T) {
 	}
 }
 
-func TestAuthRefusesSeveralBrokers(t *testing.T) {
-	for _, c := range []struct {
-		mode AuthMode
-		sh   Shape
-		ok   bool
-	}{
-		{AuthNone, Shape{Clusters: 2, Brokers: 2}, true},
-		{"", Shape{Clusters: 3, Brokers: 3}, true},
-		{AuthToken, Shape{Clusters: 2, Brokers: 1}, true},
-		{AuthToken, Shape{Clusters: 3, Brokers: 1}, true},
-		{AuthToken, Shape{Clusters: 2, Brokers: 2}, false},
+// TestRenderAuthBrokersOfTwoBrokerCluster: each broker of a 2-broker auth cluster has its
+// own plain, TLS and SASL Kafka ports; every broker authenticates to the others (and to
+// itself) with the superuser token over TLS with the lab's CA; the ZooKeeper and bookie
+// keys stay the multi-broker layout's.
+func TestRenderAuthBrokersOfTwoBrokerCluster(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "200")
+	p := repoPaths(t)
+	wus := withAuth(ClustersFor(Shape{Clusters: 2, Brokers: 2}), p, AuthToken)[1]
+	wus.KoP = true
+	f := authFiles(p)
+	tmpl := readTemplate(t, p.ConfTemplate())
+	for i, ports := range []struct{ web, webTLS, broker, brokerTLS, kafka int }{
+		{28280, 28279, 26850, 26849, 29292},
+		{28281, 28278, 26851, 26848, 29293},
 	} {
-		err := CheckAuthShape(c.mode, c.sh)
-		if (err == nil) != c.ok {
-			t.Errorf("%q %v: %v", c.mode, c.sh, err)
+		out, err := RenderBrokerConfFor(tmpl, p, wus, i, DefaultPulsarVersion, KoPStatus{Version: "3.1.1.1", HandlerDir: "/nars"})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if err != nil && (!strings.Contains(err.Error(), "not supported yet") || !strings.Contains(err.Error(), "--brokers 2")) {
-			t.Errorf("error %q: want --brokers 2 ... not supported yet", err)
+		kafka := fmt.Sprintf("SASL_PLAINTEXT://127.0.0.1:%d", ports.kafka)
+		want(t, fmt.Sprintf("broker-%d", i), parseConf(t, out), map[string]string{
+			"clusterName":                          "wus",
+			"metadataStoreUrl":                     "zk:127.0.0.1:22381",
+			"loadBalancerEnabled":                  "true",
+			"webServicePort":                       fmt.Sprint(ports.web),
+			"webServicePortTls":                    fmt.Sprint(ports.webTLS),
+			"brokerServicePort":                    fmt.Sprint(ports.broker),
+			"brokerServicePortTls":                 fmt.Sprint(ports.brokerTLS),
+			"authenticationEnabled":                "true",
+			"authenticationProviders":              "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+			"tokenSecretKey":                       "file://" + f.SecretKey,
+			"authorizationEnabled":                 "true",
+			"superUserRoles":                       SuperuserRole,
+			"brokerClientAuthenticationPlugin":     tokenAuthPlugin,
+			"brokerClientAuthenticationParameters": "file://" + f.SuperuserToken,
+			"brokerClientTlsEnabled":               "true",
+			"brokerClientTrustCertsFilePath":       f.CACert,
+			"tlsCertificateFilePath":               f.ServerCert,
+			"tlsKeyFilePath":                       f.ServerKey,
+			"tlsTrustCertsFilePath":                f.CACert,
+			"saslAllowedMechanisms":                "PLAIN",
+			"kafkaListeners":                       kafka,
+			"kafkaAdvertisedListeners":             kafka,
+			"narExtractionDirectory":               filepath.Join(p.ProcessTmp("wus", fmt.Sprintf("broker-%d", i)), "nar"),
+		})
+	}
+}
+
+// TestTwoBrokerAuthEndpoints: the views of each broker, the registration the other clusters
+// (and the replicator) use, the cluster's own registration from PulsarClusterMetadataSetup,
+// and the kop-offsets config name every broker's TLS endpoint; no port is used twice in a
+// 2x2 auth lab.
+func TestTwoBrokerAuthEndpoints(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "")
+	p := Paths{Root: "/repo"}
+	cs := withAuth(ClustersFor(Shape{Clusters: 2, Brokers: 2}), p, AuthToken)
+	scus := cs[0]
+	for i, w := range []struct{ admin, service string }{
+		{"https://127.0.0.1:18079", "pulsar+ssl://127.0.0.1:16649"},
+		{"https://127.0.0.1:18078", "pulsar+ssl://127.0.0.1:16648"},
+	} {
+		v := scus.Broker(i)
+		if c := v.Config(); c.AdminURL != w.admin || c.ServiceURL != w.service || v.Auth.WebTLS == 0 {
+			t.Errorf("broker %d view: %s %s, want %s %s", i, c.AdminURL, c.ServiceURL, w.admin, w.service)
 		}
 	}
-	// Up refuses before it takes the lock or starts anything.
-	root := t.TempDir()
-	_, err := Up(t.Context(), Options{Root: root, Auth: AuthToken, Shape: Shape{Clusters: 2, Brokers: 2}, StartTimeout: time.Second})
-	if err == nil || !strings.Contains(err.Error(), "not supported yet") {
-		t.Fatalf("Up --auth token --brokers 2: %v", err)
+	if scus.Auth.AdminURLTLS != "https://127.0.0.1:18079" {
+		t.Errorf("the cluster's view changed with a broker's: %s", scus.Auth.AdminURLTLS)
 	}
-	if _, serr := os.Stat(filepath.Join(root, "lab", "run")); !os.IsNotExist(serr) {
-		t.Errorf("Up wrote lab/run before refusing: %v", serr)
+
+	d := clusterData(scus)
+	if d.ServiceURL != "http://127.0.0.1:18080,127.0.0.1:18081" || d.BrokerServiceURL != "pulsar://127.0.0.1:16650,127.0.0.1:16651" ||
+		d.ServiceURLTls != "https://127.0.0.1:18079,127.0.0.1:18078" || d.BrokerServiceURLTls != "pulsar+ssl://127.0.0.1:16649,127.0.0.1:16648" ||
+		d.AuthenticationPlugin != tokenAuthPlugin || !d.BrokerClientTLSEnabled || d.BrokerClientTrustCertsFilePath != "/repo/lab/run/auth/ca.pem" {
+		t.Errorf("registration of a 2-broker auth cluster: %+v", d)
+	}
+	args := strings.Join(MetadataSetupArgs(p, scus, DefaultPulsarVersion), " ")
+	if !strings.Contains(args, "--web-service-url-tls https://127.0.0.1:18079,127.0.0.1:18078 --broker-service-url-tls pulsar+ssl://127.0.0.1:16649,127.0.0.1:16648") {
+		t.Errorf("metadata setup without the TLS URLs: %s", args)
+	}
+	if plain := strings.Join(MetadataSetupArgs(p, ClustersFor(Shape{Clusters: 2, Brokers: 2})[0], DefaultPulsarVersion), " "); strings.Contains(plain, "-tls") {
+		t.Errorf("metadata setup of a plain cluster names TLS URLs: %s", plain)
+	}
+
+	out, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Enabled: true, Version: "3.1.1.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse(out, "config.yaml")
+	if err != nil {
+		t.Fatalf("kop-offsets rejects the 2x2 auth lab's config: %v\n%s", err, out)
+	}
+	w := cfg.Clusters[1]
+	if w.AdminURL != "https://127.0.0.1:28079" || w.ServiceURL != "pulsar+ssl://127.0.0.1:26649,127.0.0.1:26648" ||
+		strings.Join(w.KafkaBootstrap, ",") != "127.0.0.1:29092,127.0.0.1:29093" || w.PulsarAuth == nil || w.KafkaAuth == nil {
+		t.Errorf("wus in config.yaml: %+v", w)
+	}
+
+	seen := map[int]string{}
+	for _, c := range cs {
+		for _, port := range c.AllPorts() {
+			if o, ok := seen[port]; ok {
+				t.Errorf("port %d of %s is also %s's", port, c.Name, o)
+			}
+			seen[port] = c.Name
+		}
+		if n := len(c.AllPorts()); n != 2+2*5 { // bookie, ZooKeeper; per broker web, binary, Kafka and two TLS
+			t.Errorf("%s: %d ports %v", c.Name, n, c.AllPorts())
+		}
+		for i := 0; i < 2; i++ {
+			if ps := processPorts(c, RoleBroker, i); len(ps) != 5 {
+				t.Errorf("%s broker-%d: ports %v, want its TLS ports too", c.Name, i, ps)
+			}
+		}
+	}
+}
+
+// TestAuthLabOfSeveralBrokersIsAccepted: resolving the options of --auth token --brokers 2
+// keeps both (the refusal is gone) and gives every broker its TLS ports.
+func TestAuthLabOfSeveralBrokersIsAccepted(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "")
+	o, err := Options{Root: t.TempDir(), Auth: AuthToken, Shape: Shape{Clusters: 2, Brokers: 2}}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Auth != AuthToken || o.Shape.Brokers != 2 || len(o.Clusters) != 2 {
+		t.Fatalf("resolved %v %v %d clusters", o.Auth, o.Shape, len(o.Clusters))
+	}
+	for _, b := range o.Clusters[1].Brokers {
+		if b.WebTLS == 0 || b.ServiceTLS == 0 {
+			t.Errorf("wus broker %d without TLS ports: %+v", b.Index, b)
+		}
 	}
 }
 

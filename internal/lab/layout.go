@@ -76,6 +76,9 @@ type Broker struct {
 	AdminURL       string `json:"adminURL"`
 	ServiceURL     string `json:"serviceURL"`
 	KafkaBootstrap string `json:"kafkaBootstrap"`
+	// WebTLS and ServiceTLS are the broker's TLS ports on an auth lab (withAuth), 0 without.
+	WebTLS     int `json:"webTls,omitempty"`
+	ServiceTLS int `json:"serviceTls,omitempty"`
 }
 
 // Cluster is one cluster of the lab: a standalone, or (Brokers longer than 1) a ZooKeeper, a
@@ -136,6 +139,9 @@ func (c Cluster) Broker(i int) Cluster {
 	v := c
 	v.Ports.Web, v.Ports.Broker, v.Ports.Kafka = b.Web, b.Service, b.Kafka
 	v.AdminURL, v.ServiceURL, v.KafkaBootstrap = b.AdminURL, b.ServiceURL, b.KafkaBootstrap
+	if c.Auth != nil {
+		v.Auth = c.Auth.forBroker(b)
+	}
 	return v
 }
 
@@ -217,8 +223,9 @@ func (c Cluster) AllPorts() []int {
 	for i := 0; i < c.BrokerCount(); i++ {
 		b := c.Broker(i)
 		ps = append(ps, b.Ports.Web, b.Ports.Broker, b.Ports.Kafka)
+		ps = append(ps, authPorts(b)...)
 	}
-	return append(ps, authPorts(c)...)
+	return ps
 }
 
 // PortOffset is $KOP_LAB_PORT_OFFSET: a multiple of 10 from 0 to 990, else 0 with a warning.

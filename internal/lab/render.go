@@ -48,17 +48,18 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 	if !c.Standalone() {
 		nar = filepath.Join(p.ProcessTmp(c.Name, processID(RoleBroker, i)), "nar")
 	}
+	b := c.Broker(i)
 	return renderConf(tmpl, processID(RoleBroker, i), confData{
 		Name:             c.Name,
 		Standalone:       c.Standalone(),
-		Ports:            c.Broker(i).Ports,
+		Ports:            b.Ports,
 		PulsarVersion:    pulsarVersion,
 		KoP:              c.KoP,
 		KoPVersion:       kop.Version,
 		ProtocolsDir:     dir,
 		NarExtractionDir: nar,
 		KafkaProtocol:    kafkaSecurityProtocol(c),
-		Auth:             brokerAuth(c),
+		Auth:             brokerAuth(b),
 	}, c.Name)
 }
 
@@ -201,7 +202,7 @@ func ProcessArgs(p Paths, c Cluster, role Role, i int, pulsarVersion string) []s
 func MetadataSetupArgs(p Paths, c Cluster, pulsarVersion string) []string {
 	zk := fmt.Sprintf("zk:%s:%d", Host, c.Ports.ZooKeeper)
 	args := jvmArgs(p, c.Name, "metadata-setup", p.ProcessTmp(c.Name, "metadata-setup"), []string{"-Xmx256m"}, pulsarVersion)
-	return append(args, "org.apache.pulsar.PulsarClusterMetadataSetup",
+	args = append(args, "org.apache.pulsar.PulsarClusterMetadataSetup",
 		"--cluster", c.Name,
 		"--metadata-store", zk,
 		"--configuration-metadata-store", zk,
@@ -210,6 +211,12 @@ func MetadataSetupArgs(p Paths, c Cluster, pulsarVersion string) []string {
 		"--default-namespace-bundle-number", fmt.Sprint(MetadataBundles),
 		"--initial-num-transaction-coordinators", "1",
 	)
+	if c.Auth != nil {
+		// The cluster's own registration with every broker's TLS URLs too, as the other
+		// clusters register it (clusterData).
+		args = append(args, "--web-service-url-tls", c.AdminURLsTLS(), "--broker-service-url-tls", c.ServiceURLsTLS())
+	}
+	return args
 }
 
 // jvmArgs are the JVM options every lab process shares, ending with the classpath: memory,
@@ -273,11 +280,12 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 	cfg := cliConfig{}
 	for _, c := range cs {
 		cc := c.Config()
-		// Every broker's Kafka listener, and (without auth) every broker's binary protocol in
-		// Pulsar's multi-host form; the admin URL stays broker 0's.
+		// Every broker's Kafka listener, and every broker's binary protocol (pulsar+ssl on an
+		// auth lab) in Pulsar's multi-host form; the admin URL stays broker 0's.
 		cc.KafkaBootstrap = c.KafkaBootstraps()
-		if c.Auth == nil {
-			cc.ServiceURL = c.ServiceURLs()
+		cc.ServiceURL = c.ServiceURLs()
+		if c.Auth != nil {
+			cc.ServiceURL = c.ServiceURLsTLS()
 		}
 		cfg.Clusters = append(cfg.Clusters, cliCluster{
 			Name:              cc.Name,

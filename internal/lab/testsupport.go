@@ -58,9 +58,6 @@ func Ensure(ctx context.Context) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckAuthShape(o.Auth, o.Shape); err != nil {
-		return nil, err
-	}
 	p := Paths{Root: o.Root}
 	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
 	if err != nil {

@@ -118,8 +118,8 @@ func processPorts(c Cluster, role Role, i int) []int {
 	case RoleStandalone:
 		return c.AllPorts()
 	}
-	b := c.Broker(i).Ports
-	return []int{b.Web, b.Broker, b.Kafka}
+	b := c.Broker(i)
+	return append([]int{b.Ports.Web, b.Ports.Broker, b.Ports.Kafka}, authPorts(b)...)
 }
 
 // waitListening waits until process ps of c accepts connections on port.

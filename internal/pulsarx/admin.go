@@ -90,14 +90,18 @@ func (a *Admin) ActiveBrokers(ctx context.Context, cluster string) ([]string, er
 }
 
 // ForBroker returns the admin API of one broker of the cluster, at its own web address
-// (broker is an id from ActiveBrokers, "host:port"), with the same auth, TLS and timeout and
-// the scheme of this Admin's URL. Calls that a broker answers about itself (its version, its
-// runtime configuration) then describe that broker, not whichever one sits behind the
-// cluster's admin URL. Errors are labelled "<cluster> broker <id>".
+// (broker is an id from ActiveBrokers, "host:port", taken with the scheme of this Admin's
+// URL; or a web address "http(s)://host:port" from BrokerAddress), with the same auth, TLS
+// and timeout. Calls that a broker answers about itself (its version, its runtime
+// configuration) then describe that broker, not whichever one sits behind the cluster's
+// admin URL. Errors are labelled "<cluster> broker <id>".
 func (a *Admin) ForBroker(broker string) (*Admin, error) {
 	scheme := "http"
 	if u, err := url.Parse(a.baseURL); err == nil && u.Scheme != "" {
 		scheme = u.Scheme
+	}
+	if s, hostPort, ok := strings.Cut(broker, "://"); ok && (s == "http" || s == "https") {
+		scheme, broker = s, hostPort
 	}
 	if broker == "" || strings.ContainsAny(broker, "/?#@") {
 		return nil, &AdminError{Cluster: a.cluster, Op: "address broker", Target: broker, Status: http.StatusBadRequest, Err: errors.New("not a host:port broker id")}
@@ -108,6 +112,53 @@ func (a *Admin) ForBroker(broker string) (*Admin, error) {
 	}
 	b.timeout = a.timeout
 	return b, nil
+}
+
+// BrokerAddress is the web address ForBroker should use for broker (an id from
+// ActiveBrokers) of cluster (its Pulsar name). A broker id is the host and port of the
+// broker's plain web service; over https (a broker with both webServicePort and
+// webServicePortTls) that port does not speak TLS, and the broker's TLS port is not in the
+// id. Pulsar knows it: a broker-scoped call (GET /admin/v2/brokers/{cluster}/{broker}/
+// ownedNamespaces) sent to the admin URL is redirected to that broker's address on the
+// request's scheme. So over https the redirect is asked for and not followed; an answer
+// without redirect means the broker behind the admin URL is that broker. Over http the
+// address is the id itself, with no call.
+func (a *Admin) BrokerAddress(ctx context.Context, cluster, broker string) (string, error) {
+	const op = "find the web address of broker"
+	u, err := url.Parse(a.baseURL)
+	if err != nil || u.Scheme != "https" {
+		return "http://" + broker, nil
+	}
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	target := fmt.Sprintf("%s/admin/v2/brokers/%s/%s/ownedNamespaces", a.baseURL, url.PathEscape(cluster), url.PathEscape(broker))
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, target, nil)
+	if err != nil {
+		return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: http.StatusBadRequest, Err: err}
+	}
+	hc := *a.http
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", a.wrap(ctx, op, broker, err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	switch {
+	case resp.StatusCode/100 == 2:
+		return u.Scheme + "://" + u.Host, nil
+	case resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusFound ||
+		resp.StatusCode == http.StatusPermanentRedirect || resp.StatusCode == http.StatusSeeOther:
+		loc, err := resp.Location()
+		if err == nil && loc.Host == "" {
+			err = errors.New("no host")
+		}
+		if err != nil {
+			return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: resp.StatusCode, Err: fmt.Errorf("redirect without a usable Location: %w", err)}
+		}
+		return loc.Scheme + "://" + loc.Host, nil
+	}
+	return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: resp.StatusCode, Err: errors.New(resp.Status)}
 }
 
 // OwnedBundles lists the bundles broker owns ("tenant/ns/0xLO_0xHI" -> active), from the

@@ -38,7 +38,7 @@ func TestForBrokerAsksThatBroker(t *testing.T) {
 	}))
 	defer front.Close()
 
-	a, err := NewAdminWithTransport("scus", front.URL, bearer{"tok"})
+	a, err := NewAdminWithTransport("scus", front.URL, bearer{tok: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +73,70 @@ func TestForBrokerAsksThatBroker(t *testing.T) {
 	}
 }
 
-type bearer struct{ tok string }
+// bearer adds the token to each request, over rt (nil: http.DefaultTransport).
+type bearer struct {
+	tok string
+	rt  http.RoundTripper
+}
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.tok)
-	return http.DefaultTransport.RoundTrip(r)
+	if b.rt == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.rt.RoundTrip(r)
+}
+
+// Over https a broker id (its plain web host:port) is not where it answers TLS: BrokerAddress
+// asks the admin URL for a broker-scoped path with the token, takes the redirect's scheme and
+// host without following it, answers the admin URL itself when no redirect comes (that broker
+// is the one behind it), and fails on anything else. Over http it is the id, with no call.
+func TestBrokerAddressFollowsPulsarsRedirect(t *testing.T) {
+	var calls []string
+	front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls = append(calls, r.URL.Path)
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case "/admin/v2/brokers/scus/127.0.0.1:18081/ownedNamespaces":
+			http.Redirect(w, r, "https://127.0.0.1:18078"+r.URL.Path, http.StatusTemporaryRedirect)
+		case "/admin/v2/brokers/scus/127.0.0.1:18080/ownedNamespaces":
+			_, _ = w.Write([]byte("{}"))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer front.Close()
+	a, err := NewAdminWithTransport("scus", front.URL, bearer{"tok", front.Client().Transport})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for id, want := range map[string]string{"127.0.0.1:18081": "https://127.0.0.1:18078", "127.0.0.1:18080": front.URL} {
+		if got, err := a.BrokerAddress(ctx, "scus", id); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %s", id, got, err, want)
+		}
+	}
+	if got, err := a.BrokerAddress(ctx, "scus", "127.0.0.1:18082"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("an unknown broker: %q %v", got, err)
+	}
+	b, err := a.ForBroker("https://127.0.0.1:18078")
+	if err != nil || b.baseURL != "https://127.0.0.1:18078" || b.Cluster() != "scus broker 127.0.0.1:18078" {
+		t.Errorf("ForBroker of an address: %+v %v", b, err)
+	}
+	if _, err := a.ForBroker("https://127.0.0.1:18078/admin"); err == nil {
+		t.Error("an address with a path is accepted")
+	}
+
+	plain, err := NewAdminWithTransport("scus", "http://127.0.0.1:18080", bearer{tok: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(calls)
+	if got, err := plain.BrokerAddress(ctx, "scus", "127.0.0.1:18081"); err != nil || got != "http://127.0.0.1:18081" || len(calls) != n {
+		t.Errorf("over http: %q %v, %d calls", got, err, len(calls)-n)
+	}
 }

@@ -71,8 +71,10 @@ Checks (the check ids are stable, for scripts):
                                   (error; check, watch and failover refuse the config)
   brokers                         every active broker (GET /admin/v2/brokers/{cluster}) is
                                   asked at its own web address (the id Pulsar lists, with the
-                                  adminURL's scheme and auth); one that does not answer there
-                                  is a warning (its settings were not compared)
+                                  adminURL's scheme and auth; over https the broker's TLS
+                                  address, which Pulsar names when it redirects a call for
+                                  that broker); one that does not answer there is a warning
+                                  (its settings were not compared)
   broker-kop                      KoP is loaded on every active broker (messagingProtocols)
   broker-settings                 the brokers of a cluster agree on clusterName,
                                   brokerEntryMetadataInterceptors and the retention, TTL and
