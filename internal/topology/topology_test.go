@@ -200,7 +200,7 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 	// The commit replicates to wus, whose KoP would keep serving nothing for it: a stale row
 	// that a later repair --cluster wus refuses (the topic exists nowhere, so the offset's
 	// alignment is unknown; seen on the lab). wus loads it again when the test ends.
-	settle(t, l, g)
+	labtest.Settle(t, l, g)
 	// Written behind KoP's back: KoP's cache does not have it until its bundle is reloaded.
 	if _, _, err := labtest.Writer(t, c).Commit(ctx, kopcommit.OffsetCommit{Group: g, Topic: topic, Offset: 42}); err != nil {
 		t.Fatal(err)
