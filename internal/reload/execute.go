@@ -562,7 +562,7 @@ func (e *Executor) partitions() int32 {
 func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
 	var owners []string
 	for _, part := range pb.OffsetsPartitions {
-		owner, err := e.Admin.LookupOwner(ctx, e.Cluster.PartitionTopic(part))
+		owner, err := e.lookupOwner(ctx, e.Cluster.PartitionTopic(part))
 		if err != nil {
 			return err
 		}
@@ -579,6 +579,28 @@ func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResul
 		e.Log("bundle %s on %s came back on %s (it was on %s)", pb.Range, e.Cluster.Name, br.Owner, was)
 	}
 	return nil
+}
+
+// lookupRetries is how many times a failed lookup is tried again, after 1, 2 and 4 s: right
+// after an unload the broker that gave the bundle up may still hold its ownership lock in the
+// metadata store, and a lookup then fails (http 500, LockBusyException "already locked";
+// seen on the 2x2 lab after an unload of a bundle split a moment before).
+const lookupRetries = 3
+
+// lookupOwner is Admin.LookupOwner, tried again lookupRetries times on an error.
+func (e *Executor) lookupOwner(ctx context.Context, topic string) (pulsarx.Owner, error) {
+	backoff := time.Second
+	for attempt := 0; ; attempt++ {
+		owner, err := e.Admin.LookupOwner(ctx, topic)
+		if err == nil || attempt == lookupRetries || ctx.Err() != nil {
+			return owner, err
+		}
+		e.Log("lookup of %s on %s failed (%v): trying again in %s", topic, e.Cluster.Name, err, backoff)
+		if e.Sleep(ctx, backoff) != nil {
+			return owner, err
+		}
+		backoff *= 2
+	}
 }
 
 // awaitPartitions waits until KoP answers OffsetFetch without a coordinator error for a

@@ -266,6 +266,35 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 	}
 }
 
+// A stale group's bundle is unloaded by someone else between the plan and the execution
+// (the load manager's shedding, which unloads a bundle and lets the next lookup place it)
+// and nobody has looked it up since: no broker owns it when the execution starts. The
+// executor's recheck, unload and lookup must still end with the bundle owned and the group
+// verified fresh (exit 0), whoever took it.
+func TestTopologyReloadAfterTheBundleWasShed(t *testing.T) {
+	l, _ := severalBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := l.Cluster("scus")
+	_, plan, executor, logs := staleBehindKoP(ctx, t, l, c, "topology-shed")
+	bundle := plan.Executable()[0].Range
+	was := ownerOf(ctx, t, c, "public/__kafka", bundle)
+	if err := labtest.PulsarxAdmin(t, c).UnloadBundle(ctx, "public/__kafka", bundle); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bundle %s: planned on %s, unloaded by the test; owner now %q", bundle, was, ownerOf(ctx, t, c, "public/__kafka", bundle))
+
+	ex := executor.Execute(ctx, plan, plan.Executable())
+	b := ex.Bundles[0]
+	t.Logf("execution: %+v\n%s", b, strings.Join(*logs, "\n"))
+	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
+		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
+	}
+	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
+		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
+	}
+}
+
 // A stale group's bundle of public/__kafka is split between the plan and the execution
 // (PUT .../namespaces/public/__kafka/{bundle}/split, as pulsar-admin namespaces split-bundle
 // does): the planned range is no bundle any more. The executor reads the bundles again,
