@@ -228,6 +228,19 @@ func staleBehindKoP(ctx context.Context, t *testing.T, l *lab.Lab, c lab.Cluster
 	return g, plan, ex, logs
 }
 
+// executeVerified carries out plan's one executable bundle, logs what it did, and fails the
+// test unless it ended verified with the group fresh, exit 0.
+func executeVerified(ctx context.Context, t *testing.T, plan *reload.Plan, executor *reload.Executor, logs *[]string) *reload.Execution {
+	t.Helper()
+	ex := executor.Execute(ctx, plan, plan.Executable())
+	b := ex.Bundles[0]
+	t.Logf("execution: %+v unloaded %v\n%s", b, ex.Unloaded, strings.Join(*logs, "\n"))
+	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
+		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
+	}
+	return ex
+}
+
 // A stale group's bundle moves to the other broker between the plan and the execution (as
 // the load manager's shedding would move it). The executor unloads by bundle, looks it up
 // and verifies on whichever broker takes it: the group ends fresh and the report names the
@@ -255,12 +268,7 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 	}
 	t.Logf("bundle %s: planned on %s, moved to %s (now %s)", bundle, was, dest, ownerOf(ctx, t, c, "public/__kafka", bundle))
 
-	ex := executor.Execute(ctx, plan, plan.Executable())
-	b := ex.Bundles[0]
-	t.Logf("execution: %+v\n%v", b, *logs)
-	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
-		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
-	}
+	b := executeVerified(ctx, t, plan, executor, logs).Bundles[0]
 	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
 		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
 	}
@@ -284,12 +292,7 @@ func TestTopologyReloadAfterTheBundleWasShed(t *testing.T) {
 	}
 	t.Logf("bundle %s: planned on %s, unloaded by the test; owner now %q", bundle, was, ownerOf(ctx, t, c, "public/__kafka", bundle))
 
-	ex := executor.Execute(ctx, plan, plan.Executable())
-	b := ex.Bundles[0]
-	t.Logf("execution: %+v\n%s", b, strings.Join(*logs, "\n"))
-	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
-		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
-	}
+	b := executeVerified(ctx, t, plan, executor, logs).Bundles[0]
 	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
 		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
 	}
@@ -326,12 +329,8 @@ func TestTopologyReloadAfterTheBundleSplit(t *testing.T) {
 		t.Logf("KoP on %s serves %d offsets for %s after the split, before the execution (%v)", c.Name, len(o.Sorted()), g, o.Sorted())
 	}
 
-	ex := executor.Execute(ctx, plan, plan.Executable())
+	ex := executeVerified(ctx, t, plan, executor, logs)
 	b := ex.Bundles[0]
-	t.Logf("execution: %+v unloaded %v\n%s", b, ex.Unloaded, strings.Join(*logs, "\n"))
-	if ex.ExitCode != 0 || b.Status != reload.BundleVerified || ex.Groups[0].Status != reload.GroupFresh {
-		t.Fatalf("exit %d: %+v %+v", ex.ExitCode, b, ex.Groups)
-	}
 	if len(b.SplitInto) == 0 || slices.Contains(b.SplitInto, pb.Range) || !slices.Equal(ex.Unloaded, b.SplitInto) {
 		t.Fatalf("the split is not reported: split into %v, unloaded %v", b.SplitInto, ex.Unloaded)
 	}
