@@ -93,8 +93,9 @@ type Execution struct {
 	Bundles []BundleResult `json:"bundles"`
 	Groups  []GroupResult  `json:"groups"`
 	// Unloaded lists every bundle that was unloaded (for a planned bundle split since the
-	// plan, the parts of it unloaded in its place: BundleResult.SplitInto); NotUnloaded every
-	// planned bundle that was not (refused, not attempted, or its unload failed).
+	// plan, the parts of it, among BundleResult.SplitInto, whose unload succeeded);
+	// NotUnloaded every planned bundle that was not (refused, not attempted, or its unload
+	// failed).
 	Unloaded    []string `json:"unloaded"`
 	NotUnloaded []string `json:"notUnloaded"`
 	ExitCode    int      `json:"exitCode"`
@@ -116,6 +117,8 @@ type BundleResult struct {
 	// plan); these bundles, within its range, hold its offsets partitions now and were
 	// unloaded in its place. Empty when the planned bundle itself was unloaded.
 	SplitInto []string `json:"splitInto,omitempty"`
+
+	unloaded []string // the ranges whose unload call succeeded
 }
 
 // GroupResult is one group before and after.
@@ -240,7 +243,7 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 		}
 		switch {
 		case br.Unloaded && len(br.SplitInto) > 0:
-			ex.Unloaded = append(ex.Unloaded, br.SplitInto...)
+			ex.Unloaded = append(ex.Unloaded, br.unloaded...)
 		case br.Unloaded:
 			ex.Unloaded = append(ex.Unloaded, br.Range)
 		default:
@@ -389,6 +392,7 @@ func (e *Executor) unload(ctx context.Context, ranges []string, br *BundleResult
 		e.Log("unloading bundle %s/%s on %s", ns, r, e.Cluster.Name)
 		err := e.Admin.UnloadBundle(ctx, ns, r)
 		if err == nil {
+			br.unloaded = append(br.unloaded, r)
 			if !br.Unloaded {
 				br.Unloaded = true
 				br.UnloadedAt = output.NewTime(e.Now())

@@ -148,3 +148,33 @@ func TestExecuteBundlesUnreadableBeforeUnload(t *testing.T) {
 		t.Errorf("writes %v: nothing may be unloaded or looked up", fa.Writes())
 	}
 }
+
+// The planned bundle 0x00000000_0x40000000 (offsets partitions 0 and 4) was split so that each
+// partition sits in a part of its own; the unload of one part fails. Both parts are tried,
+// Unloaded lists only the part that was unloaded, and the failure is exit 3.
+func TestExecuteSplitPartUnloadFails(t *testing.T) {
+	g := groupIn("G", 0, 8)
+	k := fakes.NewKoP(t)
+	k.Set(g, "topic-1", 0, 10900) // served already: the verification does not wait
+	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	fa := fakes.NewAdmin("scus")
+	kg := kafkaGroups(t, k)
+	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil || len(plan.Executable()) != 1 || plan.Executable()[0].Range != "0x00000000_0x40000000" {
+		t.Fatalf("plan: %+v %v", plan, err)
+	}
+	// Partition 4 hashes below 0x14000000, partition 0 above it.
+	if fa.BundleList, err = pulsarx.BundlesFromBoundaries([]string{"0x00000000", "0x14000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"}); err != nil {
+		t.Fatal(err)
+	}
+	fa.UnloadErr["0x14000000_0x40000000"] = adminErr(500, "unload bundle")
+	ex, logs := executeLogged(t, fa, k, rd, plan)
+	b := ex.Bundles[0]
+	if ex.ExitCode != 3 || b.Status != BundleUnloadFailed || !slices.Equal(b.SplitInto, []string{"0x00000000_0x14000000", "0x14000000_0x40000000"}) {
+		t.Fatalf("exit %d, %+v\n%s", ex.ExitCode, b, logs)
+	}
+	if !slices.Equal(ex.Unloaded, []string{"0x00000000_0x14000000"}) {
+		t.Errorf("unloaded %v, want only the part whose unload succeeded", ex.Unloaded)
+	}
+}
