@@ -32,13 +32,19 @@ func whyOf(ctx context.Context) Why {
 	return w
 }
 
-// groupsOfBundle are the groups the plan reloads with bundle.
+// groupsOfBundle are the groups the plan reloads with bundle: those of the planned bundle of
+// that range, or of the planned bundle it is a part of (split since the plan: the executor
+// unloads the parts in its place).
 func (w Why) groupsOfBundle(bundle string) []string {
 	if w.Plan == nil {
 		return nil
 	}
+	part, perr := pulsarx.ParseBundleRange(bundle)
 	for _, b := range w.Plan.Bundles {
 		if b.Range == bundle {
+			return slices.Clone(b.Groups)
+		}
+		if pb, err := pulsarx.ParseBundleRange(b.Range); perr == nil && err == nil && pb.Lo <= part.Lo && part.Hi <= pb.Hi {
 			return slices.Clone(b.Groups)
 		}
 	}

@@ -72,10 +72,30 @@ func TestAdminRecordsUnloadsAndLookupsWithTheirPlan(t *testing.T) {
 	}
 }
 
+// The unload of a part of a planned bundle split since the plan carries the planned
+// bundle's groups.
+func TestAdminRecordsThePlannedGroupsOfASplitPart(t *testing.T) {
+	sink := &memSink{}
+	a := Admin{BundleAdmin: fakes.NewAdmin("wus"), Cluster: "wus", Sink: sink, Now: func() time.Time { return t0 }}
+	ctx := WithWhy(context.Background(), Why{Reason: "repair", Plan: plan()})
+	if err := a.UnloadBundle(ctx, "public/__kafka", "0x00000000_0x40000000"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.BundleAdmin.(*fakes.Admin).Split("0x00000000_0x40000000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.UnloadBundle(ctx, "public/__kafka", "0x20000000_0x40000000"); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.recs) != 2 || strings.Join(sink.recs[1].Groups, ",") != "orders,billing" || sink.recs[1].Bundle != "0x20000000_0x40000000" {
+		t.Errorf("records %+v", sink.recs)
+	}
+}
+
 func TestAdminWithoutWhyStillRecords(t *testing.T) {
 	sink := &memSink{}
 	a := Admin{BundleAdmin: fakes.NewAdmin("scus"), Cluster: "scus", Sink: sink}
-	if err := a.UnloadBundle(context.Background(), "public/__kafka", "0x0_0x1"); err != nil {
+	if err := a.UnloadBundle(context.Background(), "public/__kafka", "0x00000000_0x40000000"); err != nil {
 		t.Fatal(err)
 	}
 	if len(sink.recs) != 1 || sink.recs[0].Groups == nil || sink.recs[0].Result != ResultOK {

@@ -158,11 +158,40 @@ func (f *Admin) UnloadBundle(ctx context.Context, ns, r string) error {
 	if err := f.UnloadErr[r]; err != nil {
 		return err
 	}
+	if !f.hasBundle(r) {
+		// Pulsar's answer for a range that is not one of the namespace's bundles (one split
+		// since it was read): 412 "Bundle is not part of the namespace bundles".
+		return &pulsarx.AdminError{Cluster: f.Name, Op: "unload bundle", Target: ns + "/" + r, Status: http.StatusPreconditionFailed,
+			Err: errors.New("bundle is not part of the namespace bundles")}
+	}
 	f.setOwned(r, false)
 	if f.OnUnload != nil {
 		f.OnUnload(r)
 	}
 	return nil
+}
+
+func (f *Admin) hasBundle(r string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.ContainsFunc(f.BundleList, func(b pulsarx.Bundle) bool { return b.Range == r })
+}
+
+// Split splits the bundle of range r in two halves, as pulsar-admin namespaces split-bundle
+// does with its default range_equally_divide, and returns the two new ranges. The broker
+// that owned r owns both (no unload: split-bundle without --unload).
+func (f *Admin) Split(r string) (lo, hi string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := slices.IndexFunc(f.BundleList, func(b pulsarx.Bundle) bool { return b.Range == r })
+	if i < 0 {
+		return "", "", NotFound(f.Name, "bundle "+r)
+	}
+	b := f.BundleList[i]
+	mid := b.Lo + (b.Hi-b.Lo)/2
+	halves := []pulsarx.Bundle{{Range: pulsarx.FormatBundleRange(b.Lo, mid), Lo: b.Lo, Hi: mid}, {Range: pulsarx.FormatBundleRange(mid, b.Hi), Lo: mid, Hi: b.Hi}}
+	f.BundleList = slices.Concat(f.BundleList[:i], halves, f.BundleList[i+1:])
+	return halves[0].Range, halves[1].Range, nil
 }
 
 // LookupOwner implements reload.BundleAdmin: a broker takes the topic's bundle.

@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -116,5 +117,27 @@ func TestAdminBundles(t *testing.T) {
 	f.Down = true
 	if _, err := f.Bundles(ctx, "public/__kafka"); !errors.Is(err, pulsarx.ErrUnreachable) {
 		t.Errorf("down: %v", err)
+	}
+}
+
+// Split halves a bundle as split-bundle does; the old range is then no bundle of the
+// namespace and an unload of it fails as Pulsar's does (412).
+func TestAdminSplit(t *testing.T) {
+	ctx := context.Background()
+	f := NewAdmin("scus")
+	r := f.BundleList[2].Range
+	lo, hi, err := f.Split(r)
+	if err != nil || lo != "0x80000000_0xa0000000" || hi != "0xa0000000_0xc0000000" || len(f.BundleList) != 5 {
+		t.Fatalf("split %s: %s %s %v, bundles %v", r, lo, hi, err, f.BundleList)
+	}
+	var ae *pulsarx.AdminError
+	if err := f.UnloadBundle(ctx, "public/__kafka", r); !errors.As(err, &ae) || ae.Status != http.StatusPreconditionFailed {
+		t.Errorf("unload of the split range: %v", err)
+	}
+	if err := f.UnloadBundle(ctx, "public/__kafka", lo); err != nil || f.Owned(lo) || !f.Owned(hi) {
+		t.Errorf("unload of a part: %v", err)
+	}
+	if _, _, err := f.Split(r); !errors.Is(err, pulsarx.ErrNotFound) {
+		t.Errorf("split of a range that is no bundle: %v", err)
 	}
 }

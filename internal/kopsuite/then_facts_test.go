@@ -17,6 +17,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -24,34 +25,34 @@ import (
 // it serves no offset at all while its topic holds 500; check calls it stale_cache and a
 // reload of wus makes it serve 500.
 func TestOtherFormNoOffset(t *testing.T) {
-	topic := newTopic(t, "other-form")
+	topic := labtest.NewTopic(t, theLab, "other-form")
 	group := labtest.Name("other-form-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-	settle(t, group)
-	produce(t, theLab.Cluster("scus"), topic, 600)
-	waitEndOffset(t, theLab.Cluster("wus"), topic, 600)
+	labtest.Settle(t, theLab, group)
+	labtest.Produce(t, theLab.Cluster("scus"), topic, 600)
+	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 600)
 
-	loadOn(t, "wus", group) // wus serves the partition now, before any commit of the group
-	if got := served(t, "wus", group, topic); got != "none" {
+	labtest.LoadOn(t, theLab, "wus", group) // wus serves the partition now, before any commit of the group
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "none" {
 		t.Fatalf("wus serves %s before any commit", got)
 	}
-	commit(t, "scus", group, topic, 500)
-	waitReplicated(t, "scus", "wus", part)
-	if got := served(t, "wus", group, topic); got != "none" {
+	labtest.Commit(t, theLab, "scus", group, topic, 500)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "none" {
 		t.Fatalf("wus serves %s after the replicated commit, want no offset (loaded before it arrived)", got)
 	}
-	rep, code := check(t, "--group", group)
-	r := row(t, rep, group)
+	rep, code := cli.Check(t, "--group", group)
+	r := labcli.Row(t, rep, group)
 	w := r.Cell("wus")
-	if code != 1 || w.Status != offsets.StatusStaleCache || w.Cached != nil || val(w.Persisted) != "500" ||
+	if code != 1 || w.Status != offsets.StatusStaleCache || w.Cached != nil || labtest.Val(w.Persisted) != "500" ||
 		r.Cell("scus").Status != offsets.StatusOK {
 		t.Fatalf("check: exit %d, wus %+v, scus %+v", code, w, r.Cell("scus"))
 	}
-	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
+	code, _ = cli.Run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
 	if code != 0 {
 		t.Fatalf("reload: exit %d", code)
 	}
-	if got := served(t, "wus", group, topic); got != "500" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
 		t.Fatalf("wus serves %s after reload, want 500", got)
 	}
 }
@@ -60,12 +61,12 @@ func TestOtherFormNoOffset(t *testing.T) {
 // --refuse-live, and reloaded by default (its member pauses; TestLiveGroupUnloadCost measures
 // by how much).
 func TestLiveGroupOnTarget(t *testing.T) {
-	topic := newTopic(t, "live")
+	topic := labtest.NewTopic(t, theLab, "live")
 	group := labtest.Name("live-group")
-	settle(t, group)
+	labtest.Settle(t, theLab, group)
 	wus := theLab.Cluster("wus")
-	produce(t, wus, topic, 20)
-	commit(t, "wus", group, topic, 5)
+	labtest.Produce(t, wus, topic, 20)
+	labtest.Commit(t, theLab, "wus", group, topic, 5)
 
 	// A live member: joined, and polling in the background until the test ends.
 	cl := labtest.Kafka(t, wus, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
@@ -80,7 +81,7 @@ func TestLiveGroupOnTarget(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	waitGroupState(t, wus, group, "Stable")
 
-	code, out := run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--refuse-live", "-o", "json")
+	code, out := cli.Run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--refuse-live", "-o", "json")
 	var d struct {
 		Refusal   string
 		Execution json.RawMessage
@@ -105,11 +106,11 @@ func TestLiveGroupOnTarget(t *testing.T) {
 		t.Errorf("the plan does not call %s live on wus: %+v", group, d.Plan.Groups)
 	}
 
-	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
+	code, _ = cli.Run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
 	if code != 0 {
 		t.Fatalf("reload of a bundle with a live group: exit %d", code)
 	}
-	if got := served(t, "wus", group, topic); got != "5" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "5" {
 		t.Fatalf("wus serves %s after the reload, want 5", got)
 	}
 }
@@ -142,14 +143,14 @@ func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
 // and check calls them coordinator_unavailable. reload refuses such a group (its activity is
 // unknown) unless --allow-active, and that bundle reload brings it back.
 func TestSingleTopicUnload(t *testing.T) {
-	topic := newTopic(t, "single-unload")
+	topic := labtest.NewTopic(t, theLab, "single-unload")
 	group := labtest.Name("single-unload-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-	settle(t, group) // loads the partition again at the end, whatever happens
+	labtest.Settle(t, theLab, group) // loads the partition again at the end, whatever happens
 	wus := theLab.Cluster("wus")
-	produce(t, wus, topic, 50)
-	commit(t, "wus", group, topic, 42)
-	if got := served(t, "wus", group, topic); got != "42" {
+	labtest.Produce(t, wus, topic, 50)
+	labtest.Commit(t, theLab, "wus", group, topic, 42)
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s, want 42", got)
 	}
 	if err := rawOffsetFetch(t, wus, group); err != nil {
@@ -170,20 +171,20 @@ func TestSingleTopicUnload(t *testing.T) {
 	}
 
 	// coordinator_unavailable: check retries for --coordinator-wait, then says so.
-	rep, code := check(t, "--cluster", "wus", "--group", group, "--coordinator-wait", "5s")
-	r := row(t, rep, group)
-	if w := r.Cell("wus"); w.Status != offsets.StatusCoordinatorUnavailable || w.Cached != nil || val(w.Persisted) != "42" || code == 0 {
+	rep, code := cli.Check(t, "--cluster", "wus", "--group", group, "--coordinator-wait", "5s")
+	r := labcli.Row(t, rep, group)
+	if w := r.Cell("wus"); w.Status != offsets.StatusCoordinatorUnavailable || w.Cached != nil || labtest.Val(w.Persisted) != "42" || code == 0 {
 		t.Fatalf("check: exit %d, wus %+v", code, w)
 	}
 
 	// KoP does not coordinate the group there, so no member can be in it: the group is
 	// unserved, not "not proven idle", and the bundle reload brings it back without
 	// --allow-active (issue 22).
-	code, _ = run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
+	code, _ = cli.Run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
 	if code != 0 {
 		t.Errorf("reload after the single-topic unload: exit %d", code)
 	}
-	if got := served(t, "wus", group, topic); got != "42" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s after the bundle reload, want 42", got)
 	}
 }
@@ -192,43 +193,43 @@ func TestSingleTopicUnload(t *testing.T) {
 // so the same committed offset denotes different records on the two clusters; check calls
 // the row misaligned and translates it.
 func TestMisaligned(t *testing.T) {
-	topic := newTopic(t, "misaligned")
+	topic := labtest.NewTopic(t, theLab, "misaligned")
 	group := labtest.Name("misaligned-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-	settle(t, group)
+	labtest.Settle(t, theLab, group)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
-	produce(t, scus, topic, 100)
-	waitEndOffset(t, wus, topic, 100)
+	labtest.Produce(t, scus, topic, 100)
+	labtest.WaitEndOffset(t, wus, topic, 100)
 
 	// One record on wus only: a Pulsar producer on the partition with replication disabled.
 	produceLocal(t, wus, topic, 1)
-	waitEndOffset(t, wus, topic, 101)
+	labtest.WaitEndOffset(t, wus, topic, 101)
 
-	produce(t, scus, topic, 50)
-	waitEndOffset(t, scus, topic, 150)
-	waitEndOffset(t, wus, topic, 151)
+	labtest.Produce(t, scus, topic, 50)
+	labtest.WaitEndOffset(t, scus, topic, 150)
+	labtest.WaitEndOffset(t, wus, topic, 151)
 
-	commit(t, "scus", group, topic, 120)
-	waitReplicated(t, "scus", "wus", part)
-	loadOn(t, "wus", group) // wus serves 120 too: the numbers agree
-	if got := served(t, "wus", group, topic); got != "120" {
+	labtest.Commit(t, theLab, "scus", group, topic, 120)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	labtest.LoadOn(t, theLab, "wus", group) // wus serves 120 too: the numbers agree
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "120" {
 		t.Fatalf("wus serves %s, want 120", got)
 	}
 
-	rep, code := check(t, "--group", group, "--alignment=false")
-	if r := row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
+	rep, code := cli.Check(t, "--group", group, "--alignment=false")
+	if r := labcli.Row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
 		t.Fatalf("check without alignment: exit %d, %+v", code, r)
 	}
 	// By default: the message at wus 100 exists on wus only, so the group, which read scus
 	// up to 120, must start there on wus (it re-reads 20, it skips nothing).
-	rep, code = check(t, "--group", group)
-	r := row(t, rep, group)
-	if code != 1 || r.Status != offsets.StatusMisaligned || val(r.Cell("wus").Translated) != "100" {
+	rep, code = cli.Check(t, "--group", group)
+	r := labcli.Row(t, rep, group)
+	if code != 1 || r.Status != offsets.StatusMisaligned || labtest.Val(r.Cell("wus").Translated) != "100" {
 		t.Fatalf("check: exit %d, row %s, %+v", code, r.Status, r.Cells)
 	}
 	t.Logf("misaligned: scus %+v, wus %+v", r.Cell("scus"), r.Cell("wus"))
 	// Leave no misaligned row for later tests' unscoped repairs: land wus on the translation.
-	if code, _ := run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes"); code != 0 {
+	if code, _ := cli.Run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes"); code != 0 {
 		t.Fatalf("failover of the misaligned group: exit %d", code)
 	}
 }

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -26,49 +25,49 @@ import (
 //   - failover makes wus serve 50, a Kafka consumer on wus starts exactly at k-50, and
 //     scus still serves its own 60, also after a reload of its bundle.
 func TestFailoverShiftedCopies(t *testing.T) {
-	topic := newTopic(t, "shifted")
+	topic := labtest.NewTopic(t, theLab, "shifted")
 	group := labtest.Name("shifted-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-	settle(t, group)
+	labtest.Settle(t, theLab, group)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
 	produceLocal(t, scus, topic, 10)
-	waitEndOffset(t, scus, topic, 10)
-	produce(t, scus, topic, 100)
-	waitEndOffset(t, scus, topic, 110)
-	waitEndOffset(t, wus, topic, 100)
+	labtest.WaitEndOffset(t, scus, topic, 10)
+	labtest.Produce(t, scus, topic, 100)
+	labtest.WaitEndOffset(t, scus, topic, 110)
+	labtest.WaitEndOffset(t, wus, topic, 100)
 
 	// wus loads 30 (stale from then on), then the group reaches 60 on scus.
-	commit(t, "scus", group, topic, 30)
-	waitReplicated(t, "scus", "wus", part)
-	loadOn(t, "wus", group)
-	commit(t, "scus", group, topic, 60)
-	waitReplicated(t, "scus", "wus", part)
-	if got := served(t, "wus", group, topic); got != "30" {
+	labtest.Commit(t, theLab, "scus", group, topic, 30)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	labtest.LoadOn(t, theLab, "wus", group)
+	labtest.Commit(t, theLab, "scus", group, topic, 60)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "30" {
 		t.Fatalf("wus serves %s, want 30 (stale)", got)
 	}
 
-	rep, code := check(t, "--group", group)
-	r := row(t, rep, group)
+	rep, code := cli.Check(t, "--group", group)
+	r := labcli.Row(t, rep, group)
 	w := r.Cell("wus")
 	if code != 1 || r.Status != offsets.StatusMisaligned || w.Status != offsets.StatusMisaligned || w.Origin != "scus" ||
-		val(w.Translated) != "50" || !strings.Contains(w.Detail, "failover --from scus --to wus") {
+		labtest.Val(w.Translated) != "50" || !strings.Contains(w.Detail, "failover --from scus --to wus") {
 		t.Fatalf("check: exit %d, row %s, wus %+v", code, r.Status, w)
 	}
 	t.Logf("wus: %s", w.Detail)
 
-	code, d := repair(t, "--group", group, "--yes")
+	code, d := cli.Repair(t, "--group", group, "--yes")
 	if code != 1 || len(d.Left) != 1 || d.Left[0].Cluster != "wus" || d.Left[0].Status != "misaligned" {
 		t.Fatalf("repair: exit %d, %+v", code, d)
 	}
-	code, out := run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes", "-o", "json")
+	code, out := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes", "-o", "json")
 	if code == 0 || !strings.Contains(out, `"skipped": 10`) {
 		t.Fatalf("reload of the misaligned row: exit %d, want a refusal naming 10 skipped messages", code)
 	}
-	if got := served(t, "wus", group, topic); got != "30" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "30" {
 		t.Fatalf("after repair and reload wus serves %s: they must not make it serve 60", got)
 	}
 
-	code, out = run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes", "-o", "json")
+	code, out = cli.Run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes", "-o", "json")
 	var doc struct {
 		Plan struct {
 			Rows []struct {
@@ -88,27 +87,27 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("failover: exit %d, not a document: %v", code, err)
 	}
-	if code != 0 || len(doc.Result.Proof) != 1 || !doc.Result.Proof[0].OK || !doc.Result.Proof[0].SourceKept || val(doc.Result.Proof[0].TargetServes) != "50" {
+	if code != 0 || len(doc.Result.Proof) != 1 || !doc.Result.Proof[0].OK || !doc.Result.Proof[0].SourceKept || labtest.Val(doc.Result.Proof[0].TargetServes) != "50" {
 		t.Fatalf("failover: exit %d, %+v", code, doc)
 	}
-	if got := served(t, "wus", group, topic); got != "50" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "50" {
 		t.Fatalf("wus serves %s after failover, want 50", got)
 	}
-	first := firstRecord(t, "wus", group, topic)
+	first := labtest.FirstRecord(t, theLab, "wus", group, topic)
 	if first.Offset != 50 || string(first.Key) != "k-50" {
 		t.Fatalf("a consumer on wus starts at offset %d key %s, want 50 k-50 (the first message the group had not read on scus)", first.Offset, first.Key)
 	}
-	if got := served(t, "scus", group, topic); got != "60" {
+	if got := labtest.Served(t, theLab, "scus", group, topic); got != "60" {
 		t.Fatalf("scus serves %s after the failover, want its own 60", got)
 	}
-	loadOn(t, "scus", group)
-	if got := served(t, "scus", group, topic); got != "60" {
+	labtest.LoadOn(t, theLab, "scus", group)
+	if got := labtest.Served(t, theLab, "scus", group, topic); got != "60" {
 		t.Fatalf("scus serves %s after a reload of its bundle, want 60 (the target's record must not replicate)", got)
 	}
 	// Each cluster holds its own number for the same message: compared in each numbering
 	// the row is ok.
-	rep, code = check(t, "--group", group)
-	if r := row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
+	rep, code = cli.Check(t, "--group", group)
+	if r := labcli.Row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
 		t.Fatalf("check after the failover: exit %d, row %s, %+v", code, r.Status, r.Cells)
 	}
 }
@@ -126,32 +125,6 @@ func produceLocal(t *testing.T, c lab.Cluster, topic string, n int) {
 	for i := range n {
 		if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Key: fmt.Sprintf("local-%s-%d", c.Name, i), Payload: []byte("on " + c.Name + " only"), DisableReplication: true}); err != nil {
 			t.Fatalf("%s: local record: %v", c.Name, err)
-		}
-	}
-}
-
-// firstRecord is consumeFirst returning the record.
-func firstRecord(t *testing.T, cluster, group, topic string) *kgo.Record {
-	t.Helper()
-	cl := labtest.Kafka(t, theLab.Cluster(cluster), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for {
-		fs := cl.PollRecords(ctx, 1)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("%s: consumer of %s on %s got no record: %v", cluster, group, topic, err)
-		}
-		var first *kgo.Record
-		fs.EachRecord(func(r *kgo.Record) {
-			if first == nil {
-				first = r
-			}
-		})
-		if first != nil {
-			t.Logf("%s: consumer of %s starts at offset %d key %s", cluster, group, first.Offset, first.Key)
-			return first
 		}
 	}
 }

@@ -5,7 +5,6 @@ package kopsuite
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +25,7 @@ import (
 // serves 10900, and the audit trail names exactly which process wrote, with no two writers'
 // unloads overlapping.
 func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
-	topic, group, part := storyAt500(t, "lease")
+	topic, group, part := labtest.StoryAt500(t, theLab, "lease")
 
 	bin := labtest.Binary(t)
 	dir := t.TempDir()
@@ -41,25 +40,25 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	}
 	defer held.Release()
 
-	listen := freeListen(t)
+	listen := labtest.FreeListen(t)
 	w := startProcess(t, bin, "watch", labtest.ConfigCopy(t, theLab, "watch"), "--timeout", "10s", "watch", "--repair", "--interval", "2s", "--cooldown", "5s",
 		"--listen", listen, "--group", group, "--audit-file", trail)
-	waitReady(t, "http://"+listen+"/readyz")
+	labtest.WaitReady(t, "http://"+listen+"/readyz", nil)
 
-	commit(t, "scus", group, topic, 10900)
-	waitReplicated(t, "scus", "wus", part)
+	labtest.Commit(t, theLab, "scus", group, topic, 10900)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 	// watch sees the stale row and is refused the lease: nothing written, wus still stale.
 	refused := regexp.MustCompile(`(?m)^kop_offsets_watch_reloads_refused_total\{cluster="wus",reason="lease_held"\} [1-9]`)
-	for deadline := time.Now().Add(60 * time.Second); !refused.MatchString(get(t, "http://"+listen+"/metrics")); {
+	for deadline := time.Now().Add(60 * time.Second); !refused.MatchString(labtest.Get(t, "http://"+listen+"/metrics")); {
 		if time.Now().After(deadline) {
-			t.Fatalf("watch never refused for lease_held:\n%s", tail(w.stderr(), 20))
+			t.Fatalf("watch never refused for lease_held:\n%s", labtest.Tail(w.stderr(), 20))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	if !strings.Contains(w.stderr(), `held by \"kop-offsets reload --cluster wus --group other --yes\" (pid 99999, user alice, host operator-laptop)`) {
-		t.Errorf("watch's refusal does not name the holder:\n%s", tail(w.stderr(), 10))
+		t.Errorf("watch's refusal does not name the holder:\n%s", labtest.Tail(w.stderr(), 10))
 	}
-	if got := served(t, "wus", group, topic); got != "500" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
 		t.Fatalf("wus serves %s while the lease is held elsewhere, want the stale 500", got)
 	}
 	if n := len(readTrail(t, trail)); n != 0 {
@@ -74,13 +73,13 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	held.Release()
 
 	code := r.wait(t, 4*time.Minute)
-	t.Logf("repair exit %d:\n%s", code, tail(r.stderr(), 15))
+	t.Logf("repair exit %d:\n%s", code, labtest.Tail(r.stderr(), 15))
 	if code != 0 {
 		t.Errorf("repair exit %d, want 0", code)
 	}
-	for start := time.Now(); served(t, "wus", group, topic) != "10900"; time.Sleep(500 * time.Millisecond) {
+	for start := time.Now(); labtest.Served(t, theLab, "wus", group, topic) != "10900"; time.Sleep(500 * time.Millisecond) {
 		if time.Since(start) > time.Minute {
-			t.Fatalf("wus serves %s, want 10900", served(t, "wus", group, topic))
+			t.Fatalf("wus serves %s, want 10900", labtest.Served(t, theLab, "wus", group, topic))
 		}
 	}
 
@@ -200,16 +199,6 @@ func (s *syncBuffer) String() string {
 	s.lock()
 	defer func() { <-s.ch }()
 	return s.mu.String()
-}
-
-func freeListen(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }
 
 func readTrail(t *testing.T, p string) []audit.Record {

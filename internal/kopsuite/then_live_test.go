@@ -444,10 +444,10 @@ func TestLiveGroupUnloadCost(t *testing.T) {
 	}{{"autocommit", true}, {"explicit", false}} {
 		t.Run(mode.name, func(t *testing.T) {
 			wus := theLab.Cluster("wus")
-			topic := newTopic(t, "livecost")
+			topic := labtest.NewTopic(t, theLab, "livecost")
 			group := labtest.Name("livecost-" + mode.name)
 			part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
-			settle(t, group)
+			labtest.Settle(t, theLab, group)
 			lg := startLiveGroup(t, wus, topic, group, mode.auto)
 			lg.waitCommitted(t)
 			time.Sleep(3 * time.Second)
@@ -520,24 +520,24 @@ func stats(cs []cost, f func(cost) float64, unit string) string {
 // and L lost nothing: every record delivered, the committed offset KoP served never went back
 // nor past what L read. Then the same with `watch --repair` healing a second stale episode.
 func TestRepairHealsBundleWithLiveGroup(t *testing.T) {
-	topic, stale, part := storyAt500(t, "livestory")
+	topic, stale, part := labtest.StoryAt500(t, theLab, "livestory")
 	wus := theLab.Cluster("wus")
 	live := lab.GroupInPartition(labtest.Name("livestory-live"), part)
-	settle(t, live)
-	lg := startLiveGroup(t, wus, newTopic(t, "livestory-l"), live, true)
+	labtest.Settle(t, theLab, live)
+	lg := startLiveGroup(t, wus, labtest.NewTopic(t, theLab, "livestory-l"), live, true)
 	lg.waitCommitted(t)
 
-	commit(t, "scus", stale, topic, 10900)
-	waitReplicated(t, "scus", "wus", part)
-	if got := served(t, "wus", stale, topic); got != "500" {
+	labtest.Commit(t, theLab, "scus", stale, topic, 10900)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	if got := labtest.Served(t, theLab, "wus", stale, topic); got != "500" {
 		t.Fatalf("wus serves %s for %s before the repair, want the stale 500", got, stale)
 	}
 	from := time.Now()
-	code, d := repair(t, "--cluster", "wus", "--yes", "--group", stale)
+	code, d := cli.Repair(t, "--cluster", "wus", "--yes", "--group", stale)
 	if code != 0 || len(d.Stale) == 0 {
 		t.Fatalf("repair of a bundle with a live group: exit %d, %+v", code, d)
 	}
-	if got := served(t, "wus", stale, topic); got != "10900" {
+	if got := labtest.Served(t, theLab, "wus", stale, topic); got != "10900" {
 		t.Fatalf("wus serves %s for %s after the repair, want 10900", got, stale)
 	}
 	time.Sleep(5 * time.Second)
@@ -546,13 +546,13 @@ func TestRepairHealsBundleWithLiveGroup(t *testing.T) {
 		live, c.pause.Round(time.Millisecond), c.duplicates, c.callbacks, c.commitErrs, c.retried, c.wentBack)
 
 	// watch --repair: a second episode (the group commits 11000 on scus) heals by itself.
-	listen := freeListen(t)
-	stop := startWatch(t, listen, 15, stale)
+	listen := labtest.FreeListen(t)
+	stop := cli.StartWatch(t, listen, 15, stale)
 	start := time.Now()
-	commit(t, "scus", stale, topic, 11000)
-	for served(t, "wus", stale, topic) != "11000" {
+	labtest.Commit(t, theLab, "scus", stale, topic, 11000)
+	for labtest.Served(t, theLab, "wus", stale, topic) != "11000" {
 		if time.Since(start) > 60*time.Second {
-			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running and %s live", served(t, "wus", stale, topic), time.Since(start), live)
+			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running and %s live", labtest.Served(t, theLab, "wus", stale, topic), time.Since(start), live)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -26,22 +27,22 @@ import (
 // not call the healthy cache stale, repair must leave it alone, reload must refuse, and KoP
 // must still serve the offset afterwards.
 func TestExactlyOnceGroupLeftAlone(t *testing.T) {
-	in := newTopic(t, "txn-in")
+	in := labtest.NewTopic(t, theLab, "txn-in")
 	group := labtest.Name("txn-group")
-	settle(t, group)
+	labtest.Settle(t, theLab, group)
 	consumeTransactionally(t, "scus", group, in, 600)
 
-	rep, code := check(t, "--cluster", "scus", "--group", group)
-	r := row(t, rep, group)
+	rep, code := cli.Check(t, "--cluster", "scus", "--group", group)
+	r := labcli.Row(t, rep, group)
 	c := r.Cell("scus")
-	if c.Status != offsets.StatusCacheAhead || val(c.Cached) != "600" || !strings.Contains(c.Detail, "transactional") {
+	if c.Status != offsets.StatusCacheAhead || labtest.Val(c.Cached) != "600" || !strings.Contains(c.Detail, "transactional") {
 		t.Fatalf("check: exit %d, status %s, cell %+v (want cache_ahead with a transactional detail)", code, r.Status, c)
 	}
 	if c.Status == offsets.StatusStaleCache {
 		t.Fatal("check calls a healthy transactional cache stale")
 	}
 
-	code, d := repair(t, "--cluster", "scus", "--yes", "--max-bundles", "8")
+	code, d := cli.Repair(t, "--cluster", "scus", "--yes", "--max-bundles", "8")
 	for _, cr := range d.Clusters {
 		if cr.Execution != nil && len(cr.Execution.Unloaded) > 0 {
 			t.Errorf("repair unloaded %v on %s with the transactional group in the lab", cr.Execution.Unloaded, cr.Cluster)
@@ -57,11 +58,11 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 		t.Errorf("repair exit %d: the transactional group is not among the rows it left, with the reason: %+v", code, d.Left)
 	}
 
-	code, outText := run(t, "--timeout", "10s", "reload", "--cluster", "scus", "--group", group, "--yes")
+	code, outText := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "scus", "--group", group, "--yes")
 	if code != 4 || !strings.Contains(outText, "would serve none") {
 		t.Errorf("reload of the transactional group's bundle: exit %d (want 4, refused with the loss named)", code)
 	}
-	if got := served(t, "scus", group, in); got != "600" {
+	if got := labtest.Served(t, theLab, "scus", group, in); got != "600" {
 		t.Fatalf("scus serves %s after repair and reload, want 600 still", got)
 	}
 }
@@ -73,13 +74,13 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 // partition); the record is then removed (an empty message with its key, and compaction)
 // and a reload brings the offset back.
 func TestPoisonedPartitionPredicted(t *testing.T) {
-	topic := newTopic(t, "poison")
+	topic := labtest.NewTopic(t, theLab, "poison")
 	group := labtest.Name("poison-group")
 	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
 	wus := theLab.Cluster("wus")
-	settle(t, group)
-	commit(t, "wus", group, topic, 42)
-	if got := served(t, "wus", group, topic); got != "42" {
+	labtest.Settle(t, theLab, group)
+	labtest.Commit(t, theLab, "wus", group, topic, 42)
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s, want 42", got)
 	}
 
@@ -111,8 +112,8 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 	t.Cleanup(cleanup)
 	send([]byte("kop-offsets kop suite: not a record batch"))
 
-	rep, code := check(t, "--cluster", "wus", "--group", group)
-	r := row(t, rep, group)
+	rep, code := cli.Check(t, "--cluster", "wus", "--group", group)
+	r := labcli.Row(t, rep, group)
 	c := r.Cell("wus")
 	if code != 1 || c.Status != offsets.StatusUnloadable || !strings.Contains(c.Detail, fmt.Sprintf("offsets partition %d", part)) {
 		t.Fatalf("check: exit %d, cell %+v", code, c)
@@ -125,35 +126,35 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 		t.Errorf("check warnings do not name the partition: %v", rep.Warnings)
 	}
 
-	_, d := repair(t, "--cluster", "wus", "--yes", "--max-bundles", "8")
+	_, d := cli.Repair(t, "--cluster", "wus", "--yes", "--max-bundles", "8")
 	for _, cr := range d.Clusters {
 		if cr.Execution != nil && len(cr.Execution.Unloaded) > 0 {
 			t.Errorf("repair bounced bundles %v on %s", cr.Execution.Unloaded, cr.Cluster)
 		}
 	}
-	if got := served(t, "wus", group, topic); got != "42" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s after repair, want 42 (nothing reloaded)", got)
 	}
-	if code, _ := run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 4 {
+	if code, _ := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 4 {
 		t.Errorf("reload of the poisoned partition's bundle: exit %d, want 4 (refused)", code)
 	}
 
 	// The prediction, shown on KoP: with the loss accepted, KoP loads nothing of it.
-	code, _ = run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes", "--accept-loss", "--allow-active", "--wait", "15s")
-	if got := served(t, "wus", group, topic); got != "none" {
+	code, _ = cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes", "--accept-loss", "--allow-active", "--wait", "15s")
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "none" {
 		t.Fatalf("reload --accept-loss exit %d: wus serves %s for a group of a partition KoP cannot load, want none", code, got)
 	}
 	t.Logf("KoP on wus serves no offset for %s after loading poisoned offsets partition %d, as predicted", group, part)
 
 	cleanup()
-	rep, _ = check(t, "--cluster", "wus", "--persisted-only", "--group", group)
-	if c := row(t, rep, group).Cell("wus"); c.Status == offsets.StatusUnloadable {
+	rep, _ = cli.Check(t, "--cluster", "wus", "--persisted-only", "--group", group)
+	if c := labcli.Row(t, rep, group).Cell("wus"); c.Status == offsets.StatusUnloadable {
 		t.Fatalf("after compaction the partition is still unloadable: %+v", c)
 	}
-	if code, _ := run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 0 {
+	if code, _ := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 0 {
 		t.Fatalf("reload after cleanup: exit %d", code)
 	}
-	if got := served(t, "wus", group, topic); got != "42" {
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s after cleanup and reload, want 42", got)
 	}
 }
@@ -189,7 +190,7 @@ func compact(t *testing.T, c lab.Cluster, topic string) {
 // repair --max-bundles 8 reloads them one after the other, each only once KoP answers for
 // every partition of the previous one, and afterwards KoP answers for all 8 partitions.
 func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
-	topic := newTopic(t, "paced")
+	topic := labtest.NewTopic(t, theLab, "paced")
 	var groups []string
 	for p := range int32(lab.OffsetsTopicPartitions) {
 		g := offsets.ProbeGroup(p, lab.OffsetsTopicPartitions) + "-" + labtest.Name("paced")
@@ -198,23 +199,23 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 		}
 		groups = append(groups, g)
 	}
-	settle(t, groups...)
+	labtest.Settle(t, theLab, groups...)
 	for _, g := range groups {
-		commit(t, "scus", g, topic, 1)
+		labtest.Commit(t, theLab, "scus", g, topic, 1)
 	}
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		waitReplicated(t, "scus", "wus", p)
+		labtest.WaitReplicated(t, theLab, "scus", "wus", p)
 	}
 	for _, g := range groups {
-		loadOn(t, "wus", g) // wus caches 1
+		labtest.LoadOn(t, theLab, "wus", g) // wus caches 1
 	}
 	for _, g := range groups {
-		commit(t, "scus", g, topic, 2)
+		labtest.Commit(t, theLab, "scus", g, topic, 2)
 	}
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		waitReplicated(t, "scus", "wus", p)
+		labtest.WaitReplicated(t, theLab, "scus", "wus", p)
 	}
-	code, d := repair(t, "--cluster", "wus", "--yes", "--max-bundles", "8")
+	code, d := cli.Repair(t, "--cluster", "wus", "--yes", "--max-bundles", "8")
 	if code != 0 || d.After == nil || len(d.After.Stale) != 0 {
 		t.Fatalf("repair: exit %d, after %+v", code, d.After)
 	}
@@ -224,7 +225,7 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 		}
 	}
 	for _, g := range groups {
-		if got := served(t, "wus", g, topic); got != "2" {
+		if got := labtest.Served(t, theLab, "wus", g, topic); got != "2" {
 			t.Errorf("wus serves %s for %s, want 2", got, g)
 		}
 	}
@@ -258,9 +259,9 @@ func awaitPartition(t *testing.T, c lab.Cluster, p int32, topic string) {
 // then waits until KoP serves n for the group.
 func consumeTransactionally(t *testing.T, cluster, group, in string, n int) {
 	t.Helper()
-	out := newTopic(t, "txn-out")
+	out := labtest.NewTopic(t, theLab, "txn-out")
 	c := theLab.Cluster(cluster)
-	produce(t, c, in, n)
+	labtest.Produce(t, c, in, n)
 	awaitPartition(t, c, offsets.PartitionFor(group, lab.OffsetsTopicPartitions), in)
 
 	base, err := connect.KafkaOpts(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
@@ -300,9 +301,9 @@ func consumeTransactionally(t *testing.T, cluster, group, in string, n int) {
 	t.Logf("%s: %s consumed %d records of %s in transactions", cluster, group, n, in)
 	// The COMMIT completes asynchronously (the transaction coordinator writes the markers).
 	want := fmt.Sprint(n)
-	for deadline := time.Now().Add(30 * time.Second); served(t, cluster, group, in) != want; {
+	for deadline := time.Now().Add(30 * time.Second); labtest.Served(t, theLab, cluster, group, in) != want; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s serves %s for the transactional group, want %s", cluster, served(t, cluster, group, in), want)
+			t.Fatalf("%s serves %s for the transactional group, want %s", cluster, labtest.Served(t, theLab, cluster, group, in), want)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
@@ -74,7 +75,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 	// the end (a reload per partition by hand hits the very race this test is about), so
 	// that later tests' repairs find nothing of this test stale.
 	t.Cleanup(func() {
-		d, code := quietly[repairDoc](t, "--timeout", "10s", "repair", "--lock-file", filepath.Join(t.TempDir(), "repair.lock"), "-o", "json",
+		d, code := quietly[labcli.RepairDoc](t, "--timeout", "10s", "repair", "--lock-file", filepath.Join(t.TempDir(), "repair.lock"), "-o", "json",
 			"--cluster", "wus", "--group", scope, "--yes", "--max-bundles", "8", "--wait", "2m")
 		if code != 0 {
 			t.Errorf("cleanup: repair of wus: exit %d, after %+v", code, d.After)
@@ -92,7 +93,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 			}
 		}
 		unservedPerTry = append(unservedPerTry, n)
-		d, code := quietly[repairDoc](t, "--timeout", "10s", "repair", "--lock-file", filepath.Join(t.TempDir(), "repair.lock"), "-o", "json", "--cluster", "scus", "--group", scope, "--yes", "--max-bundles", "8", "--wait", "2m")
+		d, code := quietly[labcli.RepairDoc](t, "--timeout", "10s", "repair", "--lock-file", filepath.Join(t.TempDir(), "repair.lock"), "-o", "json", "--cluster", "scus", "--group", scope, "--yes", "--max-bundles", "8", "--wait", "2m")
 		if code != 0 || d.After == nil || len(d.After.Stale) != 0 || len(d.After.Unserved) != 0 {
 			t.Fatalf("try %d: repair: exit %d, after %+v", try, code, d.After)
 		}
@@ -110,7 +111,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 
 	// watch --repair, separately: one more namespace unload with watch running; it brings
 	// back whatever the unload left unserved, by itself.
-	stop := startWatch(t, "127.0.0.1:19997", 30, scope)
+	stop := cli.StartWatch(t, "127.0.0.1:19997", 30, scope)
 	unloadNamespace(t, scus)
 	time.Sleep(10 * time.Second)
 	var left []int32
@@ -151,8 +152,8 @@ func quietly[T any](t *testing.T, args ...string) (T, int) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	code, out, errOut := runCLI(ctx, theLab, args...)
-	t.Logf("$ kop-offsets %s -> exit %d in %s, %d bytes of JSON\n%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), len(out), tail(errOut, 15))
+	code, out, errOut := labcli.RunCLI(ctx, theLab, args...)
+	t.Logf("$ kop-offsets %s -> exit %d in %s, %d bytes of JSON\n%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), len(out), labtest.Tail(errOut, 15))
 	var v T
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("exit %d, not a document: %v", code, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
@@ -407,6 +408,25 @@ func TestPortOffsetMovesEveryPort(t *testing.T) {
 		t.Setenv("KOP_LAB_PORT_OFFSET", bad)
 		if got := DefaultClusters()[0].Ports.Web; got != 18080 {
 			t.Fatalf("offset %q: scus web %d, want the default 18080", bad, got)
+		}
+	}
+}
+
+// The lab's 4 bundles of public/__kafka, or splits of them, are the lab's; any other layout
+// is not (a namespace KoP created with its own bundle count).
+func TestMetadataBundlesOK(t *testing.T) {
+	for _, tc := range []struct {
+		b    *utils.BundlesData
+		want bool
+	}{
+		{&utils.BundlesData{NumBundles: 4, Boundaries: []string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"}}, true},
+		{&utils.BundlesData{NumBundles: 5, Boundaries: []string{"0x00000000", "0x40000000", "0x80000000", "0xa0000000", "0xc0000000", "0xffffffff"}}, true},
+		{&utils.BundlesData{NumBundles: 4, Boundaries: []string{"0x00000000", "0x3fffffff", "0x7ffffffe", "0xbffffffd", "0xffffffff"}}, false},
+		{&utils.BundlesData{NumBundles: 2, Boundaries: []string{"0x00000000", "0x80000000", "0xffffffff"}}, false},
+		{nil, false},
+	} {
+		if got := MetadataBundlesOK(tc.b); got != tc.want {
+			t.Errorf("%+v: %v, want %v", tc.b, got, tc.want)
 		}
 	}
 }

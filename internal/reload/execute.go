@@ -13,6 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // OffsetFetcher answers OffsetFetch for one group on the cluster being reloaded.
@@ -34,9 +35,9 @@ const (
 
 // Bundle statuses in an Execution.
 const (
-	BundleRefused      = "refused"       // the plan refused it: not touched
+	BundleRefused      = "refused"       // the plan refused it, or the checks just before the unload did: not touched
 	BundleNotAttempted = "not_attempted" // an earlier bundle failed or the run was interrupted: not touched
-	BundleUnloadFailed = "unload_failed" // the unload call failed: see Error (KoP may still have dropped the bundle's groups: it was looked up and checked)
+	BundleUnloadFailed = "unload_failed" // the unload call failed: see Error (KoP may still have dropped the bundle's groups: it was looked up and checked); or, Unloaded false, the bundles could not be read again before it
 	BundleLoadFailed   = "load_failed"   // unloaded, but a lookup failed: the next client lookup loads it
 	BundleVerified     = "verified"      // unloaded, loaded, KoP serves the persisted offsets
 	BundleCacheDiffers = "cache_differs" // unloaded, loaded, KoP still serves other values (or keeps loading)
@@ -91,8 +92,10 @@ type Executor struct {
 type Execution struct {
 	Bundles []BundleResult `json:"bundles"`
 	Groups  []GroupResult  `json:"groups"`
-	// Unloaded lists every bundle that was unloaded; NotUnloaded every planned bundle that
-	// was not (refused, not attempted, or its unload failed).
+	// Unloaded lists every bundle that was unloaded (for a planned bundle split since the
+	// plan, the parts of it, among BundleResult.SplitInto, whose unload succeeded);
+	// NotUnloaded every planned bundle that was not (refused, not attempted, or its unload
+	// failed).
 	Unloaded    []string `json:"unloaded"`
 	NotUnloaded []string `json:"notUnloaded"`
 	ExitCode    int      `json:"exitCode"`
@@ -110,6 +113,12 @@ type BundleResult struct {
 	LoadedAt          *output.Time `json:"loadedAt,omitempty"`
 	VerifiedAt        *output.Time `json:"verifiedAt,omitempty"`
 	Error             string       `json:"error,omitempty"`
+	// SplitInto: the planned bundle no longer existed at the unload (it was split since the
+	// plan); these bundles, within its range, hold its offsets partitions now and were
+	// unloaded in its place. Empty when the planned bundle itself was unloaded.
+	SplitInto []string `json:"splitInto,omitempty"`
+
+	unloaded []string // the ranges whose unload call succeeded
 }
 
 // GroupResult is one group before and after.
@@ -232,9 +241,12 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 				grs = append(grs, GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded})
 			}
 		}
-		if br.Unloaded {
+		switch {
+		case br.Unloaded && len(br.SplitInto) > 0:
+			ex.Unloaded = append(ex.Unloaded, br.unloaded...)
+		case br.Unloaded:
 			ex.Unloaded = append(ex.Unloaded, br.Range)
-		} else {
+		default:
 			ex.NotUnloaded = append(ex.NotUnloaded, br.Range)
 		}
 		ex.Bundles = append(ex.Bundles, br)
@@ -266,8 +278,21 @@ func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundl
 		br.Error = "not unloaded: since the plan, " + lossRefusal(late)
 		return br, grs
 	}
-	unloadErr := e.unload(ctx, pb, &br)
-	if e.load(ctx, pb, &br) {
+	ranges, err := e.currentRanges(ctx, pb)
+	switch {
+	case errors.Is(err, errBundlesChanged):
+		br.Status, br.Error = BundleRefused, "not unloaded: "+err.Error()
+		return br, grs
+	case err != nil:
+		br.Status, br.Error = BundleUnloadFailed, "not unloaded: "+err.Error()
+		return br, grs
+	case len(ranges) != 1 || ranges[0] != pb.Range:
+		br.SplitInto = ranges
+		e.Log("bundle %s on %s was split since the plan: unloading the bundles within it that hold its offsets partitions %v: %s",
+			pb.Range, e.Cluster.Name, pb.OffsetsPartitions, strings.Join(ranges, ", "))
+	}
+	unloadErr := e.unload(ctx, ranges, &br)
+	if e.load(ctx, pb, ranges, &br) {
 		e.verify(ctx, pb, &br, grs)
 	}
 	if unloadErr != nil {
@@ -316,26 +341,78 @@ func (e *Executor) recheck(ctx context.Context, plan *Plan, groups []AffectedGro
 	return grs, e.recheckLive(ctx, groups, late)
 }
 
-// unload unloads the bundle and returns the unload call's error.
-func (e *Executor) unload(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
+// errBundlesChanged is wrapped when a planned bundle's offsets partitions lie, at the
+// unload, in a bundle that reaches beyond the planned range.
+var errBundlesChanged = errors.New("the bundles changed since the plan")
+
+// currentRanges reads the namespace's bundles again just before pb is unloaded and returns
+// those that hold pb's offsets partitions now: pb's own range, or, when pb was split since
+// the plan (pulsar-admin namespaces split-bundle, or the load manager's auto-split), the
+// bundles within it that hold them. Unloading those touches nothing the plan did not check.
+// A partition now in a bundle that reaches beyond pb's range (the bundles were redone)
+// gives errBundlesChanged: that bundle holds topics the plan never looked at.
+func (e *Executor) currentRanges(ctx context.Context, pb PlannedBundle) ([]string, error) {
 	ns := e.Cluster.Namespace()
-	e.Log("unloading bundle %s/%s on %s", ns, pb.Range, e.Cluster.Name)
-	err := e.Admin.UnloadBundle(ctx, ns, pb.Range)
-	if err == nil {
-		br.Unloaded = true
-		br.UnloadedAt = output.NewTime(e.Now())
-		return nil
+	bundles, err := e.Admin.Bundles(ctx, ns)
+	if err != nil {
+		return nil, fmt.Errorf("the bundles of %s could not be read again just before the unload: %w", ns, err)
 	}
-	// KoP's bundle listener drops the bundle's groups on an unload at the FAILURE stage
-	// too: a failed unload may have emptied the cache. Look the bundle up and check it
-	// like a successful one, so the report says what KoP serves now.
-	e.Log("unload of %s on %s failed (%v): KoP may have dropped its groups anyway; looking it up and checking", pb.Range, e.Cluster.Name, err)
-	return err
+	planned, err := pulsarx.ParseBundleRange(pb.Range)
+	if err != nil {
+		return nil, err
+	}
+	var ranges []string
+	for _, part := range pb.OffsetsPartitions {
+		b, err := pulsarx.FindBundle(bundles, e.Cluster.PartitionTopic(part))
+		if err != nil {
+			return nil, fmt.Errorf("the bundles of %s read again just before the unload: %w", ns, err)
+		}
+		if b.Lo < planned.Lo || b.Hi > planned.Hi {
+			return nil, fmt.Errorf("%w: offsets partition %d is now in bundle %s of %s, which reaches beyond the planned %s "+
+				"(it holds topics the plan did not check); plan again", errBundlesChanged, part, b.Range, ns, pb.Range)
+		}
+		if !slices.Contains(ranges, b.Range) {
+			ranges = append(ranges, b.Range)
+		}
+	}
+	if len(ranges) == 0 { // a bundle without offsets partitions: unloaded as planned
+		ranges = []string{pb.Range}
+	}
+	slices.Sort(ranges)
+	return ranges, nil
+}
+
+// unload unloads the bundles of ranges (the planned bundle, or the parts of it that hold its
+// offsets partitions after a split) and returns the first unload call's error; br.Unloaded
+// is set when one of them was unloaded.
+func (e *Executor) unload(ctx context.Context, ranges []string, br *BundleResult) error {
+	ns := e.Cluster.Namespace()
+	var first error
+	for _, r := range ranges {
+		e.Log("unloading bundle %s/%s on %s", ns, r, e.Cluster.Name)
+		err := e.Admin.UnloadBundle(ctx, ns, r)
+		if err == nil {
+			br.unloaded = append(br.unloaded, r)
+			if !br.Unloaded {
+				br.Unloaded = true
+				br.UnloadedAt = output.NewTime(e.Now())
+			}
+			continue
+		}
+		// KoP's bundle listener drops the bundle's groups on an unload at the FAILURE stage
+		// too: a failed unload may have emptied the cache. Look the bundle up and check it
+		// like a successful one, so the report says what KoP serves now.
+		e.Log("unload of %s on %s failed (%v): KoP may have dropped its groups anyway; looking it up and checking", r, e.Cluster.Name, err)
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // load makes a broker take the bundle again and waits for every offsets partition of it to
 // answer; false, with br's status and error set, when either fails.
-func (e *Executor) load(ctx context.Context, pb PlannedBundle, br *BundleResult) bool {
+func (e *Executor) load(ctx context.Context, pb PlannedBundle, ranges []string, br *BundleResult) bool {
 	// The load: a lookup of each offsets partition makes a broker take the bundle; KoP's
 	// bundle listener then loads every offsets partition in it.
 	if err := e.lookup(ctx, pb, br); err != nil {
@@ -350,7 +427,7 @@ func (e *Executor) load(ctx context.Context, pb PlannedBundle, br *BundleResult)
 	// Paced: every offsets partition of the bundle must answer before anything else is
 	// unloaded. KoP ignores a load of a partition whose previous unload has not finished
 	// ("Already loading") and then never loads it.
-	if stuck := e.awaitPartitions(ctx, pb, br); len(stuck) > 0 {
+	if stuck := e.awaitPartitions(ctx, pb, ranges, br); len(stuck) > 0 {
 		br.Status = BundleLoadFailed
 		br.Error = fmt.Sprintf("looked up, but KoP on %s still answers NOT_COORDINATOR or loading for offsets partitions %v after %s, a second unload and lookup: "+
 			"their groups are served nothing; fix: kop-offsets reload --cluster %s --partition %s --yes (or restart the broker that owns them)",
@@ -489,7 +566,7 @@ func (e *Executor) partitions() int32 {
 func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResult) error {
 	var owners []string
 	for _, part := range pb.OffsetsPartitions {
-		owner, err := e.Admin.LookupOwner(ctx, e.Cluster.PartitionTopic(part))
+		owner, err := e.lookupOwner(ctx, e.Cluster.PartitionTopic(part))
 		if err != nil {
 			return err
 		}
@@ -508,12 +585,34 @@ func (e *Executor) lookup(ctx context.Context, pb PlannedBundle, br *BundleResul
 	return nil
 }
 
+// lookupRetries is how many times a failed lookup is tried again, after 1, 2 and 4 s: right
+// after an unload the broker that gave the bundle up may still hold its ownership lock in the
+// metadata store, and a lookup then fails (http 500, LockBusyException "already locked";
+// seen on the 2x2 lab after an unload of a bundle split a moment before).
+const lookupRetries = 3
+
+// lookupOwner is Admin.LookupOwner, tried again lookupRetries times on an error.
+func (e *Executor) lookupOwner(ctx context.Context, topic string) (pulsarx.Owner, error) {
+	backoff := time.Second
+	for attempt := 0; ; attempt++ {
+		owner, err := e.Admin.LookupOwner(ctx, topic)
+		if err == nil || attempt == lookupRetries || ctx.Err() != nil {
+			return owner, err
+		}
+		e.Log("lookup of %s on %s failed (%v): trying again in %s", topic, e.Cluster.Name, err, backoff)
+		if e.Sleep(ctx, backoff) != nil {
+			return owner, err
+		}
+		backoff *= 2
+	}
+}
+
 // awaitPartitions waits until KoP answers OffsetFetch without a coordinator error for a
 // probe group of every offsets partition of the bundle (a group name that hashes there and
 // has no offsets: the answer is empty once the partition is loaded). A partition still not
 // answering after Wait gets one more unload and lookup, then another Wait. It returns the
 // partitions that never answered; none without a Fetcher (nothing to ask: Pause paces).
-func (e *Executor) awaitPartitions(ctx context.Context, pb PlannedBundle, br *BundleResult) []int32 {
+func (e *Executor) awaitPartitions(ctx context.Context, pb PlannedBundle, ranges []string, br *BundleResult) []int32 {
 	if e.Fetcher == nil || e.Partitions <= 0 {
 		return nil
 	}
@@ -522,8 +621,10 @@ func (e *Executor) awaitPartitions(ctx context.Context, pb PlannedBundle, br *Bu
 		return stuck
 	}
 	e.Log("offsets partitions %v of %s on %s do not answer after %s: unloading and looking the bundle up once more", stuck, pb.Range, e.Cluster.Name, e.Wait)
-	if err := e.Admin.UnloadBundle(ctx, e.Cluster.Namespace(), pb.Range); err != nil {
-		e.Log("second unload of %s failed: %v", pb.Range, err)
+	for _, r := range ranges {
+		if err := e.Admin.UnloadBundle(ctx, e.Cluster.Namespace(), r); err != nil {
+			e.Log("second unload of %s failed: %v", r, err)
+		}
 	}
 	if err := e.lookup(ctx, pb, br); err != nil {
 		e.Log("second lookup of %s failed: %v", pb.Range, err)

@@ -15,6 +15,7 @@ import (
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
@@ -27,7 +28,7 @@ import (
 func TestTopologyUserStory(t *testing.T) {
 	l, _ := severalBrokers(t)
 	start := time.Now()
-	topic, group, part := storyAt500(t, l, "topo-story")
+	topic, group, part := labtest.StoryAt500(t, l, "topo-story")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	for _, c := range l.Clusters {
@@ -35,81 +36,81 @@ func TestTopologyUserStory(t *testing.T) {
 	}
 	t.Logf("story at 500 in %s", time.Since(start).Round(time.Millisecond))
 
-	commit(t, l, "scus", group, topic, 10900)
-	waitReplicated(t, l, "scus", "wus", part)
-	if got := served(t, l, "wus", group, topic); got != "500" {
+	labtest.Commit(t, l, "scus", group, topic, 10900)
+	labtest.WaitReplicated(t, l, "scus", "wus", part)
+	if got := labtest.Served(t, l, "wus", group, topic); got != "500" {
 		t.Fatalf("wus serves %s after the replicated commit, want the stale 500", got)
 	}
-	if got := served(t, l, "scus", group, topic); got != "10900" {
+	if got := labtest.Served(t, l, "scus", group, topic); got != "10900" {
 		t.Fatalf("scus serves %s, want 10900", got)
 	}
 
 	// check names it.
-	rep, code := check(t, l, "--group", group)
-	r := row(t, rep, group)
+	rep, code := cli(l).Check(t, "--group", group)
+	r := labcli.Row(t, rep, group)
 	w, s := r.Cell("wus"), r.Cell("scus")
 	if code != 1 || r.Status != offsets.StatusStaleCache || w.Status != offsets.StatusStaleCache ||
-		val(w.Cached) != "500" || val(w.Persisted) != "10900" || s.Status != offsets.StatusOK || val(s.Cached) != "10900" {
+		labtest.Val(w.Cached) != "500" || labtest.Val(w.Persisted) != "10900" || s.Status != offsets.StatusOK || labtest.Val(s.Cached) != "10900" {
 		t.Fatalf("check: exit %d, row %s, wus %+v, scus %+v", code, r.Status, w, s)
 	}
 
 	// repair --cluster wus --yes fixes it.
 	rs := time.Now()
-	code, d := repair(t, l, "--cluster", "wus", "--yes")
+	code, d := cli(l).Repair(t, "--cluster", "wus", "--yes")
 	t.Logf("repair: exit %d in %s", code, time.Since(rs).Round(time.Millisecond))
 	if code != 0 || len(d.Clusters) != 1 || d.Clusters[0].Execution == nil || len(d.Clusters[0].Execution.Unloaded) == 0 ||
 		d.After == nil || len(d.After.Stale) != 0 {
 		t.Fatalf("repair: exit %d, %+v", code, d)
 	}
-	if !slices.ContainsFunc(d.Stale, func(r repairRow) bool { return r.Group == group && r.Cluster == "wus" }) {
+	if !slices.ContainsFunc(d.Stale, func(r labcli.RepairRow) bool { return r.Group == group && r.Cluster == "wus" }) {
 		t.Errorf("repair found stale %+v, not %s on wus", d.Stale, group)
 	}
 	if len(d.Stale) != 1 {
 		t.Logf("repair found other stale rows on wus besides %s (left by earlier runs): %+v", group, d.Stale)
 	}
-	if got := served(t, l, "wus", group, topic); got != "10900" {
+	if got := labtest.Served(t, l, "wus", group, topic); got != "10900" {
 		t.Fatalf("wus serves %s after repair, want 10900", got)
 	}
 	t.Logf("wus: offsets partition %d owned by broker-%d after the repair", part, brokerOf(ctx, t, l.Cluster("wus"), part))
-	rep, code = check(t, l, "--group", group)
-	if r := row(t, rep, group); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Cached) != "10900" {
+	rep, code = cli(l).Check(t, "--group", group)
+	if r := labcli.Row(t, rep, group); code != 0 || r.Status != offsets.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {
 		t.Fatalf("check after repair: exit %d, %+v", code, r)
 	}
 
 	// A consumer of the group on wus starts at 10900: one more record there to read.
-	produce(t, l.Cluster("wus"), topic, 1)
-	if first := firstRecord(t, l, "wus", group, topic).Offset; first != 10900 {
+	labtest.Produce(t, l.Cluster("wus"), topic, 1)
+	if first := labtest.FirstRecord(t, l, "wus", group, topic).Offset; first != 10900 {
 		t.Fatalf("the group's consumer on wus started at %d, want 10900", first)
 	}
 
 	// Second episode, healed by watch --repair: the group commits 10901 on scus.
-	waitEndOffset(t, l.Cluster("scus"), topic, 10901)
-	listen := freeListen(t)
-	stop := startWatch(t, l, listen, group)
+	labtest.WaitEndOffset(t, l.Cluster("scus"), topic, 10901)
+	listen := labtest.FreeListen(t)
+	stop := cli(l).StartWatch(t, listen, 25, group)
 	defer func() {
 		if code, stopped := stop(); stopped && code != 0 {
 			t.Errorf("watch exit %d after cancel", code)
 		}
 	}()
 	ws := time.Now()
-	commit(t, l, "scus", group, topic, 10901)
-	for served(t, l, "wus", group, topic) != "10901" {
+	labtest.Commit(t, l, "scus", group, topic, 10901)
+	for labtest.Served(t, l, "wus", group, topic) != "10901" {
 		if time.Since(ws) > 90*time.Second {
-			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", served(t, l, "wus", group, topic), time.Since(ws))
+			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", labtest.Served(t, l, "wus", group, topic), time.Since(ws))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("wus serves 10901 %s after the commit on scus, healed by watch --repair", time.Since(ws).Round(100*time.Millisecond))
 	var metrics string
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		metrics = get(t, "http://"+listen+"/metrics")
+		metrics = labtest.Get(t, "http://"+listen+"/metrics")
 		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
 	}
 	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
-		t.Errorf("no reload counted in /metrics:\n%s", tail(metrics, 40))
+		t.Errorf("no reload counted in /metrics:\n%s", labtest.Tail(metrics, 40))
 	}
 	for _, line := range strings.Split(metrics, "\n") {
 		if strings.HasPrefix(line, "kop_offsets_watch_reloads_total{") || strings.HasPrefix(line, "kop_offsets_staleness_served_seconds_count") {
@@ -191,8 +192,8 @@ func oneBrokerDown(t *testing.T, kill bool) {
 		how = "killed (SIGKILL)"
 	}
 	w := l.Cluster("wus")
-	topic := newTopic(t, l, "topo-down")
-	produce(t, w, topic, 100)
+	topic := labtest.NewTopic(t, l, "topo-down")
+	labtest.Produce(t, w, topic, 100)
 	prefix := labtest.Name("topo-down")
 	want := map[string]int64{}
 	var groups []string
@@ -215,7 +216,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 		}
 	})
 	for _, g := range groups {
-		commit(t, l, "wus", g, topic, want[g])
+		labtest.Commit(t, l, "wus", g, topic, want[g])
 	}
 	// Both brokers coordinate some groups: move a bundle to the broker that has none.
 	owner := map[int32]int{}
@@ -250,7 +251,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 	}
 	kopBrokers(t, w, prefix)
 	glob := prefix + "-*"
-	rep, code := check(t, l, "--cluster", "wus", "--group", glob)
+	rep, code := cli(l).Check(t, "--cluster", "wus", "--group", glob)
 	if code != 0 || len(rep.Rows) != len(groups) {
 		t.Fatalf("check before the stop: exit %d, %d rows for %d groups", code, len(rep.Rows), len(groups))
 	}
@@ -264,7 +265,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 	}
 	stopped := time.Now()
 	t.Logf("wus broker-1 %s in %s", how, stopped.Sub(stopStart).Round(100*time.Millisecond))
-	rep, code = check(t, l, "--cluster", "wus", "--group", glob)
+	rep, code = cli(l).Check(t, "--cluster", "wus", "--group", glob)
 	t.Logf("check right after broker-1 was %s (the check began %s after): exit %d, errors %+v, unserved %+v, summary %v",
 		how, time.Since(stopped).Round(100*time.Millisecond), code, rep.Errors, rep.Unserved, rep.Summary)
 	answered, missing := judgeDown(t, rep, groups, want, owner)
@@ -285,7 +286,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 		for _, g := range groups {
 			args = append(args, "--group", g)
 		}
-		nrep, ncode := check(t, l, args...)
+		nrep, ncode := cli(l).Check(t, args...)
 		nanswered, nmissing := judgeDown(t, nrep, groups, want, owner)
 		t.Logf("check naming the groups, %s after the kill: exit %d, %d answered, not answered %v, errors %+v",
 			time.Since(stopped).Round(100*time.Millisecond), ncode, nanswered, nmissing, nrep.Errors)
@@ -314,7 +315,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 	served := len(missing) == 0 && code == 0
 	for !served && time.Since(stopped) < 3*time.Minute {
 		time.Sleep(2 * time.Second)
-		rep, code = check(t, l, "--cluster", "wus", "--group", glob)
+		rep, code = cli(l).Check(t, "--cluster", "wus", "--group", glob)
 		_, missing = judgeDown(t, rep, groups, want, owner)
 		served = len(missing) == 0 && code == 0
 	}
@@ -323,9 +324,9 @@ func oneBrokerDown(t *testing.T, kill bool) {
 			time.Since(stopped).Round(100*time.Millisecond), time.Since(stopStart).Round(100*time.Millisecond))
 	} else {
 		t.Logf("3 min after broker-1 was %s, groups %v are still not served (exit %d): repair", how, missing, code)
-		rc, d := repair(t, l, "--cluster", "wus", "--yes")
+		rc, d := cli(l).Repair(t, "--cluster", "wus", "--yes")
 		t.Logf("repair with broker-1 down: exit %d, %+v", rc, d)
-		rep, code = check(t, l, "--cluster", "wus", "--group", glob)
+		rep, code = cli(l).Check(t, "--cluster", "wus", "--group", glob)
 		if _, missing = judgeDown(t, rep, groups, want, owner); len(missing) > 0 || code != 0 {
 			t.Errorf("after repair with broker-1 down: exit %d, not answered %v", code, missing)
 		}
@@ -338,7 +339,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 	labtest.StartBroker(t, l, "wus", 1)
 	t.Logf("wus broker-1 started again, healthy in %s", time.Since(ss).Round(100*time.Millisecond))
 	kopBrokers(t, w, prefix)
-	rep, code = check(t, l, "--cluster", "wus", "--group", glob)
+	rep, code = cli(l).Check(t, "--cluster", "wus", "--group", glob)
 	if _, missing = judgeDown(t, rep, groups, want, owner); len(missing) > 0 || code != 0 {
 		t.Errorf("after broker-1 is back: exit %d, not answered %v", code, missing)
 	}

@@ -225,3 +225,21 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// A planned bundle split since the plan: the table and the summary name the parts unloaded in
+// its place.
+func TestWriteExecutionNamesTheSplit(t *testing.T) {
+	const planned, part = "0x80000000_0xc0000000", "0x80000000_0xa0000000"
+	ex := &reload.Execution{Bundles: []reload.BundleResult{{Range: planned, Status: reload.BundleVerified, Unloaded: true, Loaded: true,
+		SplitInto: []string{part}}}, Unloaded: []string{part}}
+	var b bytes.Buffer
+	if err := WriteExecution(&b, false, nil, ex); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "split since the plan: unloaded "+part+" in its place") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	if s := Summary("scus", ex); !strings.Contains(s, "unloaded bundles: "+part+";") {
+		t.Errorf("summary: %s", s)
+	}
+}

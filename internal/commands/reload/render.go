@@ -107,7 +107,7 @@ func WriteExecution(w io.Writer, tty bool, cs *iostreams.ColorScheme, ex *reload
 		if tty {
 			st = statusColor(cs, st)
 		}
-		tp.AddRow(b.Range, st, yesNo(b.Unloaded), yesNo(b.Loaded), dash(b.Owner), dash(b.Error))
+		tp.AddRow(b.Range, st, yesNo(b.Unloaded), yesNo(b.Loaded), dash(b.Owner), dash(bundleDetail(b)))
 	}
 	if err := tp.Render(); err != nil {
 		return err
@@ -128,6 +128,19 @@ func WriteExecution(w io.Writer, tty bool, cs *iostreams.ColorScheme, ex *reload
 		}
 	}
 	return nil
+}
+
+// bundleDetail is b's error, after the parts unloaded in its place when b was split since
+// the plan.
+func bundleDetail(b reload.BundleResult) string {
+	if len(b.SplitInto) == 0 {
+		return b.Error
+	}
+	split := "split since the plan: unloaded " + strings.Join(b.SplitInto, ", ") + " in its place"
+	if b.Error == "" {
+		return split
+	}
+	return split + "; " + b.Error
 }
 
 // Summary is one line saying which bundles were unloaded and which were not.
