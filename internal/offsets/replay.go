@@ -814,6 +814,48 @@ func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
 	return out
 }
 
+// EachGroupOffset yields the offsets of one group sorted by topic and partition, one at a
+// time (GroupOffsets without the slice).
+func (p *PersistedOffsets) EachGroupOffset(group string) iter.Seq[CommittedOffset] {
+	return func(yield func(CommittedOffset) bool) {
+		s := p.part(group)
+		if s == nil {
+			return
+		}
+		p.index()
+		id, ok := s.groups.id(group)
+		if !ok {
+			return
+		}
+		for _, slot := range s.groupSlots(id) {
+			if !yield(s.loadedOffset(slot)) {
+				return
+			}
+		}
+	}
+}
+
+// GroupNames yields the names of the groups Groups returns, sorted, without building them.
+func (p *PersistedOffsets) GroupNames() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, g := range p.sortedGroups() {
+			if !yield(g.s.groups.strs[g.id]) {
+				return
+			}
+		}
+	}
+}
+
+// HasGroup reports whether Groups holds group (it has offsets or a group record).
+func (p *PersistedOffsets) HasGroup(group string) bool {
+	s := p.part(group)
+	if s == nil {
+		return false
+	}
+	id, ok := s.groups.id(group)
+	return ok && (s.ginfo[id].loaded > 0 || s.ginfo[id].hasMetadata())
+}
+
 // Offsets returns all offsets sorted by group, topic and partition.
 func (p *PersistedOffsets) Offsets() []CommittedOffset {
 	out := make([]CommittedOffset, 0, p.Len())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -24,6 +26,9 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	if os.Getenv("KOP_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 4096
+	}
 	for b.Loop() {
 		tail, kop := newMemTail(8), newHistory(8)
 		now := time.Unix(1_800_000_000, 0)
@@ -38,17 +43,34 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 			Options{Now: func() time.Time { return now }, Resync: time.Hour, Backoff: 10 * time.Millisecond, CallTimeout: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())
 		wait := w.Start(ctx)
-		for i := 0; w.retained().rowGroups < n/5; i++ {
+		// Ready: every partition replayed, and the rows built from it (KoP's answers alone
+		// give every group a row before that).
+		for i := 0; !w.Ready() || w.retained().rowGroups < n/5; i++ {
 			w.Cycle(ctx)
 			if i > 10_000 {
-				b.Fatalf("rows of %d groups after %d cycles, want %d", w.retained().rowGroups, i, n/5)
+				b.Fatalf("rows of %d groups after %d cycles (ready %v), want %d", w.retained().rowGroups, i, w.Ready(), n/5)
 			}
 			time.Sleep(time.Millisecond)
 		}
 		after := heapAlloc()
+		if f := os.Getenv("KOP_BENCH_HEAPPROFILE"); f != "" {
+			writeHeapProfile(b, f)
+		}
 
 		b.ReportMetric(float64(after-min(after, before))/float64(n), "held-B/key")
 		cancel()
 		wait()
+	}
+}
+
+// writeHeapProfile writes the heap held now (pprof), to see what holds a steady state.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
 	}
 }

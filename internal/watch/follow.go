@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -54,11 +55,31 @@ type partition struct {
 	following bool // the tail is open and caught up
 	lastErr   error
 
-	// Owned by the cycle (no lock): the view at the last take, and its offsets by group.
+	// Owned by the cycle (no lock): the view at the last take (asked group by group: a copy
+	// of its offsets by group would double what watch holds per key), and its transactional
+	// commits left pending by group (few).
 	view      *offsets.PersistedOffsets
-	byGroup   map[string][]offsets.CommittedOffset
-	pendingBy map[string][]offsets.CommittedOffset // transactional commits left pending
-	caught    bool                                 // byGroup holds a complete replay
+	pendingBy map[string][]offsets.CommittedOffset
+	caught    bool // view holds a complete replay
+}
+
+// groups yields the groups of the view (those with offsets or a group record).
+func (p *partition) groups() iter.Seq[string] {
+	if p.view == nil {
+		return func(func(string) bool) {}
+	}
+	return p.view.GroupNames()
+}
+
+// holds reports whether the view holds group.
+func (p *partition) holds(group string) bool { return p.view != nil && p.view.HasGroup(group) }
+
+// offsetsOf yields the loaded offsets of group in the view.
+func (p *partition) offsetsOf(group string) iter.Seq[offsets.CommittedOffset] {
+	if p.view == nil {
+		return func(func(offsets.CommittedOffset) bool) {}
+	}
+	return p.view.EachGroupOffset(group)
 }
 
 func newPartition(i int32) *partition {
@@ -123,26 +144,15 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 	}
 	if p.changed {
 		view := p.rep.Result()
-		byGroup := map[string][]offsets.CommittedOffset{}
-		for _, co := range view.Offsets() {
-			byGroup[co.Group] = append(byGroup[co.Group], co)
-		}
-		for _, g := range view.Groups() {
-			if _, ok := byGroup[g.Group]; !ok {
-				byGroup[g.Group] = nil // known by its metadata only
-			}
-		}
 		if p.all {
 			// Groups gone from the new replay are dirty too: their rows must be rebuilt.
-			for g := range p.byGroup {
-				dirty = append(dirty, g)
-			}
+			dirty = slices.AppendSeq(dirty, p.groups())
 		}
 		pendingBy := map[string][]offsets.CommittedOffset{}
 		for _, co := range view.Pending() {
 			pendingBy[co.Group] = append(pendingBy[co.Group], co)
 		}
-		p.view, p.byGroup, p.pendingBy, p.caught, p.changed = view, byGroup, pendingBy, true, false
+		p.view, p.pendingBy, p.caught, p.changed = view, pendingBy, true, false
 	}
 	all, p.all = p.all, false
 	for g := range p.dirty {

@@ -84,10 +84,10 @@ type Watcher struct {
 	clusters []*clusterRT
 
 	// Owned by the cycle.
-	rows       map[string][]check.Row // by group
+	rows       map[string]*check.PackedRows // by group; each replaced whole, never changed
 	lastResync time.Time
 
-	report atomic.Pointer[check.Report]
+	report atomic.Pointer[snapshot]
 	ready  atomic.Bool
 	cycles atomic.Int64
 	last   atomic.Int64 // unix nanos of the last cycle end
@@ -135,7 +135,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if lg == nil {
 		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]check.Row{}}
+	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*check.PackedRows{}}
 	for _, c := range clusters {
 		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]check.GroupFetch{},
 			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
@@ -147,8 +147,14 @@ func New(clusters []Cluster, o Options) *Watcher {
 // Metrics returns the collectors the watcher updates.
 func (w *Watcher) Metrics() *Metrics { return w.m }
 
-// Report returns the rows as of the last cycle (nil before the first), in check's shape.
-func (w *Watcher) Report() *check.Report { return w.report.Load() }
+// Report returns the rows as of the last cycle (nil before the first), in check's shape:
+// built anew from the packed rows at each call.
+func (w *Watcher) Report() *check.Report {
+	if s := w.report.Load(); s != nil {
+		return s.report()
+	}
+	return nil
+}
 
 // Ready reports whether a cycle has run and every cluster that answers has replayed all
 // of its offsets partitions.
@@ -368,9 +374,9 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	for _, c := range w.clusters {
 		w.settle(c, asked, now)
 	}
-	rep := w.buildReport()
-	w.report.Store(rep)
-	w.m.setReport(rep)
+	snap := w.snapshot()
+	w.report.Store(snap)
+	w.m.setReport(snap)
 	ready := w.replayed()
 	w.ready.Store(ready)
 	// 6. Repair, only once every cluster that answers has replayed its offsets topic.
@@ -387,7 +393,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	w.m.cycles.Inc()
 	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
 	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
-	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", snap.rows, "seconds", end.Sub(start).Seconds())
 }
 
 // takeChanges probes every cluster (up or down) and takes what its followers read since the
@@ -404,9 +410,7 @@ func (w *Watcher) takeChanges(ctx context.Context) [][]string {
 		for _, p := range parts {
 			d, all, arr, dropped, fol, fail := p.take()
 			if all {
-				for g := range p.byGroup {
-					d = append(d, g)
-				}
+				d = slices.AppendSeq(d, p.groups())
 			}
 			dirty[i] = append(dirty[i], d...)
 			if dropped > 0 {
@@ -457,8 +461,8 @@ func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool
 		}
 	}
 	for g, rs := range w.rows {
-		for _, r := range rs {
-			switch r.Status {
+		for i := range rs.Len() {
+			switch rs.Status(i) {
 			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
 				ask[g] = true
 			}
@@ -487,7 +491,7 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 	for _, c := range w.clusters {
 		_, parts := c.partitions()
 		for _, p := range parts {
-			for g := range p.byGroup {
+			for g := range p.groups() {
 				ask[g] = true
 			}
 		}
@@ -523,13 +527,14 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 func (w *Watcher) rebuild(groups []string) {
 	j, sides := w.judge()
 	names := check.Names{}
+	clusters := w.clusterNames()
 	for _, g := range groups {
 		rs := w.buildRows(j, sides, names, g)
 		if len(rs) == 0 {
 			delete(w.rows, g)
 			continue
 		}
-		w.rows[g] = rs
+		w.rows[names.Intern(g)] = check.Pack(rs, clusters, j)
 	}
 }
 
@@ -604,10 +609,8 @@ func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
 // held reports whether a replayed view of any cluster holds group.
 func (w *Watcher) held(group string) bool {
 	for _, c := range w.clusters {
-		if p := c.partitionOf(group); p != nil {
-			if _, ok := p.byGroup[group]; ok {
-				return true
-			}
+		if p := c.partitionOf(group); p != nil && p.holds(group) {
+			return true
 		}
 	}
 	return false
@@ -617,8 +620,8 @@ func (w *Watcher) held(group string) bool {
 func (w *Watcher) forgetTopics(c *clusterRT) {
 	named := map[string]bool{}
 	for _, rs := range w.rows {
-		for _, r := range rs {
-			named[r.FullTopic()] = true
+		for i := range rs.Len() {
+			named[rs.FullTopic(i)] = true
 		}
 	}
 	for t := range c.leo {
@@ -726,7 +729,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	topics := map[string]bool{}
 	for _, g := range groups {
 		if p := c.partitionOf(g); p != nil {
-			for _, co := range p.byGroup[g] {
+			for co := range p.offsetsOf(g) {
 				topics[offsets.ShortName(co.Topic, c.KafkaNamespace)] = true
 			}
 		}
@@ -807,7 +810,7 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 	ks := check.KeySet{Names: names}
 	for _, c := range w.clusters {
 		if p := c.partitionOf(group); p != nil {
-			for _, co := range p.byGroup[group] {
+			for co := range p.offsetsOf(group) {
 				ks.AddPersisted(co, c.KafkaNamespace)
 			}
 			for _, co := range p.pendingBy[group] {
@@ -845,7 +848,7 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 			v, has := check.CachedOffset(f, c.KafkaNamespace, k)
 			var persisted *int64
 			if p := c.partitionOf(k.Group); p != nil {
-				for _, co := range p.byGroup[k.Group] {
+				for co := range p.offsetsOf(k.Group) {
 					if co.Partition == k.Partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.Topic {
 						persisted = &co.Offset
 					}
@@ -868,30 +871,38 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	w.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
 }
 
-// buildReport is every row in check's report shape (for the Prometheus export and tests),
-// with check's exit code for the same rows.
-func (w *Watcher) buildReport() *check.Report {
-	rep := &check.Report{SchemaVersion: 1, Summary: map[string]int{}}
+// clusterNames are the names of the clusters, in order (the cells of a row).
+func (w *Watcher) clusterNames() []string {
+	names := make([]string, len(w.clusters))
+	for i, c := range w.clusters {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// snapshot is the report of this cycle: the rows of every group, shared with the cycle (a
+// PackedRows is replaced, never changed), and the report's other fields, with check's exit
+// code for the same rows.
+func (w *Watcher) snapshot() *snapshot {
+	s := &snapshot{head: check.Report{SchemaVersion: 1, Summary: map[string]int{}},
+		displayNS: w.displayNamespace(), groups: make([]*check.PackedRows, 0, len(w.rows))}
 	for _, c := range w.clusters {
-		rep.Clusters = append(rep.Clusters, c.Name)
+		s.head.Clusters = append(s.head.Clusters, c.Name)
 	}
-	n := 0
-	for _, rs := range w.rows {
-		n += len(rs)
-	}
-	rep.Rows = make([]check.Row, 0, n)
 	for _, g := range slices.Sorted(mapKeys(w.rows)) {
-		for _, r := range w.rows[g] {
-			rep.Rows = append(rep.Rows, r)
-			rep.Summary[string(r.Status)]++
+		rs := w.rows[g]
+		s.groups = append(s.groups, rs)
+		for i := range rs.Len() {
+			s.head.Summary[string(rs.Status(i))]++
 		}
+		s.rows += rs.Len()
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			rep.Errors = append(rep.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
+			s.head.Errors = append(s.head.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
 				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
-	rep.ExitCode = check.ExitCode(rep.Summary, len(rep.Errors) > 0, false, nil)
-	return rep
+	s.head.ExitCode = check.ExitCode(s.head.Summary, len(s.head.Errors) > 0, false, nil)
+	return s
 }
