@@ -18,7 +18,7 @@ type PackedRows struct {
 	group string
 	rows  []packedRow
 	cells []packedCell // len(clusters) per row, row after row
-	whole []Row        // the rows as built, when they do not pack
+	whole *[]Row       // the rows as built, when they do not pack
 	now   int64        // the Judge's Now (Unix ms): expiresInSeconds counts from it
 	opart int32
 }
@@ -75,7 +75,8 @@ func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
 		st, ok := statusCode(r.Status)
 		if !ok || r.Group != p.group || r.OffsetsPartition != p.opart || len(r.Cells) != len(clusters) ||
 			r.Topic != offsets.ShortName(r.fullTopic, j.DisplayNamespace) {
-			return &PackedRows{group: p.group, whole: slices.Clone(rows)}
+			whole := slices.Clone(rows)
+			return &PackedRows{group: p.group, whole: &whole}
 		}
 		p.rows[i] = packedRow{topic: r.fullTopic, partition: r.Partition, status: st}
 		for c := range r.Cells {
@@ -174,7 +175,7 @@ func (p *PackedRows) Len() int {
 	case p == nil:
 		return 0
 	case p.whole != nil:
-		return len(p.whole)
+		return len(*p.whole)
 	}
 	return len(p.rows)
 }
@@ -182,7 +183,7 @@ func (p *PackedRows) Len() int {
 // Status is the status of row i.
 func (p *PackedRows) Status(i int) offsets.Status {
 	if p.whole != nil {
-		return p.whole[i].Status
+		return (*p.whole)[i].Status
 	}
 	return statusOf(p.rows[i].status)
 }
@@ -190,7 +191,7 @@ func (p *PackedRows) Status(i int) offsets.Status {
 // FullTopic is the topic of row i in KoP's full name.
 func (p *PackedRows) FullTopic(i int) string {
 	if p.whole != nil {
-		return p.whole[i].fullTopic
+		return (*p.whole)[i].fullTopic
 	}
 	return p.rows[i].topic
 }
@@ -198,7 +199,7 @@ func (p *PackedRows) FullTopic(i int) string {
 // Row rebuilds row i (clusters as given to Pack, displayNS the Judge's DisplayNamespace).
 func (p *PackedRows) Row(i int, clusters []string, displayNS string) Row {
 	if p.whole != nil {
-		r := p.whole[i]
+		r := (*p.whole)[i]
 		r.Cells = slices.Clone(r.Cells) // the caller's to change
 		return r
 	}

@@ -3,10 +3,12 @@ package watch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +18,8 @@ import (
 
 // BenchmarkWatchSteadyState is the heap watch holds in its steady state per live key: one
 // cluster whose offsets topic holds KOP_BENCH_KEYS keys (default 100,000; groups of 5
-// partitions), all served by KoP, after the cycles that built every row. held-B/key is the
+// partitions), all served by KoP, after the cycles that built every row from the replayed
+// partitions. held-B/key is the
 // heap after a GC minus the heap before the watcher started (the input is held by both).
 func BenchmarkWatchSteadyState(b *testing.B) {
 	n := 100_000
@@ -39,7 +42,7 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 			kop.serveTopic(c.Group, fmt.Sprintf("topic-%02d", i%100), c.Partition, c.Offset)
 		}
 		before := heapAlloc()
-		w := New([]Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: tail, Fetcher: kop, Replication: check.StaticReplication{}}},
+		w := New([]Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: tail, Fetcher: freshKoP{kop}, Replication: check.StaticReplication{}}},
 			Options{Now: func() time.Time { return now }, Resync: time.Hour, Backoff: 10 * time.Millisecond, CallTimeout: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())
 		wait := w.Start(ctx)
@@ -73,4 +76,21 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// freshKoP answers in maps of its own each time, as kafkafetch does (history shares its
+// maps, which the heap before the watcher already counts).
+type freshKoP struct{ *history }
+
+func (k freshKoP) FetchOffsets(ctx context.Context, groups []string) map[string]check.GroupFetch {
+	out := k.history.FetchOffsets(ctx, groups)
+	for g, f := range out {
+		offs := make(map[string]map[int32]int64, len(f.Offsets))
+		for t, ps := range f.Offsets {
+			offs[strings.Clone(t)] = maps.Clone(ps)
+		}
+		f.Offsets = offs
+		out[g] = f
+	}
+	return out
 }

@@ -103,10 +103,10 @@ type clusterRT struct {
 
 	// Owned by the cycle.
 	up, kopUp  bool
-	probed     bool // up is known
-	adminDown  bool // the last probe of the admin API failed
-	kopKnown   bool // kopUp is known
-	cached     map[string]check.GroupFetch
+	probed     bool              // up is known
+	adminDown  bool              // the last probe of the admin API failed
+	kopKnown   bool              // kopUp is known
+	cached     map[string]answer // by group
 	repl       map[int32]map[string]offsets.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
 	pending    map[check.Key]arrival
@@ -137,7 +137,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 	}
 	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*check.PackedRows{}}
 	for _, c := range clusters {
-		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]check.GroupFetch{},
+		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]answer{},
 			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
 			pending: map[check.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
@@ -696,6 +696,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	w.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
 	failed := 0
 	var firstErr error
+	names := check.Names{}
 	for _, g := range groups {
 		f, ok := res[g]
 		if !ok {
@@ -705,7 +706,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 			failed++
 			firstErr = cmp.Or(firstErr, f.Err)
 		}
-		c.cached[g] = f
+		c.cached[g] = newAnswer(f, c.KafkaNamespace, names)
 	}
 	if ctx.Err() != nil {
 		return
@@ -733,8 +734,8 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 				topics[offsets.ShortName(co.Topic, c.KafkaNamespace)] = true
 			}
 		}
-		for t := range c.cached[g].Offsets {
-			topics[offsets.ShortName(offsets.NormalizeTopic(t, c.KafkaNamespace), c.KafkaNamespace)] = true
+		for _, o := range c.cached[g].offs {
+			topics[offsets.ShortName(o.topic, c.KafkaNamespace)] = true
 		}
 	}
 	if len(topics) == 0 {
@@ -780,17 +781,30 @@ func (w *Watcher) sides() []check.Side {
 			sd.Outbound = c.repl // a cluster down: what it said before is stale
 		}
 		if c.Fetcher != nil {
-			sd.Cached = func(g string) (check.GroupFetch, bool) {
-				if v, _ := c.view(g); v == nil {
-					return check.GroupFetch{}, false // unreachable: an older answer says nothing
-				}
-				f, ok := c.cached[g]
-				return f, ok
-			}
+			sd.Cached = c.cachedSide()
 		}
 		sides[i] = sd
 	}
 	return sides
+}
+
+// cachedSide is Side.Cached of c: the answers in kafkafetch's shape, each rebuilt once for
+// the rows of its group (the engine asks once per row).
+func (c *clusterRT) cachedSide() func(string) (check.GroupFetch, bool) {
+	var last string
+	var f check.GroupFetch
+	var ok, built bool
+	return func(g string) (check.GroupFetch, bool) {
+		if v, _ := c.view(g); v == nil {
+			return check.GroupFetch{}, false // unreachable: an older answer says nothing
+		}
+		if !built || g != last {
+			var a answer
+			a, ok = c.cached[g]
+			last, f, built = g, a.fetch(), true
+		}
+		return f, ok
+	}
 }
 
 // view is the loader view holding group, or why there is none.
@@ -818,7 +832,9 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 			}
 		}
 		if c.Fetcher != nil {
-			ks.AddCached(group, c.cached[group], c.KafkaNamespace)
+			for _, o := range c.cached[group].offs {
+				ks.Add(group, o.topic, o.partition)
+			}
 		}
 	}
 	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
@@ -844,8 +860,8 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	oldest := 0.0
 	for k, a := range c.pending {
 		f, ok := c.cached[k.Group]
-		if asked[k.Group] && ok && f.Err == nil {
-			v, has := check.CachedOffset(f, c.KafkaNamespace, k)
+		if asked[k.Group] && ok && f.err == nil {
+			v, has := f.offset(k.Topic, k.Partition)
 			var persisted *int64
 			if p := c.partitionOf(k.Group); p != nil {
 				for co := range p.offsetsOf(k.Group) {
