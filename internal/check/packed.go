@@ -100,11 +100,11 @@ func (p *PackedRows) packCell(c *Cell, cluster string) packedCell {
 	}
 	if t := c.CommitTimestamp; t != nil {
 		pc.commitMs, pc.has = t.UnixMilli(), pc.has|hasCommit
-		ok = ok && offsets.Millis(pc.commitMs).Time() == t.Time
+		ok = ok && identical(offsets.Millis(pc.commitMs).Time(), t.Time)
 	}
 	if t := c.ExpireTimestamp; t != nil {
 		pc.expireMs, pc.has = t.UnixMilli(), pc.has|hasExpire
-		ok = ok && time.UnixMilli(pc.expireMs) == t.Time
+		ok = ok && identical(time.UnixMilli(pc.expireMs), t.Time)
 	}
 	ok = ok && c.Cluster == cluster && c.Predicted == nil && c.Error == "" && c.Detail == "" && c.Origin == "" &&
 		c.Translated == nil && c.Alignment == "" && samePtr(pc.lag(), c.Lag) && samePtr(p.expiresIn(&pc), c.ExpiresIn)
@@ -141,6 +141,12 @@ func (p *PackedRows) expiresIn(pc *packedCell) *float64 {
 	}
 	in := float64(pc.expireMs-p.now) / 1000
 	return &in
+}
+
+// identical reports whether a and b are the same value, location included (Equal is not
+// enough: the rebuilt row must be the row, for reflect.DeepEqual as for JSON).
+func identical(a, b time.Time) bool {
+	return a == b //nolint:staticcheck // QF1009: Equal ignores the location, see above
 }
 
 func samePtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

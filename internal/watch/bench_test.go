@@ -72,8 +72,10 @@ func writeHeapProfile(b *testing.B, path string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
 	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
 		b.Fatal(err)
 	}
 }
