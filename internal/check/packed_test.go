@@ -54,7 +54,7 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 		}
 		for i := range rs {
 			if got := p.Row(i, clusters, "public/default"); !reflect.DeepEqual(got, rs[i]) {
-				t.Errorf("%s: row %d:\ngot  %s\nwant %s", name, i, encodeRow(t, got), encodeRow(t, rs[i]))
+				t.Errorf("%s: row %d:\ngot  %s\nwant %s", name, i, encode(t, got, false), encode(t, rs[i], false))
 			}
 			if p.Status(i) != rs[i].Status || p.FullTopic(i) != full {
 				t.Errorf("%s: row %d: status %q topic %q", name, i, p.Status(i), p.FullTopic(i))
@@ -72,13 +72,4 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 			t.Errorf("packs: cells kept whole %v, want %v", whole, want)
 		}
 	}
-}
-
-func encodeRow(t *testing.T, r Row) string {
-	t.Helper()
-	b, err := r.AppendJSON(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

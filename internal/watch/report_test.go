@@ -16,14 +16,8 @@ import (
 func TestReportIsTheEngineRows(t *testing.T) {
 	for name, build := range histories() {
 		t.Run(name, func(t *testing.T) {
-			scus, wus := newHistory(nParts), newHistory(nParts)
-			repl := check.StaticReplication{}
-			build(scus, wus, repl)
-			const ns = "public/default"
-			w := watchOnce(t, []Cluster{
-				{Name: "scus", KafkaNamespace: ns, Tailer: scus, Fetcher: scus, Replication: repl},
-				{Name: "wus", KafkaNamespace: ns, Tailer: wus, Fetcher: wus, Replication: check.StaticReplication{}},
-			})
+			scus, wus, repl := newHistories(build)
+			w := watchHistories(t, scus, wus, repl)
 			want := wholeReport(w)
 			got := w.Report()
 			if len(want.Rows) == 0 {
