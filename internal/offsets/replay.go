@@ -552,9 +552,23 @@ func (r *Replayer) Result() *PersistedOffsets {
 	return r.result(r.st.clone())
 }
 
+// View returns what KoP would load from the messages replayed so far, as Result does, but
+// over the Replayer's own state instead of a copy: it is valid only until the Replayer is
+// fed again, and must not be read concurrently with feeding it. For a caller that alternates
+// feeding and reading (watch), it saves the second copy of every live key.
+func (r *Replayer) View() *PersistedOffsets {
+	st := r.st
+	st.resetIndex(true)
+	msgs := st.msgs
+	p := r.result(st)
+	st.msgs = msgs // still the Replayer's
+	return p
+}
+
 // Finish returns what KoP would load, as Result does, without copying: the state moves into
 // the result and the Replayer starts over, empty.
 func (r *Replayer) Finish() *PersistedOffsets {
+	r.st.resetIndex(false) // a View's index, if any, is of an earlier state
 	p := r.result(r.st)
 	*r = *NewReplayer(r.partition, r.ordering)
 	return p
@@ -646,7 +660,13 @@ type pendingKey struct {
 func (p *PersistedOffsets) index() {
 	p.indexOnce.Do(func() {
 		for _, s := range p.parts {
-			s.once.Do(s.freeze)
+			s.once.Do(func() {
+				if s.viewed {
+					s.buildIndex() // the Replayer goes on with its key map
+				} else {
+					s.freeze()
+				}
+			})
 		}
 		if len(p.parts) > 1 {
 			n := 0

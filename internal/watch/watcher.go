@@ -272,6 +272,7 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 				_ = next.ApplyMessage(m.Message) // decode errors are counted, never fatal
 				return nil
 			}
+			p.waitRoom(ctx)
 			w.m.messages.WithLabelValues(c.Name).Inc()
 			for _, a := range p.apply(m, w.o.Now()) {
 				w.m.replicated.WithLabelValues(c.Name, a.from).Inc()
@@ -282,11 +283,12 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 			return nil
 		}, func() {
 			live = true
+			msgs := next.Counts().Messages // next is the cycle's after the swap
 			p.swap(next)
 			d := w.o.Now().Sub(start)
 			w.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
 			w.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
-				"messages", next.Counts().Messages, "seconds", d.Seconds())
+				"messages", msgs, "seconds", d.Seconds())
 			backoff = w.o.Backoff
 		})
 		if ctx.Err() != nil {
