@@ -552,9 +552,23 @@ func (r *Replayer) Result() *PersistedOffsets {
 	return r.result(r.st.clone())
 }
 
+// View returns what KoP would load from the messages replayed so far, as Result does, but
+// over the Replayer's own state instead of a copy: it is valid only until the Replayer is
+// fed again, and must not be read concurrently with feeding it. For a caller that alternates
+// feeding and reading (watch), it saves the second copy of every live key.
+func (r *Replayer) View() *PersistedOffsets {
+	st := r.st
+	st.resetIndex(true)
+	msgs := st.msgs
+	p := r.result(st)
+	st.msgs = msgs // still the Replayer's
+	return p
+}
+
 // Finish returns what KoP would load, as Result does, without copying: the state moves into
 // the result and the Replayer starts over, empty.
 func (r *Replayer) Finish() *PersistedOffsets {
+	r.st.resetIndex(false) // a View's index, if any, is of an earlier state
 	p := r.result(r.st)
 	*r = *NewReplayer(r.partition, r.ordering)
 	return p
@@ -646,7 +660,13 @@ type pendingKey struct {
 func (p *PersistedOffsets) index() {
 	p.indexOnce.Do(func() {
 		for _, s := range p.parts {
-			s.once.Do(s.freeze)
+			s.once.Do(func() {
+				if s.viewed {
+					s.buildIndex() // the Replayer goes on with its key map
+				} else {
+					s.freeze()
+				}
+			})
 		}
 		if len(p.parts) > 1 {
 			n := 0
@@ -812,6 +832,48 @@ func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
 		out[i] = s.loadedOffset(slot)
 	}
 	return out
+}
+
+// EachGroupOffset yields the offsets of one group sorted by topic and partition, one at a
+// time (GroupOffsets without the slice).
+func (p *PersistedOffsets) EachGroupOffset(group string) iter.Seq[CommittedOffset] {
+	return func(yield func(CommittedOffset) bool) {
+		s := p.part(group)
+		if s == nil {
+			return
+		}
+		p.index()
+		id, ok := s.groups.id(group)
+		if !ok {
+			return
+		}
+		for _, slot := range s.groupSlots(id) {
+			if !yield(s.loadedOffset(slot)) {
+				return
+			}
+		}
+	}
+}
+
+// GroupNames yields the names of the groups Groups returns, sorted, without building them.
+func (p *PersistedOffsets) GroupNames() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for _, g := range p.sortedGroups() {
+			if !yield(g.s.groups.strs[g.id]) {
+				return
+			}
+		}
+	}
+}
+
+// HasGroup reports whether Groups holds group (it has offsets or a group record).
+func (p *PersistedOffsets) HasGroup(group string) bool {
+	s := p.part(group)
+	if s == nil {
+		return false
+	}
+	id, ok := s.groups.id(group)
+	return ok && (s.ginfo[id].loaded > 0 || s.ginfo[id].hasMetadata())
 }
 
 // Offsets returns all offsets sorted by group, topic and partition.

@@ -321,7 +321,10 @@ type state struct {
 
 	// Indexes built on first read, once the state is in a PersistedOffsets (read-only, maybe
 	// shared by several after Merge).
-	once   *sync.Once
+	once *sync.Once
+	// viewed: the state is a Replayer's, read through View until it is fed again; its
+	// indexes are built without dropping the key map the replay goes on using.
+	viewed bool
 	order  []uint32 // loaded slots by group name, topic name, partition
 	gfirst []uint32 // by group id: its first position in order
 	gnames []uint32 // groups with metadata or offsets, by name
@@ -492,8 +495,14 @@ func (s *state) clone() *state {
 	if s.msgs != nil {
 		c.msgs = &messages{payload: s.msgs.payload, list: slices.Clone(s.msgs.list), kv: slices.Clone(s.msgs.kv), free: slices.Clone(s.msgs.free)}
 	}
-	c.order, c.gfirst, c.gnames, c.trank, c.once = nil, nil, nil, nil, new(sync.Once)
+	c.resetIndex(false)
 	return &c
+}
+
+// resetIndex drops the indexes, to be built again on the next read (viewed: see the field).
+func (s *state) resetIndex(viewed bool) {
+	s.order, s.gfirst, s.gnames, s.trank = nil, nil, nil, nil
+	s.once, s.viewed = new(sync.Once), viewed
 }
 
 // committed returns the offset of a loaded slot or pending entry (metadata, pid: its own).

@@ -181,9 +181,7 @@ func histories() map[string]func(scus, wus *history, repl check.StaticReplicatio
 func TestCheckAndWatchAgree(t *testing.T) {
 	for name, build := range histories() {
 		t.Run(name, func(t *testing.T) {
-			scus, wus := newHistory(nParts), newHistory(nParts)
-			repl := check.StaticReplication{}
-			build(scus, wus, repl)
+			scus, wus, repl := newHistories(build)
 			const ns = "public/default"
 
 			rep, err := check.Run(context.Background(), []check.Cluster{
@@ -193,10 +191,7 @@ func TestCheckAndWatchAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			watched := watchOnce(t, []Cluster{
-				{Name: "scus", KafkaNamespace: ns, Tailer: scus, Fetcher: scus, Replication: repl},
-				{Name: "wus", KafkaNamespace: ns, Tailer: wus, Fetcher: wus, Replication: check.StaticReplication{}},
-			})
+			watched := watchHistories(t, scus, wus, repl)
 			wrep := watched.Report()
 
 			if got, want := rowsJSON(t, wrep.Rows), rowsJSON(t, rep.Rows); got != want {
@@ -218,6 +213,23 @@ func TestCheckAndWatchAgree(t *testing.T) {
 			t.Logf("%v exit %d", rep.Summary, rep.ExitCode)
 		})
 	}
+}
+
+// newHistories are the histories of scus and wus that build writes, and scus's replication.
+func newHistories(build func(scus, wus *history, repl check.StaticReplication)) (scus, wus *history, repl check.StaticReplication) {
+	scus, wus, repl = newHistory(nParts), newHistory(nParts), check.StaticReplication{}
+	build(scus, wus, repl)
+	return scus, wus, repl
+}
+
+// watchHistories watches scus and wus (see watchOnce).
+func watchHistories(t *testing.T, scus, wus *history, repl check.StaticReplication) *Watcher {
+	t.Helper()
+	const ns = "public/default"
+	return watchOnce(t, []Cluster{
+		{Name: "scus", KafkaNamespace: ns, Tailer: scus, Fetcher: scus, Replication: repl},
+		{Name: "wus", KafkaNamespace: ns, Tailer: wus, Fetcher: wus, Replication: check.StaticReplication{}},
+	})
 }
 
 // watchOnce runs a watcher until every partition is replayed and one cycle more has run on

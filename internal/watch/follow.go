@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -38,14 +39,22 @@ type arrival struct {
 // beyond it the newest are dropped (counted), so a flood cannot grow memory.
 const maxArrivalsPerCycle = 10000
 
-// partition is the loader view of one offsets partition: fed by its tail goroutine,
-// read by the cycle. Memory: the Replayer's live keys, the dirty groups and at most
+// maxQueued bounds the live messages a partition queues between two cycles; beyond it its
+// follower waits for the cycle to take them.
+const maxQueued = 5000
+
+// partition is the loader view of one offsets partition. Its tail goroutine replays the
+// partition into a Replayer of its own; once caught up, the Replayer is the cycle's (swap),
+// and the tail only queues what it reads: the cycle feeds the queue to the Replayer and reads
+// it in between (offsets.Replayer.View), so that no second copy of the live keys is made.
+// Memory: the Replayer's live keys, the dirty groups, at most maxQueued messages and
 // maxArrivalsPerCycle arrivals.
 type partition struct {
 	index int32
 
 	mu        sync.Mutex
-	rep       *offsets.Replayer // after the first catch-up; nil before
+	rep       *offsets.Replayer // after the first catch-up; nil before. Fed by take only
+	queued    []offsets.Message // read live since the last take
 	changed   bool              // messages since the last take
 	all       bool              // a new replay replaced the view: every group is dirty
 	dirty     map[string]struct{}
@@ -54,11 +63,31 @@ type partition struct {
 	following bool // the tail is open and caught up
 	lastErr   error
 
-	// Owned by the cycle (no lock): the view at the last take, and its offsets by group.
+	// Owned by the cycle (no lock): the view at the last take (asked group by group: a copy
+	// of its offsets by group would double what watch holds per key), and its transactional
+	// commits left pending by group (few).
 	view      *offsets.PersistedOffsets
-	byGroup   map[string][]offsets.CommittedOffset
-	pendingBy map[string][]offsets.CommittedOffset // transactional commits left pending
-	caught    bool                                 // byGroup holds a complete replay
+	pendingBy map[string][]offsets.CommittedOffset
+	caught    bool // view holds a complete replay
+}
+
+// groups yields the groups of the view (those with offsets or a group record).
+func (p *partition) groups() iter.Seq[string] {
+	if p.view == nil {
+		return func(func(string) bool) {}
+	}
+	return p.view.GroupNames()
+}
+
+// holds reports whether the view holds group.
+func (p *partition) holds(group string) bool { return p.view != nil && p.view.HasGroup(group) }
+
+// offsetsOf yields the loaded offsets of group in the view.
+func (p *partition) offsetsOf(group string) iter.Seq[offsets.CommittedOffset] {
+	if p.view == nil {
+		return func(func(offsets.CommittedOffset) bool) {}
+	}
+	return p.view.EachGroupOffset(group)
 }
 
 func newPartition(i int32) *partition {
@@ -70,6 +99,7 @@ func (p *partition) swap(r *offsets.Replayer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rep, p.changed, p.all, p.following, p.lastErr = r, true, true, true, nil
+	p.queued = nil // the new replay read them
 	clear(p.dirty)
 }
 
@@ -80,7 +110,7 @@ func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
 	var arr []arrival
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.rep.ApplyMessage(m.Message)
+	p.queued = append(p.queued, m.Message)
 	p.changed = true
 	for _, r := range recs {
 		if r.Group == "" {
@@ -106,6 +136,19 @@ func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
 	return arr
 }
 
+// waitRoom waits while the partition queues maxQueued messages, for the cycle to take them
+// (or ctx to end).
+func (p *partition) waitRoom(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		n := len(p.queued)
+		p.mu.Unlock()
+		if n < maxQueued || !sleepCtx(ctx, 10*time.Millisecond) {
+			return
+		}
+	}
+}
+
 func (p *partition) failed(err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,27 +165,20 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 		return nil, false, nil, 0, following, failing
 	}
 	if p.changed {
-		view := p.rep.Result()
-		byGroup := map[string][]offsets.CommittedOffset{}
-		for _, co := range view.Offsets() {
-			byGroup[co.Group] = append(byGroup[co.Group], co)
+		for _, m := range p.queued {
+			_ = p.rep.ApplyMessage(m) // decode errors are counted, never fatal
 		}
-		for _, g := range view.Groups() {
-			if _, ok := byGroup[g.Group]; !ok {
-				byGroup[g.Group] = nil // known by its metadata only
-			}
-		}
+		p.queued = nil
+		view := p.rep.View() // valid until the next take feeds the Replayer
 		if p.all {
 			// Groups gone from the new replay are dirty too: their rows must be rebuilt.
-			for g := range p.byGroup {
-				dirty = append(dirty, g)
-			}
+			dirty = slices.AppendSeq(dirty, p.groups())
 		}
 		pendingBy := map[string][]offsets.CommittedOffset{}
 		for _, co := range view.Pending() {
 			pendingBy[co.Group] = append(pendingBy[co.Group], co)
 		}
-		p.view, p.byGroup, p.pendingBy, p.caught, p.changed = view, byGroup, pendingBy, true, false
+		p.view, p.pendingBy, p.caught, p.changed = view, pendingBy, true, false
 	}
 	all, p.all = p.all, false
 	for g := range p.dirty {

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 )
 
@@ -59,7 +58,7 @@ type Metrics struct {
 	dropped         *prometheus.CounterVec
 	lastCycle       prometheus.Gauge
 
-	report atomic.Pointer[check.Report]
+	report atomic.Pointer[snapshot]
 }
 
 // Buckets for durations from a few milliseconds (a fetch) to an hour (a stale standby).
@@ -114,21 +113,22 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-// setReport publishes rep; its series (check's names, see promexport.Registry) are built when
-// scraped, so a cycle does not pay for them.
-func (m *Metrics) setReport(rep *check.Report) { m.report.Store(rep) }
+// setReport publishes the report of a cycle; its series (check's names, see promexport) are
+// built when scraped, a row at a time, so a cycle does not pay for them.
+func (m *Metrics) setReport(s *snapshot) { m.report.Store(s) }
 
 // Gatherer gathers watch's collectors and the latest report.
 func (m *Metrics) Gatherer() prometheus.Gatherer {
 	return prometheus.Gatherers{m.Registry, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		rep := m.report.Load()
-		if rep == nil {
+		snap := m.report.Load()
+		if snap == nil {
 			return nil, nil
 		}
-		reg, err := promexport.Registry(rep)
+		s, err := promexport.New()
 		if err != nil {
 			return nil, err
 		}
-		return reg.Gather()
+		snap.eachRow(s.AddRow)
+		return s.Finish(&snap.head).Gather()
 	})}
 }

@@ -26,8 +26,11 @@ import (
 func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	behind := map[string]int64{}
 	var stale []string
+	clusters := w.clusterNames()
 	for _, g := range asked {
-		for _, r := range w.rows[g] {
+		rs := w.rows[g]
+		for i := range rs.Len() {
+			r := rs.Row(i, clusters, w.displayNamespace())
 			cell := r.Cell(c.Name)
 			if cell.Status != offsets.StatusStaleCache && cell.Status != offsets.StatusCoordinatorUnavailable {
 				continue

@@ -84,10 +84,10 @@ type Watcher struct {
 	clusters []*clusterRT
 
 	// Owned by the cycle.
-	rows       map[string][]check.Row // by group
+	rows       map[string]*check.PackedRows // by group; each replaced whole, never changed
 	lastResync time.Time
 
-	report atomic.Pointer[check.Report]
+	report atomic.Pointer[snapshot]
 	ready  atomic.Bool
 	cycles atomic.Int64
 	last   atomic.Int64 // unix nanos of the last cycle end
@@ -103,10 +103,10 @@ type clusterRT struct {
 
 	// Owned by the cycle.
 	up, kopUp  bool
-	probed     bool // up is known
-	adminDown  bool // the last probe of the admin API failed
-	kopKnown   bool // kopUp is known
-	cached     map[string]check.GroupFetch
+	probed     bool              // up is known
+	adminDown  bool              // the last probe of the admin API failed
+	kopKnown   bool              // kopUp is known
+	cached     map[string]answer // by group
 	repl       map[int32]map[string]offsets.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
 	pending    map[check.Key]arrival
@@ -135,9 +135,9 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if lg == nil {
 		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string][]check.Row{}}
+	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*check.PackedRows{}}
 	for _, c := range clusters {
-		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]check.GroupFetch{},
+		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]answer{},
 			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
 			pending: map[check.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
@@ -147,8 +147,14 @@ func New(clusters []Cluster, o Options) *Watcher {
 // Metrics returns the collectors the watcher updates.
 func (w *Watcher) Metrics() *Metrics { return w.m }
 
-// Report returns the rows as of the last cycle (nil before the first), in check's shape.
-func (w *Watcher) Report() *check.Report { return w.report.Load() }
+// Report returns the rows as of the last cycle (nil before the first), in check's shape:
+// built anew from the packed rows at each call.
+func (w *Watcher) Report() *check.Report {
+	if s := w.report.Load(); s != nil {
+		return s.report()
+	}
+	return nil
+}
 
 // Ready reports whether a cycle has run and every cluster that answers has replayed all
 // of its offsets partitions.
@@ -266,6 +272,7 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 				_ = next.ApplyMessage(m.Message) // decode errors are counted, never fatal
 				return nil
 			}
+			p.waitRoom(ctx)
 			w.m.messages.WithLabelValues(c.Name).Inc()
 			for _, a := range p.apply(m, w.o.Now()) {
 				w.m.replicated.WithLabelValues(c.Name, a.from).Inc()
@@ -276,11 +283,12 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 			return nil
 		}, func() {
 			live = true
+			msgs := next.Counts().Messages // next is the cycle's after the swap
 			p.swap(next)
 			d := w.o.Now().Sub(start)
 			w.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
 			w.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
-				"messages", next.Counts().Messages, "seconds", d.Seconds())
+				"messages", msgs, "seconds", d.Seconds())
 			backoff = w.o.Backoff
 		})
 		if ctx.Err() != nil {
@@ -368,9 +376,9 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	for _, c := range w.clusters {
 		w.settle(c, asked, now)
 	}
-	rep := w.buildReport()
-	w.report.Store(rep)
-	w.m.setReport(rep)
+	snap := w.snapshot()
+	w.report.Store(snap)
+	w.m.setReport(snap)
 	ready := w.replayed()
 	w.ready.Store(ready)
 	// 6. Repair, only once every cluster that answers has replayed its offsets topic.
@@ -387,7 +395,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	w.m.cycles.Inc()
 	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
 	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
-	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", len(rep.Rows), "seconds", end.Sub(start).Seconds())
+	w.log.Debug("cycle", "groupsAsked", len(groups), "resync", resync, "rows", snap.rows, "seconds", end.Sub(start).Seconds())
 }
 
 // takeChanges probes every cluster (up or down) and takes what its followers read since the
@@ -404,9 +412,7 @@ func (w *Watcher) takeChanges(ctx context.Context) [][]string {
 		for _, p := range parts {
 			d, all, arr, dropped, fol, fail := p.take()
 			if all {
-				for g := range p.byGroup {
-					d = append(d, g)
-				}
+				d = slices.AppendSeq(d, p.groups())
 			}
 			dirty[i] = append(dirty[i], d...)
 			if dropped > 0 {
@@ -457,8 +463,8 @@ func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool
 		}
 	}
 	for g, rs := range w.rows {
-		for _, r := range rs {
-			switch r.Status {
+		for i := range rs.Len() {
+			switch rs.Status(i) {
 			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
 				ask[g] = true
 			}
@@ -487,7 +493,7 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 	for _, c := range w.clusters {
 		_, parts := c.partitions()
 		for _, p := range parts {
-			for g := range p.byGroup {
+			for g := range p.groups() {
 				ask[g] = true
 			}
 		}
@@ -523,13 +529,14 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 func (w *Watcher) rebuild(groups []string) {
 	j, sides := w.judge()
 	names := check.Names{}
+	clusters := w.clusterNames()
 	for _, g := range groups {
 		rs := w.buildRows(j, sides, names, g)
 		if len(rs) == 0 {
 			delete(w.rows, g)
 			continue
 		}
-		w.rows[g] = rs
+		w.rows[names.Intern(g)] = check.Pack(rs, clusters, j)
 	}
 }
 
@@ -604,10 +611,8 @@ func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
 // held reports whether a replayed view of any cluster holds group.
 func (w *Watcher) held(group string) bool {
 	for _, c := range w.clusters {
-		if p := c.partitionOf(group); p != nil {
-			if _, ok := p.byGroup[group]; ok {
-				return true
-			}
+		if p := c.partitionOf(group); p != nil && p.holds(group) {
+			return true
 		}
 	}
 	return false
@@ -617,8 +622,8 @@ func (w *Watcher) held(group string) bool {
 func (w *Watcher) forgetTopics(c *clusterRT) {
 	named := map[string]bool{}
 	for _, rs := range w.rows {
-		for _, r := range rs {
-			named[r.FullTopic()] = true
+		for i := range rs.Len() {
+			named[rs.FullTopic(i)] = true
 		}
 	}
 	for t := range c.leo {
@@ -693,6 +698,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	w.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
 	failed := 0
 	var firstErr error
+	names := check.Names{}
 	for _, g := range groups {
 		f, ok := res[g]
 		if !ok {
@@ -702,7 +708,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 			failed++
 			firstErr = cmp.Or(firstErr, f.Err)
 		}
-		c.cached[g] = f
+		c.cached[g] = newAnswer(f, c.KafkaNamespace, names)
 	}
 	if ctx.Err() != nil {
 		return
@@ -726,12 +732,12 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	topics := map[string]bool{}
 	for _, g := range groups {
 		if p := c.partitionOf(g); p != nil {
-			for _, co := range p.byGroup[g] {
+			for co := range p.offsetsOf(g) {
 				topics[offsets.ShortName(co.Topic, c.KafkaNamespace)] = true
 			}
 		}
-		for t := range c.cached[g].Offsets {
-			topics[offsets.ShortName(offsets.NormalizeTopic(t, c.KafkaNamespace), c.KafkaNamespace)] = true
+		for _, o := range c.cached[g].offs {
+			topics[offsets.ShortName(o.topic, c.KafkaNamespace)] = true
 		}
 	}
 	if len(topics) == 0 {
@@ -777,17 +783,30 @@ func (w *Watcher) sides() []check.Side {
 			sd.Outbound = c.repl // a cluster down: what it said before is stale
 		}
 		if c.Fetcher != nil {
-			sd.Cached = func(g string) (check.GroupFetch, bool) {
-				if v, _ := c.view(g); v == nil {
-					return check.GroupFetch{}, false // unreachable: an older answer says nothing
-				}
-				f, ok := c.cached[g]
-				return f, ok
-			}
+			sd.Cached = c.cachedSide()
 		}
 		sides[i] = sd
 	}
 	return sides
+}
+
+// cachedSide is Side.Cached of c: the answers in kafkafetch's shape, each rebuilt once for
+// the rows of its group (the engine asks once per row).
+func (c *clusterRT) cachedSide() func(string) (check.GroupFetch, bool) {
+	var last string
+	var f check.GroupFetch
+	var ok, built bool
+	return func(g string) (check.GroupFetch, bool) {
+		if v, _ := c.view(g); v == nil {
+			return check.GroupFetch{}, false // unreachable: an older answer says nothing
+		}
+		if !built || g != last {
+			var a answer
+			a, ok = c.cached[g]
+			last, f, built = g, a.fetch(), true
+		}
+		return f, ok
+	}
 }
 
 // view is the loader view holding group, or why there is none.
@@ -807,7 +826,7 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 	ks := check.KeySet{Names: names}
 	for _, c := range w.clusters {
 		if p := c.partitionOf(group); p != nil {
-			for _, co := range p.byGroup[group] {
+			for co := range p.offsetsOf(group) {
 				ks.AddPersisted(co, c.KafkaNamespace)
 			}
 			for _, co := range p.pendingBy[group] {
@@ -815,7 +834,9 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 			}
 		}
 		if c.Fetcher != nil {
-			ks.AddCached(group, c.cached[group], c.KafkaNamespace)
+			for _, o := range c.cached[group].offs {
+				ks.Add(group, o.topic, o.partition)
+			}
 		}
 	}
 	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
@@ -841,11 +862,11 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	oldest := 0.0
 	for k, a := range c.pending {
 		f, ok := c.cached[k.Group]
-		if asked[k.Group] && ok && f.Err == nil {
-			v, has := check.CachedOffset(f, c.KafkaNamespace, k)
+		if asked[k.Group] && ok && f.err == nil {
+			v, has := f.offset(k.Topic, k.Partition)
 			var persisted *int64
 			if p := c.partitionOf(k.Group); p != nil {
-				for _, co := range p.byGroup[k.Group] {
+				for co := range p.offsetsOf(k.Group) {
 					if co.Partition == k.Partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.Topic {
 						persisted = &co.Offset
 					}
@@ -868,30 +889,38 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 	w.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
 }
 
-// buildReport is every row in check's report shape (for the Prometheus export and tests),
-// with check's exit code for the same rows.
-func (w *Watcher) buildReport() *check.Report {
-	rep := &check.Report{SchemaVersion: 1, Summary: map[string]int{}}
+// clusterNames are the names of the clusters, in order (the cells of a row).
+func (w *Watcher) clusterNames() []string {
+	names := make([]string, len(w.clusters))
+	for i, c := range w.clusters {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// snapshot is the report of this cycle: the rows of every group, shared with the cycle (a
+// PackedRows is replaced, never changed), and the report's other fields, with check's exit
+// code for the same rows.
+func (w *Watcher) snapshot() *snapshot {
+	s := &snapshot{head: check.Report{SchemaVersion: 1, Summary: map[string]int{}},
+		displayNS: w.displayNamespace(), groups: make([]*check.PackedRows, 0, len(w.rows))}
 	for _, c := range w.clusters {
-		rep.Clusters = append(rep.Clusters, c.Name)
+		s.head.Clusters = append(s.head.Clusters, c.Name)
 	}
-	n := 0
-	for _, rs := range w.rows {
-		n += len(rs)
-	}
-	rep.Rows = make([]check.Row, 0, n)
 	for _, g := range slices.Sorted(mapKeys(w.rows)) {
-		for _, r := range w.rows[g] {
-			rep.Rows = append(rep.Rows, r)
-			rep.Summary[string(r.Status)]++
+		rs := w.rows[g]
+		s.groups = append(s.groups, rs)
+		for i := range rs.Len() {
+			s.head.Summary[string(rs.Status(i))]++
 		}
+		s.rows += rs.Len()
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			rep.Errors = append(rep.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
+			s.head.Errors = append(s.head.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
 				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
-	rep.ExitCode = check.ExitCode(rep.Summary, len(rep.Errors) > 0, false, nil)
-	return rep
+	s.head.ExitCode = check.ExitCode(s.head.Summary, len(s.head.Errors) > 0, false, nil)
+	return s
 }

@@ -239,6 +239,10 @@ func watchRun(ctx context.Context, opts *Options) error {
 		}
 	}()
 
+	// watch's heap is nearly all its packed rows and replayed state for as long as it runs:
+	// a 1.5x GC target instead of 2x keeps it about a quarter smaller (unless GOGC is set).
+	restoreGC := cmdutil.CompactGC()
+	defer restoreGC()
 	w := watch.New(cls, watch.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
 		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,

@@ -1,0 +1,75 @@
+package check
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/output"
+)
+
+// TestPackedRowsRebuildExactly: every kind of cell the engine builds (numbers only, a
+// pending transactional commit, an expiry, an error, alignment, a lag that does not follow
+// from the numbers, a time not in UTC) comes back from Pack equal, and so do rows that do not
+// pack at all (an unknown status, a topic not named as displayNS names it).
+func TestPackedRowsRebuildExactly(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	f64 := func(v float64) *float64 { return &v }
+	at := output.NewTime(offsets.Millis(1_800_000_000_123).Time())
+	const nowMs, expireMs = 1_800_000_100_000, 1_800_000_200_500
+	expire := output.NewTime(time.UnixMilli(expireMs))
+	j := &Judge{Now: time.UnixMilli(nowMs), DisplayNamespace: "public/default"}
+	full := "persistent://public/default/orders"
+	cells := [][]Cell{
+		{{Cluster: "scus", Cached: i64(5), Persisted: i64(7), LogEndOffset: i64(9), Lag: i64(4), CommitTimestamp: at, Status: offsets.StatusStaleCache},
+			{Cluster: "wus", Persisted: i64(7), LogEndOffset: i64(3), Lag: i64(0), Status: offsets.StatusOK}},
+		{{Cluster: "scus", Status: offsets.StatusMissing}, {Cluster: "wus", Cached: i64(1), Status: offsets.StatusOK}},
+		{{Cluster: "scus", Persisted: i64(8), Predicted: &Prediction{Offset: i64(7), Reason: "pending"}, Status: offsets.StatusStaleCache},
+			{Cluster: "wus", Persisted: i64(2), ExpireTimestamp: expire, ExpiresIn: f64(-3.5), Detail: "expired", Status: offsets.StatusExpired}},
+		{{Cluster: "scus", Persisted: i64(8), ExpireTimestamp: expire, ExpiresIn: f64(float64(expireMs-nowMs) / 1000), Status: offsets.StatusExpiring},
+			{Cluster: "wus", Persisted: i64(2), ExpireTimestamp: expire, ExpiresIn: f64(1), Status: offsets.StatusOK}},
+		{{Cluster: "scus", Error: "cluster down", Status: offsets.StatusError},
+			{Cluster: "wus", Persisted: i64(2), Origin: "scus", Translated: i64(3), Alignment: "aligned", Status: offsets.StatusOK}},
+		{{Cluster: "scus", Cached: i64(5), LogEndOffset: i64(9), Lag: i64(1), Status: offsets.StatusOK},
+			{Cluster: "wus", CommitTimestamp: output.NewTime(time.UnixMilli(5).In(time.FixedZone("x", 3600))), Status: offsets.StatusOK}},
+	}
+	var rows []Row
+	for p, cs := range cells {
+		rows = append(rows, Row{Group: "g", Topic: "orders", Partition: int32(p), OffsetsPartition: 4, Status: offsets.StatusStaleCache, fullTopic: full, Cells: cs})
+	}
+	clusters := []string{"scus", "wus"}
+	packs := map[string][]Row{"packs": rows}
+	odd := append([]Row(nil), rows...)
+	odd[1].Status = "unknown"
+	packs["unknown status"] = odd
+	odd = append([]Row(nil), rows...)
+	odd[3].Topic = full
+	packs["topic in another namespace"] = odd
+	for name, rs := range packs {
+		p := Pack(rs, clusters, j)
+		if p.Len() != len(rs) || p.Group() != "g" {
+			t.Fatalf("%s: %d rows of %q", name, p.Len(), p.Group())
+		}
+		for i := range rs {
+			if got := p.Row(i, clusters, "public/default"); !reflect.DeepEqual(got, rs[i]) {
+				t.Errorf("%s: row %d:\ngot  %s\nwant %s", name, i, encode(t, got, false), encode(t, rs[i], false))
+			}
+			if p.Status(i) != rs[i].Status || p.FullTopic(i) != full {
+				t.Errorf("%s: row %d: status %q topic %q", name, i, p.Status(i), p.FullTopic(i))
+			}
+		}
+		// Kept whole: the prediction, the expired cell's detail, the error, alignment, an
+		// expiresInSeconds that does not follow, a lag that does not follow, a time not in UTC.
+		var whole []int
+		for i, c := range p.cells {
+			if c.whole != nil {
+				whole = append(whole, i)
+			}
+		}
+		if want := []int{4, 5, 7, 8, 9, 10, 11}; name == "packs" && (p.whole != nil || !slices.Equal(whole, want)) {
+			t.Errorf("packs: cells kept whole %v, want %v", whole, want)
+		}
+	}
+}
