@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"net/http"
 	"testing"
 	"time"
@@ -30,8 +31,16 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
-// StartBudget is how long a test waits for the lab to start, or to be found running.
-const StartBudget = 10 * time.Minute
+// StartBudget is how long a test waits for the lab to start, or to be found running: 10
+// minutes, or a minute more than KOP_LAB_START_TIMEOUT when that is longer (a 2x2 lab under
+// load is given 15 minutes to start, and the test must not give up first).
+func StartBudget() time.Duration {
+	d := 10 * time.Minute
+	if v, err := time.ParseDuration(os.Getenv("KOP_LAB_START_TIMEOUT")); err == nil && v+time.Minute > d {
+		d = v + time.Minute
+	}
+	return d
+}
 
 // Main runs a package's tests on the lab and releases it at the end (lab.Main).
 func Main(m *testing.M) { lab.Main(m) }
@@ -40,7 +49,7 @@ func Main(m *testing.M) { lab.Main(m) }
 // the lab cannot start.
 func Lab(t testing.TB) *lab.Lab {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
 	defer cancel()
 	l, err := lab.Ensure(ctx)
 	if err != nil {
@@ -177,7 +186,7 @@ func StopBroker(t testing.TB, l *lab.Lab, c string, i int) {
 		t.Fatalf("stop %s broker-%d: %v", c, i, err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+		ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
 		defer cancel()
 		if err := l.StartBroker(ctx, c, i); err != nil {
 			t.Errorf("start %s broker-%d again: %v", c, i, err)
@@ -195,7 +204,7 @@ func KillBroker(t testing.TB, l *lab.Lab, c string, i int) {
 		t.Fatalf("kill %s broker-%d: %v", c, i, err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+		ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
 		defer cancel()
 		if err := l.StartBroker(ctx, c, i); err != nil {
 			t.Errorf("start %s broker-%d again: %v", c, i, err)
@@ -207,7 +216,7 @@ func KillBroker(t testing.TB, l *lab.Lab, c string, i int) {
 // that runs is left alone.
 func StartBroker(t testing.TB, l *lab.Lab, c string, i int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), StartBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
 	defer cancel()
 	if err := l.StartBroker(ctx, c, i); err != nil {
 		t.Fatalf("start %s broker-%d: %v", c, i, err)
