@@ -113,8 +113,9 @@ func literalGroups(globs []string) []string {
 type clusterState struct {
 	c          Cluster
 	partitions int32
-	persisted  []*offsets.PersistedOffsets // by offsets partition; nil: not replayed
-	pErr       error                       // persisted side failed: the cluster is unreachable for this check
+	persisted  []*offsets.PersistedOffsets          // by offsets partition; nil: not replayed
+	reread     map[string]*offsets.PersistedOffsets // group -> its partition read after KoP answered (settle.go)
+	pErr       error                                // persisted side failed: the cluster is unreachable for this check
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
@@ -152,6 +153,7 @@ func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) 
 	// 2. The groups to look at, and KoP's answers for them.
 	ru.selectGroups(ctx)
 	ru.fetchCached(ctx)
+	ru.settleAhead(ctx) // groups that committed between the read and KoP's answer
 	// 3. Rows: the union of what every cluster holds or serves.
 	keys := ru.rowKeys()
 	ru.warnPartitionCounts()
@@ -590,6 +592,9 @@ var noOffsets = offsets.Merge()
 
 // view is the loader view of the offsets partition holding group.
 func (s *clusterState) view(group string) *offsets.PersistedOffsets {
+	if v := s.reread[group]; v != nil {
+		return v
+	}
 	if s.partitions > 0 {
 		if v := s.persisted[offsets.PartitionFor(group, s.partitions)]; v != nil {
 			return v
