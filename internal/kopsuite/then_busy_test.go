@@ -26,7 +26,7 @@ func TestCheckWhileGroupsCommitEverywhere(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }() // the committers stop before the test ends
-	groups := map[string]string{} // cluster -> its live group
+	groups := map[string]string{}          // cluster -> its live group
 	for _, name := range []string{"scus", "wus"} {
 		c := theLab.Cluster(name)
 		topic := labtest.NewTopic(t, theLab, "busy-"+name)
