@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 	}
 	if err == nil && !l.Started {
 		if stale := staleRows(ctx, l); len(stale) > 0 {
-			fmt.Fprintf(os.Stderr, "kop suite: the running lab has %d stale labcli.Row(s) left by earlier runs (%s): restarting it over fresh data\n", len(stale), strings.Join(stale, "; "))
+			fmt.Fprintf(os.Stderr, "kop suite: the running lab has %d stale row(s) left by earlier runs (%s): restarting it over fresh data\n", len(stale), strings.Join(stale, "; "))
 			l, err = lab.Up(ctx, lab.Options{Fresh: true, Keep: l.State.Keep})
 		}
 	}
