@@ -115,6 +115,7 @@ type clusterState struct {
 	partitions int32
 	persisted  []*offsets.PersistedOffsets          // by offsets partition; nil: not replayed
 	reread     map[string]*offsets.PersistedOffsets // group -> its partition read after KoP answered (settle.go)
+	settleWarn string                               // the second read failed (settle.go)
 	pErr       error                                // persisted side failed: the cluster is unreachable for this check
 	listed     []ListedGroup
 	cached     map[string]GroupFetch

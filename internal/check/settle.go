@@ -22,36 +22,36 @@ import (
 // settleAhead reads again, on every cluster, the offsets partitions of the groups that
 // look ahead.
 func (ru *run) settleAhead(ctx context.Context) {
-	warnings := make([]string, len(ru.states))
-	parallel(ru.states, func(s *clusterState) { warnings[slices.Index(ru.states, s)] = s.settleAhead(ctx, ru) })
-	for _, w := range warnings {
-		if w != "" {
-			ru.rep.addWarning(w)
+	parallel(ru.states, func(s *clusterState) { s.settleAhead(ctx, ru) })
+	for _, s := range ru.states {
+		if s.settleWarn != "" {
+			ru.rep.addWarning(s.settleWarn)
 		}
 	}
 }
 
-// settleAhead is the second read on one cluster; it returns a warning when it failed.
-func (s *clusterState) settleAhead(ctx context.Context, ru *run) string {
+// settleAhead is the second read on one cluster; a failed read sets settleWarn.
+func (s *clusterState) settleAhead(ctx context.Context, ru *run) {
 	if s.pErr != nil || s.partitions <= 0 || len(s.cached) == 0 {
-		return ""
+		return
 	}
 	var ahead []string
 	set := map[int32]bool{}
 	for _, g := range ru.groups {
-		if f, ok := s.cached[g]; ok && f.Err == nil && !f.Unavailable && s.looksAhead(s.view(g), g, f) {
+		if f, ok := s.cached[g]; ok && f.Err == nil && !f.Unavailable && s.compare(s.view(g), g, f) == answerAhead {
 			ahead = append(ahead, g)
 			set[offsets.PartitionFor(g, s.partitions)] = true
 		}
 	}
 	if len(ahead) == 0 {
-		return ""
+		return
 	}
 	parts := slices.Sorted(mapKeys(set))
 	views, err := replayPartitions(ctx, s.c.Reader, parts, ru.o.Concurrency)
 	if err != nil {
 		// The first read stands: the rows say cache_ahead, as without the second read.
-		return fmt.Sprintf("cluster %s: reading the offsets topic again for %d groups that look ahead of it failed (their rows keep the first read): %v", s.c.Name, len(ahead), err)
+		s.settleWarn = fmt.Sprintf("cluster %s: reading the offsets topic again for %d groups that look ahead of it failed (their rows keep the first read): %v", s.c.Name, len(ahead), err)
+		return
 	}
 	byPart := make(map[int32]*offsets.PersistedOffsets, len(parts))
 	for i, p := range parts {
@@ -59,46 +59,45 @@ func (s *clusterState) settleAhead(ctx context.Context, ru *run) string {
 	}
 	for _, g := range ahead {
 		v := byPart[offsets.PartitionFor(g, s.partitions)]
-		if s.equalsAnswer(v, g, s.cached[g]) {
+		if s.compare(v, g, s.cached[g]) == answerEqual {
 			if s.reread == nil {
 				s.reread = map[string]*offsets.PersistedOffsets{}
 			}
 			s.reread[g] = v
 		}
 	}
-	return ""
 }
 
-// looksAhead reports whether KoP serves, for some key of group, an offset view does not
-// hold, or a newer one.
-func (s *clusterState) looksAhead(view *offsets.PersistedOffsets, group string, f GroupFetch) bool {
+// How KoP's answer for a group compares with what a view holds for it.
+const (
+	answerDiffers = iota // every served offset held, none newer, but not the same keys and offsets
+	answerEqual          // the same keys, the same offsets
+	answerAhead          // some served offset is not held, or newer than the view's
+)
+
+// compare says how KoP's answer f for group compares with what view holds for it.
+func (s *clusterState) compare(view *offsets.PersistedOffsets, group string, f GroupFetch) int {
+	same, n := true, 0
 	for t, ps := range f.Offsets {
 		full := offsets.NormalizeTopic(t, s.c.KafkaNamespace)
 		for p, served := range ps {
-			if co, ok := view.Lookup(group, full, p); !ok || served > co.Offset {
-				return true
+			co, ok := view.Lookup(group, full, p)
+			if !ok || served > co.Offset {
+				return answerAhead
 			}
-		}
-	}
-	return false
-}
-
-// equalsAnswer reports whether view holds for group exactly what KoP answered: the same
-// keys, the same offsets.
-func (s *clusterState) equalsAnswer(view *offsets.PersistedOffsets, group string, f GroupFetch) bool {
-	n := 0
-	for t, ps := range f.Offsets {
-		full := offsets.NormalizeTopic(t, s.c.KafkaNamespace)
-		for p, served := range ps {
-			if co, ok := view.Lookup(group, full, p); !ok || co.Offset != served {
-				return false
-			}
+			same = same && co.Offset == served
 			n++
 		}
+	}
+	if !same {
+		return answerDiffers
 	}
 	held := 0
 	for range view.EachGroupOffset(group) {
 		held++
 	}
-	return held == n
+	if held != n {
+		return answerDiffers
+	}
+	return answerEqual
 }

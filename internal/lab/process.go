@@ -85,13 +85,7 @@ func stopJVM(ctx context.Context, pid int, name string, grace time.Duration) err
 	if waitGone(ctx, pid, name, grace) {
 		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && IsLabJVM(pid, name) {
-		return fmt.Errorf("lab: SIGKILL %s (pid %d): %w", name, pid, err)
-	}
-	if !waitGone(ctx, pid, name, 10*time.Second) {
-		return fmt.Errorf("lab: %s (pid %d) still running after SIGKILL", name, pid)
-	}
-	return nil
+	return killJVM(ctx, pid, name)
 }
 
 // killJVM sends SIGKILL to a lab JVM (no shutdown hook runs) and waits until it is gone.

@@ -40,10 +40,13 @@ func newAnswer(f check.GroupFetch, ns string, names check.Names) answer {
 			a.offs = append(a.offs, cachedOffset{full, p, v})
 		}
 	}
-	slices.SortFunc(a.offs, func(x, y cachedOffset) int {
-		return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.partition, y.partition))
-	})
+	slices.SortFunc(a.offs, byKey)
 	return a
+}
+
+// byKey orders cached offsets by topic, then partition.
+func byKey(x, y cachedOffset) int {
+	return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.partition, y.partition))
 }
 
 // fetch is the answer in kafkafetch's shape, for the row engine (topics in full names).
@@ -63,9 +66,7 @@ func (a answer) fetch() check.GroupFetch {
 
 // offset is what KoP served for topic (full name) and partition.
 func (a answer) offset(topic string, partition int32) (int64, bool) {
-	i, ok := slices.BinarySearchFunc(a.offs, cachedOffset{topic: topic, partition: partition}, func(x, y cachedOffset) int {
-		return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.partition, y.partition))
-	})
+	i, ok := slices.BinarySearchFunc(a.offs, cachedOffset{topic: topic, partition: partition}, byKey)
 	if !ok {
 		return 0, false
 	}

@@ -56,9 +56,11 @@ func ReplicationNames(a ClusterNamer, cl config.Cluster, cfg *config.Config, tim
 	return config.PulsarNames(cfg.Clusters), nil
 }
 
-// NamedView is ro with ClusterNames set to names (Pulsar name -> config name): the origins
-// of replicated commits are then config names, like everything else kop-offsets reports.
-func NamedView(ro pulsarx.ReaderOptions, names map[string]string) pulsarx.ReaderOptions {
+// LoaderReader reads cl's offsets topic as KoP's loader does (pulsarx.LoaderView), naming
+// the origins of replicated commits by config names (names: Pulsar name -> config name, from
+// ReplicationNames), like everything else kop-offsets reports.
+func LoaderReader(cl config.Cluster, pc pulsarx.ReaderClient, admin pulsarx.PartitionCounter, names map[string]string) *pulsarx.Reader {
+	ro := pulsarx.LoaderView
 	ro.ClusterNames = names
-	return ro
+	return pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, ro)
 }

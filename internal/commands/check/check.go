@@ -542,7 +542,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 		closers := []func(){pc.Close}
 		c := chk.Cluster{
 			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-			Reader:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names)),
+			Reader:      adminutil.LoaderReader(cl, pc, admin, names),
 			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			Owner:       partitionOwner(admin, cl),
 		}

@@ -325,7 +325,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				toClient = pc
 			}
 			s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Reader: pulsarx.NewReader(cl.Name, pc, adm, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names))}
+				Reader: adminutil.LoaderReader(cl, pc, adm, names)}
 			kc, err := f.KafkaClient(cl)
 			switch {
 			case errors.Is(err, connect.ErrNotConfigured):

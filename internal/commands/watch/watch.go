@@ -26,7 +26,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
@@ -319,7 +318,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			closers = append(closers, pc.Close)
 			wc := watch.Cluster{
 				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Tailer:      pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, adminutil.NamedView(pulsarx.LoaderView, names)),
+				Tailer:      adminutil.LoaderReader(cl, pc, admin, names),
 				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			}
 			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)

@@ -179,29 +179,22 @@ func ConfigCopy(t testing.TB, l *lab.Lab, name string) string {
 // and starts it again when the test ends, unless the test did (StartBroker). A standalone
 // lab fails the test: run it with KOP_LAB_BROKERS=2 (make e2e-topology).
 func StopBroker(t testing.TB, l *lab.Lab, c string, i int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := l.StopBroker(ctx, c, i); err != nil {
-		t.Fatalf("stop %s broker-%d: %v", c, i, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
-		defer cancel()
-		if err := l.StartBroker(ctx, c, i); err != nil {
-			t.Errorf("start %s broker-%d again: %v", c, i, err)
-		}
-	})
+	downBroker(t, l, c, i, "stop", l.StopBroker)
 }
 
 // KillBroker is StopBroker with SIGKILL (lab.KillBroker): a crashed broker. It is started
 // again when the test ends, unless the test did.
 func KillBroker(t testing.TB, l *lab.Lab, c string, i int) {
+	downBroker(t, l, c, i, "kill", l.KillBroker)
+}
+
+// downBroker takes broker i of c down with down and starts it again when the test ends.
+func downBroker(t testing.TB, l *lab.Lab, c string, i int, verb string, down func(context.Context, string, int) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := l.KillBroker(ctx, c, i); err != nil {
-		t.Fatalf("kill %s broker-%d: %v", c, i, err)
+	if err := down(ctx, c, i); err != nil {
+		t.Fatalf("%s %s broker-%d: %v", verb, c, i, err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
