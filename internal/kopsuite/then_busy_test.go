@@ -32,6 +32,7 @@ func TestCheckWhileGroupsCommitEverywhere(t *testing.T) {
 		topic := labtest.NewTopic(t, theLab, "busy-"+name)
 		group := labtest.Name("busy-" + name)
 		groups[name] = group
+		labtest.Settle(t, theLab, group) // its commits replicate: nothing stale left for later tests
 		adm := kadm.NewClient(labtest.Kafka(t, c))
 		commit := func(off int64) error {
 			cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
