@@ -172,6 +172,16 @@ func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
 	return c
 }
 
+// Same reports whether q holds what p holds, built at another time maybe: the same rows,
+// statuses, numbers and timestamps. A process keeping rows keeps p then and drops q, so
+// rebuilding every group (watch's resync) does not hold two copies of every row; p's
+// expiresInSeconds then still counts from when p was built. Rows kept whole are never the
+// same.
+func (p *PackedRows) Same(q *PackedRows) bool {
+	return p != nil && q != nil && p.whole == nil && q.whole == nil && p.group == q.group && p.opart == q.opart &&
+		slices.Equal(p.rows, q.rows) && slices.Equal(p.cells, q.cells)
+}
+
 // Group is the rows' group.
 func (p *PackedRows) Group() string { return p.group }
 

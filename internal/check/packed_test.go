@@ -73,3 +73,42 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestPackedRowsSame: rows packed again from the same numbers are the same (watch keeps the
+// older copy), at another time too; a changed number, status or expiry, or rows kept whole,
+// are not.
+func TestPackedRowsSame(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	full := "persistent://public/default/orders"
+	row := func(cached int64, st offsets.Status, expire *output.Time, expiresIn *float64) []Row {
+		return []Row{{Group: "g", Topic: "orders", Partition: 1, OffsetsPartition: 4, Status: st, fullTopic: full,
+			Cells: []Cell{{Cluster: "scus", Cached: i64(cached), Persisted: i64(7), Status: st, ExpireTimestamp: expire, ExpiresIn: expiresIn}}}}
+	}
+	clusters := []string{"scus"}
+	at := func(ms int64) *Judge { return &Judge{Now: time.UnixMilli(ms), DisplayNamespace: "public/default"} }
+	base := Pack(row(7, offsets.StatusOK, nil, nil), clusters, at(1_000))
+	expire := output.NewTime(time.UnixMilli(10_000))
+	in := func(nowMs int64) *float64 { v := float64(10_000-nowMs) / 1000; return &v }
+	for _, tc := range []struct {
+		name string
+		a, b *PackedRows
+		want bool
+	}{
+		{"same numbers", base, Pack(row(7, offsets.StatusOK, nil, nil), clusters, at(1_000)), true},
+		{"same numbers, later", base, Pack(row(7, offsets.StatusOK, nil, nil), clusters, at(9_000)), true},
+		{"another cached offset", base, Pack(row(6, offsets.StatusOK, nil, nil), clusters, at(1_000)), false},
+		{"another status", base, Pack(row(7, offsets.StatusStaleCache, nil, nil), clusters, at(1_000)), false},
+		{"an expiry, the same time", Pack(row(7, offsets.StatusOK, expire, in(1_000)), clusters, at(1_000)),
+			Pack(row(7, offsets.StatusOK, expire, in(1_000)), clusters, at(1_000)), true},
+		{"an expiry, later", Pack(row(7, offsets.StatusOK, expire, in(1_000)), clusters, at(1_000)),
+			Pack(row(7, offsets.StatusOK, expire, in(2_000)), clusters, at(2_000)), true},
+		{"another expiry", Pack(row(7, offsets.StatusOK, expire, in(1_000)), clusters, at(1_000)),
+			Pack(row(7, offsets.StatusOK, output.NewTime(time.UnixMilli(11_000)), in(0)), clusters, at(1_000)), false},
+		{"kept whole", Pack(row(7, "unknown", nil, nil), clusters, at(1_000)), Pack(row(7, "unknown", nil, nil), clusters, at(1_000)), false},
+		{"none", base, nil, false},
+	} {
+		if got := tc.a.Same(tc.b); got != tc.want {
+			t.Errorf("%s: Same %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

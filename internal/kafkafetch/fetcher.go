@@ -166,6 +166,16 @@ func errOrNil(pe *PartialListError) error {
 // its first such answer. Nothing bounds the sweep as a whole but ctx, so 50,000 groups take
 // as long as their requests take, and no group fails because the others were slow.
 func (f *Fetcher) FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch {
+	out := make(map[string]GroupFetch, len(groups))
+	f.EachOffsets(ctx, groups, func(g string, gf GroupFetch) { out[g] = gf })
+	return out
+}
+
+// EachOffsets is FetchOffsets handing each group's final answer to fn as it comes, so that
+// a caller asking every group (watch's resync) never holds every answer at once. fn is
+// called once per group, one call at a time; a group asked again (loading, not
+// coordinator) is handed over once settled, or with its last answer when ctx ends.
+func (f *Fetcher) EachOffsets(ctx context.Context, groups []string, fn func(group string, gf GroupFetch)) {
 	batch := cmpOr(f.BatchSize, DefaultBatchSize)
 	par := cmpOr(f.Parallel, DefaultFetchParallel)
 	wait := f.CoordinatorWait
@@ -176,7 +186,8 @@ func (f *Fetcher) FetchOffsets(ctx context.Context, groups []string) map[string]
 	if reqTimeout <= 0 {
 		reqTimeout = DefaultRequestTimeout
 	}
-	out := make(map[string]GroupFetch, len(groups))
+	// The groups still being asked again, with their last answer.
+	waiting := map[string]GroupFetch{}
 	firstUnavailable := map[string]time.Time{}
 	var mu sync.Mutex
 	pending := slices.Clone(groups)
@@ -186,18 +197,20 @@ func (f *Fetcher) FetchOffsets(ctx context.Context, groups []string) map[string]
 		record := func(g string, gf GroupFetch) {
 			mu.Lock()
 			defer mu.Unlock()
-			out[g] = gf
-			if !gf.Unavailable {
-				return
+			delete(waiting, g)
+			if gf.Unavailable {
+				first, seen := firstUnavailable[g]
+				if !seen {
+					first = time.Now()
+					firstUnavailable[g] = first
+				}
+				if time.Since(first) < wait {
+					retry = append(retry, g)
+					waiting[g] = gf
+					return
+				}
 			}
-			first, seen := firstUnavailable[g]
-			if !seen {
-				first = time.Now()
-				firstUnavailable[g] = first
-			}
-			if time.Since(first) < wait {
-				retry = append(retry, g)
-			}
+			fn(g, gf)
 		}
 		byNode := f.coordinators(ctx, pending, reqTimeout, record)
 		var wg sync.WaitGroup
@@ -231,7 +244,9 @@ func (f *Fetcher) FetchOffsets(ctx context.Context, groups []string) map[string]
 		slices.Sort(retry)
 		pending = retry
 	}
-	return out
+	for _, g := range slices.Sorted(maps.Keys(waiting)) {
+		fn(g, waiting[g]) // ctx ended while they were asked again
+	}
 }
 
 // coordinators finds the coordinator of every group; groups without one are recorded

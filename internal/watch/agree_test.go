@@ -109,14 +109,12 @@ func (h *history) ListGroups(context.Context) ([]check.ListedGroup, error) {
 	return out, nil
 }
 
-func (h *history) FetchOffsets(_ context.Context, groups []string) map[string]check.GroupFetch {
+func (h *history) EachOffsets(_ context.Context, groups []string, fn func(string, check.GroupFetch)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := map[string]check.GroupFetch{}
 	for _, g := range groups {
-		out[g] = check.GroupFetch{Offsets: h.cache[g]}
+		fn(g, check.GroupFetch{Offsets: h.cache[g]})
 	}
-	return out
 }
 
 // EndOffsets: every topic has 3 partitions of 1000 messages.

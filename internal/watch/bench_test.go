@@ -130,7 +130,7 @@ func (g genTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage)
 }
 
 // genKoP serves keys 0 to n-1 at the offsets genTail starts with, in maps of its own each
-// time as kafkafetch does.
+// time as kafkafetch does, a group at a time as kafkafetch's EachOffsets.
 type genKoP struct{ n int }
 
 func (k genKoP) ListGroups(context.Context) ([]check.ListedGroup, error) {
@@ -141,8 +141,7 @@ func (k genKoP) ListGroups(context.Context) ([]check.ListedGroup, error) {
 	return out, nil
 }
 
-func (k genKoP) FetchOffsets(_ context.Context, groups []string) map[string]check.GroupFetch {
-	out := make(map[string]check.GroupFetch, len(groups))
+func (k genKoP) EachOffsets(_ context.Context, groups []string, fn func(string, check.GroupFetch)) {
 	for _, g := range groups {
 		f := check.GroupFetch{Offsets: map[string]map[int32]int64{}}
 		if gi, err := strconv.Atoi(strings.TrimPrefix(g, "group-")); err == nil {
@@ -150,9 +149,8 @@ func (k genKoP) FetchOffsets(_ context.Context, groups []string) map[string]chec
 				f.Offsets[fmt.Sprintf("topic-%02d", i%100)] = map[int32]int64{int32(i % 5): int64(i)}
 			}
 		}
-		out[g] = f
+		fn(g, f)
 	}
-	return out
 }
 
 // EndOffsets: every topic has 3 partitions of 1000 messages.

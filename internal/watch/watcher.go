@@ -106,7 +106,7 @@ type clusterRT struct {
 	probed     bool              // up is known
 	adminDown  bool              // the last probe of the admin API failed
 	kopKnown   bool              // kopUp is known
-	cached     map[string]answer // by group
+	cached     map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
 	repl       map[int32]map[string]offsets.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
 	pending    map[check.Key]arrival
@@ -375,6 +375,9 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	for _, c := range w.clusters {
 		w.settle(c, asked, now)
+		// The rows hold what KoP served; every later use of an answer is of a group asked
+		// again, so keeping them would only double what watch holds per key.
+		c.cached = nil
 	}
 	snap := w.snapshot()
 	w.report.Store(snap)
@@ -536,7 +539,9 @@ func (w *Watcher) rebuild(groups []string) {
 			delete(w.rows, g)
 			continue
 		}
-		w.rows[names.Intern(g)] = check.Pack(rs, clusters, j)
+		if p := check.Pack(rs, clusters, j); !p.Same(w.rows[g]) {
+			w.rows[names.Intern(g)] = p
+		}
 	}
 }
 
@@ -559,9 +564,9 @@ func (w *Watcher) replayed() bool {
 	return true
 }
 
-// forget drops what belongs to groups gone everywhere: KoP's answers, the replicated commits
-// tracked for staleness and, on a resync, the log-end offsets of topics no row names and
-// the cooldowns that have passed. A group is gone when, asked this cycle, it has no row and no
+// forget drops what belongs to groups gone everywhere: the replicated commits tracked for
+// staleness and, on a resync, the log-end offsets of topics no row names and the cooldowns
+// that have passed (KoP's answers are the cycle's only). A group is gone when, asked this cycle, it has no row and no
 // replayed view holds it (deleted, or expired by KoP): memory follows the live groups, not
 // every group that ever existed.
 func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
@@ -577,9 +582,6 @@ func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
 	if resync {
 		// A full sweep: whatever an earlier cycle left.
 		for _, c := range w.clusters {
-			for g := range c.cached {
-				isGone(g)
-			}
 			for k := range c.pending {
 				isGone(k.Group)
 			}
@@ -587,9 +589,6 @@ func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
 	}
 	for _, c := range w.clusters {
 		if len(gone) > 0 {
-			for g := range gone {
-				delete(c.cached, g)
-			}
 			for k := range c.pending {
 				if gone[k.Group] {
 					delete(c.pending, k)
@@ -693,23 +692,29 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
 	defer cancel()
 	t0 := time.Now()
-	res := c.Fetcher.FetchOffsets(cctx, groups)
-	w.m.fetchDuration.WithLabelValues(c.Name).Observe(time.Since(t0).Seconds())
-	w.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
 	failed := 0
 	var firstErr error
 	names := check.Names{}
-	for _, g := range groups {
-		f, ok := res[g]
-		if !ok {
-			f = check.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)}
-		}
+	answered := make(map[string]bool, len(groups))
+	c.cached = make(map[string]answer, len(groups))
+	keep := func(g string, f check.GroupFetch) {
 		if f.Err != nil && !f.Unavailable {
 			failed++
 			firstErr = cmp.Or(firstErr, f.Err)
 		}
+		answered[g] = true
 		c.cached[g] = newAnswer(f, c.KafkaNamespace, names)
 	}
+	// Each answer is compacted as it comes: a resync asks every group, and kafkafetch's
+	// maps of every group at once were watch's largest peak (about 260 B per key).
+	c.Fetcher.EachOffsets(cctx, groups, keep)
+	for _, g := range groups {
+		if !answered[g] {
+			keep(g, check.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)})
+		}
+	}
+	w.m.fetchDuration.WithLabelValues(c.Name).Observe(time.Since(t0).Seconds())
+	w.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
 	if ctx.Err() != nil {
 		return
 	}

@@ -544,8 +544,8 @@ func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("known", persistedIs("gone", "scus", 1))
-	if _, ok := e.w.clusters[0].cached["gone"]; !ok {
-		t.Fatal("no cached answer kept")
+	if got := e.w.retained(); got.rowGroups != 1 || got.cached != 0 {
+		t.Fatalf("retained %+v, want the group's rows and no answer of KoP's (those are the cycle's only)", got)
 	}
 	// The group is deleted (offset tombstone) and KoP forgets it.
 	e.scus.commit("", kopcommit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
@@ -553,8 +553,8 @@ func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 	e.cycleUntil("deleted", func(rep *check.Report) bool { return len(rep.Rows) == 0 })
 	e.clock.add(2 * time.Hour)
 	e.w.Cycle(e.ctx)
-	if _, ok := e.w.clusters[0].cached["gone"]; ok {
-		t.Error("cached answer of a group gone everywhere kept after a resync")
+	if got := e.w.retained(); got != (retained{}) {
+		t.Errorf("retained %+v after a resync, want nothing of the group gone everywhere", got)
 	}
 }
 

@@ -27,12 +27,10 @@ type memFetcher struct {
 }
 
 func (m memFetcher) ListGroups(context.Context) ([]chk.ListedGroup, error) { return nil, nil }
-func (m memFetcher) FetchOffsets(_ context.Context, groups []string) map[string]chk.GroupFetch {
-	out := map[string]chk.GroupFetch{}
+func (m memFetcher) EachOffsets(_ context.Context, groups []string, fn func(string, chk.GroupFetch)) {
 	for _, g := range groups {
-		out[g] = chk.GroupFetch{Offsets: m.cache[g]}
+		fn(g, chk.GroupFetch{Offsets: m.cache[g]})
 	}
-	return out
 }
 func (m memFetcher) EndOffsets(context.Context, []string) (map[string]map[int32]int64, error) {
 	return m.leo, nil
