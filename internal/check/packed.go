@@ -1,6 +1,9 @@
 package check
 
 import (
+	"bytes"
+	"encoding/binary"
+	"iter"
 	"slices"
 	"time"
 
@@ -10,41 +13,40 @@ import (
 
 // PackedRows are the rows of one group held small, for a process that keeps every row
 // between two runs of the engine (watch keeps them for weeks): per row its topic, partition
-// and status, per cell its status and numbers. A cell holding anything else (an error, a
-// detail, a prediction, an expiry, alignment) is kept whole, and so is every row of a
-// group that does not pack; Rows rebuilds each row exactly as the engine built it. A
-// PackedRows is never changed: several goroutines may read it.
+// and status, per cell its status and numbers, as varints in one byte slice (about 20 bytes
+// a cell where a Cell takes 168 and the values it points to). A cell holding anything else
+// (an error, a detail, a prediction, alignment, a lag or expiry that does not follow from the
+// rest) is kept whole, and so is every row of a group that does not pack; Each rebuilds each
+// row exactly as the engine built it. A PackedRows is never changed: several goroutines may
+// read it.
 type PackedRows struct {
-	group string
-	rows  []packedRow
-	cells []packedCell // len(clusters) per row, row after row
-	whole *[]Row       // the rows as built, when they do not pack
-	now   int64        // the Judge's Now (Unix ms): expiresInSeconds counts from it
-	opart int32
+	group  string
+	data   []byte   // rows, one after the other: topic index, partition, status, then the cells
+	topics []string // the rows' topics (KoP's full names), each once
+	rare   *rareRows
+	now    int64 // the Judge's Now (Unix ms): expiresInSeconds counts from it
+	opart  int32
+	n      int32 // rows
+	cells  int32 // per row: the clusters
 }
 
-type packedRow struct {
-	topic     string // KoP's full name
-	partition int32
-	status    uint8 // statusCode
+// rareRows is what does not pack: the rows as built, or single cells.
+type rareRows struct {
+	whole []Row
+	cells []Cell
 }
 
-// packedCell is a Cell without its pointers: 56 bytes instead of a Cell's 168 and the 8 to
-// 24 of each value it points to. Lag and expiresInSeconds are not kept: they follow from the
-// rest (see observe and Row).
-type packedCell struct {
-	cached, persisted, logEnd, commitMs, expireMs int64
-	whole                                         *Cell // the cell as built, when it does not pack
-	has                                           uint8 // has* bits
-	status                                        uint8
-}
-
+// A cell's first byte is its has bits; cellWhole instead means a uvarint index into
+// rare.cells follows. Its second byte is the status code, then the values present, as
+// varints: cached, persisted (minus cached when both), log end (minus persisted or cached),
+// commit ms, expire ms (minus commit ms when both).
 const (
 	hasCached = 1 << iota
 	hasPersisted
 	hasLogEnd
 	hasCommit
 	hasExpire
+	cellWhole = 0xff
 )
 
 // statusCode is 1 + s's index in offsets.Statuses, 0 for none (ok false: unknown).
@@ -66,7 +68,7 @@ func statusOf(c uint8) offsets.Status {
 // Pack packs the rows of one group, as j built them over clusters (the sides' names, in
 // order).
 func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
-	p := &PackedRows{rows: make([]packedRow, len(rows)), cells: make([]packedCell, 0, len(rows)*len(clusters)), now: j.Now.UnixMilli()}
+	p := &PackedRows{now: j.Now.UnixMilli(), n: int32(len(rows)), cells: int32(len(clusters))}
 	if len(rows) > 0 {
 		p.group, p.opart = rows[0].Group, rows[0].OffsetsPartition
 	}
@@ -74,19 +76,33 @@ func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
 		r := &rows[i]
 		st, ok := statusCode(r.Status)
 		if !ok || r.Group != p.group || r.OffsetsPartition != p.opart || len(r.Cells) != len(clusters) ||
-			r.Topic != offsets.ShortName(r.fullTopic, j.DisplayNamespace) {
-			whole := slices.Clone(rows)
-			return &PackedRows{group: p.group, whole: &whole}
+			r.Topic != offsets.ShortName(r.fullTopic, j.DisplayNamespace) || r.Partition < 0 {
+			return &PackedRows{group: p.group, n: int32(len(rows)), rare: &rareRows{whole: slices.Clone(rows)}}
 		}
-		p.rows[i] = packedRow{topic: r.fullTopic, partition: r.Partition, status: st}
+		t := slices.Index(p.topics, r.fullTopic)
+		if t < 0 {
+			t = len(p.topics)
+			p.topics = append(p.topics, r.fullTopic)
+		}
+		p.data = binary.AppendUvarint(p.data, uint64(t))
+		p.data = binary.AppendUvarint(p.data, uint64(r.Partition))
+		p.data = append(p.data, st)
 		for c := range r.Cells {
-			p.cells = append(p.cells, p.packCell(&r.Cells[c], clusters[c]))
+			p.packCell(&r.Cells[c], clusters[c])
 		}
 	}
+	// Exactly as long as they are: appends leave up to twice the room.
+	p.data, p.topics = bytes.Clone(p.data), slices.Clone(p.topics)
 	return p
 }
 
-func (p *PackedRows) packCell(c *Cell, cluster string) packedCell {
+// packedCell is a cell's numbers, as encoded.
+type packedCell struct {
+	cached, persisted, logEnd, commitMs, expireMs int64
+	has, status                                   uint8
+}
+
+func (p *PackedRows) packCell(c *Cell, cluster string) {
 	st, ok := statusCode(c.Status)
 	pc := packedCell{status: st}
 	for _, v := range [...]struct {
@@ -109,28 +125,64 @@ func (p *PackedRows) packCell(c *Cell, cluster string) packedCell {
 	ok = ok && c.Cluster == cluster && c.Predicted == nil && c.Error == "" && c.Detail == "" && c.Origin == "" &&
 		c.Translated == nil && c.Alignment == "" && samePtr(pc.lag(), c.Lag) && samePtr(p.expiresIn(&pc), c.ExpiresIn)
 	if !ok {
-		whole := *c
-		return packedCell{whole: &whole}
+		if p.rare == nil {
+			p.rare = &rareRows{}
+		}
+		p.data = append(p.data, cellWhole)
+		p.data = binary.AppendUvarint(p.data, uint64(len(p.rare.cells)))
+		p.rare.cells = append(p.rare.cells, *c)
+		return
 	}
-	return pc
+	p.data = append(p.data, pc.has, pc.status)
+	if pc.has&hasCached != 0 {
+		p.data = binary.AppendVarint(p.data, pc.cached)
+	}
+	if pc.has&hasPersisted != 0 {
+		p.data = binary.AppendVarint(p.data, pc.persisted-pc.base(hasCached))
+	}
+	if pc.has&hasLogEnd != 0 {
+		p.data = binary.AppendVarint(p.data, pc.logEnd-pc.committed())
+	}
+	if pc.has&hasCommit != 0 {
+		p.data = binary.AppendVarint(p.data, pc.commitMs)
+	}
+	if pc.has&hasExpire != 0 {
+		p.data = binary.AppendVarint(p.data, pc.expireMs-pc.base(hasCommit))
+	}
+}
+
+// base is the value a delta is taken from: cached (bit hasCached) or commit ms (hasCommit)
+// when the cell has it, else 0.
+func (pc *packedCell) base(bit uint8) int64 {
+	switch {
+	case pc.has&bit == 0:
+		return 0
+	case bit == hasCached:
+		return pc.cached
+	default:
+		return pc.commitMs
+	}
+}
+
+// committed is what the lag counts from: what KoP serves, or else what the topic holds (0
+// when neither).
+func (pc *packedCell) committed() int64 {
+	switch {
+	case pc.has&hasCached != 0:
+		return pc.cached
+	case pc.has&hasPersisted != 0:
+		return pc.persisted
+	}
+	return 0
 }
 
 // lag is the cell's lag as observe computes it: the log-end offset minus what KoP serves,
 // or else what the topic holds.
 func (pc *packedCell) lag() *int64 {
-	if pc.has&hasLogEnd == 0 {
+	if pc.has&hasLogEnd == 0 || pc.has&(hasCached|hasPersisted) == 0 {
 		return nil
 	}
-	var committed int64
-	switch {
-	case pc.has&hasCached != 0:
-		committed = pc.cached
-	case pc.has&hasPersisted != 0:
-		committed = pc.persisted
-	default:
-		return nil
-	}
-	lag := max(pc.logEnd-committed, 0)
+	lag := max(pc.logEnd-pc.committed(), 0)
 	return &lag
 }
 
@@ -151,10 +203,61 @@ func identical(a, b time.Time) bool {
 
 func samePtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
-func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
-	if pc.whole != nil {
-		return *pc.whole
+// decoder reads the rows of data in order.
+type decoder struct {
+	p    *PackedRows
+	data []byte
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.data)
+	d.data = d.data[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.data)
+	d.data = d.data[n:]
+	return v
+}
+
+// row reads a row's topic, partition and status, and leaves the cells next.
+func (d *decoder) row() (topic string, partition int32, status uint8) {
+	topic = d.p.topics[d.uvarint()]
+	partition = int32(d.uvarint())
+	status = d.data[0]
+	d.data = d.data[1:]
+	return topic, partition, status
+}
+
+// cell reads a cell: its numbers, or the cell kept whole.
+func (d *decoder) cell() (packedCell, *Cell) {
+	has := d.data[0]
+	if has == cellWhole {
+		d.data = d.data[1:]
+		return packedCell{}, &d.p.rare.cells[d.uvarint()]
 	}
+	pc := packedCell{has: has, status: d.data[1]}
+	d.data = d.data[2:]
+	if has&hasCached != 0 {
+		pc.cached = d.varint()
+	}
+	if has&hasPersisted != 0 {
+		pc.persisted = d.varint() + pc.base(hasCached)
+	}
+	if has&hasLogEnd != 0 {
+		pc.logEnd = d.varint() + pc.committed()
+	}
+	if has&hasCommit != 0 {
+		pc.commitMs = d.varint()
+	}
+	if has&hasExpire != 0 {
+		pc.expireMs = d.varint() + pc.base(hasCommit)
+	}
+	return pc, nil
+}
+
+func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
 	c := Cell{Cluster: cluster, Status: statusOf(pc.status), Lag: pc.lag(), ExpiresIn: p.expiresIn(pc)}
 	ptr := func(bit uint8, v int64) *int64 {
 		if pc.has&bit == 0 {
@@ -172,58 +275,103 @@ func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
 	return c
 }
 
-// Same reports whether q holds what p holds, built at another time maybe: the same rows,
-// statuses, numbers and timestamps. A process keeping rows keeps p then and drops q, so
-// rebuilding every group (watch's resync) does not hold two copies of every row; p's
-// expiresInSeconds then still counts from when p was built. Rows kept whole are never the
-// same.
-func (p *PackedRows) Same(q *PackedRows) bool {
-	return p != nil && q != nil && p.whole == nil && q.whole == nil && p.group == q.group && p.opart == q.opart &&
-		slices.Equal(p.rows, q.rows) && slices.Equal(p.cells, q.cells)
-}
-
 // Group is the rows' group.
 func (p *PackedRows) Group() string { return p.group }
 
 // Len is the number of rows (0 for nil).
 func (p *PackedRows) Len() int {
-	switch {
-	case p == nil:
+	if p == nil {
 		return 0
-	case p.whole != nil:
-		return len(*p.whole)
 	}
-	return len(p.rows)
+	return int(p.n)
 }
 
-// Status is the status of row i.
-func (p *PackedRows) Status(i int) offsets.Status {
-	if p.whole != nil {
-		return (*p.whole)[i].Status
-	}
-	return statusOf(p.rows[i].status)
+// Same reports whether q holds what p holds, built at another time maybe: the same rows,
+// statuses, numbers and timestamps. A process keeping rows keeps p then and drops q, so
+// rebuilding every group (watch's resync) does not hold two copies of every row; p's
+// expiresInSeconds then still counts from when p was built. Rows with anything kept whole
+// are never the same.
+func (p *PackedRows) Same(q *PackedRows) bool {
+	return p != nil && q != nil && p.rare == nil && q.rare == nil && p.group == q.group && p.opart == q.opart &&
+		p.n == q.n && slices.Equal(p.topics, q.topics) && string(p.data) == string(q.data)
 }
 
-// FullTopic is the topic of row i in KoP's full name.
-func (p *PackedRows) FullTopic(i int) string {
-	if p.whole != nil {
-		return (*p.whole)[i].fullTopic
+// Statuses yields the status of every row, in order (none for nil).
+func (p *PackedRows) Statuses() iter.Seq[offsets.Status] {
+	return func(yield func(offsets.Status) bool) {
+		if p == nil {
+			return
+		}
+		if p.rare != nil && p.rare.whole != nil {
+			for i := range p.rare.whole {
+				if !yield(p.rare.whole[i].Status) {
+					return
+				}
+			}
+			return
+		}
+		d := decoder{p: p, data: p.data}
+		for range p.n {
+			_, _, st := d.row()
+			for range p.cells {
+				d.cell()
+			}
+			if !yield(statusOf(st)) {
+				return
+			}
+		}
 	}
-	return p.rows[i].topic
 }
 
-// Row rebuilds row i (clusters as given to Pack, displayNS the Judge's DisplayNamespace).
-func (p *PackedRows) Row(i int, clusters []string, displayNS string) Row {
-	if p.whole != nil {
-		r := (*p.whole)[i]
-		r.Cells = slices.Clone(r.Cells) // the caller's to change
-		return r
+// Topics are the topics of the rows (KoP's full names), each once.
+func (p *PackedRows) Topics() []string {
+	if p == nil {
+		return nil
 	}
-	pr := &p.rows[i]
-	r := Row{Group: p.group, Topic: offsets.ShortName(pr.topic, displayNS), Partition: pr.partition,
-		OffsetsPartition: p.opart, Status: statusOf(pr.status), fullTopic: pr.topic, Cells: make([]Cell, len(clusters))}
-	for j := range r.Cells {
-		r.Cells[j] = p.unpack(&p.cells[i*len(clusters)+j], clusters[j])
+	if p.rare != nil && p.rare.whole != nil {
+		var ts []string
+		for i := range p.rare.whole {
+			if t := p.rare.whole[i].fullTopic; !slices.Contains(ts, t) {
+				ts = append(ts, t)
+			}
+		}
+		return ts
 	}
-	return r
+	return p.topics
+}
+
+// Rows yields every row rebuilt (clusters as given to Pack, displayNS the Judge's
+// DisplayNamespace), in order (none for nil); each row is the caller's to keep and change.
+func (p *PackedRows) Rows(clusters []string, displayNS string) iter.Seq[Row] {
+	return func(yield func(Row) bool) {
+		if p == nil {
+			return
+		}
+		if p.rare != nil && p.rare.whole != nil {
+			for _, r := range p.rare.whole {
+				r.Cells = slices.Clone(r.Cells) // the caller's to change
+				if !yield(r) {
+					return
+				}
+			}
+			return
+		}
+		d := decoder{p: p, data: p.data}
+		for range p.n {
+			topic, part, st := d.row()
+			r := Row{Group: p.group, Topic: offsets.ShortName(topic, displayNS), Partition: part,
+				OffsetsPartition: p.opart, Status: statusOf(st), fullTopic: topic, Cells: make([]Cell, len(clusters))}
+			for j := range r.Cells {
+				pc, whole := d.cell()
+				if whole != nil {
+					r.Cells[j] = *whole
+				} else {
+					r.Cells[j] = p.unpack(&pc, clusters[j])
+				}
+			}
+			if !yield(r) {
+				return
+			}
+		}
+	}
 }

@@ -52,24 +52,47 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 		if p.Len() != len(rs) || p.Group() != "g" {
 			t.Fatalf("%s: %d rows of %q", name, p.Len(), p.Group())
 		}
+		got := slices.Collect(p.Rows(clusters, "public/default"))
+		if len(got) != len(rs) {
+			t.Fatalf("%s: %d rows rebuilt, want %d", name, len(got), len(rs))
+		}
 		for i := range rs {
-			if got := p.Row(i, clusters, "public/default"); !reflect.DeepEqual(got, rs[i]) {
-				t.Errorf("%s: row %d:\ngot  %s\nwant %s", name, i, encode(t, got, false), encode(t, rs[i], false))
+			if !reflect.DeepEqual(got[i], rs[i]) {
+				t.Errorf("%s: row %d:\ngot  %s\nwant %s", name, i, encode(t, got[i], false), encode(t, rs[i], false))
 			}
-			if p.Status(i) != rs[i].Status || p.FullTopic(i) != full {
-				t.Errorf("%s: row %d: status %q topic %q", name, i, p.Status(i), p.FullTopic(i))
-			}
+		}
+		var statuses []offsets.Status
+		for _, r := range rs {
+			statuses = append(statuses, r.Status)
+		}
+		if st := slices.Collect(p.Statuses()); !slices.Equal(st, statuses) {
+			t.Errorf("%s: statuses %v, want %v", name, st, statuses)
+		}
+		if ts := p.Topics(); !slices.Equal(ts, []string{full}) {
+			t.Errorf("%s: topics %v", name, ts)
+		}
+		// The caller's rows: changing one changes no later rebuild.
+		got[0].Cells[0].Status = "changed"
+		if again := slices.Collect(p.Rows(clusters, "public/default")); !reflect.DeepEqual(again[0], rs[0]) {
+			t.Errorf("%s: a rebuilt row changed with the copy an earlier call returned", name)
 		}
 		// Kept whole: the prediction, the expired cell's detail, the error, alignment, an
 		// expiresInSeconds that does not follow, a lag that does not follow, a time not in UTC.
-		var whole []int
-		for i, c := range p.cells {
-			if c.whole != nil {
-				whole = append(whole, i)
-			}
+		if name == "packs" && (p.rare == nil || p.rare.whole != nil || len(p.rare.cells) != 7) {
+			t.Errorf("packs: rare %+v, want 7 cells kept whole", p.rare)
 		}
-		if want := []int{4, 5, 7, 8, 9, 10, 11}; name == "packs" && (p.whole != nil || !slices.Equal(whole, want)) {
-			t.Errorf("packs: cells kept whole %v, want %v", whole, want)
+	}
+	// Numbers of every size and sign come back (varints, deltas).
+	for _, v := range []int64{0, 1, -1, 127, 128, -129, 1 << 40, -(1 << 40), 1<<63 - 1, -1 << 63} {
+		c := Cell{Cluster: "scus", Cached: i64(v), Persisted: i64(-v), LogEndOffset: i64(v / 3), Lag: i64(max(v/3-v, 0)),
+			CommitTimestamp: output.NewTime(offsets.Millis(v / 1000).Time()), Status: offsets.StatusOK}
+		r := Row{Group: "g", Topic: "orders", OffsetsPartition: 4, Status: offsets.StatusOK, fullTopic: full, Cells: []Cell{c}}
+		p := Pack([]Row{r}, []string{"scus"}, j)
+		if got := slices.Collect(p.Rows([]string{"scus"}, "public/default")); !reflect.DeepEqual(got, []Row{r}) {
+			t.Errorf("%d: got %s", v, encode(t, got, false))
+		}
+		if p.rare != nil {
+			t.Errorf("%d: kept whole", v)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -28,7 +29,7 @@ import (
 //   - held-B/key: the heap after a GC minus the heap before the watcher started;
 //   - rss-B/key, peak-rss-B/key: RSS at the end and its peak over the steady cycles (the
 //     start's own peak given back first), minus RSS before the watcher started, with
-//     GOGC=50 as watch sets it;
+//     GOGC as watch sets it (cmdutil.GCWatch);
 //   - with KOP_BENCH_SCRAPE=1, scrape-peak-rss-B/key: the peak of one /metrics gather.
 func BenchmarkWatchSteadyState(b *testing.B) {
 	n := 100_000
@@ -41,7 +42,7 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 	if os.Getenv("KOP_BENCH_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 4096
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(50))
+	defer debug.SetGCPercent(debug.SetGCPercent(cmdutil.GCWatch))
 	for b.Loop() {
 		now := time.Unix(1_800_000_000, 0)
 		tail := genTail{n: n, now: now, live: newMemTail(8)}

@@ -28,9 +28,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	var stale []string
 	clusters := w.clusterNames()
 	for _, g := range asked {
-		rs := w.rows[g]
-		for i := range rs.Len() {
-			r := rs.Row(i, clusters, w.displayNamespace())
+		for r := range w.rows[g].Rows(clusters, w.displayNamespace()) {
 			cell := r.Cell(c.Name)
 			if cell.Status != offsets.StatusStaleCache && cell.Status != offsets.StatusCoordinatorUnavailable {
 				continue

@@ -21,8 +21,7 @@ type snapshot struct {
 // eachRow calls fn with every row in order; the row is fn's only during the call.
 func (s *snapshot) eachRow(fn func(*check.Row)) {
 	for _, g := range s.groups {
-		for i := range g.Len() {
-			r := g.Row(i, s.head.Clusters, s.displayNS)
+		for r := range g.Rows(s.head.Clusters, s.displayNS) {
 			fn(&r)
 		}
 	}

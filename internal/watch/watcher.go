@@ -466,8 +466,8 @@ func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool
 		}
 	}
 	for g, rs := range w.rows {
-		for i := range rs.Len() {
-			switch rs.Status(i) {
+		for st := range rs.Statuses() {
+			switch st {
 			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
 				ask[g] = true
 			}
@@ -621,8 +621,8 @@ func (w *Watcher) held(group string) bool {
 func (w *Watcher) forgetTopics(c *clusterRT) {
 	named := map[string]bool{}
 	for _, rs := range w.rows {
-		for i := range rs.Len() {
-			named[rs.FullTopic(i)] = true
+		for _, t := range rs.Topics() {
+			named[t] = true
 		}
 	}
 	for t := range c.leo {
@@ -915,8 +915,8 @@ func (w *Watcher) snapshot() *snapshot {
 	for _, g := range slices.Sorted(mapKeys(w.rows)) {
 		rs := w.rows[g]
 		s.groups = append(s.groups, rs)
-		for i := range rs.Len() {
-			s.head.Summary[string(rs.Status(i))]++
+		for st := range rs.Statuses() {
+			s.head.Summary[string(st)]++
 		}
 		s.rows += rs.Len()
 	}

@@ -257,7 +257,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	restoreGC := cmdutil.CompactGC()
+	restoreGC := cmdutil.CompactGC(cmdutil.GCReplay)
 	defer restoreGC()
 	cls, err := opts.Clusters()
 	if err != nil {

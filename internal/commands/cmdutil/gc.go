@@ -5,15 +5,22 @@ import (
 	"runtime/debug"
 )
 
-// CompactGC makes the garbage collector run when the heap is 1.5x the live heap instead of
-// Go's default 2x, unless the user set GOGC, and returns the function that restores the old
-// setting. For commands whose heap is nearly all a replayed, mostly pointer-free state (dump
-// --compacted, check): cheap to mark, and at a million keys about a quarter less at the peak
-// for a few more, short collections.
-func CompactGC() (restore func()) {
+// GC percentages of CompactGC: the commands that replay once, and watch, which holds its
+// state for weeks.
+const (
+	GCReplay = 50
+	GCWatch  = 25
+)
+
+// CompactGC makes the garbage collector run when the heap has grown by percent of the live
+// heap instead of Go's default 100, unless the user set GOGC, and returns the function that
+// restores the old setting. For commands whose heap is nearly all a replayed, mostly
+// pointer-free state (dump --compacted, check, watch): cheap to mark, and at a million keys
+// much less at the peak for more, short collections.
+func CompactGC(percent int) (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
-	old := debug.SetGCPercent(50)
+	old := debug.SetGCPercent(percent)
 	return func() { debug.SetGCPercent(old) }
 }

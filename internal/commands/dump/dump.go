@@ -408,7 +408,7 @@ func dumpRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.Compacted {
-		restoreGC := cmdutil.CompactGC()
+		restoreGC := cmdutil.CompactGC(cmdutil.GCReplay)
 		defer restoreGC()
 	}
 	ro := pulsarx.ReaderOptions{From: opts.From, Compacted: opts.Compacted}
