@@ -41,29 +41,70 @@ const (
 // and kop_offsets_offsets_partition_unserved and kop_offsets_check_exit_code. Rows are added
 // one at a time (check streams them), the rest of the report at the end.
 type Series struct {
-	reg                                       *prometheus.Registry
-	cached, persisted, lag, translated, drift *prometheus.GaugeVec
-	status, unserved                          *prometheus.GaugeVec
-	exit                                      prometheus.Gauge
+	reg              *prometheus.Registry
+	cells            map[string]*prometheus.GaugeVec // by name: cellGauges
+	status, unserved *prometheus.GaugeVec
+	exit             prometheus.Gauge
+}
+
+// helps of the series, by name.
+var helps = map[string]string{
+	MetricCached:     "Offset KoP serves (OffsetFetch).",
+	MetricPersisted:  "Offset the cluster's offsets topic holds.",
+	MetricLag:        "Log-end offset minus the committed offset.",
+	MetricTranslated: "Persisted offset replicated from another cluster, translated into this cluster's numbering (the first message not consumed).",
+	MetricDrift:      "Cached minus persisted offset on the cluster.",
+	MetricStatus:     "1 for the status of the cell (cli.md statuses), 0 otherwise.",
+	MetricUnserved:   "1 for an offsets partition KoP does not serve on the cluster (NOT_COORDINATOR or loading for the whole coordinator wait).",
+	MetricExitCode:   "Exit code of the check (0 ok, 1 drift, 3 unreachable).",
+}
+
+// cellGauge is a series with one value per cell, where the cell has it.
+type cellGauge struct {
+	name  string
+	value func(c *check.Cell) (float64, bool)
+}
+
+// cellGauges are the series of a cell but kop_offsets_status, in the order they are written.
+var cellGauges = []cellGauge{
+	{MetricCached, func(c *check.Cell) (float64, bool) { return num(c.Cached) }},
+	{MetricPersisted, func(c *check.Cell) (float64, bool) { return num(c.Persisted) }},
+	{MetricTranslated, func(c *check.Cell) (float64, bool) { return num(c.Translated) }},
+	{MetricLag, func(c *check.Cell) (float64, bool) { return num(c.Lag) }},
+	{MetricDrift, func(c *check.Cell) (float64, bool) {
+		if c.Cached == nil || c.Persisted == nil {
+			return 0, false
+		}
+		return float64(*c.Cached - *c.Persisted), true
+	}},
+}
+
+func num(v *int64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return float64(*v), true
 }
 
 // New registers the gauges in a new registry.
 func New() (*Series, error) {
 	labels := []string{"cluster", "group", "topic", "partition"}
-	s := &Series{
-		reg:        prometheus.NewPedanticRegistry(),
-		cached:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricCached, Help: "Offset KoP serves (OffsetFetch)."}, labels),
-		persisted:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPersisted, Help: "Offset the cluster's offsets topic holds."}, labels),
-		lag:        prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLag, Help: "Log-end offset minus the committed offset."}, labels),
-		translated: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricTranslated, Help: "Persisted offset replicated from another cluster, translated into this cluster's numbering (the first message not consumed)."}, labels),
-		drift:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricDrift, Help: "Cached minus persisted offset on the cluster."}, labels),
-		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricStatus, Help: "1 for the status of the cell (cli.md statuses), 0 otherwise."},
-			append(labels, "status")),
-		unserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricUnserved, Help: "1 for an offsets partition KoP does not serve on the cluster (NOT_COORDINATOR or loading for the whole coordinator wait)."},
-			[]string{"cluster", "offsets_partition"}),
-		exit: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricExitCode, Help: "Exit code of the check (0 ok, 1 drift, 3 unreachable)."}),
+	gauge := func(name string, labels []string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: helps[name]}, labels)
 	}
-	for _, c := range []prometheus.Collector{s.cached, s.persisted, s.translated, s.lag, s.drift, s.status, s.unserved, s.exit} {
+	s := &Series{
+		reg:      prometheus.NewPedanticRegistry(),
+		cells:    map[string]*prometheus.GaugeVec{},
+		status:   gauge(MetricStatus, append(labels, "status")),
+		unserved: gauge(MetricUnserved, []string{"cluster", "offsets_partition"}),
+		exit:     prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricExitCode, Help: helps[MetricExitCode]}),
+	}
+	cs := []prometheus.Collector{s.status, s.unserved, s.exit}
+	for _, g := range cellGauges {
+		s.cells[g.name] = gauge(g.name, labels)
+		cs = append(cs, s.cells[g.name])
+	}
+	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -77,29 +118,22 @@ func (s *Series) AddRow(r *check.Row) {
 	for i := range r.Cells {
 		cell := &r.Cells[i]
 		lv := []string{cell.Cluster, r.Group, r.Topic, part}
-		if cell.Cached != nil {
-			s.cached.WithLabelValues(lv...).Set(float64(*cell.Cached))
-		}
-		if cell.Persisted != nil {
-			s.persisted.WithLabelValues(lv...).Set(float64(*cell.Persisted))
-		}
-		if cell.Lag != nil {
-			s.lag.WithLabelValues(lv...).Set(float64(*cell.Lag))
-		}
-		if cell.Translated != nil {
-			s.translated.WithLabelValues(lv...).Set(float64(*cell.Translated))
-		}
-		if cell.Cached != nil && cell.Persisted != nil {
-			s.drift.WithLabelValues(lv...).Set(float64(*cell.Cached - *cell.Persisted))
+		for _, g := range cellGauges {
+			if v, ok := g.value(cell); ok {
+				s.cells[g.name].WithLabelValues(lv...).Set(v)
+			}
 		}
 		for _, st := range offsets.Statuses {
-			v := 0.0
-			if cell.Status == st {
-				v = 1
-			}
-			s.status.WithLabelValues(append(lv, string(st))...).Set(v)
+			s.status.WithLabelValues(append(lv, string(st))...).Set(b2f(cell.Status == st))
 		}
 	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Finish adds what the report says beside its rows (the exit code, the unserved offsets

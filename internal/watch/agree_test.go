@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
@@ -205,7 +208,11 @@ func TestCheckAndWatchAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := series(t, watched.Metrics().Gatherer()), series(t, creg); got != want {
+			var exposed bytes.Buffer // what /metrics serves
+			if err := watched.Metrics().WriteText(&exposed); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := series(t, &exposed), series(t, gathered(t, creg)); got != want {
 				t.Errorf("series differ\ncheck:\n%s\nwatch:\n%s", want, got)
 			}
 			t.Logf("%v exit %d", rep.Summary, rep.ExitCode)
@@ -258,8 +265,8 @@ func rowsJSON(t *testing.T, rows []check.Row) string {
 	return string(b)
 }
 
-// series is the text exposition of the families named like check's series.
-func series(t *testing.T, g prometheus.Gatherer) string {
+// gathered is the text exposition of what g gathers.
+func gathered(t *testing.T, g prometheus.Gatherer) io.Reader {
 	t.Helper()
 	mfs, err := g.Gather()
 	if err != nil {
@@ -267,9 +274,30 @@ func series(t *testing.T, g prometheus.Gatherer) string {
 	}
 	var buf bytes.Buffer
 	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "kop_offsets_") || !slices.Contains(checkSeries, mf.GetName()) {
+		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &buf
+}
+
+// series is the families of an exposition named like check's series, each family's samples
+// sorted (watch streams them in row order, a registry sorts them).
+func series(t *testing.T, exposition io.Reader) string {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(exposition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	for _, name := range checkSeries {
+		mf, ok := fams[name]
+		if !ok {
 			continue
 		}
+		key := func(m *dto.Metric) string { return fmt.Sprint(m.GetLabel()) }
+		slices.SortFunc(mf.Metric, func(a, b *dto.Metric) int { return strings.Compare(key(a), key(b)) })
 		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
 			t.Fatal(err)
 		}

@@ -30,7 +30,8 @@ import (
 //   - rss-B/key, peak-rss-B/key: RSS at the end and its peak over the steady cycles (the
 //     start's own peak given back first), minus RSS before the watcher started, with
 //     GOGC as watch sets it (cmdutil.GCWatch);
-//   - with KOP_BENCH_SCRAPE=1, scrape-peak-rss-B/key: the peak of one /metrics gather.
+//   - with KOP_BENCH_SCRAPE=1, scrape-peak-rss-B/key: the peak of one /metrics exposition,
+//     and its time and size (uncompressed).
 func BenchmarkWatchSteadyState(b *testing.B) {
 	n := 100_000
 	if v := os.Getenv("KOP_BENCH_KEYS"); v != "" {
@@ -87,16 +88,28 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 		b.ReportMetric(perKey(rss, rssBefore), "rss-B/key")
 		b.ReportMetric(perKey(peak, rssBefore), "peak-rss-B/key")
 		if os.Getenv("KOP_BENCH_SCRAPE") != "" {
-			// A scrape builds the series of every row at once (promexport's registry).
+			// A scrape: the series of every row, streamed (what /metrics writes).
 			resetPeakRSS(b)
-			if _, err := w.Metrics().Gatherer().Gather(); err != nil {
+			t0 := time.Now()
+			var size countingWriter
+			if err := w.Metrics().WriteText(&size); err != nil {
 				b.Fatal(err)
 			}
+			b.ReportMetric(time.Since(t0).Seconds(), "scrape-s")
+			b.ReportMetric(float64(size), "scrape-bytes")
 			b.ReportMetric(perKey(procStatus(b, "VmHWM"), rssBefore), "scrape-peak-rss-B/key")
 		}
 		cancel()
 		wait()
 	}
+}
+
+// countingWriter counts what is written to it.
+type countingWriter int
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	*c += countingWriter(len(p))
+	return len(p), nil
 }
 
 // benchCommit is key i of the benchmark: group i/5, topic i%100, partition i%5.

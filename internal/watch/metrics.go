@@ -1,11 +1,12 @@
 package watch
 
 import (
+	"io"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 )
@@ -33,8 +34,8 @@ const (
 	MetricLastCycle       = "kop_offsets_watch_last_cycle_timestamp_seconds"
 )
 
-// Metrics are watch's own collectors, plus the series of the latest report in check's
-// names and labels (promexport.Registry), swapped after every cycle.
+// Metrics are watch's own collectors (Registry), plus the series of the latest report in
+// check's names and labels, written by WriteText from the report a cycle published.
 type Metrics struct {
 	Registry *prometheus.Registry
 
@@ -117,18 +118,21 @@ func NewMetrics() *Metrics {
 // built when scraped, a row at a time, so a cycle does not pay for them.
 func (m *Metrics) setReport(s *snapshot) { m.report.Store(s) }
 
-// Gatherer gathers watch's collectors and the latest report.
-func (m *Metrics) Gatherer() prometheus.Gatherer {
-	return prometheus.Gatherers{m.Registry, prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
-		snap := m.report.Load()
-		if snap == nil {
-			return nil, nil
+// WriteText writes every series in Prometheus's text format: the registry's, then those of
+// the latest report, streamed a row at a time (promexport.WriteText), so that a scrape does
+// not hold the series of every row at once.
+func (m *Metrics) WriteText(w io.Writer) error {
+	mfs, gatherErr := m.Registry.Gather()
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
 		}
-		s, err := promexport.New()
-		if err != nil {
-			return nil, err
+	}
+	if snap := m.report.Load(); snap != nil {
+		if err := promexport.WriteText(w, &snap.head, snap.eachRow); err != nil {
+			return err
 		}
-		snap.eachRow(s.AddRow)
-		return s.Finish(&snap.head).Gather()
-	})}
+	}
+	return gatherErr
 }
