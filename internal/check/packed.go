@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -273,6 +274,22 @@ func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
 		c.ExpireTimestamp = output.NewTime(time.UnixMilli(pc.expireMs))
 	}
 	return c
+}
+
+// ShareTopics makes p use the list of topics in pool equal to its own, or adds its own when
+// the pool has none and fewer than max lists: the groups of one application commit on the
+// same topics, so a process keeping many groups' rows keeps each list once. Call it before p
+// is shared.
+func (p *PackedRows) ShareTopics(pool map[string][]string, max int) {
+	if p == nil || len(p.topics) == 0 {
+		return
+	}
+	key := strings.Join(p.topics, "\x00")
+	if ts, ok := pool[key]; ok {
+		p.topics = ts
+	} else if len(pool) < max {
+		pool[key] = p.topics
+	}
 }
 
 // Group is the rows' group.

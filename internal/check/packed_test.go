@@ -135,3 +135,31 @@ func TestPackedRowsSame(t *testing.T) {
 		}
 	}
 }
+
+// TestShareTopics: rows of two groups on the same topics keep one list of them; a pool at its
+// bound keeps its own list and adds none.
+func TestShareTopics(t *testing.T) {
+	j := &Judge{Now: time.UnixMilli(1_000), DisplayNamespace: "public/default"}
+	pack := func(group string, topics ...string) *PackedRows {
+		var rows []Row
+		for _, tp := range topics {
+			rows = append(rows, Row{Group: group, Topic: tp, fullTopic: "persistent://public/default/" + tp,
+				Cells: []Cell{{Cluster: "scus", Status: offsets.StatusOK}}, Status: offsets.StatusOK})
+		}
+		return Pack(rows, []string{"scus"}, j)
+	}
+	pool := map[string][]string{}
+	a, b, c := pack("a", "t1", "t2"), pack("b", "t1", "t2"), pack("c", "t3")
+	for _, p := range []*PackedRows{a, b, c} {
+		p.ShareTopics(pool, 1)
+	}
+	if &a.topics[0] != &b.topics[0] || len(pool) != 1 {
+		t.Errorf("a and b keep their own lists (pool %v)", pool)
+	}
+	if !slices.Equal(c.Topics(), []string{"persistent://public/default/t3"}) || len(pool) != 1 {
+		t.Errorf("c's topics %v, pool %v", c.Topics(), pool)
+	}
+	if rs := slices.Collect(b.Rows([]string{"scus"}, "public/default")); len(rs) != 2 || rs[1].Topic != "t2" {
+		t.Errorf("b's rows %+v", rs)
+	}
+}

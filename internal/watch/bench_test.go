@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 //   - rss-B/key, peak-rss-B/key: RSS at the end and its peak over the steady cycles (the
 //     start's own peak given back first), minus RSS before the watcher started, with
 //     GOGC as watch sets it (cmdutil.GCWatch);
+//   - steady-cpu-s: the CPU time of those steady cycles (the resync's mostly);
 //   - with KOP_BENCH_SCRAPE=1, scrape-peak-rss-B/key: the peak of one /metrics exposition,
 //     and its time and size (uncompressed).
 func BenchmarkWatchSteadyState(b *testing.B) {
@@ -67,6 +69,7 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 		}
 		debug.FreeOSMemory()
 		resetPeakRSS(b)
+		cpu0 := cpuTime(b)
 		for round := range 5 {
 			if round == 4 {
 				clock.Add(int64(time.Hour)) // a resync
@@ -78,6 +81,7 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 			time.Sleep(20 * time.Millisecond)
 			w.Cycle(ctx)
 		}
+		cpu := cpuTime(b) - cpu0
 		rss, peak := procStatus(b, "VmRSS"), procStatus(b, "VmHWM")
 		after := heapAlloc()
 		if f := os.Getenv("KOP_BENCH_HEAPPROFILE"); f != "" {
@@ -87,6 +91,7 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 		b.ReportMetric(perKey(after, before), "held-B/key")
 		b.ReportMetric(perKey(rss, rssBefore), "rss-B/key")
 		b.ReportMetric(perKey(peak, rssBefore), "peak-rss-B/key")
+		b.ReportMetric(cpu.Seconds(), "steady-cpu-s")
 		if os.Getenv("KOP_BENCH_SCRAPE") != "" {
 			// A scrape: the series of every row, streamed (what /metrics writes).
 			resetPeakRSS(b)
@@ -203,6 +208,15 @@ func procStatus(b *testing.B, field string) uint64 {
 	}
 	b.Fatalf("no %s in /proc/self/status", field)
 	return 0
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // resetPeakRSS makes VmHWM start again from the current RSS.

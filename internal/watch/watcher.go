@@ -85,6 +85,7 @@ type Watcher struct {
 
 	// Owned by the cycle.
 	rows       map[string]*check.PackedRows // by group; each replaced whole, never changed
+	topicLists map[string][]string          // the rows' lists of topics, each kept once (emptied at a resync)
 	lastResync time.Time
 
 	report atomic.Pointer[snapshot]
@@ -349,6 +350,7 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	resync := w.lastResync.IsZero() || start.Sub(w.lastResync) >= w.o.Resync
 	if resync {
 		w.lastResync = start
+		w.topicLists = map[string][]string{} // lists no row names any more go
 	}
 	// 1. Per cluster: is it up; what changed.
 	dirty := w.takeChanges(ctx)
@@ -357,27 +359,32 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	}
 	// 2. The groups to ask: changed, still unsettled, and every group on a resync.
 	groups := w.groupsToAsk(ctx, dirty, resync)
-	// 3. Replication, cached side, log-end offsets: per cluster in parallel.
-	if len(groups) > 0 {
-		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, groups) })
+	// 3 to 5, a chunk of groups at a time (a resync asks every group: its answers and rows
+	// in the making are then never every group's at once).
+	for _, chunk := range w.chunks(groups) {
+		// 3. Replication, cached side, log-end offsets: per cluster in parallel.
+		w.parallel(func(c *clusterRT) { w.fetch(ctx, c, chunk) })
+		if ctx.Err() != nil {
+			return
+		}
+		// 4. Rows of the groups asked; what belongs to groups gone everywhere is forgotten.
+		w.rebuild(chunk)
+		w.forget(chunk, false, start)
+		// 5. Staleness episodes KoP ended.
+		now := w.o.Now()
+		for _, c := range w.clusters {
+			w.settle(c, now)
+			// The rows hold what KoP served; every later use of an answer is of a group
+			// asked again, so keeping them would only double what watch holds per key.
+			c.cached = nil
+		}
 	}
-	if ctx.Err() != nil {
-		return
+	if resync {
+		w.forget(nil, true, start)
 	}
-	// 4. Rows of the groups asked; what belongs to groups gone everywhere is forgotten.
-	w.rebuild(groups)
-	w.forget(groups, resync, start)
-	// 5. Staleness, metrics.
 	now := w.o.Now()
-	asked := make(map[string]bool, len(groups))
-	for _, g := range groups {
-		asked[g] = true
-	}
 	for _, c := range w.clusters {
-		w.settle(c, asked, now)
-		// The rows hold what KoP served; every later use of an answer is of a group asked
-		// again, so keeping them would only double what watch holds per key.
-		c.cached = nil
+		w.staleness(c, now)
 	}
 	snap := w.snapshot()
 	w.report.Store(snap)
@@ -540,9 +547,58 @@ func (w *Watcher) rebuild(groups []string) {
 			continue
 		}
 		if p := check.Pack(rs, clusters, j); !p.Same(w.rows[g]) {
+			p.ShareTopics(w.topicLists, maxTopicLists)
 			w.rows[names.Intern(g)] = p
 		}
 	}
+}
+
+// maxTopicLists bounds the distinct lists of topics shared between groups' rows.
+const maxTopicLists = 10000
+
+// chunkGroups is about how many groups a cycle asks and classifies at once.
+const chunkGroups = 5000
+
+// chunks cuts groups (sorted) into the chunks a cycle handles one after the other: whole
+// offsets partitions of about chunkGroups groups or more, each sorted. Whole partitions,
+// because KoP loads or does not serve an offsets partition as a whole: a partition it is
+// loading costs one coordinator wait, not one per chunk.
+func (w *Watcher) chunks(groups []string) [][]string {
+	switch {
+	case len(groups) == 0:
+		return nil
+	case len(groups) <= chunkGroups:
+		return [][]string{groups}
+	}
+	var n int32
+	for _, c := range w.clusters {
+		if cn, _ := c.partitions(); cn > 0 {
+			n = cn
+			break
+		}
+	}
+	if n <= 0 {
+		return [][]string{groups}
+	}
+	byPart := make([][]string, n)
+	for _, g := range groups {
+		p := offsets.PartitionFor(g, n)
+		byPart[p] = append(byPart[p], g)
+	}
+	var out [][]string
+	var chunk []string
+	for _, gs := range byPart {
+		chunk = append(chunk, gs...)
+		if len(chunk) >= chunkGroups {
+			slices.Sort(chunk)
+			out, chunk = append(out, chunk), nil
+		}
+	}
+	if len(chunk) > 0 {
+		slices.Sort(chunk)
+		out = append(out, chunk)
+	}
+	return out
 }
 
 // replayed reports whether every cluster that answers has replayed all its partitions.
@@ -862,12 +918,15 @@ func (w *Watcher) displayNamespace() string {
 	return ""
 }
 
-// settle ends the staleness episodes of c that KoP now serves, among the groups asked.
-func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
-	oldest := 0.0
+// settle ends the staleness episodes of c that KoP now serves, among the groups it was just
+// asked about (c.cached).
+func (w *Watcher) settle(c *clusterRT, now time.Time) {
+	if len(c.pending) == 0 {
+		return
+	}
 	for k, a := range c.pending {
-		f, ok := c.cached[k.Group]
-		if asked[k.Group] && ok && f.err == nil {
+		f, ok := c.cached[k.Group] // only groups asked have an answer
+		if ok && f.err == nil {
 			v, has := f.offset(k.Topic, k.Partition)
 			var persisted *int64
 			if p := c.partitionOf(k.Group); p != nil {
@@ -885,9 +944,15 @@ func (w *Watcher) settle(c *clusterRT, asked map[string]bool, now time.Time) {
 				w.log.Info("replicated commit served", "cluster", c.Name, "group", k.Group, "topic", k.Topic,
 					"partition", k.Partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
 				delete(c.pending, k)
-				continue
 			}
 		}
+	}
+}
+
+// staleness publishes the age of c's oldest replicated commit KoP does not serve yet.
+func (w *Watcher) staleness(c *clusterRT, now time.Time) {
+	oldest := 0.0
+	for _, a := range c.pending {
 		oldest = max(oldest, now.Sub(a.at).Seconds())
 	}
 	w.m.staleness.WithLabelValues(c.Name).Set(oldest)

@@ -600,3 +600,47 @@ func TestRepairReloadsUnservedPartition(t *testing.T) {
 		t.Fatalf("reloads %v", got)
 	}
 }
+
+// TestChunksKeepOffsetsPartitionsWhole: a cycle asking more than chunkGroups groups handles
+// them in chunks of whole offsets partitions (one coordinator wait per partition KoP is
+// loading, not one per chunk), every group once, each chunk sorted.
+func TestChunksKeepOffsetsPartitionsWhole(t *testing.T) {
+	w := New([]Cluster{{Name: "scus", Tailer: newMemTail(nParts)}}, Options{})
+	w.clusters[0].n = nParts
+	groups := make([]string, 0, 3*chunkGroups)
+	for i := range cap(groups) {
+		groups = append(groups, fmt.Sprintf("g-%05d", i))
+	}
+	slices.Sort(groups)
+	chunks := w.chunks(groups)
+	if len(chunks) < 2 {
+		t.Fatalf("%d chunks of %d groups", len(chunks), len(groups))
+	}
+	seen := map[string]bool{}
+	chunkOf := map[int32]int{}
+	for i, ch := range chunks {
+		if !slices.IsSorted(ch) || (i < len(chunks)-1 && len(ch) < chunkGroups) {
+			t.Errorf("chunk %d: %d groups, sorted %v", i, len(ch), slices.IsSorted(ch))
+		}
+		for _, g := range ch {
+			p := offsets.PartitionFor(g, nParts)
+			if j, ok := chunkOf[p]; ok && j != i {
+				t.Errorf("offsets partition %d in chunks %d and %d", p, j, i)
+			}
+			chunkOf[p] = i
+			if seen[g] {
+				t.Errorf("%s twice", g)
+			}
+			seen[g] = true
+		}
+	}
+	if len(seen) != len(groups) {
+		t.Errorf("%d groups in the chunks, want %d", len(seen), len(groups))
+	}
+	if got := w.chunks(groups[:10]); len(got) != 1 || len(got[0]) != 10 {
+		t.Errorf("10 groups: chunks %v", got)
+	}
+	if got := w.chunks(nil); got != nil {
+		t.Errorf("no group: chunks %v", got)
+	}
+}
