@@ -277,17 +277,17 @@ func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
 }
 
 // ShareTopics makes p use the list of topics in pool equal to its own, or adds its own when
-// the pool has none and fewer than max lists: the groups of one application commit on the
+// the pool has none and fewer than most lists: the groups of one application commit on the
 // same topics, so a process keeping many groups' rows keeps each list once. Call it before p
 // is shared.
-func (p *PackedRows) ShareTopics(pool map[string][]string, max int) {
+func (p *PackedRows) ShareTopics(pool map[string][]string, most int) {
 	if p == nil || len(p.topics) == 0 {
 		return
 	}
 	key := strings.Join(p.topics, "\x00")
 	if ts, ok := pool[key]; ok {
 		p.topics = ts
-	} else if len(pool) < max {
+	} else if len(pool) < most {
 		pool[key] = p.topics
 	}
 }
