@@ -40,7 +40,7 @@ type rareRows struct {
 // A cell's first byte is its has bits; cellWhole instead means a uvarint index into
 // rare.cells follows. Its second byte is the status code, then the values present, as
 // varints: cached, persisted (minus cached when both), log end (minus persisted or cached),
-// commit ms, expire ms (minus commit ms when both).
+// commit ms and expire ms (as timeDeltas: minus the last cell's).
 const (
 	hasCached = 1 << iota
 	hasPersisted
@@ -73,6 +73,7 @@ func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
 	if len(rows) > 0 {
 		p.group, p.opart = rows[0].Group, rows[0].OffsetsPartition
 	}
+	var prev timeDeltas
 	for i := range rows {
 		r := &rows[i]
 		st, ok := statusCode(r.Status)
@@ -89,7 +90,7 @@ func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
 		p.data = binary.AppendUvarint(p.data, uint64(r.Partition))
 		p.data = append(p.data, st)
 		for c := range r.Cells {
-			p.packCell(&r.Cells[c], clusters[c])
+			p.packCell(&r.Cells[c], clusters[c], &prev)
 		}
 	}
 	// Exactly as long as they are: appends leave up to twice the room.
@@ -103,7 +104,7 @@ type packedCell struct {
 	has, status                                   uint8
 }
 
-func (p *PackedRows) packCell(c *Cell, cluster string) {
+func (p *PackedRows) packCell(c *Cell, cluster string, prev *timeDeltas) {
 	st, ok := statusCode(c.Status)
 	pc := packedCell{status: st}
 	for _, v := range [...]struct {
@@ -145,11 +146,22 @@ func (p *PackedRows) packCell(c *Cell, cluster string) {
 		p.data = binary.AppendVarint(p.data, pc.logEnd-pc.committed())
 	}
 	if pc.has&hasCommit != 0 {
-		p.data = binary.AppendVarint(p.data, pc.commitMs)
+		p.data = binary.AppendVarint(p.data, pc.commitMs-prev.commitMs)
+		prev.commitMs = pc.commitMs
 	}
 	if pc.has&hasExpire != 0 {
-		p.data = binary.AppendVarint(p.data, pc.expireMs-pc.base(hasCommit))
+		gap := pc.expireMs - pc.base(hasCommit)
+		p.data = binary.AppendVarint(p.data, gap-prev.expireGap)
+		prev.expireGap = gap
 	}
+}
+
+// timeDeltas are the times of the last cell packed, which the next cell's are taken from:
+// KoP writes every partition of a commit request with the same commit time and expiry, so
+// the cells of a group mostly repeat them (a byte each instead of about ten).
+type timeDeltas struct {
+	commitMs  int64 // the last commit time
+	expireGap int64 // the last expiry minus its commit time (or minus 0 without one)
 }
 
 // base is the value a delta is taken from: cached (bit hasCached) or commit ms (hasCommit)
@@ -208,6 +220,7 @@ func samePtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a
 type decoder struct {
 	p    *PackedRows
 	data []byte
+	prev timeDeltas
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -250,10 +263,13 @@ func (d *decoder) cell() (packedCell, *Cell) {
 		pc.logEnd = d.varint() + pc.committed()
 	}
 	if has&hasCommit != 0 {
-		pc.commitMs = d.varint()
+		pc.commitMs = d.varint() + d.prev.commitMs
+		d.prev.commitMs = pc.commitMs
 	}
 	if has&hasExpire != 0 {
-		pc.expireMs = d.varint() + pc.base(hasCommit)
+		gap := d.varint() + d.prev.expireGap
+		d.prev.expireGap = gap
+		pc.expireMs = gap + pc.base(hasCommit)
 	}
 	return pc, nil
 }

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"testing"
@@ -162,4 +164,65 @@ func TestShareTopics(t *testing.T) {
 	if rs := slices.Collect(b.Rows([]string{"scus"}, "public/default")); len(rs) != 2 || rs[1].Topic != "t2" {
 		t.Errorf("b's rows %+v", rs)
 	}
+}
+
+// TestPackedRowsRandomRoundTrip: random groups of rows (each number and time present or
+// not, times repeated or not from cell to cell, some cells that do not pack) come back from
+// Pack exactly.
+func TestPackedRowsRandomRoundTrip(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	j := &Judge{Now: time.UnixMilli(1_800_000_000_000), DisplayNamespace: "public/default"}
+	clusters := []string{"scus", "wus", "eus"}
+	maybe := func(v int64) *int64 {
+		if rnd.IntN(4) == 0 {
+			return nil
+		}
+		return &v
+	}
+	times := []int64{1_800_000_000_000, 1_799_999_000_123, 5, 1_800_000_000_000}
+	for n := range 500 {
+		var rows []Row
+		for i := range rnd.IntN(8) + 1 {
+			r := Row{Group: "g", Topic: fmt.Sprintf("t%d", rnd.IntN(3)), Partition: int32(i), OffsetsPartition: 2, Status: offsets.StatusOK}
+			r.fullTopic = "persistent://public/default/" + r.Topic
+			for _, cl := range clusters {
+				c := Cell{Cluster: cl, Cached: maybe(rnd.Int64N(1 << 50)), Persisted: maybe(rnd.Int64N(1 << 50)),
+					LogEndOffset: maybe(rnd.Int64N(1 << 50)), Status: offsets.Statuses[rnd.IntN(len(offsets.Statuses))]}
+				c.Lag = (&packedCell{cached: deref(c.Cached), persisted: deref(c.Persisted), logEnd: deref(c.LogEndOffset),
+					has: bit(c.Cached, hasCached) | bit(c.Persisted, hasPersisted) | bit(c.LogEndOffset, hasLogEnd)}).lag()
+				if rnd.IntN(4) > 0 {
+					c.CommitTimestamp = output.NewTime(offsets.Millis(times[rnd.IntN(len(times))]).Time())
+				}
+				if rnd.IntN(3) > 0 {
+					ms := times[rnd.IntN(len(times))] + int64(rnd.IntN(2))*259_200_000
+					c.ExpireTimestamp = output.NewTime(time.UnixMilli(ms))
+					in := float64(ms-j.Now.UnixMilli()) / 1000
+					c.ExpiresIn = &in
+				}
+				if rnd.IntN(10) == 0 {
+					c.Detail = "kept whole"
+				}
+				r.Cells = append(r.Cells, c)
+			}
+			rows = append(rows, r)
+		}
+		p := Pack(rows, clusters, j)
+		if got := slices.Collect(p.Rows(clusters, "public/default")); !reflect.DeepEqual(got, rows) {
+			t.Fatalf("group %d:\ngot  %s\nwant %s", n, encode(t, got, false), encode(t, rows, false))
+		}
+	}
+}
+
+func deref(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+func bit(v *int64, b uint8) uint8 {
+	if v == nil {
+		return 0
+	}
+	return b
 }
