@@ -9,7 +9,7 @@ import (
 // state for weeks.
 const (
 	GCReplay = 50
-	GCWatch  = 15
+	GCWatch  = 10
 )
 
 // CompactGC makes the garbage collector run when the heap has grown by percent of the live
