@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 )
 
@@ -32,6 +33,7 @@ const (
 	MetricStaleCommits    = "kop_offsets_stale_replicated_commits"
 	MetricArrivalsDropped = "kop_offsets_watch_arrivals_dropped_total"
 	MetricLastCycle       = "kop_offsets_watch_last_cycle_timestamp_seconds"
+	MetricRows            = "kop_offsets_watch_rows"
 )
 
 // Metrics are watch's own collectors (Registry), plus the series of the latest report in
@@ -58,6 +60,7 @@ type Metrics struct {
 	staleCommits    *prometheus.GaugeVec
 	dropped         *prometheus.CounterVec
 	lastCycle       prometheus.Gauge
+	rows            *prometheus.GaugeVec
 
 	report atomic.Pointer[snapshot]
 }
@@ -106,17 +109,24 @@ func NewMetrics() *Metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricArrivalsDropped,
 			Help: "Replicated commits not tracked for staleness because too many arrived within one cycle."}, c),
 		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricLastCycle, Help: "Unix time of the end of the last cycle."}),
+		rows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricRows,
+			Help: "Rows of the last cycle's report by status (check's summary), whichever rows --row-series exports."}, []string{"status"}),
 	}
 	m.Registry.MustRegister(m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
-		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle,
+		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.rows,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // setReport publishes the report of a cycle; its series (check's names, see promexport) are
 // built when scraped, a row at a time, so a cycle does not pay for them.
-func (m *Metrics) setReport(s *snapshot) { m.report.Store(s) }
+func (m *Metrics) setReport(s *snapshot) {
+	m.report.Store(s)
+	for _, st := range offsets.Statuses { // every status, so that none goes away between cycles
+		m.rows.WithLabelValues(string(st)).Set(float64(s.head.Summary[string(st)]))
+	}
+}
 
 // WriteText writes every series in Prometheus's text format: the registry's, then those of
 // the latest report, streamed a row at a time (promexport.WriteText), so that a scrape does
@@ -130,7 +140,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 		}
 	}
 	if snap := m.report.Load(); snap != nil {
-		if err := promexport.WriteText(w, &snap.head, snap.eachRow); err != nil {
+		if err := promexport.WriteText(w, &snap.head, snap.seriesRows); err != nil {
 			return err
 		}
 	}

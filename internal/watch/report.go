@@ -1,10 +1,12 @@
 package watch
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/offsets"
 )
 
 // snapshot is the report a cycle publishes for Report and the series: the packed rows of
@@ -16,6 +18,44 @@ type snapshot struct {
 	groups    []*check.PackedRows
 	displayNS string
 	rows      int
+	series    RowSeries // which rows /metrics writes series of
+}
+
+// RowSeries is which rows /metrics writes the series of (kop_offsets_cached_offset and the
+// other series of a row): at a million keys every row's series are gigabytes of text a scrape.
+type RowSeries string
+
+// The values of RowSeries.
+const (
+	RowSeriesAll   RowSeries = "all"    // every row
+	RowSeriesNotOK RowSeries = "not-ok" // rows whose status is not ok: those alerts are about
+	RowSeriesNone  RowSeries = "none"   // none: kop_offsets_watch_rows counts them by status
+)
+
+// ParseRowSeries reads a RowSeries from its name (empty: all).
+func ParseRowSeries(s string) (RowSeries, error) {
+	switch rs := RowSeries(s); rs {
+	case "":
+		return RowSeriesAll, nil
+	case RowSeriesAll, RowSeriesNotOK, RowSeriesNone:
+		return rs, nil
+	}
+	return "", fmt.Errorf("row series %q: want all, not-ok or none", s)
+}
+
+// seriesRows calls fn with the rows whose series /metrics writes, in order.
+func (s *snapshot) seriesRows(fn func(*check.Row)) {
+	switch s.series {
+	case RowSeriesNone:
+	case RowSeriesNotOK:
+		s.eachRow(func(r *check.Row) {
+			if r.Status != offsets.StatusOK {
+				fn(r)
+			}
+		})
+	default:
+		s.eachRow(fn)
+	}
 }
 
 // eachRow calls fn with every row in order; the row is fn's only during the call.

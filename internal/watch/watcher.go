@@ -70,6 +70,8 @@ type Options struct {
 	// ExpiryWarning is the window of the expiring status, as check's (0: check's default;
 	// negative: never).
 	ExpiryWarning time.Duration
+	// RowSeries is which rows /metrics writes series of (default RowSeriesAll).
+	RowSeries RowSeries
 
 	Logger  *slog.Logger // decisions, one JSON line each; default: discarded
 	Metrics *Metrics     // default: NewMetrics()
@@ -129,6 +131,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if o.ExpiryWarning == 0 {
 		o.ExpiryWarning = check.DefaultExpiryWarning
 	}
+	o.RowSeries = cmp.Or(o.RowSeries, RowSeriesAll)
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
@@ -973,7 +976,7 @@ func (w *Watcher) clusterNames() []string {
 // code for the same rows.
 func (w *Watcher) snapshot() *snapshot {
 	s := &snapshot{head: check.Report{SchemaVersion: 1, Summary: map[string]int{}},
-		displayNS: w.displayNamespace(), groups: make([]*check.PackedRows, 0, len(w.rows))}
+		displayNS: w.displayNamespace(), groups: make([]*check.PackedRows, 0, len(w.rows)), series: w.o.RowSeries}
 	for _, c := range w.clusters {
 		s.head.Clusters = append(s.head.Clusters, c.Name)
 	}

@@ -644,3 +644,45 @@ func TestChunksKeepOffsetsPartitionsWhole(t *testing.T) {
 		t.Errorf("no group: chunks %v", got)
 	}
 }
+
+// TestRowSeries: --row-series all writes the series of every row, not-ok those of rows
+// whose status is not ok, none no row's; kop_offsets_watch_rows counts the rows by status in
+// every mode, and the rest of /metrics is the same.
+func TestRowSeries(t *testing.T) {
+	stale := `kop_offsets_status{cluster="wus",group="stale",partition="0",status="stale_cache",topic="topic-1"} 1`
+	fine := `kop_offsets_persisted_offset{cluster="scus",group="fine",partition="0",topic="topic-1"} 7`
+	counts := []string{`kop_offsets_watch_rows{status="ok"} 1`, `kop_offsets_watch_rows{status="stale_cache"} 1`,
+		`kop_offsets_watch_rows{status="expired"} 0`, `kop_offsets_check_exit_code 1`, `kop_offsets_watch_cluster_up{cluster="wus"} 1`}
+	for _, tc := range []struct {
+		series      RowSeries
+		stale, fine bool
+	}{{"", true, true}, {RowSeriesAll, true, true}, {RowSeriesNotOK, true, false}, {RowSeriesNone, false, false}} {
+		e := newEnv(t, Options{RowSeries: tc.series})
+		staleOnWus(e, "stale")
+		for _, tl := range []*memTail{e.scus, e.wus} {
+			tl.commit("", commit("fine", 0, 7))
+		}
+		e.kScus.Set("fine", "topic-1", 0, 7)
+		e.kWus.Set("fine", "topic-1", 0, 7)
+		e.start()
+		e.cycleUntilReady()
+		e.cycleUntil("stale and fine", func(rep *check.Report) bool {
+			return rep.Summary["stale_cache"] == 1 && rep.Summary["ok"] == 1
+		})
+		body := scrape(t, e.w, "/metrics")
+		if got := strings.Contains(body, stale); got != tc.stale {
+			t.Errorf("%q: stale row's series %v, want %v", tc.series, got, tc.stale)
+		}
+		if got := strings.Contains(body, fine); got != tc.fine {
+			t.Errorf("%q: ok row's series %v, want %v", tc.series, got, tc.fine)
+		}
+		for _, want := range counts {
+			if !strings.Contains(body, want) {
+				t.Errorf("%q: /metrics lacks %q", tc.series, want)
+			}
+		}
+	}
+	if _, err := ParseRowSeries("some"); err == nil {
+		t.Error("ParseRowSeries(some): no error")
+	}
+}

@@ -58,6 +58,7 @@ type Options struct {
 	Wait            time.Duration
 	CoordinatorWait time.Duration
 	Timeout         time.Duration
+	RowSeries       string
 	Writes          reloadcmd.Writes
 }
 
@@ -76,6 +77,9 @@ does not serve yet, and kop_offsets_staleness_served_seconds the time it took on
 HTTP on --listen: /metrics (the series of 'check --prometheus-file' plus watch's own),
 /healthz (the cycle loop runs), /readyz (the initial replay is done on every cluster that
 answers, and at least one cluster answers). Logs: JSON lines on stderr, one per decision.
+Every row has 17 series per cluster, about 1.7 KB of text per row and cluster: with many
+groups, --row-series not-ok writes only the rows whose status is not ok (those alerts are
+about), and --row-series none writes none; kop_offsets_watch_rows{status} counts the rows.
 
 --repair reloads (as 'kop-offsets reload' does: unload, lookup, verification) the bundles
 holding stale_cache rows on the selected clusters, under a policy; each refusal is logged
@@ -120,6 +124,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Example: cmdutil.Examples(`
   kop-offsets watch
   kop-offsets watch --listen 0.0.0.0:9464 --interval 15s
+  kop-offsets watch --row-series not-ok          # a million keys: only the rows to act on
   kop-offsets watch --repair --cluster wus --dry-run
   kop-offsets watch --repair --group 'orders-*' --max-bundles 2 --cooldown 5m`),
 		Args: cmdutil.NoArgs,
@@ -170,6 +175,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
 	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "with --repair: how long to wait, per bundle, for KoP to serve the persisted offsets")
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", 5*time.Second, "how long to retry groups KoP is loading or not coordinating")
+	fl.StringVar(&opts.RowSeries, "row-series", string(watch.RowSeriesAll), "rows /metrics writes series of: all, not-ok (rows whose status is not ok) or none (kop_offsets_watch_rows counts them)")
 	reloadcmd.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
 }
@@ -193,6 +199,9 @@ func (o *Options) validate() error {
 	}
 	if err := o.Writes.Validate(); err != nil {
 		return err
+	}
+	if _, err := watch.ParseRowSeries(o.RowSeries); err != nil {
+		return cmdutil.FlagErrorf("--row-series: %v", err)
 	}
 	for _, g := range append(append([]string{}, o.Groups...), o.Topics...) {
 		if _, err := path.Match(g, ""); err != nil {
@@ -247,7 +256,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 	w := watch.New(cls, watch.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
 		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,
-		Logger: opts.Logger,
+		Logger: opts.Logger, RowSeries: watch.RowSeries(opts.RowSeries),
 	})
 	srv := &http.Server{Handler: watch.Handler(w), ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)

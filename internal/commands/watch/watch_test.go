@@ -20,13 +20,15 @@ import (
 func TestFlags(t *testing.T) {
 	f, _ := testutil.NewFactory("test", false)
 	o := testutil.ParseFlags(t, f, NewCmdWatch, "", "--group", "orders-*", "--topic", "t1", "--interval", "5s",
-		"--resync", "1m", "--listen", "0.0.0.0:9999", "--repair", "--dry-run", "--max-bundles", "3", "--cooldown", "2m")
+		"--resync", "1m", "--listen", "0.0.0.0:9999", "--repair", "--dry-run", "--max-bundles", "3", "--cooldown", "2m",
+		"--row-series", "not-ok")
 	if o.Interval != 5*time.Second || o.Resync != time.Minute || o.Listen != "0.0.0.0:9999" || !o.Repair || !o.DryRun ||
+		o.RowSeries != "not-ok" ||
 		o.MaxBundles != 3 || o.Cooldown != 2*time.Minute || o.Groups[0] != "orders-*" || o.Topics[0] != "t1" {
 		t.Errorf("%+v", o)
 	}
 	o = testutil.ParseFlags(t, f, NewCmdWatch, "")
-	if o.Listen != DefaultListen || o.Interval != watch.DefaultInterval || o.Repair {
+	if o.Listen != DefaultListen || o.Interval != watch.DefaultInterval || o.Repair || o.RowSeries != "all" {
 		t.Errorf("defaults %+v", o)
 	}
 	for _, tc := range []struct {
@@ -39,6 +41,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--dry-run"}, "--dry-run only applies to --repair"},
 		{[]string{"--group", "[x"}, "bad glob"},
 		{[]string{"--listen", "nohost"}, "--listen"},
+		{[]string{"--row-series", "some"}, "--row-series"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		testutil.ParseFlags(t, f, NewCmdWatch, tc.want, tc.args...)

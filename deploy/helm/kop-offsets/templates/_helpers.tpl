@@ -69,6 +69,10 @@ secret:
 - --resync
 - {{ . | quote }}
 {{- end }}
+{{- with $w.rowSeries }}
+- --row-series
+- {{ . | quote }}
+{{- end }}
 {{- range $w.clusters }}
 - --cluster
 - {{ . | quote }}
