@@ -31,10 +31,12 @@ type PackedRows struct {
 	cells  int32 // per row: the clusters
 }
 
-// rareRows is what does not pack: the rows as built, or single cells.
+// rareRows is what does not pack, the rows as built or single cells, and the errors of the
+// cells that name one (a cluster down or not replayed yet gives every cell of a row one).
 type rareRows struct {
 	whole []Row
 	cells []Cell
+	errs  []string // each once
 }
 
 // A cell's first byte is its has bits; cellWhole instead means a uvarint index into
@@ -47,6 +49,7 @@ const (
 	hasLogEnd
 	hasCommit
 	hasExpire
+	hasError  // a uvarint index into rare.errs follows the status
 	cellWhole = 0xff
 )
 
@@ -101,6 +104,7 @@ func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
 // packedCell is a cell's numbers, as encoded.
 type packedCell struct {
 	cached, persisted, logEnd, commitMs, expireMs int64
+	err                                           string
 	has, status                                   uint8
 }
 
@@ -124,7 +128,10 @@ func (p *PackedRows) packCell(c *Cell, cluster string, prev *timeDeltas) {
 		pc.expireMs, pc.has = t.UnixMilli(), pc.has|hasExpire
 		ok = ok && identical(time.UnixMilli(pc.expireMs), t.Time)
 	}
-	ok = ok && c.Cluster == cluster && c.Predicted == nil && c.Error == "" && c.Detail == "" && c.Origin == "" &&
+	if c.Error != "" {
+		pc.has |= hasError
+	}
+	ok = ok && c.Cluster == cluster && c.Predicted == nil && c.Detail == "" && c.Origin == "" &&
 		c.Translated == nil && c.Alignment == "" && samePtr(pc.lag(), c.Lag) && samePtr(p.expiresIn(&pc), c.ExpiresIn)
 	if !ok {
 		if p.rare == nil {
@@ -136,6 +143,17 @@ func (p *PackedRows) packCell(c *Cell, cluster string, prev *timeDeltas) {
 		return
 	}
 	p.data = append(p.data, pc.has, pc.status)
+	if c.Error != "" {
+		if p.rare == nil {
+			p.rare = &rareRows{}
+		}
+		e := slices.Index(p.rare.errs, c.Error)
+		if e < 0 {
+			e = len(p.rare.errs)
+			p.rare.errs = append(p.rare.errs, c.Error)
+		}
+		p.data = binary.AppendUvarint(p.data, uint64(e))
+	}
 	if pc.has&hasCached != 0 {
 		p.data = binary.AppendVarint(p.data, pc.cached)
 	}
@@ -253,6 +271,9 @@ func (d *decoder) cell() (packedCell, *Cell) {
 	}
 	pc := packedCell{has: has, status: d.data[1]}
 	d.data = d.data[2:]
+	if has&hasError != 0 {
+		pc.err = d.p.rare.errs[d.uvarint()]
+	}
 	if has&hasCached != 0 {
 		pc.cached = d.varint()
 	}
@@ -275,7 +296,7 @@ func (d *decoder) cell() (packedCell, *Cell) {
 }
 
 func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
-	c := Cell{Cluster: cluster, Status: statusOf(pc.status), Lag: pc.lag(), ExpiresIn: p.expiresIn(pc)}
+	c := Cell{Cluster: cluster, Status: statusOf(pc.status), Lag: pc.lag(), ExpiresIn: p.expiresIn(pc), Error: pc.err}
 	ptr := func(bit uint8, v int64) *int64 {
 		if pc.has&bit == 0 {
 			return nil
@@ -325,8 +346,18 @@ func (p *PackedRows) Len() int {
 // expiresInSeconds then still counts from when p was built. Rows with anything kept whole
 // are never the same.
 func (p *PackedRows) Same(q *PackedRows) bool {
-	return p != nil && q != nil && p.rare == nil && q.rare == nil && p.group == q.group && p.opart == q.opart &&
-		p.n == q.n && slices.Equal(p.topics, q.topics) && string(p.data) == string(q.data)
+	return p != nil && q != nil && onlyErrors(p.rare) && onlyErrors(q.rare) && p.group == q.group && p.opart == q.opart &&
+		p.n == q.n && slices.Equal(p.topics, q.topics) && string(p.data) == string(q.data) && slices.Equal(errs(p.rare), errs(q.rare))
+}
+
+// onlyErrors reports whether r keeps nothing whole (nil, or only the cells' errors).
+func onlyErrors(r *rareRows) bool { return r == nil || (r.whole == nil && r.cells == nil) }
+
+func errs(r *rareRows) []string {
+	if r == nil {
+		return nil
+	}
+	return r.errs
 }
 
 // Statuses yields the status of every row, in order (none for nil).

@@ -78,10 +78,10 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 		if again := slices.Collect(p.Rows(clusters, "public/default")); !reflect.DeepEqual(again[0], rs[0]) {
 			t.Errorf("%s: a rebuilt row changed with the copy an earlier call returned", name)
 		}
-		// Kept whole: the prediction, the expired cell's detail, the error, alignment, an
-		// expiresInSeconds that does not follow, a lag that does not follow, a time not in UTC.
-		if name == "packs" && (p.rare == nil || p.rare.whole != nil || len(p.rare.cells) != 7) {
-			t.Errorf("packs: rare %+v, want 7 cells kept whole", p.rare)
+		// Kept whole: the prediction, the expired cell's detail, alignment, an expiresInSeconds
+		// that does not follow, a lag that does not follow, a time not in UTC (the error packs).
+		if name == "packs" && (p.rare == nil || p.rare.whole != nil || len(p.rare.cells) != 6 || !slices.Equal(p.rare.errs, []string{"cluster down"})) {
+			t.Errorf("packs: rare %+v, want 6 cells kept whole and the error of one", p.rare)
 		}
 	}
 	// Numbers of every size and sign come back (varints, deltas).
@@ -114,6 +114,11 @@ func TestPackedRowsSame(t *testing.T) {
 	base := Pack(row(7, offsets.StatusOK, nil, nil), clusters, at(1_000))
 	expire := output.NewTime(time.UnixMilli(10_000))
 	in := func(nowMs int64) *float64 { v := float64(10_000-nowMs) / 1000; return &v }
+	withError := func(cached int64, err string) *PackedRows {
+		rs := row(cached, offsets.StatusError, nil, nil)
+		rs[0].Cells[0].Error = err
+		return Pack(rs, clusters, at(1_000))
+	}
 	for _, tc := range []struct {
 		name string
 		a, b *PackedRows
@@ -130,6 +135,8 @@ func TestPackedRowsSame(t *testing.T) {
 		{"another expiry", Pack(row(7, offsets.StatusOK, expire, in(1_000)), clusters, at(1_000)),
 			Pack(row(7, offsets.StatusOK, output.NewTime(time.UnixMilli(11_000)), in(0)), clusters, at(1_000)), false},
 		{"kept whole", Pack(row(7, "unknown", nil, nil), clusters, at(1_000)), Pack(row(7, "unknown", nil, nil), clusters, at(1_000)), false},
+		{"the same error", withError(7, "down"), withError(7, "down"), true},
+		{"another error", withError(7, "down"), withError(7, "not replayed"), false},
 		{"none", base, nil, false},
 	} {
 		if got := tc.a.Same(tc.b); got != tc.want {
@@ -199,8 +206,11 @@ func TestPackedRowsRandomRoundTrip(t *testing.T) {
 					in := float64(ms-j.Now.UnixMilli()) / 1000
 					c.ExpiresIn = &in
 				}
-				if rnd.IntN(10) == 0 {
+				switch rnd.IntN(10) {
+				case 0:
 					c.Detail = "kept whole"
+				case 1, 2:
+					c.Error = []string{"offsets partition not replayed yet", "cluster down", "KoP: NOT_COORDINATOR"}[rnd.IntN(3)]
 				}
 				r.Cells = append(r.Cells, c)
 			}
