@@ -18,7 +18,8 @@ type snapshot struct {
 	groups    []*check.PackedRows
 	displayNS string
 	rows      int
-	series    RowSeries // which rows /metrics writes series of
+	series    RowSeries           // which rows /metrics writes series of
+	notOK     []*check.PackedRows // the groups with a row whose status is not ok, in order
 }
 
 // RowSeries is which rows /metrics writes the series of (kop_offsets_cached_offset and the
@@ -48,11 +49,15 @@ func (s *snapshot) seriesRows(fn func(*check.Row)) {
 	switch s.series {
 	case RowSeriesNone:
 	case RowSeriesNotOK:
-		s.eachRow(func(r *check.Row) {
-			if r.Status != offsets.StatusOK {
-				fn(r)
+		// Only the groups that have such a row are rebuilt: a scrape of a healthy million keys
+		// costs next to nothing.
+		for _, g := range s.notOK {
+			for r := range g.Rows(s.head.Clusters, s.displayNS) {
+				if r.Status != offsets.StatusOK {
+					fn(&r)
+				}
 			}
-		})
+		}
 	default:
 		s.eachRow(fn)
 	}

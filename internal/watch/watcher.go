@@ -983,8 +983,13 @@ func (w *Watcher) snapshot() *snapshot {
 	for _, g := range slices.Sorted(mapKeys(w.rows)) {
 		rs := w.rows[g]
 		s.groups = append(s.groups, rs)
+		notOK := false
 		for st := range rs.Statuses() {
 			s.head.Summary[string(st)]++
+			notOK = notOK || st != offsets.StatusOK
+		}
+		if notOK {
+			s.notOK = append(s.notOK, rs)
 		}
 		s.rows += rs.Len()
 	}
