@@ -96,10 +96,14 @@ func (f *Fetcher) ListGroups(ctx context.Context) ([]ListedGroup, error) {
 	if err != nil && partial == nil {
 		return nil, err
 	}
-	var out []ListedGroup
-	for _, g := range ls.Sorted() {
+	// Straight from kadm's map into a slice of the right size, then sorted: ls.Sorted() and
+	// appends were each another copy of every group (watch's resync at 200,000 groups on two
+	// clusters: about 30 MB of its peak).
+	out := make([]ListedGroup, 0, len(ls))
+	for _, g := range ls {
 		out = append(out, ListedGroup{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType})
 	}
+	slices.SortFunc(out, func(a, b ListedGroup) int { return strings.Compare(a.Group, b.Group) })
 	if !f.Describe || len(out) == 0 {
 		return out, errOrNil(partial)
 	}
