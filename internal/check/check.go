@@ -269,7 +269,7 @@ func (ru *run) fetchCached(ctx context.Context) {
 		// A probe group per offsets partition asked with the others: a partition KoP does
 		// not serve is named even when none of its groups is selected or committed.
 		probes := s.probeGroups(ru.o)
-		s.cached = FetchOffsets(ctx, s.c.Fetcher, append(slices.Clone(ru.groups), probes...))
+		s.cached = kafkafetch.Collect(ctx, s.c.Fetcher, append(slices.Clone(ru.groups), probes...))
 		for _, pg := range probes {
 			if f := s.cached[pg]; f.Unavailable {
 				s.unserved = append(s.unserved, s.unservedPartition(ctx, offsets.PartitionFor(pg, s.partitions), f))

@@ -60,16 +60,9 @@ type OffsetFetcher interface {
 	ListGroups(ctx context.Context) ([]kafkafetch.ListedGroup, error)
 	// EachOffsets fetches the committed offsets of groups and hands each group's answer to
 	// fn, once per group, one call at a time (kafkafetch.Fetcher.EachOffsets).
-	EachOffsets(ctx context.Context, groups []string, fn func(group string, f kafkafetch.GroupFetch))
+	kafkafetch.OffsetsEach
 	// EndOffsets lists the log-end offsets of the partitions of topics (Kafka names).
 	EndOffsets(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
-}
-
-// FetchOffsets is every answer of f.EachOffsets, by group.
-func FetchOffsets(ctx context.Context, f OffsetFetcher, groups []string) map[string]kafkafetch.GroupFetch {
-	out := make(map[string]kafkafetch.GroupFetch, len(groups))
-	f.EachOffsets(ctx, groups, func(g string, gf kafkafetch.GroupFetch) { out[g] = gf })
-	return out
 }
 
 // AdminReplication is the ReplicationSource of a cluster's admin API.

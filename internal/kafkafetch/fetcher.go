@@ -170,6 +170,17 @@ func errOrNil(pe *PartialListError) error {
 // its first such answer. Nothing bounds the sweep as a whole but ctx, so 50,000 groups take
 // as long as their requests take, and no group fails because the others were slow.
 func (f *Fetcher) FetchOffsets(ctx context.Context, groups []string) map[string]GroupFetch {
+	return Collect(ctx, f, groups)
+}
+
+// OffsetsEach hands each group's answer to fn, once per group, one call at a time
+// (Fetcher.EachOffsets; fakes of KoP implement it too).
+type OffsetsEach interface {
+	EachOffsets(ctx context.Context, groups []string, fn func(group string, gf GroupFetch))
+}
+
+// Collect is every answer of f.EachOffsets, by group.
+func Collect(ctx context.Context, f OffsetsEach, groups []string) map[string]GroupFetch {
 	out := make(map[string]GroupFetch, len(groups))
 	f.EachOffsets(ctx, groups, func(g string, gf GroupFetch) { out[g] = gf })
 	return out

@@ -775,7 +775,7 @@ func (p *PersistedOffsets) Group(group string) (Group, bool) {
 		return Group{}, false
 	}
 	id, ok := s.groups.id(group)
-	if !ok || (s.ginfo[id].loaded == 0 && !s.ginfo[id].hasMetadata()) {
+	if !ok || !s.ginfo[id].present() {
 		return Group{}, false
 	}
 	return s.group(id), true
@@ -817,16 +817,7 @@ func (p *PersistedOffsets) sortedGroups() []groupRef {
 
 // GroupOffsets returns the offsets of one group sorted by topic and partition.
 func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
-	s := p.part(group)
-	if s == nil {
-		return []CommittedOffset{}
-	}
-	p.index()
-	id, ok := s.groups.id(group)
-	if !ok {
-		return []CommittedOffset{}
-	}
-	slots := s.groupSlots(id)
+	s, slots := p.slotsOf(group)
 	out := make([]CommittedOffset, len(slots))
 	for i, slot := range slots {
 		out[i] = s.loadedOffset(slot)
@@ -834,20 +825,27 @@ func (p *PersistedOffsets) GroupOffsets(group string) []CommittedOffset {
 	return out
 }
 
+// slotsOf returns the state holding group and its loaded slots by topic and partition (none
+// when no state holds it).
+func (p *PersistedOffsets) slotsOf(group string) (*state, []uint32) {
+	s := p.part(group)
+	if s == nil {
+		return nil, nil
+	}
+	p.index()
+	id, ok := s.groups.id(group)
+	if !ok {
+		return nil, nil
+	}
+	return s, s.groupSlots(id)
+}
+
 // EachGroupOffset yields the offsets of one group sorted by topic and partition, one at a
 // time (GroupOffsets without the slice).
 func (p *PersistedOffsets) EachGroupOffset(group string) iter.Seq[CommittedOffset] {
 	return func(yield func(CommittedOffset) bool) {
-		s := p.part(group)
-		if s == nil {
-			return
-		}
-		p.index()
-		id, ok := s.groups.id(group)
-		if !ok {
-			return
-		}
-		for _, slot := range s.groupSlots(id) {
+		s, slots := p.slotsOf(group)
+		for _, slot := range slots {
 			if !yield(s.loadedOffset(slot)) {
 				return
 			}
@@ -873,7 +871,7 @@ func (p *PersistedOffsets) HasGroup(group string) bool {
 		return false
 	}
 	id, ok := s.groups.id(group)
-	return ok && (s.ginfo[id].loaded > 0 || s.ginfo[id].hasMetadata())
+	return ok && s.ginfo[id].present()
 }
 
 // Offsets returns all offsets sorted by group, topic and partition.

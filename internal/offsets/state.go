@@ -231,6 +231,9 @@ type groupMeta struct {
 
 func (g *groupInfo) hasMetadata() bool { return g.meta != nil }
 
+// present reports whether KoP would load the group: it has offsets or a group record.
+func (g *groupInfo) present() bool { return g.loaded > 0 || g.hasMetadata() }
+
 // keptMsg is a message that wrote a live key (Replayer.KeepMessages).
 type keptMsg struct {
 	id      string
@@ -563,7 +566,7 @@ func (s *state) group(id uint32) Group {
 
 // buildIndex sorts the loaded offsets by group name, topic name and partition, once.
 func (s *state) buildIndex() {
-	present := func(id uint32) bool { g := &s.ginfo[id]; return g.loaded > 0 || g.hasMetadata() }
+	present := func(id uint32) bool { return s.ginfo[id].present() }
 	s.gnames = s.groups.sorted(present)
 	grank := make([]uint32, len(s.groups.strs))
 	for i, id := range s.gnames {

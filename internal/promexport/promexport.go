@@ -5,6 +5,7 @@ package promexport
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,14 +159,23 @@ func Registry(rep *check.Report) (*prometheus.Registry, error) {
 	return s.Finish(rep), nil
 }
 
+// EncodeText writes what g gathers in the text format (version 0.0.4). When the gather fails
+// in part, what it gathered is written and its error returned.
+func EncodeText(w io.Writer, g prometheus.Gatherer) error {
+	mfs, gatherErr := g.Gather()
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
+		}
+	}
+	return gatherErr
+}
+
 // WriteTextfile writes what g gathers for node_exporter's textfile collector: into a
 // temporary file in the same directory, then renamed over path, so the collector never reads
 // half a file.
 func WriteTextfile(path string, g prometheus.Gatherer) error {
-	mfs, err := g.Gather()
-	if err != nil {
-		return err
-	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("prometheus textfile: %w", err)
@@ -173,12 +183,9 @@ func WriteTextfile(path string, g prometheus.Gatherer) error {
 	// After the rename the temporary name no longer exists; removing it is only cleanup on
 	// the error paths, so its error is of no interest.
 	defer func() { _ = os.Remove(tmp.Name()) }()
-	enc := expfmt.NewEncoder(tmp, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			_ = tmp.Close()
-			return fmt.Errorf("prometheus textfile: %w", err)
-		}
+	if err := EncodeText(tmp, g); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("prometheus textfile: %w", err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		_ = tmp.Close()

@@ -28,15 +28,9 @@ func TestWriteTextIsTheRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var want bytes.Buffer
-		for _, mf := range mfs {
-			if _, err := expfmt.MetricFamilyToText(&want, mf); err != nil {
-				t.Fatal(err)
-			}
+		if err := EncodeText(&want, reg); err != nil {
+			t.Fatal(err)
 		}
 		var got bytes.Buffer
 		if err := WriteText(&got, rep, func(fn func(*check.Row)) {

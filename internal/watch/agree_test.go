@@ -268,15 +268,9 @@ func rowsJSON(t *testing.T, rows []check.Row) string {
 // gathered is the text exposition of what g gathers.
 func gathered(t *testing.T, g prometheus.Gatherer) io.Reader {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var buf bytes.Buffer
-	for _, mf := range mfs {
-		if _, err := expfmt.MetricFamilyToText(&buf, mf); err != nil {
-			t.Fatal(err)
-		}
+	if err := promexport.EncodeText(&buf, g); err != nil {
+		t.Fatal(err)
 	}
 	return &buf
 }

@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/prometheus/common/expfmt"
-
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // Handler serves /metrics (Prometheus), /healthz (liveness: the cycle loop is not stuck)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
@@ -132,13 +131,7 @@ func (m *Metrics) setReport(s *snapshot) {
 // the latest report, streamed a row at a time (promexport.WriteText), so that a scrape does
 // not hold the series of every row at once.
 func (m *Metrics) WriteText(w io.Writer) error {
-	mfs, gatherErr := m.Registry.Gather()
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return err
-		}
-	}
+	gatherErr := promexport.EncodeText(w, m.Registry)
 	if snap := m.report.Load(); snap != nil {
 		if err := promexport.WriteText(w, &snap.head, snap.seriesRows); err != nil {
 			return err

@@ -51,21 +51,22 @@ func (s *snapshot) seriesRows(fn func(*check.Row)) {
 	case RowSeriesNotOK:
 		// Only the groups that have such a row are rebuilt: a scrape of a healthy million keys
 		// costs next to nothing.
-		for _, g := range s.notOK {
-			for r := range g.Rows(s.head.Clusters, s.displayNS) {
-				if r.Status != offsets.StatusOK {
-					fn(&r)
-				}
+		s.rowsOf(s.notOK, func(r *check.Row) {
+			if r.Status != offsets.StatusOK {
+				fn(r)
 			}
-		}
+		})
 	default:
 		s.eachRow(fn)
 	}
 }
 
 // eachRow calls fn with every row in order; the row is fn's only during the call.
-func (s *snapshot) eachRow(fn func(*check.Row)) {
-	for _, g := range s.groups {
+func (s *snapshot) eachRow(fn func(*check.Row)) { s.rowsOf(s.groups, fn) }
+
+// rowsOf calls fn with every row of groups, rebuilt, in order.
+func (s *snapshot) rowsOf(groups []*check.PackedRows, fn func(*check.Row)) {
+	for _, g := range groups {
 		for r := range g.Rows(s.head.Clusters, s.displayNS) {
 			fn(&r)
 		}

@@ -625,9 +625,9 @@ func (w *Watcher) replayed() bool {
 
 // forget drops what belongs to groups gone everywhere: the replicated commits tracked for
 // staleness and, on a resync, the log-end offsets of topics no row names and the cooldowns
-// that have passed (KoP's answers are the cycle's only). A group is gone when, asked this cycle, it has no row and no
-// replayed view holds it (deleted, or expired by KoP): memory follows the live groups, not
-// every group that ever existed.
+// that have passed (KoP's answers are the cycle's only). A group is gone when, asked this
+// cycle, it has no row and no replayed view holds it (deleted, or expired by KoP): memory
+// follows the live groups, not every group that ever existed.
 func (w *Watcher) forget(asked []string, resync bool, now time.Time) {
 	gone := map[string]bool{}
 	isGone := func(g string) {
@@ -754,21 +754,19 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	failed := 0
 	var firstErr error
 	names := check.Names{}
-	answered := make(map[string]bool, len(groups))
 	c.cached = make(map[string]answer, len(groups))
 	keep := func(g string, f check.GroupFetch) {
 		if f.Err != nil && !f.Unavailable {
 			failed++
 			firstErr = cmp.Or(firstErr, f.Err)
 		}
-		answered[g] = true
 		c.cached[g] = newAnswer(f, c.KafkaNamespace, names)
 	}
 	// Each answer is compacted as it comes: a resync asks every group, and kafkafetch's
 	// maps of every group at once were watch's largest peak (about 260 B per key).
 	c.Fetcher.EachOffsets(cctx, groups, keep)
 	for _, g := range groups {
-		if !answered[g] {
+		if _, ok := c.cached[g]; !ok {
 			keep(g, check.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)})
 		}
 	}
@@ -924,9 +922,6 @@ func (w *Watcher) displayNamespace() string {
 // settle ends the staleness episodes of c that KoP now serves, among the groups it was just
 // asked about (c.cached).
 func (w *Watcher) settle(c *clusterRT, now time.Time) {
-	if len(c.pending) == 0 {
-		return
-	}
 	for k, a := range c.pending {
 		f, ok := c.cached[k.Group] // only groups asked have an answer
 		if ok && f.err == nil {
