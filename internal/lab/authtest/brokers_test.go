@@ -12,7 +12,6 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
-	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
@@ -100,13 +99,7 @@ func TestSeveralBrokersDoctorLocateReload(t *testing.T) {
 func doctorEveryBroker(t *testing.T, l *lab.Lab) {
 	t.Helper()
 	code, out, _ := runCLI(t, l.ConfigPath, "--timeout", "60s", "doctor", "-o", "json")
-	var res struct {
-		Clusters []doctor.ClusterReport `json:"clusters"`
-		Findings []doctor.Finding       `json:"findings"`
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("doctor: exit %d, %v", code, err)
-	}
+	res := labtest.ParseDoctor(t, []byte(out))
 	if code != 0 {
 		t.Errorf("doctor: exit %d, want 0", code)
 	}
@@ -115,25 +108,8 @@ func doctorEveryBroker(t *testing.T, l *lab.Lab) {
 		if len(c.Brokers) != n || len(c.KafkaListeners) != n {
 			t.Errorf("%s: doctor read %d brokers and %d KoP listeners, want %d of each", c.Name, len(c.Brokers), len(c.KafkaListeners), n)
 		}
-		for _, b := range c.Brokers {
-			if !b.Reachable || b.KoP == nil || !*b.KoP || b.Version == "" {
-				t.Errorf("%s broker %s: %+v", c.Name, b.ID, b)
-			}
-		}
-		for _, kl := range c.KafkaListeners {
-			if kl.Error != "" {
-				t.Errorf("%s: KoP listener %+v", c.Name, kl)
-			}
-		}
 	}
-	for _, f := range res.Findings {
-		switch f.Check {
-		case doctor.CheckBrokers, doctor.CheckBrokerKoP, doctor.CheckBrokerSettings, doctor.CheckKoPListener:
-			if f.Severity != doctor.SeverityInfo {
-				t.Errorf("broker-level finding on the auth lab: %+v", f)
-			}
-		}
-	}
+	labtest.BrokersHealthy(t, res, "the auth lab")
 }
 
 // locateOnBothBrokers runs locate for a group of every offsets partition and group, and
