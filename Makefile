@@ -53,7 +53,7 @@ e2e-kop: ## the KoP suite: the user's story and KoP's facts through real Kafka c
 test: unit lint race release-ci deploy-ci e2e $(if $(KOP_NAR),e2e-kop) ## everything CI runs (with KOP_NAR: on KoP, plus the KoP suite)
 
 bench: ## decode and replay microbenchmarks beside plain copying of the same bytes (one run)
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/offsets/
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./internal/offsetlog/ ./internal/loader/
 
 BENCH_ARGS ?=
 bench-lab: build ## persisted-side (and, with KoP, cached-side) figures at two sizes on the lab, beside references (docs/performance.md)

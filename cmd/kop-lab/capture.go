@@ -21,7 +21,8 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -43,7 +44,7 @@ type capturedMessage struct {
 // offsets topic (the whole log, not the compacted view) into an ndjson file.
 func capture(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("capture", flag.ContinueOnError)
-	out := fs.String("out", "", "file to write (default internal/offsets/testdata/kop-captured-<KoP version>.ndjson)")
+	out := fs.String("out", "", "file to write (default internal/offsetlog/testdata/kop-captured-<KoP version>.ndjson)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func capture(ctx context.Context, args []string) error {
 		return err
 	}
 	if *out == "" {
-		*out = fmt.Sprintf("internal/offsets/testdata/kop-captured-%s.ndjson", st.KoP.Version)
+		*out = fmt.Sprintf("internal/offsetlog/testdata/kop-captured-%s.ndjson", st.KoP.Version)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -170,9 +171,9 @@ func runScenarios(ctx context.Context, c lab.Cluster, base []kgo.Opt, adm *kadm.
 func readCaptured(ctx context.Context, rd *pulsarx.Reader, groups map[string]string, source string) ([]capturedMessage, error) {
 	var lines []capturedMessage
 	for g, scenario := range groups {
-		p := offsets.PartitionFor(g, lab.OffsetsTopicPartitions)
-		err := rd.ReadPartition(ctx, p, func(m offsets.Message) error {
-			recs, _ := offsets.Decode(m.Key, m.Value)
+		p := loader.PartitionFor(g, lab.OffsetsTopicPartitions)
+		err := rd.ReadPartition(ctx, p, func(m loader.Message) error {
+			recs, _ := offsetlog.Decode(m.Key, m.Value)
 			for _, r := range recs {
 				if r.Group == g {
 					lines = append(lines, capturedMessage{

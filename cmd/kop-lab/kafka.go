@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // runningCluster returns the named cluster of the running lab (with its KoP flag).
@@ -157,7 +157,7 @@ func refresh(ctx context.Context, args []string) error {
 	if err := needKoP(c, "refresh"); err != nil {
 		return err
 	}
-	p := offsets.PartitionFor(*group, lab.OffsetsTopicPartitions)
+	p := loader.PartitionFor(*group, lab.OffsetsTopicPartitions)
 	start := time.Now()
 	if err := lab.ReloadOffsetsPartition(ctx, c, p); err != nil {
 		return err

@@ -26,7 +26,7 @@
 //	kop-lab refresh --cluster wus --group G   make KoP load the group's offsets partition afresh
 //	kop-lab capture [--out FILE]
 //	                       make the running KoP write group, transactional and deletion records
-//	                       and save them as decoder test data (internal/offsets/testdata)
+//	                       and save them as decoder test data (internal/offsetlog/testdata)
 //	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //

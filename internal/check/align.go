@@ -5,7 +5,8 @@ import (
 	"fmt"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // alignRows translates every persisted value into the numbering of each cluster it is
@@ -81,12 +82,12 @@ func (s *clusterState) peerRequest(r Key, peer *clusterState, byName map[string]
 }
 
 func (s *clusterState) requestFor(r Key, from string, v int64) align.Request {
-	return align.Request{From: from, To: s.c.Name, Topic: offsets.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
+	return align.Request{From: from, To: s.c.Name, Topic: loader.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
 }
 
 // translate adds the row's alignment on this cluster to its cell and observation: its own
 // value's translation, and the peers' values in this cluster's numbering.
-func (s *clusterState) translate(r Key, cell *Cell, ob *offsets.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
+func (s *clusterState) translate(r Key, cell *Cell, ob *verdict.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
 	for _, peer := range states {
 		if req, ok := s.peerRequest(r, peer, byName); ok {
 			if got, ok := res[req]; ok && got.Err == nil {

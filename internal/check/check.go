@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Exit codes of a Report (cli.md).
@@ -35,7 +36,7 @@ type Options struct {
 	// (0: align.DefaultMaxMessages).
 	AlignmentMaxMessages int64
 	// FailOn lists the statuses that make the exit code 1 (nil: every status but ok).
-	FailOn []offsets.Status
+	FailOn []verdict.Status
 	// Concurrency bounds the offsets partitions replayed at once per cluster (default 4).
 	Concurrency int
 	// ExpiryWarning is the window in which an offset close to its expireTimestamp is
@@ -113,17 +114,17 @@ func literalGroups(globs []string) []string {
 type clusterState struct {
 	c          Cluster
 	partitions int32
-	persisted  []*offsets.PersistedOffsets          // by offsets partition; nil: not replayed
-	reread     map[string]*offsets.PersistedOffsets // group -> its partition read after KoP answered (settle.go)
-	settleWarn string                               // the second read failed (settle.go)
-	pErr       error                                // persisted side failed: the cluster is unreachable for this check
+	persisted  []*loader.PersistedOffsets          // by offsets partition; nil: not replayed
+	reread     map[string]*loader.PersistedOffsets // group -> its partition read after KoP answered (settle.go)
+	settleWarn string                              // the second read failed (settle.go)
+	pErr       error                               // persisted side failed: the cluster is unreachable for this check
 	listed     []ListedGroup
 	cached     map[string]GroupFetch
 	cacheErr   error // the whole cached side failed
 	listErr    error // some brokers did not list their groups (kafkafetch.PartialListError)
 	unserved   []UnservedPartition
 	leo        map[string]map[int32]int64
-	repl       map[int32]map[string]offsets.Inbound
+	repl       map[int32]map[string]verdict.Inbound
 }
 
 // Run checks clusters. Errors of single clusters are in the report (Errors, cells marked
@@ -272,7 +273,7 @@ func (ru *run) fetchCached(ctx context.Context) {
 		s.cached = kafkafetch.Collect(ctx, s.c.Fetcher, append(slices.Clone(ru.groups), probes...))
 		for _, pg := range probes {
 			if f := s.cached[pg]; f.Unavailable {
-				s.unserved = append(s.unserved, s.unservedPartition(ctx, offsets.PartitionFor(pg, s.partitions), f))
+				s.unserved = append(s.unserved, s.unservedPartition(ctx, loader.PartitionFor(pg, s.partitions), f))
 			}
 			delete(s.cached, pg)
 		}
@@ -361,13 +362,13 @@ func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 		prev = k.Group
 		for _, s := range ru.states {
 			if s.partitions > 0 {
-				partsNeeded[offsets.PartitionFor(k.Group, s.partitions)] = true
+				partsNeeded[loader.PartitionFor(k.Group, s.partitions)] = true
 			}
 		}
 	}
 	parallel(ru.states, func(s *clusterState) {
 		if s.pErr == nil && s.c.Replication != nil && len(ru.states) > 1 {
-			s.repl = map[int32]map[string]offsets.Inbound{}
+			s.repl = map[int32]map[string]verdict.Inbound{}
 			for _, p := range slices.Sorted(mapKeys(partsNeeded)) {
 				st, err := s.c.Replication.OutboundReplication(ctx, p)
 				if err != nil {
@@ -380,7 +381,7 @@ func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 		if s.c.Fetcher != nil && s.cacheErr == nil && len(topicSet) > 0 {
 			var topics []string
 			for t := range topicSet {
-				topics = append(topics, offsets.ShortName(t, s.c.KafkaNamespace))
+				topics = append(topics, loader.ShortName(t, s.c.KafkaNamespace))
 			}
 			slices.Sort(topics)
 			leo, err := s.c.Fetcher.EndOffsets(ctx, topics)
@@ -389,7 +390,7 @@ func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 			}
 			s.leo = map[string]map[int32]int64{}
 			for t, ps := range leo {
-				s.leo[offsets.NormalizeTopic(t, s.c.KafkaNamespace)] = ps
+				s.leo[loader.NormalizeTopic(t, s.c.KafkaNamespace)] = ps
 			}
 		}
 	})
@@ -407,7 +408,7 @@ func (ru *run) judge(ctx context.Context, keys Keys) *Judge {
 		byName[s.c.Name] = s
 	}
 	aligned := alignRows(ctx, keys, ru.states, byName, ru.o.AlignmentMaxMessages)
-	j.Translate = func(i int, k Key, cell *Cell, ob *offsets.ClusterObservation) {
+	j.Translate = func(i int, k Key, cell *Cell, ob *verdict.ClusterObservation) {
 		ru.states[i].translate(k, cell, ob, ru.states, byName, aligned)
 	}
 	return j
@@ -419,9 +420,9 @@ func (s *clusterState) side() Side {
 		EndOffsets: s.leo, Outbound: s.repl}
 	if s.pErr != nil {
 		why := fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
-		sd.Persisted = func(string) (*offsets.PersistedOffsets, string) { return nil, why }
+		sd.Persisted = func(string) (*loader.PersistedOffsets, string) { return nil, why }
 	} else {
-		sd.Persisted = func(g string) (*offsets.PersistedOffsets, string) { return s.view(g), "" }
+		sd.Persisted = func(g string) (*loader.PersistedOffsets, string) { return s.view(g), "" }
 	}
 	if s.c.Fetcher != nil {
 		sd.Cached = func(g string) (GroupFetch, bool) { return s.cached[g], true }
@@ -539,7 +540,7 @@ func (s *clusterState) probeGroups(o Options) []string {
 	var parts []int32
 	if lit := literalGroups(o.Groups); lit != nil {
 		for _, g := range lit {
-			parts = append(parts, offsets.PartitionFor(g, s.partitions))
+			parts = append(parts, loader.PartitionFor(g, s.partitions))
 		}
 		slices.Sort(parts)
 		parts = slices.Compact(parts)
@@ -550,7 +551,7 @@ func (s *clusterState) probeGroups(o Options) []string {
 	}
 	out := make([]string, len(parts))
 	for i, p := range parts {
-		out[i] = offsets.ProbeGroup(p, s.partitions)
+		out[i] = loader.ProbeGroup(p, s.partitions)
 	}
 	return out
 }
@@ -567,7 +568,7 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 	if lit := literalGroups(o.Groups); lit != nil {
 		set := map[int32]bool{}
 		for _, g := range lit {
-			set[offsets.PartitionFor(g, n)] = true
+			set[loader.PartitionFor(g, n)] = true
 		}
 		parts = slices.Sorted(mapKeys(set))
 	} else {
@@ -581,7 +582,7 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 		return
 	}
 	// One view per partition, not merged: a merge would hold every key twice for a moment.
-	s.persisted = make([]*offsets.PersistedOffsets, n)
+	s.persisted = make([]*loader.PersistedOffsets, n)
 	for i, p := range parts {
 		s.persisted[p] = views[i]
 	}
@@ -589,15 +590,15 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 
 // noOffsets is the view of an offsets partition that was not replayed: no selected group
 // lives there.
-var noOffsets = offsets.Merge()
+var noOffsets = loader.Merge()
 
 // view is the loader view of the offsets partition holding group.
-func (s *clusterState) view(group string) *offsets.PersistedOffsets {
+func (s *clusterState) view(group string) *loader.PersistedOffsets {
 	if v := s.reread[group]; v != nil {
 		return v
 	}
 	if s.partitions > 0 {
-		if v := s.persisted[offsets.PartitionFor(group, s.partitions)]; v != nil {
+		if v := s.persisted[loader.PartitionFor(group, s.partitions)]; v != nil {
 			return v
 		}
 	}
@@ -605,8 +606,8 @@ func (s *clusterState) view(group string) *offsets.PersistedOffsets {
 }
 
 // views are the replayed offsets partitions' views.
-func (s *clusterState) views() []*offsets.PersistedOffsets {
-	var out []*offsets.PersistedOffsets
+func (s *clusterState) views() []*loader.PersistedOffsets {
+	var out []*loader.PersistedOffsets
 	for _, v := range s.persisted {
 		if v != nil {
 			out = append(out, v)
@@ -616,19 +617,19 @@ func (s *clusterState) views() []*offsets.PersistedOffsets {
 }
 
 // ReplayPartitions replays partitions of reader, at most concurrency at once, and merges them.
-func ReplayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) (*offsets.PersistedOffsets, error) {
+func ReplayPartitions(ctx context.Context, reader loader.OffsetTopicReader, parts []int32, concurrency int) (*loader.PersistedOffsets, error) {
 	views, err := replayPartitions(ctx, reader, parts, concurrency)
 	if err != nil {
 		return nil, err
 	}
-	return offsets.Merge(views...), nil
+	return loader.Merge(views...), nil
 }
 
 // replayPartitions replays partitions of reader, at most concurrency at once.
-func replayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, parts []int32, concurrency int) ([]*offsets.PersistedOffsets, error) {
+func replayPartitions(ctx context.Context, reader loader.OffsetTopicReader, parts []int32, concurrency int) ([]*loader.PersistedOffsets, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make([]*offsets.PersistedOffsets, len(parts))
+	results := make([]*loader.PersistedOffsets, len(parts))
 	errs := make([]error, len(parts))
 	sem := make(chan struct{}, max(concurrency, 1))
 	var wg sync.WaitGroup
@@ -638,7 +639,7 @@ func replayPartitions(ctx context.Context, reader offsets.OffsetTopicReader, par
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			results[i], errs[i] = offsets.ReplayPartition(ctx, reader, p, offsets.OrderingKoP)
+			results[i], errs[i] = loader.ReplayPartition(ctx, reader, p, loader.OrderingKoP)
 			if errs[i] != nil {
 				cancel()
 			}

@@ -14,7 +14,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 const topic1 = "persistent://public/default/topic-1"
@@ -55,9 +56,9 @@ func TestUserScenarioStaleCache(t *testing.T) {
 	}
 	r := rep.Rows[0]
 	s, w := r.Cell("scus"), r.Cell("wus")
-	if r.Status != offsets.StatusStaleCache || s.Status != offsets.StatusOK || w.Status != offsets.StatusStaleCache ||
+	if r.Status != verdict.StatusStaleCache || s.Status != verdict.StatusOK || w.Status != verdict.StatusStaleCache ||
 		*w.Cached != 500 || *w.Persisted != 10900 || *s.Cached != 10900 || *w.LogEndOffset != 11000 || *w.Lag != 10500 ||
-		r.Topic != "topic-1" || r.OffsetsPartition != offsets.PartitionFor("orders", 8) || rep.ExitCode != ExitDrift {
+		r.Topic != "topic-1" || r.OffsetsPartition != loader.PartitionFor("orders", 8) || rep.ExitCode != ExitDrift {
 		t.Errorf("%+v\nscus %+v\nwus %+v exit %d", r, s, w, rep.ExitCode)
 	}
 	// Only the group's offsets partition was read.
@@ -68,11 +69,11 @@ func TestUserScenarioStaleCache(t *testing.T) {
 		}
 	}
 	rep2, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: wus, Fetcher: fetcher(t, wusKoP)}},
-		Options{Now: testNow, Groups: []string{"orders"}, FailOn: []offsets.Status{offsets.StatusDiverged}})
-	if rep2.ExitCode != ExitOK || rep2.Rows[0].Status != offsets.StatusStaleCache {
+		Options{Now: testNow, Groups: []string{"orders"}, FailOn: []verdict.Status{verdict.StatusDiverged}})
+	if rep2.ExitCode != ExitOK || rep2.Rows[0].Status != verdict.StatusStaleCache {
 		t.Errorf("fail-on diverged only: exit %d %+v", rep2.ExitCode, rep2.Rows)
 	}
-	if wus.Reads[offsets.PartitionFor("orders", 8)] != 2 || len(wus.Reads) != 8 {
+	if wus.Reads[loader.PartitionFor("orders", 8)] != 2 || len(wus.Reads) != 8 {
 		t.Errorf("literal group must read only its partition: %v", wus.Reads)
 	}
 }
@@ -94,11 +95,11 @@ func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("retry not bounded: %v", time.Since(start))
 	}
-	got := map[string]offsets.Status{}
+	got := map[string]verdict.Status{}
 	for _, row := range rep.Rows {
 		got[row.Group] = row.Status
 	}
-	if got["a"] != offsets.StatusOK || got["b"] != offsets.StatusCoordinatorUnavailable || rep.ExitCode != ExitDrift {
+	if got["a"] != verdict.StatusOK || got["b"] != verdict.StatusCoordinatorUnavailable || rep.ExitCode != ExitDrift {
 		t.Errorf("%v exit %d %+v", got, rep.ExitCode, rep.Rows)
 	}
 }
@@ -120,13 +121,13 @@ func TestUnreachableCluster(t *testing.T) {
 		t.Fatalf("%+v", rep)
 	}
 	s, w := rep.Rows[0].Cell("scus"), rep.Rows[0].Cell("wus")
-	if s.Status != offsets.StatusOK || *s.Persisted != 7 || *s.Cached != 7 || w.Status != offsets.StatusError || w.Error == "" {
+	if s.Status != verdict.StatusOK || *s.Persisted != 7 || *s.Cached != 7 || w.Status != verdict.StatusError || w.Error == "" {
 		t.Errorf("scus %+v wus %+v", s, w)
 	}
 }
 
 func TestReplicationLagAndMissing(t *testing.T) {
-	p := offsets.PartitionFor("g", 8)
+	p := loader.PartitionFor("g", 8)
 	scus := fakes.NewMemReader(8).Commit(commit("g", 0, 20), commit("a", 0, 3))
 	wus := fakes.NewMemReader(8).Commit(commit("g", 0, 10))
 	run := func(backlog int64) *Report {
@@ -140,15 +141,15 @@ func TestReplicationLagAndMissing(t *testing.T) {
 		return rep
 	}
 	rep := run(4)
-	st := map[string]offsets.Status{}
+	st := map[string]verdict.Status{}
 	for _, r := range rep.Rows {
 		st[r.Group] = r.Status
 	}
-	if st["g"] != offsets.StatusReplicationLag || st["a"] != offsets.StatusMissing {
+	if st["g"] != verdict.StatusReplicationLag || st["a"] != verdict.StatusMissing {
 		t.Errorf("%v", st)
 	}
 	rep = run(0)
-	if rep.Rows[1].Group != "g" || rep.Rows[1].Status != offsets.StatusDiverged {
+	if rep.Rows[1].Group != "g" || rep.Rows[1].Status != verdict.StatusDiverged {
 		t.Errorf("%+v", rep.Rows[1])
 	}
 	if _, err := Run(context.Background(), []Cluster{{Name: "scus", Reader: scus}}, Options{Now: testNow, Source: "nope"}); err == nil {
@@ -170,7 +171,7 @@ func TestMisaligned(t *testing.T) {
 	rep, _ := Run(context.Background(), copies(fakes.Sequence(10, 100)), Options{Now: testNow})
 	r := rep.Rows[0]
 	c := r.Cell("wus")
-	if r.Status != offsets.StatusMisaligned || c.Status != offsets.StatusMisaligned || c.Origin != "scus" ||
+	if r.Status != verdict.StatusMisaligned || c.Status != verdict.StatusMisaligned || c.Origin != "scus" ||
 		c.Translated == nil || *c.Translated != 50 || rep.ExitCode != ExitDrift {
 		t.Fatalf("row %s, wus %+v, exit %d", r.Status, c, rep.ExitCode)
 	}
@@ -179,18 +180,18 @@ func TestMisaligned(t *testing.T) {
 			t.Errorf("detail %q lacks %q", c.Detail, want)
 		}
 	}
-	if sc := r.Cell("scus"); sc.Status != offsets.StatusOK || sc.Origin != "" || sc.Translated != nil {
+	if sc := r.Cell("scus"); sc.Status != verdict.StatusOK || sc.Origin != "" || sc.Translated != nil {
 		t.Errorf("scus %+v", sc)
 	}
 
 	// Aligned copies: the number means the same message, the row is ok.
 	rep, _ = Run(context.Background(), copies(fakes.Sequence(0, 100)), Options{Now: testNow})
-	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != offsets.StatusOK || c.Translated == nil || *c.Translated != 60 {
+	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != verdict.StatusOK || c.Translated == nil || *c.Translated != 60 {
 		t.Fatalf("aligned: %s %+v", rep.Rows[0].Status, c)
 	}
 	// --alignment=false: not looked at.
 	rep, _ = Run(context.Background(), copies(fakes.Sequence(10, 100)), Options{Now: testNow, SkipAlignment: true})
-	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != offsets.StatusOK || c.Translated != nil {
+	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != verdict.StatusOK || c.Translated != nil {
 		t.Fatalf("skipped: %s %+v", rep.Rows[0].Status, c)
 	}
 	// After a failover: wus holds its own record at the translated 50. The numbers differ
@@ -198,19 +199,19 @@ func TestMisaligned(t *testing.T) {
 	failedOver := copies(fakes.Sequence(10, 100))
 	failedOver[1].Reader = fakes.NewMemReader(8).Replicated("scus", commit("g", 0, 60)).Commit(commit("g", 0, 50))
 	rep, _ = Run(context.Background(), failedOver, Options{Now: testNow})
-	if r := rep.Rows[0]; r.Status != offsets.StatusOK || rep.ExitCode != ExitOK {
+	if r := rep.Rows[0]; r.Status != verdict.StatusOK || rep.ExitCode != ExitOK {
 		t.Fatalf("after failover: %s scus %+v wus %+v", r.Status, r.Cell("scus"), r.Cell("wus"))
 	}
 	// Without alignment the raw numbers disagree.
 	rep, _ = Run(context.Background(), failedOver, Options{Now: testNow, SkipAlignment: true})
-	if r := rep.Rows[0]; r.Status != offsets.StatusDiverged {
+	if r := rep.Rows[0]; r.Status != verdict.StatusDiverged {
 		t.Fatalf("after failover, raw: %s", r.Status)
 	}
 	// No way to read wus's copy: unknown, said so, not guessed.
 	cls := copies(nil)
 	cls[1].Copies = nil
 	rep, _ = Run(context.Background(), cls, Options{Now: testNow})
-	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != offsets.StatusOK || !strings.HasPrefix(c.Alignment, "unknown: cluster wus: no Kafka listener") {
+	if c := rep.Rows[0].Cell("wus"); rep.Rows[0].Status != verdict.StatusOK || !strings.HasPrefix(c.Alignment, "unknown: cluster wus: no Kafka listener") {
 		t.Fatalf("unknown: %s %+v", rep.Rows[0].Status, c)
 	}
 }
@@ -235,7 +236,7 @@ var testNow = time.UnixMilli(1700000000000).Add(time.Hour)
 // the partition, with the answer and the fix, apart from the rows, and exits 1.
 func TestUnservedPartition(t *testing.T) {
 	k := newKoP(t, 10)
-	k.SetLoading(offsets.ProbeGroup(3, 8), -1) // forever
+	k.SetLoading(loader.ProbeGroup(3, 8), -1) // forever
 	g := groupIn3()
 	k.SetLoading(g, -1)
 	rd := fakes.NewMemReader(8).Commit(commit(g, 0, 5))
@@ -248,7 +249,7 @@ func TestUnservedPartition(t *testing.T) {
 		!strings.Contains(rep.Unserved[0].Answer, "COORDINATOR_LOAD_IN_PROGRESS") || !strings.Contains(rep.Unserved[0].Fix, "reload --cluster scus --partition 3") {
 		t.Fatalf("unserved: %+v", rep.Unserved)
 	}
-	if rep.ExitCode != ExitDrift || rep.Rows[0].Status != offsets.StatusCoordinatorUnavailable {
+	if rep.ExitCode != ExitDrift || rep.Rows[0].Status != verdict.StatusCoordinatorUnavailable {
 		t.Fatalf("exit %d, rows %+v", rep.ExitCode, rep.Rows)
 	}
 	// The probe groups are no rows.
@@ -260,7 +261,7 @@ func TestUnservedPartition(t *testing.T) {
 // groupIn3 is a group of offsets partition 3 of 8.
 func groupIn3() string {
 	for i := 0; ; i++ {
-		if g := fmt.Sprintf("g-%d", i); offsets.PartitionFor(g, 8) == 3 {
+		if g := fmt.Sprintf("g-%d", i); loader.PartitionFor(g, 8) == 3 {
 			return g
 		}
 	}
@@ -302,10 +303,10 @@ func TestOneBrokerDownOthersAnswer(t *testing.T) {
 	for _, r := range rep.Rows {
 		byGroup[r.Group] = r
 	}
-	if r := byGroup[up]; r.Status != offsets.StatusStaleCache || *r.Cell("wus").Cached != 500 {
+	if r := byGroup[up]; r.Status != verdict.StatusStaleCache || *r.Cell("wus").Cached != 500 {
 		t.Errorf("the answering broker's group: %+v %+v", r, r.Cell("wus"))
 	}
-	if r := byGroup[down]; r.Status != offsets.StatusError {
+	if r := byGroup[down]; r.Status != verdict.StatusError {
 		t.Errorf("the down broker's group: %+v %+v", r, r.Cell("wus"))
 	}
 	named := false

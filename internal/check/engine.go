@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // This file is the one row engine of check and watch: row keys, cells, statuses and the
@@ -82,14 +83,14 @@ func (ks *KeySet) Grow(n int) { ks.keys = slices.Grow(ks.keys, n) }
 
 // AddPersisted adds the key of a persisted (or pending) commit of a cluster whose Kafka
 // namespace is ns.
-func (ks *KeySet) AddPersisted(co offsets.CommittedOffset, ns string) {
-	ks.Add(co.Group, offsets.NormalizeTopic(co.Topic, ns), co.Partition)
+func (ks *KeySet) AddPersisted(co loader.CommittedOffset, ns string) {
+	ks.Add(co.Group, loader.NormalizeTopic(co.Topic, ns), co.Partition)
 }
 
 // AddCached adds the keys KoP answered for group on a cluster whose Kafka namespace is ns.
 func (ks *KeySet) AddCached(group string, f GroupFetch, ns string) {
 	for t, ps := range f.Offsets {
-		full := offsets.NormalizeTopic(t, ns)
+		full := loader.NormalizeTopic(t, ns)
 		for p := range ps {
 			ks.Add(group, full, p)
 		}
@@ -121,7 +122,7 @@ func (ks *KeySet) Sorted(topicGlobs []string, displayNS string) Keys {
 	keys = slices.DeleteFunc(keys, func(k keyID) bool {
 		if match[k.topic] == 0 {
 			match[k.topic] = -1
-			if t := names[k.topic]; MatchAny(topicGlobs, offsets.ShortName(t, displayNS), t) {
+			if t := names[k.topic]; MatchAny(topicGlobs, loader.ShortName(t, displayNS), t) {
 				match[k.topic] = 1
 			}
 		}
@@ -169,7 +170,7 @@ type Side struct {
 	Partitions int32
 	// Persisted returns the loader view holding group, or nil and why the persisted side of
 	// this cluster is unknown (the cell's error).
-	Persisted func(group string) (*offsets.PersistedOffsets, string)
+	Persisted func(group string) (*loader.PersistedOffsets, string)
 	// Cached returns KoP's answer for group; false: KoP was not asked (nil: never).
 	Cached func(group string) (GroupFetch, bool)
 	// CacheErr: the whole cached side failed (KoP unreachable).
@@ -178,7 +179,7 @@ type Side struct {
 	EndOffsets map[string]map[int32]int64
 	// Outbound is this cluster's replication by offsets partition toward each peer (nil:
 	// unknown).
-	Outbound map[int32]map[string]offsets.Inbound
+	Outbound map[int32]map[string]verdict.Inbound
 }
 
 // Judge builds rows from the sides and decides their statuses.
@@ -189,12 +190,12 @@ type Judge struct {
 	Now           time.Time
 	ExpiryWarning time.Duration
 	// Translate, when set, adds a cell's alignment before the row is classified (check).
-	Translate func(side int, k Key, cell *Cell, ob *offsets.ClusterObservation)
+	Translate func(side int, k Key, cell *Cell, ob *verdict.ClusterObservation)
 	// DisplayNamespace is the namespace rows name their topic in (the first cluster's).
 	DisplayNamespace string
 
-	obs     []offsets.ClusterObservation // scratch of Row
-	pending map[*offsets.PersistedOffsets]bool
+	obs     []verdict.ClusterObservation // scratch of Row
+	pending map[*loader.PersistedOffsets]bool
 }
 
 // OffsetsPartition is the offsets partition of group on the first side that knows its
@@ -202,7 +203,7 @@ type Judge struct {
 func OffsetsPartition(group string, sides []Side) int32 {
 	for _, s := range sides {
 		if s.Partitions > 0 {
-			return offsets.PartitionFor(group, s.Partitions)
+			return loader.PartitionFor(group, s.Partitions)
 		}
 	}
 	return -1
@@ -210,7 +211,7 @@ func OffsetsPartition(group string, sides []Side) int32 {
 
 // Row builds and classifies the row of k across sides. A Judge builds one row at a time.
 func (j *Judge) Row(k Key, sides []Side) Row {
-	r := Row{Group: k.Group, Topic: offsets.ShortName(k.Topic, j.DisplayNamespace), Partition: k.Partition,
+	r := Row{Group: k.Group, Topic: loader.ShortName(k.Topic, j.DisplayNamespace), Partition: k.Partition,
 		OffsetsPartition: OffsetsPartition(k.Group, sides), fullTopic: k.Topic, Cells: make([]Cell, len(sides))}
 	j.obs = slices.Grow(j.obs[:0], len(sides))[:len(sides)]
 	for i := range sides {
@@ -219,7 +220,7 @@ func (j *Judge) Row(k Key, sides []Side) Row {
 			j.Translate(i, k, &r.Cells[i], &j.obs[i])
 		}
 	}
-	d := offsets.ClassifyDrift(offsets.DriftInput{Clusters: j.obs, Source: j.Source})
+	d := verdict.ClassifyDrift(verdict.DriftInput{Clusters: j.obs, Source: j.Source})
 	r.Status = d.Status
 	for i := range r.Cells {
 		cell := &r.Cells[i]
@@ -234,9 +235,9 @@ func (j *Judge) Row(k Key, sides []Side) Row {
 }
 
 // observe builds the cell and the classifier input of row k on sides[i].
-func (j *Judge) observe(sides []Side, i int, k Key) (Cell, offsets.ClusterObservation) {
+func (j *Judge) observe(sides []Side, i int, k Key) (Cell, verdict.ClusterObservation) {
 	s := &sides[i]
-	ob := offsets.ClusterObservation{Cluster: s.Name, Cached: offsets.CachedOffsets{State: offsets.CacheNotChecked},
+	ob := verdict.ClusterObservation{Cluster: s.Name, Cached: verdict.CachedOffsets{State: verdict.CacheNotChecked},
 		Now: j.Now.UnixMilli(), ExpiryWarning: j.ExpiryWarning.Milliseconds()}
 	cell := Cell{Cluster: s.Name}
 	if view, why := s.Persisted(k.Group); view == nil {
@@ -259,15 +260,15 @@ func (j *Judge) observe(sides []Side, i int, k Key) (Cell, offsets.ClusterObserv
 
 // Inbound is the replication of group's offsets partition toward cluster: the peers'
 // replicators, by peer.
-func Inbound(sides []Side, cluster, group string) map[string]offsets.Inbound {
-	var in map[string]offsets.Inbound // nil until a peer has one: most rows of one cluster have none
+func Inbound(sides []Side, cluster, group string) map[string]verdict.Inbound {
+	var in map[string]verdict.Inbound // nil until a peer has one: most rows of one cluster have none
 	for _, peer := range sides {
 		if peer.Name == cluster || peer.Partitions <= 0 {
 			continue
 		}
-		if st, ok := peer.Outbound[offsets.PartitionFor(group, peer.Partitions)][cluster]; ok {
+		if st, ok := peer.Outbound[loader.PartitionFor(group, peer.Partitions)][cluster]; ok {
 			if in == nil {
-				in = map[string]offsets.Inbound{}
+				in = map[string]verdict.Inbound{}
 			}
 			in[peer.Name] = st
 		}
@@ -277,7 +278,7 @@ func Inbound(sides []Side, cluster, group string) map[string]offsets.Inbound {
 
 // persistedCell is what the loader would load, a transactional commit it leaves pending, a
 // partition it cannot load, and the expiry.
-func (j *Judge) persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, cell *Cell, ob *offsets.ClusterObservation) {
+func (j *Judge) persistedCell(view *loader.PersistedOffsets, s *Side, k Key, cell *Cell, ob *verdict.ClusterObservation) {
 	co, ok := view.Lookup(k.Group, k.Topic, k.Partition)
 	if ok {
 		v := co.Offset
@@ -295,7 +296,7 @@ func (j *Judge) persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, ce
 		cell.Predicted = &Prediction{Offset: loaded, Reason: fmt.Sprintf("a transactional commit (producer %d) the loader leaves pending: its COMMIT marker is invisible to readers", ptrOr(pc.ProducerID))}
 	}
 	if s.Partitions > 0 {
-		if f, failed := view.LoadFailure(offsets.PartitionFor(k.Group, s.Partitions)); failed {
+		if f, failed := view.LoadFailure(loader.PartitionFor(k.Group, s.Partitions)); failed {
 			ob.LoadFailure = f.String()
 			cell.Predicted = &Prediction{Reason: f.String()}
 		}
@@ -305,26 +306,26 @@ func (j *Judge) persistedCell(view *offsets.PersistedOffsets, s *Side, k Key, ce
 // pendingOffset is view.PendingOffset, asked only of a view that holds pending commits: the
 // first question builds an index of every key of the view, which a view without any does
 // not need.
-func (j *Judge) pendingOffset(view *offsets.PersistedOffsets, k Key) (offsets.CommittedOffset, bool) {
+func (j *Judge) pendingOffset(view *loader.PersistedOffsets, k Key) (loader.CommittedOffset, bool) {
 	has, ok := j.pending[view]
 	if !ok {
 		if j.pending == nil {
-			j.pending = map[*offsets.PersistedOffsets]bool{}
+			j.pending = map[*loader.PersistedOffsets]bool{}
 		}
 		has = len(view.Pending()) > 0
 		j.pending[view] = has
 	}
 	if !has {
-		return offsets.CommittedOffset{}, false
+		return loader.CommittedOffset{}, false
 	}
 	return view.PendingOffset(k.Group, k.Topic, k.Partition)
 }
 
 // cachedCell is what KoP answered.
-func cachedCell(s *Side, k Key, cell *Cell, ob *offsets.ClusterObservation) {
+func cachedCell(s *Side, k Key, cell *Cell, ob *verdict.ClusterObservation) {
 	switch {
 	case s.CacheErr != nil:
-		ob.Cached.State = offsets.CacheError
+		ob.Cached.State = verdict.CacheError
 		if cell.Error == "" {
 			cell.Error = fmt.Sprintf("KoP unreachable: %v", s.CacheErr)
 		}
@@ -336,13 +337,13 @@ func cachedCell(s *Side, k Key, cell *Cell, ob *offsets.ClusterObservation) {
 	switch {
 	case !asked:
 	case f.Unavailable:
-		ob.Cached.State = offsets.CacheCoordinatorUnavailable
+		ob.Cached.State = verdict.CacheCoordinatorUnavailable
 		cell.Error = fmt.Sprintf("KoP: %v", f.Err)
 	case f.Err != nil:
-		ob.Cached.State = offsets.CacheError
+		ob.Cached.State = verdict.CacheError
 		cell.Error = fmt.Sprintf("KoP: %v", f.Err)
 	default:
-		ob.Cached.State = offsets.CacheAnswered
+		ob.Cached.State = verdict.CacheAnswered
 		if v, ok := CachedOffset(f, s.Namespace, k); ok {
 			cell.Cached, ob.Cached.Offset = &v, &v
 		}
@@ -352,7 +353,7 @@ func cachedCell(s *Side, k Key, cell *Cell, ob *offsets.ClusterObservation) {
 // CachedOffset is KoP's answer for k in f (topics as KoP named them, in namespace ns).
 func CachedOffset(f GroupFetch, ns string, k Key) (int64, bool) {
 	for t, ps := range f.Offsets {
-		if offsets.NormalizeTopic(t, ns) != k.Topic {
+		if loader.NormalizeTopic(t, ns) != k.Topic {
 			continue
 		}
 		if v, ok := ps[k.Partition]; ok {
@@ -363,18 +364,18 @@ func CachedOffset(f GroupFetch, ns string, k Key) (int64, bool) {
 }
 
 // detail explains the statuses whose fix is not a reload.
-func detail(r *Row, c *Cell, ob offsets.ClusterObservation) string {
+func detail(r *Row, c *Cell, ob verdict.ClusterObservation) string {
 	switch c.Status {
-	case offsets.StatusUnloadable:
+	case verdict.StatusUnloadable:
 		return ob.LoadFailure
-	case offsets.StatusMisaligned:
+	case verdict.StatusMisaligned:
 		return c.Alignment + "; a reload would serve the untranslated number, do not reload; fix: " + align.FailoverCommand(r.Group, r.Topic, c.Origin, c.Cluster)
-	case offsets.StatusCacheAhead:
+	case verdict.StatusCacheAhead:
 		if ob.Pending != nil && ob.Cached.Offset != nil && *ob.Pending == *ob.Cached.Offset {
 			return "KoP serves a transactional commit that its loader cannot apply (the COMMIT marker is a Pulsar marker entry no reader sees): right now, lost at the next load; do not reload"
 		}
 		return "KoP serves a newer offset than its loader reads from the topic (a tombstone, compaction, or a commit after this check read the topic): a reload would move it back"
-	case offsets.StatusExpired:
+	case verdict.StatusExpired:
 		return "past its expireTimestamp: KoP drops it from its cache within 10 minutes and writes a tombstone that replicates; commit again to keep it"
 	}
 	return ""
@@ -385,14 +386,14 @@ func detail(r *Row, c *Cell, ob offsets.ClusterObservation) string {
 // 1 when a status failOn names was found (nil: DefaultFailOn), or an offsets partition is
 // unserved and failOn names coordinator_unavailable; else 0. check's exit code and watch's
 // kop_offsets_check_exit_code are this function of the same rows.
-func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []offsets.Status) int {
-	if unreachable || summary[string(offsets.StatusError)] > 0 {
+func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []verdict.Status) int {
+	if unreachable || summary[string(verdict.StatusError)] > 0 {
 		return ExitUnreachable
 	}
 	if failOn == nil {
 		failOn = DefaultFailOn()
 	}
-	if unserved && slices.Contains(failOn, offsets.StatusCoordinatorUnavailable) {
+	if unserved && slices.Contains(failOn, verdict.StatusCoordinatorUnavailable) {
 		return ExitDrift // groups of them can neither join nor commit
 	}
 	for _, st := range failOn {
@@ -405,9 +406,9 @@ func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []offse
 
 // DefaultFailOn is every status but ok and expiring (a warning: name it in --fail-on to
 // fail on it).
-func DefaultFailOn() []offsets.Status {
-	return slices.DeleteFunc(slices.Clone(offsets.Statuses), func(s offsets.Status) bool {
-		return s == offsets.StatusOK || s == offsets.StatusExpiring
+func DefaultFailOn() []verdict.Status {
+	return slices.DeleteFunc(slices.Clone(verdict.Statuses), func(s verdict.Status) bool {
+		return s == verdict.StatusOK || s == verdict.StatusExpiring
 	})
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // Where a group is known on one cluster.
@@ -109,7 +109,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		r := rows[g]
 		for _, s := range states {
 			if s.partitions > 0 {
-				r.OffsetsPartition = offsets.PartitionFor(g, s.partitions)
+				r.OffsetsPartition = loader.PartitionFor(g, s.partitions)
 				break
 			}
 		}

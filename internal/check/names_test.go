@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // statsServer is a Pulsar admin API whose topic stats list one replicator, keyed by the
@@ -38,7 +39,7 @@ func statsServer(t *testing.T, remote string, backlog int64) *pulsarx.Admin {
 // name, the engine looks them up by the config's: without the translation (Names) the backlog
 // is not found and the lag reads as diverged.
 func TestReplicationLagUnderPulsarNames(t *testing.T) {
-	p := offsets.PartitionFor("g", 8)
+	p := loader.PartitionFor("g", 8)
 	east := fakes.NewMemReader(8).Commit(commit("g", 0, 20))
 	west := fakes.NewMemReader(8).Commit(commit("g", 0, 10))
 	names := map[string]string{"scus": "east", "wus": "west"}
@@ -47,7 +48,7 @@ func TestReplicationLagUnderPulsarNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st["west"] != (offsets.Inbound{Backlog: 4, Connected: true}) || len(st) != 1 {
+	if st["west"] != (verdict.Inbound{Backlog: 4, Connected: true}) || len(st) != 1 {
 		t.Fatalf("stats under config names: %+v", st)
 	}
 	rep, err := Run(context.Background(), []Cluster{
@@ -57,7 +58,7 @@ func TestReplicationLagUnderPulsarNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 1 || rep.Rows[0].Status != offsets.StatusReplicationLag || rep.Rows[0].Cell("west").Status != offsets.StatusReplicationLag {
+	if len(rep.Rows) != 1 || rep.Rows[0].Status != verdict.StatusReplicationLag || rep.Rows[0].Cell("west").Status != verdict.StatusReplicationLag {
 		t.Errorf("want replication_lag: %+v", rep.Rows)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // PackedRows are the rows of one group held small, for a process that keeps every row
@@ -53,20 +55,20 @@ const (
 	cellWhole = 0xff
 )
 
-// statusCode is 1 + s's index in offsets.Statuses, 0 for none (ok false: unknown).
-func statusCode(s offsets.Status) (uint8, bool) {
+// statusCode is 1 + s's index in verdict.Statuses, 0 for none (ok false: unknown).
+func statusCode(s verdict.Status) (uint8, bool) {
 	if s == "" {
 		return 0, true
 	}
-	i := slices.Index(offsets.Statuses, s)
+	i := slices.Index(verdict.Statuses, s)
 	return uint8(i + 1), i >= 0
 }
 
-func statusOf(c uint8) offsets.Status {
+func statusOf(c uint8) verdict.Status {
 	if c == 0 {
 		return ""
 	}
-	return offsets.Statuses[c-1]
+	return verdict.Statuses[c-1]
 }
 
 // Pack packs the rows of one group, as j built them over clusters (the sides' names, in
@@ -81,7 +83,7 @@ func Pack(rows []Row, clusters []string, j *Judge) *PackedRows {
 		r := &rows[i]
 		st, ok := statusCode(r.Status)
 		if !ok || r.Group != p.group || r.OffsetsPartition != p.opart || len(r.Cells) != len(clusters) ||
-			r.Topic != offsets.ShortName(r.fullTopic, j.DisplayNamespace) || r.Partition < 0 {
+			r.Topic != loader.ShortName(r.fullTopic, j.DisplayNamespace) || r.Partition < 0 {
 			return &PackedRows{group: p.group, n: int32(len(rows)), rare: &rareRows{whole: slices.Clone(rows)}}
 		}
 		t := slices.Index(p.topics, r.fullTopic)
@@ -122,7 +124,7 @@ func (p *PackedRows) packCell(c *Cell, cluster string, prev *timeDeltas) {
 	}
 	if t := c.CommitTimestamp; t != nil {
 		pc.commitMs, pc.has = t.UnixMilli(), pc.has|hasCommit
-		ok = ok && identical(offsets.Millis(pc.commitMs).Time(), t.Time)
+		ok = ok && identical(offsetlog.Millis(pc.commitMs).Time(), t.Time)
 	}
 	if t := c.ExpireTimestamp; t != nil {
 		pc.expireMs, pc.has = t.UnixMilli(), pc.has|hasExpire
@@ -305,7 +307,7 @@ func (p *PackedRows) unpack(pc *packedCell, cluster string) Cell {
 	}
 	c.Cached, c.Persisted, c.LogEndOffset = ptr(hasCached, pc.cached), ptr(hasPersisted, pc.persisted), ptr(hasLogEnd, pc.logEnd)
 	if pc.has&hasCommit != 0 {
-		c.CommitTimestamp = output.NewTime(offsets.Millis(pc.commitMs).Time())
+		c.CommitTimestamp = output.NewTime(offsetlog.Millis(pc.commitMs).Time())
 	}
 	if pc.has&hasExpire != 0 {
 		c.ExpireTimestamp = output.NewTime(time.UnixMilli(pc.expireMs))
@@ -361,8 +363,8 @@ func errs(r *rareRows) []string {
 }
 
 // Statuses yields the status of every row, in order (none for nil).
-func (p *PackedRows) Statuses() iter.Seq[offsets.Status] {
-	return func(yield func(offsets.Status) bool) {
+func (p *PackedRows) Statuses() iter.Seq[verdict.Status] {
+	return func(yield func(verdict.Status) bool) {
 		if p == nil {
 			return
 		}
@@ -423,7 +425,7 @@ func (p *PackedRows) Rows(clusters []string, displayNS string) iter.Seq[Row] {
 		d := decoder{p: p, data: p.data}
 		for range p.n {
 			topic, part, st := d.row()
-			r := Row{Group: p.group, Topic: offsets.ShortName(topic, displayNS), Partition: part,
+			r := Row{Group: p.group, Topic: loader.ShortName(topic, displayNS), Partition: part,
 				OffsetsPartition: p.opart, Status: statusOf(st), fullTopic: topic, Cells: make([]Cell, len(clusters))}
 			for j := range r.Cells {
 				pc, whole := d.cell()

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Row is one group/topic/partition.
@@ -15,7 +15,7 @@ type Row struct {
 	Topic            string         `json:"topic"`
 	Partition        int32          `json:"partition"`
 	OffsetsPartition int32          `json:"offsetsPartition"`
-	Status           offsets.Status `json:"status"`
+	Status           verdict.Status `json:"status"`
 	// Cells are the row on each cluster, in the order of the report's clusters. JSON writes
 	// them as the object "clusters", keyed by cluster name: a slice costs a row a fraction
 	// of a map.
@@ -59,7 +59,7 @@ type Cell struct {
 	ExpiresIn       *float64       `json:"expiresInSeconds,omitempty"` // negative: expired
 	LogEndOffset    *int64         `json:"logEndOffset"`
 	Lag             *int64         `json:"lag"`
-	Status          offsets.Status `json:"status"`
+	Status          verdict.Status `json:"status"`
 	Error           string         `json:"error,omitempty"`
 	// Detail says why for unloadable, misaligned, cache_ahead and expired.
 	Detail string `json:"detail,omitempty"`
@@ -85,7 +85,7 @@ type rowJSON struct {
 	Topic            string         `json:"topic"`
 	Partition        int32          `json:"partition"`
 	OffsetsPartition int32          `json:"offsetsPartition"`
-	Status           offsets.Status `json:"status"`
+	Status           verdict.Status `json:"status"`
 }
 
 // MarshalJSON implements json.Marshaler: cells as the object "clusters", keyed by cluster

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // A group that commits between check's read of the offsets topic and KoP's answer looks
@@ -40,7 +40,7 @@ func (s *clusterState) settleAhead(ctx context.Context, ru *run) {
 	for _, g := range ru.groups {
 		if f, ok := s.cached[g]; ok && f.Err == nil && !f.Unavailable && s.compare(s.view(g), g, f) == answerAhead {
 			ahead = append(ahead, g)
-			set[offsets.PartitionFor(g, s.partitions)] = true
+			set[loader.PartitionFor(g, s.partitions)] = true
 		}
 	}
 	if len(ahead) == 0 {
@@ -53,15 +53,15 @@ func (s *clusterState) settleAhead(ctx context.Context, ru *run) {
 		s.settleWarn = fmt.Sprintf("cluster %s: reading the offsets topic again for %d groups that look ahead of it failed (their rows keep the first read): %v", s.c.Name, len(ahead), err)
 		return
 	}
-	byPart := make(map[int32]*offsets.PersistedOffsets, len(parts))
+	byPart := make(map[int32]*loader.PersistedOffsets, len(parts))
 	for i, p := range parts {
 		byPart[p] = views[i]
 	}
 	for _, g := range ahead {
-		v := byPart[offsets.PartitionFor(g, s.partitions)]
+		v := byPart[loader.PartitionFor(g, s.partitions)]
 		if s.compare(v, g, s.cached[g]) == answerEqual {
 			if s.reread == nil {
-				s.reread = map[string]*offsets.PersistedOffsets{}
+				s.reread = map[string]*loader.PersistedOffsets{}
 			}
 			s.reread[g] = v
 		}
@@ -76,10 +76,10 @@ const (
 )
 
 // compare says how KoP's answer f for group compares with what view holds for it.
-func (s *clusterState) compare(view *offsets.PersistedOffsets, group string, f GroupFetch) int {
+func (s *clusterState) compare(view *loader.PersistedOffsets, group string, f GroupFetch) int {
 	same, n := true, 0
 	for t, ps := range f.Offsets {
-		full := offsets.NormalizeTopic(t, s.c.KafkaNamespace)
+		full := loader.NormalizeTopic(t, s.c.KafkaNamespace)
 		for p, served := range ps {
 			co, ok := view.Lookup(group, full, p)
 			if !ok || served > co.Offset {

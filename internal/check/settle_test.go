@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // duringCheck is an offsets topic whose group commits through KoP while check runs:
@@ -20,7 +21,7 @@ type duringCheck struct {
 	onRead func(n int, done bool)
 }
 
-func (d *duringCheck) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
+func (d *duringCheck) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
 	if p != d.part {
 		return d.MemReader.ReadPartition(ctx, p, fn)
 	}
@@ -44,7 +45,7 @@ func TestCommitDuringCheckIsNotAhead(t *testing.T) {
 		k := newKoP(t, 100)
 		mem := fakes.NewMemReader(8).Commit(commit("live", 0, 5))
 		k.Set("live", "topic-1", 0, 5)
-		rd := &duringCheck{MemReader: mem, part: offsets.PartitionFor("live", 8), onRead: func(n int, done bool) {
+		rd := &duringCheck{MemReader: mem, part: loader.PartitionFor("live", 8), onRead: func(n int, done bool) {
 			switch {
 			case n == 1 && done:
 				mem.Commit(commit("live", 0, 7))
@@ -64,14 +65,14 @@ func TestCommitDuringCheckIsNotAhead(t *testing.T) {
 	t.Run("committed once during the check", func(t *testing.T) {
 		r, rep := run(t, false)
 		c := r.Cell("scus")
-		if r.Status != offsets.StatusOK || *c.Cached != 7 || *c.Persisted != 7 || rep.ExitCode != ExitOK {
+		if r.Status != verdict.StatusOK || *c.Cached != 7 || *c.Persisted != 7 || rep.ExitCode != ExitOK {
 			t.Errorf("row %s, cell %+v, exit %d; want ok at 7, exit 0", r.Status, c, rep.ExitCode)
 		}
 	})
 	t.Run("committed again after KoP answered", func(t *testing.T) {
 		r, rep := run(t, true)
 		c := r.Cell("scus")
-		if r.Status != offsets.StatusCacheAhead || *c.Cached != 7 || *c.Persisted != 5 || rep.ExitCode != ExitDrift {
+		if r.Status != verdict.StatusCacheAhead || *c.Cached != 7 || *c.Persisted != 5 || rep.ExitCode != ExitDrift {
 			t.Errorf("row %s, cell %+v, exit %d; want cache_ahead 7 over 5, exit 1", r.Status, c, rep.ExitCode)
 		}
 	})

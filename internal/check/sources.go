@@ -1,9 +1,9 @@
 // Package check compares, for every selected group/topic/partition, what KoP serves on each
 // cluster (the cached offsets, through OffsetFetch) with what each cluster's offsets topic
 // holds (the persisted offsets, by replaying it as KoP's loader does), and across clusters,
-// and classifies each row with offsets.ClassifyDrift. It also lists groups (Groups).
+// and classifies each row with verdict.ClassifyDrift. It also lists groups (Groups).
 //
-// Everything is read through interfaces (offsets.OffsetTopicReader, OffsetFetcher,
+// Everything is read through interfaces (loader.OffsetTopicReader, OffsetFetcher,
 // ReplicationSource, align.Source) so that tests use in-memory fakes and kfake; the
 // implementations for real clusters are kafkafetch.Fetcher, align.KafkaSource and AdminReplication.
 // Nothing here writes, prints or knows about cobra.
@@ -16,8 +16,9 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Cluster is one cluster to check: its name, how to read each side, and the Kafka
@@ -27,7 +28,7 @@ type Cluster struct {
 	KafkaNamespace string
 
 	// Reader reads the offsets topic (persisted side). Required.
-	Reader offsets.OffsetTopicReader
+	Reader loader.OffsetTopicReader
 	// Replication gives the replicators of this cluster's offsets partitions toward the
 	// other clusters. Nil: no replication information (no backlog is assumed).
 	Replication ReplicationSource
@@ -51,7 +52,7 @@ type ListedGroup = kafkafetch.ListedGroup
 // ReplicationSource reports the replicators of one offsets partition of this cluster,
 // keyed by remote cluster name.
 type ReplicationSource interface {
-	OutboundReplication(ctx context.Context, offsetsPartition int32) (map[string]offsets.Inbound, error)
+	OutboundReplication(ctx context.Context, offsetsPartition int32) (map[string]verdict.Inbound, error)
 }
 
 // OffsetFetcher is KoP's Kafka API on one cluster.
@@ -75,14 +76,14 @@ type AdminReplication struct {
 }
 
 // OutboundReplication implements ReplicationSource.
-func (a AdminReplication) OutboundReplication(ctx context.Context, p int32) (map[string]offsets.Inbound, error) {
+func (a AdminReplication) OutboundReplication(ctx context.Context, p int32) (map[string]verdict.Inbound, error) {
 	st, err := a.Admin.ReplicationStats(ctx, pulsarx.PartitionTopic(a.OffsetsTopic, p))
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]offsets.Inbound, len(st))
+	out := make(map[string]verdict.Inbound, len(st))
 	for remote, r := range st {
-		out[ConfigName(a.Names, remote)] = offsets.Inbound{Backlog: r.ReplicationBacklog, Connected: r.Connected}
+		out[ConfigName(a.Names, remote)] = verdict.Inbound{Backlog: r.ReplicationBacklog, Connected: r.Connected}
 	}
 	return out, nil
 }
@@ -98,10 +99,10 @@ func ConfigName(names map[string]string, pulsarName string) string {
 
 // StaticReplication is a ReplicationSource from a fixed table (tests): offsets partition
 // -> remote -> state.
-type StaticReplication map[int32]map[string]offsets.Inbound
+type StaticReplication map[int32]map[string]verdict.Inbound
 
 // OutboundReplication implements ReplicationSource.
-func (s StaticReplication) OutboundReplication(_ context.Context, p int32) (map[string]offsets.Inbound, error) {
+func (s StaticReplication) OutboundReplication(_ context.Context, p int32) (map[string]verdict.Inbound, error) {
 	return maps.Clone(s[p]), nil
 }
 

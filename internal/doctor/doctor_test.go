@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -378,7 +378,7 @@ func TestGroupInPartitionKoPCannotLoad(t *testing.T) {
 	gt := func(_ context.Context, cl *Cluster, g string) ([]string, error) {
 		topics := []string{"persistent://public/default/topic-1"}
 		if cl.Name == "wus" {
-			return topics, &UnloadableError{Failure: offsets.LoadFailure{Partition: 5, MessageID: "12:3:5:-1", Reason: "record batch: field magic: unsupported magic 49"}}
+			return topics, &UnloadableError{Failure: loader.LoadFailure{Partition: 5, MessageID: "12:3:5:-1", Reason: "record batch: field magic: unsupported magic 49"}}
 		}
 		return topics, nil
 	}

@@ -13,7 +13,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // Severity of a finding.
@@ -95,6 +95,6 @@ func SortFindings(fs []Finding) {
 
 // UnloadableError is returned by Options.GroupTopics, with the topics it found, when KoP
 // cannot load the group's offsets partition.
-type UnloadableError struct{ Failure offsets.LoadFailure }
+type UnloadableError struct{ Failure loader.LoadFailure }
 
 func (e *UnloadableError) Error() string { return e.Failure.String() }

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // KafkaProbe is what a KoP listener answered.
@@ -47,7 +47,7 @@ type KafkaProber interface {
 }
 
 // PartitionProber is optionally implemented by a KafkaProber: it asks KoP about a probe
-// group of each of the n offsets partitions (offsets.ProbeGroup) and returns, for those KoP
+// group of each of the n offsets partitions (loader.ProbeGroup) and returns, for those KoP
 // does not serve (NOT_COORDINATOR or loading until ctx ends), what it answered.
 type PartitionProber interface {
 	ProbePartitions(ctx context.Context, cl Cluster, n int32) (map[int32]string, error)
@@ -185,7 +185,7 @@ func (p *KgoProber) ProbePartitions(ctx context.Context, cl Cluster, n int32) (m
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := adm.FetchOffsets(ctx, offsets.ProbeGroup(part, n))
+			resp, err := adm.FetchOffsets(ctx, loader.ProbeGroup(part, n))
 			if err == nil {
 				err = resp.Error()
 			}

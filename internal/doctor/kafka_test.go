@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // KoP answers NOT_COORDINATOR for the probe group of offsets partition 2 of 4: only that
@@ -22,7 +22,7 @@ func TestKgoProberPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	stuck := offsets.ProbeGroup(2, 4)
+	stuck := loader.ProbeGroup(2, 4)
 	c.ControlKey(int16(kmsg.OffsetFetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := kr.(*kmsg.OffsetFetchRequest)

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -20,12 +20,12 @@ const maxAlignmentPartitions = 64
 func topicsToAudit(ctx context.Context, r *run) ([]string, []Finding) {
 	var out []Finding
 	set := map[string]bool{}
-	ns := offsets.DefaultKafkaNamespace
+	ns := loader.DefaultKafkaNamespace
 	if len(r.clusters) > 0 && r.clusters[0].KafkaNamespace != "" {
 		ns = r.clusters[0].KafkaNamespace
 	}
 	for _, t := range r.opts.Topics {
-		set[offsets.NormalizeTopic(t, ns)] = true
+		set[loader.NormalizeTopic(t, ns)] = true
 	}
 	for _, g := range r.opts.Groups {
 		if r.opts.GroupTopics == nil {

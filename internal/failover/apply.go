@@ -10,7 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -115,7 +115,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	for _, r := range plan.Rows {
 		if r.Action == ActionWrite {
 			byGroup[r.Group] = append(byGroup[r.Group], kopcommit.OffsetCommit{Group: r.Group,
-				Topic: offsets.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
+				Topic: loader.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
 		}
 	}
 	for _, g := range slices.Sorted(maps.Keys(byGroup)) {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -27,7 +27,7 @@ import (
 type Side struct {
 	Name           string
 	KafkaNamespace string
-	Reader         offsets.OffsetTopicReader
+	Reader         loader.OffsetTopicReader
 	// Groups asks the cluster's KoP (activity, what it serves); nil: no kafkaBootstrap.
 	Groups interface {
 		reload.GroupDescriber
@@ -133,7 +133,7 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 	}
 	// The rows: what the group committed on From itself.
 	for _, co := range src.Offsets() {
-		short := offsets.ShortName(co.Topic, pl.From.KafkaNamespace)
+		short := loader.ShortName(co.Topic, pl.From.KafkaNamespace)
 		if co.Origin != "" || !check.MatchAny(sc.Groups, co.Group) || !check.MatchAny(sc.Topics, short, co.Topic) {
 			continue
 		}
@@ -166,7 +166,7 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 	}
 	for i := range plan.Rows {
 		r := &plan.Rows[i]
-		full := offsets.NormalizeTopic(r.Topic, pl.To.KafkaNamespace)
+		full := loader.NormalizeTopic(r.Topic, pl.To.KafkaNamespace)
 		if co, ok := dst.Lookup(r.Group, full, r.Partition); ok {
 			v := co.Offset
 			r.Persisted, r.PersistedOrigin = &v, co.Origin
@@ -203,7 +203,7 @@ func (pl *Planner) preflight(ctx context.Context, rows []Row) (string, error) {
 	}
 	seen := map[int32]bool{}
 	for _, r := range rows {
-		seen[offsets.PartitionFor(r.Group, n)] = true
+		seen[loader.PartitionFor(r.Group, n)] = true
 	}
 	for _, p := range slices.Sorted(maps.Keys(seen)) {
 		b, err := pl.Backlog.Backlog(ctx, p)
@@ -278,7 +278,7 @@ func (pl *Planner) decide(r *Row, res align.Result, translated bool, act reload.
 	return ActionWrite, why
 }
 
-func replayAll(ctx context.Context, s Side) (*offsets.PersistedOffsets, error) {
+func replayAll(ctx context.Context, s Side) (*loader.PersistedOffsets, error) {
 	n, err := s.Reader.Partitions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: partition count of the offsets topic: %w", s.Name, err)

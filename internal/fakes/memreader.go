@@ -6,14 +6,14 @@ import (
 	"sync"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
-// MemReader is an in-memory offsets.OffsetTopicReader.
+// MemReader is an in-memory loader.OffsetTopicReader.
 type MemReader struct {
 	NumPartitions int32
 	mu            sync.Mutex
-	msgs          map[int32][]offsets.Message
+	msgs          map[int32][]loader.Message
 	// Err, when set, is returned by every call (an unreachable cluster).
 	Err error
 	// Reads counts ReadPartition calls per partition.
@@ -22,7 +22,7 @@ type MemReader struct {
 
 // NewMemReader returns an empty reader of n partitions.
 func NewMemReader(n int32) *MemReader {
-	return &MemReader{NumPartitions: n, msgs: map[int32][]offsets.Message{}, Reads: map[int32]int{}}
+	return &MemReader{NumPartitions: n, msgs: map[int32][]loader.Message{}, Reads: map[int32]int{}}
 }
 
 // Commit appends c to the partition of its group, as KoP would.
@@ -30,7 +30,7 @@ func (r *MemReader) Commit(cs ...kopcommit.OffsetCommit) *MemReader {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range cs {
-		p := offsets.PartitionFor(c.Group, r.NumPartitions)
+		p := loader.PartitionFor(c.Group, r.NumPartitions)
 		r.msgs[p] = append(r.msgs[p], kopcommit.Message(p, len(r.msgs[p]), c))
 	}
 	return r
@@ -40,7 +40,7 @@ func (r *MemReader) Commit(cs ...kopcommit.OffsetCommit) *MemReader {
 func (r *MemReader) Replicated(from string, cs ...kopcommit.OffsetCommit) *MemReader {
 	n, _ := r.Partitions(context.Background())
 	for _, c := range cs {
-		p := offsets.PartitionFor(c.Group, n)
+		p := loader.PartitionFor(c.Group, n)
 		m := kopcommit.Message(p, 0, c)
 		m.MessageID = ""
 		m.ReplicatedFrom = from
@@ -50,7 +50,7 @@ func (r *MemReader) Replicated(from string, cs ...kopcommit.OffsetCommit) *MemRe
 }
 
 // Append adds a raw message to a partition (a message id is filled in when empty).
-func (r *MemReader) Append(partition int32, m offsets.Message) *MemReader {
+func (r *MemReader) Append(partition int32, m loader.Message) *MemReader {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m.Partition = partition
@@ -61,7 +61,7 @@ func (r *MemReader) Append(partition int32, m offsets.Message) *MemReader {
 	return r
 }
 
-// Partitions implements offsets.OffsetTopicReader.
+// Partitions implements loader.OffsetTopicReader.
 func (r *MemReader) Partitions(context.Context) (int32, error) {
 	if r.Err != nil {
 		return 0, r.Err
@@ -69,14 +69,14 @@ func (r *MemReader) Partitions(context.Context) (int32, error) {
 	return r.NumPartitions, nil
 }
 
-// ReadPartition implements offsets.OffsetTopicReader.
-func (r *MemReader) ReadPartition(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
+// ReadPartition implements loader.OffsetTopicReader.
+func (r *MemReader) ReadPartition(ctx context.Context, partition int32, fn func(loader.Message) error) error {
 	if r.Err != nil {
 		return r.Err
 	}
 	r.mu.Lock()
 	r.Reads[partition]++
-	msgs := append([]offsets.Message(nil), r.msgs[partition]...)
+	msgs := append([]loader.Message(nil), r.msgs[partition]...)
 	r.mu.Unlock()
 	for _, m := range msgs {
 		if err := ctx.Err(); err != nil {

@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 func TestMemReaderReplays(t *testing.T) {
 	c := kopcommit.OffsetCommit{Group: "g", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900}
 	mr := NewMemReader(8).Commit(c, kopcommit.OffsetCommit{Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true})
-	p := offsets.PartitionFor("g", 8)
-	po, err := offsets.ReplayPartition(context.Background(), mr, p, offsets.OrderingKoP)
+	p := loader.PartitionFor("g", 8)
+	po, err := loader.ReplayPartition(context.Background(), mr, p, loader.OrderingKoP)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 // kmsg; EncodeRequest puts one OffsetCommit request's partitions into one batch. Writer
 // publishes them with a pulsar-client-go producer to
 // persistent://<tenant>/<ns>/__consumer_offsets-partition-N, the partition KoP would pick for
-// the group (offsets.PartitionFor). The Pulsar key carries the record key in base64, as the
+// the group (loader.PartitionFor). The Pulsar key carries the record key in base64, as the
 // Java client's keyBytes() sends it.
 package kopcommit
 
@@ -25,7 +25,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // OffsetCommit is one committed offset, as KoP stores it.
@@ -135,10 +135,10 @@ func PulsarKey(group string) []byte {
 	return k.AppendTo(nil)
 }
 
-// Message returns c as the offsets.Message a reader of partition would return.
-func Message(partition int32, seq int, c OffsetCommit) offsets.Message {
+// Message returns c as the loader.Message a reader of partition would return.
+func Message(partition int32, seq int, c OffsetCommit) loader.Message {
 	_, v := Encode(c)
-	return offsets.Message{Partition: partition, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, partition), Key: PulsarKey(c.Group), Value: v}
+	return loader.Message{Partition: partition, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, partition), Key: PulsarKey(c.Group), Value: v}
 }
 
 // Producer is the part of pulsar.Client the Writer uses.
@@ -166,7 +166,7 @@ func NewWriter(client Producer, offsetsTopic string, partitions int32) *Writer {
 
 // Commit publishes c to the partition of its group and returns that partition.
 func (w *Writer) Commit(ctx context.Context, c OffsetCommit) (int32, pulsar.MessageID, error) {
-	p := offsets.PartitionFor(c.Group, w.partitions)
+	p := loader.PartitionFor(c.Group, w.partitions)
 	prod, err := w.producer(p)
 	if err != nil {
 		return p, nil, err
@@ -182,7 +182,7 @@ func (w *Writer) CommitRequest(ctx context.Context, cs []OffsetCommit) (int32, p
 	if err != nil {
 		return 0, nil, err
 	}
-	p := offsets.PartitionFor(cs[0].Group, w.partitions)
+	p := loader.PartitionFor(cs[0].Group, w.partitions)
 	prod, err := w.producer(p)
 	if err != nil {
 		return p, nil, err

@@ -5,24 +5,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 )
 
 func TestEncodeDecodes(t *testing.T) {
 	ts := time.UnixMilli(1700000000123)
 	c := OffsetCommit{Group: "g", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900, CommitTime: ts}
 	k, v := Encode(c)
-	recs, err := offsets.Decode(k, v)
+	recs, err := offsetlog.Decode(k, v)
 	if err != nil || len(recs) != 1 {
 		t.Fatalf("%v %v", recs, err)
 	}
 	r := recs[0]
-	if r.Kind != offsets.KindOffsetCommit || r.Group != "g" || *r.Offset != 10900 || *r.KeyVersion != 1 || *r.ValueVersion != 1 ||
+	if r.Kind != offsetlog.KindOffsetCommit || r.Group != "g" || *r.Offset != 10900 || *r.KeyVersion != 1 || *r.ValueVersion != 1 ||
 		r.CommitTimestamp.Time() != ts.UTC() {
 		t.Errorf("%+v", r)
 	}
-	p := offsets.PartitionFor("g", 8)
-	rp := offsets.NewReplayer(p, offsets.OrderingKoP)
+	p := loader.PartitionFor("g", 8)
+	rp := loader.NewReplayer(p, loader.OrderingKoP)
 	for i, m := range []OffsetCommit{c, {Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true}} {
 		if err := rp.ApplyMessage(Message(p, i, m)); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 )
 
 func TestEncodeRequestOneIsEncodeBatch(t *testing.T) {
@@ -43,12 +44,12 @@ func TestEncodeRequestDecodesAndReplays(t *testing.T) {
 	if b.NumRecords != 5 || b.LastOffsetDelta != 4 || uint32(b.CRC) != crc32.Checksum(v[21:], castagnoli) {
 		t.Fatalf("batch header %+v", b)
 	}
-	recs, err := offsets.Decode(k, v)
+	recs, err := offsetlog.Decode(k, v)
 	if err != nil || len(recs) != 5 {
 		t.Fatalf("decode: %d records, %v", len(recs), err)
 	}
-	r := offsets.NewReplayer(0, offsets.OrderingKoP)
-	if err := r.ApplyMessage(offsets.Message{Partition: 0, MessageID: "1:0:0:-1", Key: k, Value: v}); err != nil {
+	r := loader.NewReplayer(0, loader.OrderingKoP)
+	if err := r.ApplyMessage(loader.Message{Partition: 0, MessageID: "1:0:0:-1", Key: k, Value: v}); err != nil {
 		t.Fatal(err)
 	}
 	po := r.Result()

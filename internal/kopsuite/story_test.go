@@ -9,7 +9,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestUserStory is the user's story, step by step, on two KoP clusters with real Kafka
@@ -28,7 +29,7 @@ func TestUserStoryJavaConsumer(t *testing.T) { story(t, javaConsumeFirst) }
 func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string) int64) {
 	topic := labtest.NewTopic(t, theLab, "story")
 	group := labtest.Name("story-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	t.Logf("topic %s, group %s (offsets partition %d)", topic, group, part)
 
 	// 1. 10900 records on scus, replicated to wus.
@@ -65,8 +66,8 @@ func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string
 	rep, code = cli.Check(t, "--group", group)
 	r = labcli.Row(t, rep, group)
 	w, s := r.Cell("wus"), r.Cell("scus")
-	if code != 1 || r.Status != offsets.StatusStaleCache || w.Status != offsets.StatusStaleCache ||
-		labtest.Val(w.Cached) != "500" || labtest.Val(w.Persisted) != "10900" || s.Status != offsets.StatusOK || labtest.Val(s.Cached) != "10900" {
+	if code != 1 || r.Status != verdict.StatusStaleCache || w.Status != verdict.StatusStaleCache ||
+		labtest.Val(w.Cached) != "500" || labtest.Val(w.Persisted) != "10900" || s.Status != verdict.StatusOK || labtest.Val(s.Cached) != "10900" {
 		t.Fatalf("check: exit %d, row %s, wus %+v, scus %+v", code, r.Status, w, s)
 	}
 
@@ -87,7 +88,7 @@ func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string
 	}
 	rep, code = cli.Check(t, "--group", group)
 	r = labcli.Row(t, rep, group)
-	if code != 0 || r.Status != offsets.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {
+	if code != 0 || r.Status != verdict.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {
 		t.Fatalf("check after repair: exit %d, %+v", code, r)
 	}
 

@@ -20,7 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // theLab is the KoP lab of this run, and cli runs kop-offsets on it (check, repair and
@@ -100,7 +100,7 @@ func staleRows(ctx context.Context, l *lab.Lab) []string {
 	var s []string
 	for _, r := range rep.Rows {
 		for _, cell := range r.Cells {
-			if cell.Status == offsets.StatusStaleCache {
+			if cell.Status == verdict.StatusStaleCache {
 				s = append(s, fmt.Sprintf("%s %s %s/%d", cell.Cluster, r.Group, r.Topic, r.Partition))
 			}
 		}

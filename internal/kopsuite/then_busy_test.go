@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestCheckWhileGroupsCommitEverywhere: groups live on every cluster, each committing
@@ -75,9 +75,9 @@ func TestCheckWhileGroupsCommitEverywhere(t *testing.T) {
 				t.Fatalf("run %d on %s: %d rows, exit %d", i, name, len(rep.Rows), code)
 			}
 			switch st := rep.Rows[0].Status; {
-			case st == offsets.StatusCacheAhead:
+			case st == verdict.StatusCacheAhead:
 				ahead++
-			case st != offsets.StatusOK || code != 0:
+			case st != verdict.StatusOK || code != 0:
 				failed++
 				t.Errorf("run %d on %s: row %s, exit %d", i, name, st, code)
 			}

@@ -18,7 +18,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestOtherFormNoOffset: wus's KoP owned the group's partition before the commit arrived, so
@@ -27,7 +28,7 @@ import (
 func TestOtherFormNoOffset(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "other-form")
 	group := labtest.Name("other-form-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	labtest.Settle(t, theLab, group)
 	labtest.Produce(t, theLab.Cluster("scus"), topic, 600)
 	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 600)
@@ -44,8 +45,8 @@ func TestOtherFormNoOffset(t *testing.T) {
 	rep, code := cli.Check(t, "--group", group)
 	r := labcli.Row(t, rep, group)
 	w := r.Cell("wus")
-	if code != 1 || w.Status != offsets.StatusStaleCache || w.Cached != nil || labtest.Val(w.Persisted) != "500" ||
-		r.Cell("scus").Status != offsets.StatusOK {
+	if code != 1 || w.Status != verdict.StatusStaleCache || w.Cached != nil || labtest.Val(w.Persisted) != "500" ||
+		r.Cell("scus").Status != verdict.StatusOK {
 		t.Fatalf("check: exit %d, wus %+v, scus %+v", code, w, r.Cell("scus"))
 	}
 	code, _ = cli.Run(t, "--cluster", "wus", "--timeout", "10s", "reload", "--group", group, "--yes", "--wait", "60s", "-o", "json")
@@ -145,7 +146,7 @@ func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
 func TestSingleTopicUnload(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "single-unload")
 	group := labtest.Name("single-unload-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	labtest.Settle(t, theLab, group) // loads the partition again at the end, whatever happens
 	wus := theLab.Cluster("wus")
 	labtest.Produce(t, wus, topic, 50)
@@ -173,7 +174,7 @@ func TestSingleTopicUnload(t *testing.T) {
 	// coordinator_unavailable: check retries for --coordinator-wait, then says so.
 	rep, code := cli.Check(t, "--cluster", "wus", "--group", group, "--coordinator-wait", "5s")
 	r := labcli.Row(t, rep, group)
-	if w := r.Cell("wus"); w.Status != offsets.StatusCoordinatorUnavailable || w.Cached != nil || labtest.Val(w.Persisted) != "42" || code == 0 {
+	if w := r.Cell("wus"); w.Status != verdict.StatusCoordinatorUnavailable || w.Cached != nil || labtest.Val(w.Persisted) != "42" || code == 0 {
 		t.Fatalf("check: exit %d, wus %+v", code, w)
 	}
 
@@ -195,7 +196,7 @@ func TestSingleTopicUnload(t *testing.T) {
 func TestMisaligned(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "misaligned")
 	group := labtest.Name("misaligned-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	labtest.Settle(t, theLab, group)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
 	labtest.Produce(t, scus, topic, 100)
@@ -217,14 +218,14 @@ func TestMisaligned(t *testing.T) {
 	}
 
 	rep, code := cli.Check(t, "--group", group, "--alignment=false")
-	if r := labcli.Row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
+	if r := labcli.Row(t, rep, group); code != 0 || r.Status != verdict.StatusOK {
 		t.Fatalf("check without alignment: exit %d, %+v", code, r)
 	}
 	// By default: the message at wus 100 exists on wus only, so the group, which read scus
 	// up to 120, must start there on wus (it re-reads 20, it skips nothing).
 	rep, code = cli.Check(t, "--group", group)
 	r := labcli.Row(t, rep, group)
-	if code != 1 || r.Status != offsets.StatusMisaligned || labtest.Val(r.Cell("wus").Translated) != "100" {
+	if code != 1 || r.Status != verdict.StatusMisaligned || labtest.Val(r.Cell("wus").Translated) != "100" {
 		t.Fatalf("check: exit %d, row %s, %+v", code, r.Status, r.Cells)
 	}
 	t.Logf("misaligned: scus %+v, wus %+v", r.Cell("scus"), r.Cell("wus"))

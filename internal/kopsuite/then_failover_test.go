@@ -14,7 +14,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestFailoverShiftedCopies: scus held 10 messages before replication reached the topic
@@ -27,7 +28,7 @@ import (
 func TestFailoverShiftedCopies(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "shifted")
 	group := labtest.Name("shifted-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	labtest.Settle(t, theLab, group)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
 	produceLocal(t, scus, topic, 10)
@@ -49,7 +50,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	rep, code := cli.Check(t, "--group", group)
 	r := labcli.Row(t, rep, group)
 	w := r.Cell("wus")
-	if code != 1 || r.Status != offsets.StatusMisaligned || w.Status != offsets.StatusMisaligned || w.Origin != "scus" ||
+	if code != 1 || r.Status != verdict.StatusMisaligned || w.Status != verdict.StatusMisaligned || w.Origin != "scus" ||
 		labtest.Val(w.Translated) != "50" || !strings.Contains(w.Detail, "failover --from scus --to wus") {
 		t.Fatalf("check: exit %d, row %s, wus %+v", code, r.Status, w)
 	}
@@ -107,7 +108,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	// Each cluster holds its own number for the same message: compared in each numbering
 	// the row is ok.
 	rep, code = cli.Check(t, "--group", group)
-	if r := labcli.Row(t, rep, group); code != 0 || r.Status != offsets.StatusOK {
+	if r := labcli.Row(t, rep, group); code != 0 || r.Status != verdict.StatusOK {
 		t.Fatalf("check after the failover: exit %d, row %s, %+v", code, r.Status, r.Cells)
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // liveGroup is a franz-go group member on one cluster consuming a topic that a producer
@@ -446,7 +446,7 @@ func TestLiveGroupUnloadCost(t *testing.T) {
 			wus := theLab.Cluster("wus")
 			topic := labtest.NewTopic(t, theLab, "livecost")
 			group := labtest.Name("livecost-" + mode.name)
-			part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+			part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 			labtest.Settle(t, theLab, group)
 			lg := startLiveGroup(t, wus, topic, group, mode.auto)
 			lg.waitCommitted(t)

@@ -18,7 +18,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestExactlyOnceGroupLeftAlone: a group that commits its offsets inside Kafka transactions
@@ -35,10 +36,10 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 	rep, code := cli.Check(t, "--cluster", "scus", "--group", group)
 	r := labcli.Row(t, rep, group)
 	c := r.Cell("scus")
-	if c.Status != offsets.StatusCacheAhead || labtest.Val(c.Cached) != "600" || !strings.Contains(c.Detail, "transactional") {
+	if c.Status != verdict.StatusCacheAhead || labtest.Val(c.Cached) != "600" || !strings.Contains(c.Detail, "transactional") {
 		t.Fatalf("check: exit %d, status %s, cell %+v (want cache_ahead with a transactional detail)", code, r.Status, c)
 	}
-	if c.Status == offsets.StatusStaleCache {
+	if c.Status == verdict.StatusStaleCache {
 		t.Fatal("check calls a healthy transactional cache stale")
 	}
 
@@ -76,7 +77,7 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 func TestPoisonedPartitionPredicted(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "poison")
 	group := labtest.Name("poison-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	wus := theLab.Cluster("wus")
 	labtest.Settle(t, theLab, group)
 	labtest.Commit(t, theLab, "wus", group, topic, 42)
@@ -115,7 +116,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 	rep, code := cli.Check(t, "--cluster", "wus", "--group", group)
 	r := labcli.Row(t, rep, group)
 	c := r.Cell("wus")
-	if code != 1 || c.Status != offsets.StatusUnloadable || !strings.Contains(c.Detail, fmt.Sprintf("offsets partition %d", part)) {
+	if code != 1 || c.Status != verdict.StatusUnloadable || !strings.Contains(c.Detail, fmt.Sprintf("offsets partition %d", part)) {
 		t.Fatalf("check: exit %d, cell %+v", code, c)
 	}
 	warned := false
@@ -148,7 +149,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 
 	cleanup()
 	rep, _ = cli.Check(t, "--cluster", "wus", "--persisted-only", "--group", group)
-	if c := labcli.Row(t, rep, group).Cell("wus"); c.Status == offsets.StatusUnloadable {
+	if c := labcli.Row(t, rep, group).Cell("wus"); c.Status == verdict.StatusUnloadable {
 		t.Fatalf("after compaction the partition is still unloadable: %+v", c)
 	}
 	if code, _ := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 0 {
@@ -193,8 +194,8 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "paced")
 	var groups []string
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		g := offsets.ProbeGroup(p, lab.OffsetsTopicPartitions) + "-" + labtest.Name("paced")
-		for offsets.PartitionFor(g, lab.OffsetsTopicPartitions) != p {
+		g := loader.ProbeGroup(p, lab.OffsetsTopicPartitions) + "-" + labtest.Name("paced")
+		for loader.PartitionFor(g, lab.OffsetsTopicPartitions) != p {
 			g = labtest.Name(fmt.Sprintf("paced-%d", p))
 		}
 		groups = append(groups, g)
@@ -220,7 +221,7 @@ func TestRepairManyBundlesLeavesEveryPartitionLoaded(t *testing.T) {
 		t.Fatalf("repair: exit %d, after %+v", code, d.After)
 	}
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		if err := rawOffsetFetch(t, theLab.Cluster("wus"), offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+		if err := rawOffsetFetch(t, theLab.Cluster("wus"), loader.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
 			t.Errorf("wus offsets partition %d after repair: %v", p, err)
 		}
 	}
@@ -242,7 +243,7 @@ func awaitPartition(t *testing.T, c lab.Cluster, p int32, topic string) {
 		// just started nobody may own its bundle yet, and a raw OffsetFetch would only ever
 		// get NOT_COORDINATOR.
 		fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		_, _, err := lab.FetchThroughKoP(fctx, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions), topic, 0)
+		_, _, err := lab.FetchThroughKoP(fctx, c, loader.ProbeGroup(p, lab.OffsetsTopicPartitions), topic, 0)
 		cancel()
 		if err == nil {
 			return
@@ -262,7 +263,7 @@ func consumeTransactionally(t *testing.T, cluster, group, in string, n int) {
 	out := labtest.NewTopic(t, theLab, "txn-out")
 	c := theLab.Cluster(cluster)
 	labtest.Produce(t, c, in, n)
-	awaitPartition(t, c, offsets.PartitionFor(group, lab.OffsetsTopicPartitions), in)
+	awaitPartition(t, c, loader.PartitionFor(group, lab.OffsetsTopicPartitions), in)
 
 	base, err := connect.KafkaOpts(config.Cluster{Name: c.Name, KafkaBootstrap: []string{c.KafkaBootstrap}}, connect.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // TestWatchRepairHealsStory: with `watch --repair` running, the user's story heals by
@@ -77,7 +77,7 @@ func TestWatchRepairHealsStory(t *testing.T) {
 func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 	topic := labtest.NewTopic(t, theLab, "standby")
 	group := labtest.Name("standby-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	labtest.Settle(t, theLab, group)
 	labtest.Produce(t, theLab.Cluster("scus"), topic, 50)
 	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 50)
@@ -122,13 +122,13 @@ func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	in := labtest.NewTopic(t, theLab, "wtxn-in")
 	txnGroup := labtest.Name("wtxn-group")
-	part := offsets.PartitionFor(txnGroup, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(txnGroup, lab.OffsetsTopicPartitions)
 	stale := labtest.Name("wtxn-neighbour")
-	for offsets.PartitionFor(stale, lab.OffsetsTopicPartitions) != part {
+	for loader.PartitionFor(stale, lab.OffsetsTopicPartitions) != part {
 		stale = labtest.Name("wtxn-neighbour")
 	}
 	live := labtest.Name("wlive-group")
-	livePart := offsets.PartitionFor(live, lab.OffsetsTopicPartitions)
+	livePart := loader.PartitionFor(live, lab.OffsetsTopicPartitions)
 	labtest.Settle(t, theLab, txnGroup, stale, live)
 	consumeTransactionally(t, "scus", txnGroup, in, 600)
 	topic := labtest.NewTopic(t, theLab, "wlive")

@@ -20,7 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // This file's name sorts last on purpose: go test runs the files in name order, and this test
@@ -46,7 +46,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 	// left one unserved, which the lab's stale-row check does not see).
 	for _, c := range []lab.Cluster{scus, theLab.Cluster("wus")} {
 		for p := range int32(lab.OffsetsTopicPartitions) {
-			if rawOffsetFetch(t, c, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)) != nil {
+			if rawOffsetFetch(t, c, loader.ProbeGroup(p, lab.OffsetsTopicPartitions)) != nil {
 				if err := lab.ReloadOffsetsPartition(ctx, c, p); err != nil {
 					t.Fatalf("%s: bring offsets partition %d back before the test: %v", c.Name, p, err)
 				}
@@ -87,7 +87,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 		time.Sleep(10 * time.Second) // KoP's loads of 10,000 groups end in seconds; a dropped one never does
 		n := 0
 		for p := range int32(lab.OffsetsTopicPartitions) {
-			if err := rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+			if err := rawOffsetFetch(t, scus, loader.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
 				n++
 				t.Logf("try %d: scus offsets partition %d not served after the namespace unload: %v", try, p, err)
 			}
@@ -98,7 +98,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 			t.Fatalf("try %d: repair: exit %d, after %+v", try, code, d.After)
 		}
 		for p := range int32(lab.OffsetsTopicPartitions) {
-			if err := rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+			if err := rawOffsetFetch(t, scus, loader.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
 				t.Fatalf("try %d: scus offsets partition %d after repair: %v", try, p, err)
 			}
 		}
@@ -116,7 +116,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 	time.Sleep(10 * time.Second)
 	var left []int32
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		if err := rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
+		if err := rawOffsetFetch(t, scus, loader.ProbeGroup(p, lab.OffsetsTopicPartitions)); err != nil {
 			left = append(left, p)
 		}
 	}
@@ -125,7 +125,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 	for {
 		served := 0
 		for p := range int32(lab.OffsetsTopicPartitions) {
-			if rawOffsetFetch(t, scus, offsets.ProbeGroup(p, lab.OffsetsTopicPartitions)) == nil {
+			if rawOffsetFetch(t, scus, loader.ProbeGroup(p, lab.OffsetsTopicPartitions)) == nil {
 				served++
 			}
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // TestOffsetsTopicGeoReplicated proves the lab is two real, geo-replicated Pulsar clusters: a
@@ -39,7 +39,7 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	topic := fmt.Sprintf("%s-partition-%d", OffsetsTopic, partition)
 	var group string
 	for i := 0; group == ""; i++ {
-		if g := fmt.Sprintf("lab-e2e-%d-%d", time.Now().UnixNano(), i); offsets.PartitionFor(g, OffsetsTopicPartitions) == partition {
+		if g := fmt.Sprintf("lab-e2e-%d-%d", time.Now().UnixNano(), i); loader.PartitionFor(g, OffsetsTopicPartitions) == partition {
 			group = g
 		}
 	}

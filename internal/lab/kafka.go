@@ -14,7 +14,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // KafkaClient returns a franz-go client for c's KoP listener, built like the CLI's
@@ -100,7 +100,7 @@ func fullTopic(s string) string {
 // what KoP would write into the offsets topic. It returns the offsets partition of the group.
 func (l *Lab) Commit(ctx context.Context, name string, c kopcommit.OffsetCommit) (int32, error) {
 	cl := l.Cluster(name)
-	part := offsets.PartitionFor(c.Group, OffsetsTopicPartitions)
+	part := loader.PartitionFor(c.Group, OffsetsTopicPartitions)
 	if cl.KoP {
 		return part, CommitThroughKoP(ctx, cl, c.Group, c.Topic, c.Partition, c.Offset)
 	}
@@ -124,7 +124,7 @@ func (l *Lab) Commit(ctx context.Context, name string, c kopcommit.OffsetCommit)
 // GroupInPartition returns a group name (prefix-N) that KoP keeps in offsets partition p.
 func GroupInPartition(prefix string, p int32) string {
 	for i := 0; ; i++ {
-		if g := fmt.Sprintf("%s-%d", prefix, i); offsets.PartitionFor(g, OffsetsTopicPartitions) == p {
+		if g := fmt.Sprintf("%s-%d", prefix, i); loader.PartitionFor(g, OffsetsTopicPartitions) == p {
 			return g
 		}
 	}

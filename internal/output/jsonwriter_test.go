@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 )
 
 func TestAppendTimeIsAppendFormat(t *testing.T) {
 	for _, ms := range []int64{0, -5, 1741064767000, 1741064767001, 253402300799999, -62135596800000, 4102444800123} {
-		tm := offsets.Millis(ms).Time()
+		tm := offsetlog.Millis(ms).Time()
 		if got, want := string(AppendTime(nil, tm)), tm.Format(TimeLayout); got != want {
 			t.Errorf("%d: %s, want %s", ms, got, want)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Metric names of the Series.
@@ -124,7 +124,7 @@ func (s *Series) AddRow(r *check.Row) {
 				s.cells[g.name].WithLabelValues(lv...).Set(v)
 			}
 		}
-		for _, st := range offsets.Statuses {
+		for _, st := range verdict.Statuses {
 			s.status.WithLabelValues(append(lv, string(st))...).Set(b2f(cell.Status == st))
 		}
 	}

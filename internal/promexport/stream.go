@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Rows calls fn with every row of a report, in order; a row is fn's only during the call.
@@ -36,7 +36,7 @@ func WriteText(out io.Writer, head *check.Report, rows Rows) error {
 	w.family(MetricStatus, "gauge")
 	rows(func(r *check.Row) {
 		for i := range r.Cells {
-			for _, st := range offsets.Statuses {
+			for _, st := range verdict.Statuses {
 				w.cellSample(r, &r.Cells[i], st, b2f(r.Cells[i].Status == st))
 			}
 		}
@@ -66,7 +66,7 @@ type textWriter struct {
 func (w *textWriter) family(name, typ string) { w.name, w.typ, w.headerDone = name, typ, false }
 
 // cellSample writes a sample of cell c of row r, with the status label when st is set.
-func (w *textWriter) cellSample(r *check.Row, c *check.Cell, st offsets.Status, v float64) {
+func (w *textWriter) cellSample(r *check.Row, c *check.Cell, st verdict.Status, v float64) {
 	w.sample(func() {
 		w.label("cluster", c.Cluster)
 		w.label("group", r.Group)

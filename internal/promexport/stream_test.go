@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestWriteTextIsTheRegistry: over random reports (cells with and without each number, every
@@ -86,7 +86,7 @@ func randomReport(rnd *rand.Rand, rows int) *check.Report {
 		r := check.Row{Group: names[rnd.IntN(len(names))] + fmt.Sprint(i), Topic: names[rnd.IntN(len(names))], Partition: int32(rnd.IntN(3))}
 		for _, cl := range []string{"scus", "wus"} {
 			r.Cells = append(r.Cells, check.Cell{Cluster: cl, Cached: i64(), Persisted: i64(), Lag: i64(), Translated: i64(),
-				Status: offsets.Statuses[rnd.IntN(len(offsets.Statuses))]})
+				Status: verdict.Statuses[rnd.IntN(len(verdict.Statuses))]})
 		}
 		rep.Rows = append(rep.Rows, r)
 	}

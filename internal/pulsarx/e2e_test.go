@@ -16,7 +16,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -165,12 +165,12 @@ func e2eMessages(t *testing.T, c *e2eCluster, run string, n int) map[string]bool
 }
 
 // readRun reads every partition of c and returns this run's messages by key.
-func readRun(t *testing.T, c *e2eCluster, run string) (map[string]offsets.Message, int, time.Duration) {
+func readRun(t *testing.T, c *e2eCluster, run string) (map[string]loader.Message, int, time.Duration) {
 	t.Helper()
-	got := map[string]offsets.Message{}
+	got := map[string]loader.Message{}
 	total := 0
 	start := time.Now()
-	err := c.reader.ReadAll(context.Background(), nil, 3, func(m offsets.Message) error {
+	err := c.reader.ReadAll(context.Background(), nil, 3, func(m loader.Message) error {
 		total++
 		if strings.HasPrefix(string(m.Key), run) {
 			got[string(m.Key)] = m
@@ -257,7 +257,7 @@ func TestE2EFromAndFollow(t *testing.T) {
 	r := NewReader("scus", scus.client, scus.admin, "public", "__kafka", ReaderOptions{From: time.Now().Add(time.Hour)})
 	start := time.Now()
 	n := 0
-	if err := r.ReadPartition(ctx, p, func(offsets.Message) error { n++; return nil }); err != nil || n != 0 {
+	if err := r.ReadPartition(ctx, p, func(loader.Message) error { n++; return nil }); err != nil || n != 0 {
 		t.Fatalf("future From: n=%d err=%v", n, err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
@@ -270,10 +270,10 @@ func TestE2EFromAndFollow(t *testing.T) {
 	defer cancel()
 	from := time.Now()
 	fr := NewReader("scus", scus.client, scus.admin, "public", "__kafka", ReaderOptions{From: from})
-	seen := make(chan offsets.Message, 1)
+	seen := make(chan loader.Message, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- fr.FollowAll(fctx, []int32{p}, func(m offsets.Message) error {
+		done <- fr.FollowAll(fctx, []int32{p}, func(m loader.Message) error {
 			if m.PublishTime.Before(from.Add(-time.Second)) {
 				t.Errorf("follow from %v delivered a message published %v", from, m.PublishTime)
 			}
@@ -336,7 +336,7 @@ func TestE2EUnloadBundle(t *testing.T) {
 	if err := scus.admin.UnloadTopic(ctx, topic); err != nil {
 		t.Fatalf("unload topic: %v", err)
 	}
-	if err := scus.reader.ReadPartition(ctx, 7, func(offsets.Message) error { return nil }); err != nil {
+	if err := scus.reader.ReadPartition(ctx, 7, func(loader.Message) error { return nil }); err != nil {
 		t.Fatalf("read after unload: %v", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // ReaderClient is the part of pulsar.Client the Reader uses; pulsar.Client satisfies it.
@@ -43,7 +43,7 @@ type CursorProber interface {
 // (CursorProber) whether nothing is left.
 const probeInterval = time.Second
 
-// KeyMode says how the Pulsar key of a message becomes offsets.Message.Key.
+// KeyMode says how the Pulsar key of a message becomes loader.Message.Key.
 type KeyMode int
 
 const (
@@ -91,7 +91,7 @@ type ReaderOptions struct {
 }
 
 // Reader reads KoP's offsets topic of one cluster with non-durable readers. It implements
-// offsets.OffsetTopicReader.
+// loader.OffsetTopicReader.
 type Reader struct {
 	cluster string
 	topic   string
@@ -123,7 +123,7 @@ func (r *Reader) countGap(from, to pulsar.MessageID, inclusiveEnd bool) {
 	}
 }
 
-var _ offsets.OffsetTopicReader = (*Reader)(nil)
+var _ loader.OffsetTopicReader = (*Reader)(nil)
 
 // LoaderView reads the offsets topic the way KoP's loader does (GroupMetadataManager reads
 // it with a compacted reader): the compacted ledger up to the compaction horizon, then the rest
@@ -167,13 +167,13 @@ func (r *Reader) Partitions(ctx context.Context) (int32, error) {
 // ReadPartition calls fn for every message of partition, from the earliest one (or the first
 // at ReaderOptions.From) to the last one that existed when the call started, in order. An
 // empty partition returns at once. It returns fn's first error unchanged.
-func (r *Reader) ReadPartition(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
+func (r *Reader) ReadPartition(ctx context.Context, partition int32, fn func(loader.Message) error) error {
 	return r.read(ctx, partition, false, fn)
 }
 
 // Follow calls fn for every message of partition from the earliest one (or From), then for
 // every new one, until ctx is cancelled; cancellation is the normal end and returns nil.
-func (r *Reader) Follow(ctx context.Context, partition int32, fn func(offsets.Message) error) error {
+func (r *Reader) Follow(ctx context.Context, partition int32, fn func(loader.Message) error) error {
 	return r.read(ctx, partition, true, fn)
 }
 
@@ -181,7 +181,7 @@ func (r *Reader) Follow(ctx context.Context, partition int32, fn func(offsets.Me
 // (0 or less: 4), each to its last message as ReadPartition does. fn is called from several
 // goroutines but never concurrently: calls are serialized, messages of one partition arrive in
 // order, and partitions interleave. The first error cancels the other reads and is returned.
-func (r *Reader) ReadAll(ctx context.Context, partitions []int32, concurrency int, fn func(offsets.Message) error) error {
+func (r *Reader) ReadAll(ctx context.Context, partitions []int32, concurrency int, fn func(loader.Message) error) error {
 	if concurrency <= 0 {
 		concurrency = 4
 	}
@@ -190,11 +190,11 @@ func (r *Reader) ReadAll(ctx context.Context, partitions []int32, concurrency in
 
 // FollowAll follows partitions (all of them when nil) at once, as Follow does, with fn
 // serialized as in ReadAll. It returns nil when ctx is cancelled.
-func (r *Reader) FollowAll(ctx context.Context, partitions []int32, fn func(offsets.Message) error) error {
+func (r *Reader) FollowAll(ctx context.Context, partitions []int32, fn func(loader.Message) error) error {
 	return r.all(ctx, partitions, 0, true, fn)
 }
 
-func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, follow bool, fn func(offsets.Message) error) error {
+func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, follow bool, fn func(loader.Message) error) error {
 	if partitions == nil {
 		n, err := r.Partitions(ctx)
 		if err != nil {
@@ -218,7 +218,7 @@ func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, f
 		wg       sync.WaitGroup
 		sem      = make(chan struct{}, concurrency)
 	)
-	serial := func(m offsets.Message) error {
+	serial := func(m loader.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if ctx.Err() != nil {
@@ -256,7 +256,7 @@ func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, f
 	return ctx.Err()
 }
 
-func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func(offsets.Message) error) error {
+func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func(loader.Message) error) error {
 	return r.consume(ctx, partition, follow, nil, func(msg pulsar.Message) error {
 		return fn(r.toMessage(partition, msg))
 	})
@@ -430,8 +430,8 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (r *Reader) toMessage(partition int32, msg pulsar.Message) offsets.Message {
-	return offsets.Message{
+func (r *Reader) toMessage(partition int32, msg pulsar.Message) loader.Message {
+	return loader.Message{
 		Partition:   partition,
 		MessageID:   formatID(msg.ID(), partition),
 		PublishTime: msg.PublishTime(),

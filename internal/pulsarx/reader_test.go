@@ -13,7 +13,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 const testTopic = "persistent://public/__kafka/__consumer_offsets"
@@ -24,10 +24,10 @@ func newTestReader(c *fakeClient, n int32, o ReaderOptions) *Reader {
 	return NewReader("scus", c, fakeCounter{n: n}, "public", "__kafka", o)
 }
 
-func collect(t *testing.T, r *Reader, p int32) []offsets.Message {
+func collect(t *testing.T, r *Reader, p int32) []loader.Message {
 	t.Helper()
-	var got []offsets.Message
-	if err := r.ReadPartition(context.Background(), p, func(m offsets.Message) error {
+	var got []loader.Message
+	if err := r.ReadPartition(context.Background(), p, func(m loader.Message) error {
 		got = append(got, m)
 		return nil
 	}); err != nil {
@@ -36,7 +36,7 @@ func collect(t *testing.T, r *Reader, p int32) []offsets.Message {
 	return got
 }
 
-func ids(ms []offsets.Message) string {
+func ids(ms []loader.Message) string {
 	s := make([]string, len(ms))
 	for i, m := range ms {
 		s[i] = m.MessageID
@@ -164,7 +164,7 @@ func TestReadPartitionFnErrorUnchanged(t *testing.T) {
 	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-0": rd}}
 	boom := errors.New("boom")
 	calls := 0
-	err := newTestReader(c, 8, ReaderOptions{}).ReadPartition(context.Background(), 0, func(offsets.Message) error {
+	err := newTestReader(c, 8, ReaderOptions{}).ReadPartition(context.Background(), 0, func(loader.Message) error {
 		calls++
 		return boom
 	})
@@ -175,7 +175,7 @@ func TestReadPartitionFnErrorUnchanged(t *testing.T) {
 
 func TestReadPartitionErrorsNameClusterTopicPartition(t *testing.T) {
 	c := &fakeClient{readers: map[string]*fakeReader{}, err: errors.New("connection refused")}
-	err := newTestReader(c, 8, ReaderOptions{}).ReadPartition(context.Background(), 6, func(offsets.Message) error { return nil })
+	err := newTestReader(c, 8, ReaderOptions{}).ReadPartition(context.Background(), 6, func(loader.Message) error { return nil })
 	want := "cluster scus: topic " + testTopic + " partition 6: create reader: connection refused"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant %s", err, want)
@@ -186,7 +186,7 @@ func TestReadPartitionIdleTimeout(t *testing.T) {
 	rd := &fakeReader{msgs: []fakeMsg{single(3, 0, "", "a")}, last: fakeID{3, 4, -1, 0}}
 	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-5": rd}}
 	err := newTestReader(c, 8, ReaderOptions{IdleTimeout: 50 * time.Millisecond}).
-		ReadPartition(context.Background(), 5, func(offsets.Message) error { return nil })
+		ReadPartition(context.Background(), 5, func(loader.Message) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "partition 5: read: no message for 50ms before the last message id 3:4:5:-1 (last read 3:0:5:0)") {
 		t.Fatalf("err = %v", err)
 	}
@@ -197,7 +197,7 @@ func TestReadPartitionContextCancelled(t *testing.T) {
 	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-0": rd}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	err := newTestReader(c, 8, ReaderOptions{}).ReadPartition(ctx, 0, func(offsets.Message) error { return nil })
+	err := newTestReader(c, 8, ReaderOptions{}).ReadPartition(ctx, 0, func(loader.Message) error { return nil })
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v", err)
 	}
@@ -225,8 +225,8 @@ func TestFollowUntilCancelled(t *testing.T) {
 	rd := &fakeReader{msgs: []fakeMsg{single(1, 0, "", "a"), single(1, 1, "", "b"), single(2, 0, "", "c")}}
 	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-0": rd}}
 	ctx, cancel := context.WithCancel(context.Background())
-	var got []offsets.Message
-	err := newTestReader(c, 8, ReaderOptions{}).Follow(ctx, 0, func(m offsets.Message) error {
+	var got []loader.Message
+	err := newTestReader(c, 8, ReaderOptions{}).Follow(ctx, 0, func(m loader.Message) error {
 		got = append(got, m)
 		if len(got) == 3 {
 			cancel()
@@ -254,7 +254,7 @@ func TestReadAllBoundedAndSerialized(t *testing.T) {
 	c := &fakeClient{readers: partitionReaders(8, 50)}
 	var inFn, maxInFn atomic.Int32
 	perPartition := map[int32][]string{}
-	err := newTestReader(c, 8, ReaderOptions{}).ReadAll(context.Background(), nil, 3, func(m offsets.Message) error {
+	err := newTestReader(c, 8, ReaderOptions{}).ReadAll(context.Background(), nil, 3, func(m loader.Message) error {
 		n := inFn.Add(1)
 		if n > maxInFn.Load() {
 			maxInFn.Store(n)
@@ -290,7 +290,7 @@ func TestReadAllSubsetAndFirstError(t *testing.T) {
 	c := &fakeClient{readers: partitionReaders(8, 10)}
 	boom := errors.New("boom")
 	seen := map[int32]bool{}
-	err := newTestReader(c, 8, ReaderOptions{}).ReadAll(context.Background(), []int32{2, 5}, 0, func(m offsets.Message) error {
+	err := newTestReader(c, 8, ReaderOptions{}).ReadAll(context.Background(), []int32{2, 5}, 0, func(m loader.Message) error {
 		seen[m.Partition] = true
 		if m.Partition == 5 {
 			return boom
@@ -311,7 +311,7 @@ func TestReadAllMissingPartitionNamed(t *testing.T) {
 	readers := partitionReaders(8, 3)
 	delete(readers, PartitionTopic(testTopic, 4))
 	c := &fakeClient{readers: readers}
-	err := newTestReader(c, 8, ReaderOptions{}).ReadAll(context.Background(), nil, 2, func(offsets.Message) error { return nil })
+	err := newTestReader(c, 8, ReaderOptions{}).ReadAll(context.Background(), nil, 2, func(loader.Message) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "cluster scus: topic "+testTopic+" partition 4: create reader") {
 		t.Fatalf("err = %v", err)
 	}
@@ -321,7 +321,7 @@ func TestFollowAll(t *testing.T) {
 	c := &fakeClient{readers: partitionReaders(4, 2)}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	err := newTestReader(c, 4, ReaderOptions{}).FollowAll(ctx, nil, func(offsets.Message) error {
+	err := newTestReader(c, 4, ReaderOptions{}).FollowAll(ctx, nil, func(loader.Message) error {
 		if n++; n == 8 {
 			cancel()
 		}
@@ -364,8 +364,8 @@ func TestReadPartitionLastMessageDroppedByClient(t *testing.T) {
 	pc := &proberCounter{fakeCounter: fakeCounter{n: 8}, ledger: 7, entry: 2}
 	r := NewReader("scus", c, pc, "public", "__kafka", ReaderOptions{IdleTimeout: time.Minute})
 	start := time.Now()
-	var got []offsets.Message
-	if err := r.ReadPartition(context.Background(), 0, func(m offsets.Message) error { got = append(got, m); return nil }); err != nil {
+	var got []loader.Message
+	if err := r.ReadPartition(context.Background(), 0, func(m loader.Message) error { got = append(got, m); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if ids(got) != "7:0:0:0 7:1:0:0" || time.Since(start) > 5*time.Second || pc.calls.Load() != 1 {
@@ -403,7 +403,7 @@ func TestReadPartitionProbeBehindKeepsWaiting(t *testing.T) {
 	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-0": rd}}
 	pc := &proberCounter{fakeCounter: fakeCounter{n: 8}, ledger: 7, entry: 0}
 	r := NewReader("scus", c, pc, "public", "__kafka", ReaderOptions{IdleTimeout: 2500 * time.Millisecond})
-	err := r.ReadPartition(context.Background(), 0, func(offsets.Message) error { return nil })
+	err := r.ReadPartition(context.Background(), 0, func(loader.Message) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "no message for 2.5s") || pc.calls.Load() < 2 {
 		t.Fatalf("err=%v probes=%d", err, pc.calls.Load())
 	}

@@ -5,12 +5,12 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // TailMessage is a message read by Tail, with what only a live reader can say about it.
 type TailMessage struct {
-	offsets.Message
+	loader.Message
 	// ReplicatedFrom names the cluster whose replicator published the message here; empty
 	// for a message produced on this cluster.
 	ReplicatedFrom string

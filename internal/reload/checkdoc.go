@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // CheckDocument is the part of `check -o json` (cli.md, "A check row") that reload and
@@ -144,13 +144,13 @@ func LeaveReason(s string) string {
 		return "KoP did not answer for the group: not proven stale"
 	case StatusError:
 		return "the row could not be checked"
-	case string(offsets.StatusUnloadable):
+	case string(verdict.StatusUnloadable):
 		return "KoP cannot load this offsets partition (a record it cannot parse): a reload would leave every group of it with no offset; remove the record first (docs/kop-facts.md)"
-	case string(offsets.StatusCacheAhead):
+	case string(verdict.StatusCacheAhead):
 		return "KoP serves a newer offset than its loader would load (for example a transactional commit): a reload would lose it"
-	case string(offsets.StatusExpired):
+	case string(verdict.StatusExpired):
 		return "the offset is past its expiry: KoP drops it; a reload would not keep it; commit again"
-	case string(offsets.StatusExpiring):
+	case string(verdict.StatusExpiring):
 		return ""
 	default:
 		return "status " + s + " is not one repair fixes"

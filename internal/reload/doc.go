@@ -17,5 +17,5 @@
 //     before and after.
 //
 // Everything remote goes through small interfaces (BundleAdmin, GroupDescriber,
-// OffsetFetcher, offsets.OffsetTopicReader) so that tests use fakes and kfake.
+// OffsetFetcher, loader.OffsetTopicReader) so that tests use fakes and kfake.
 package reload

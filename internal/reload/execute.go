@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -19,7 +19,7 @@ import (
 // OffsetFetcher answers OffsetFetch for one group on the cluster being reloaded.
 type OffsetFetcher interface {
 	// FetchOffsets returns every committed offset KoP serves for group, with topics as short
-	// Kafka names (offsets.ShortName for the cluster's kafkaNamespace). Coordinator errors
+	// Kafka names (loader.ShortName for the cluster's kafkaNamespace). Coordinator errors
 	// (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) are returned
 	// as the kerr errors; an error that is no kerr.Error means KoP could not be reached.
 	FetchOffsets(ctx context.Context, group string) ([]TopicOffset, error)
@@ -68,8 +68,8 @@ type Executor struct {
 	// reload then cannot be verified.
 	Fetcher OffsetFetcher
 	// Reader reads the offsets topic again after the load: the values KoP must now serve.
-	Reader   offsets.OffsetTopicReader
-	Ordering offsets.TxnOrdering
+	Reader   loader.OffsetTopicReader
+	Ordering loader.TxnOrdering
 	// Wait bounds the verification of each bundle (default DefaultWait).
 	Wait time.Duration
 	// Pause is slept between two bundles.
@@ -639,7 +639,7 @@ func (e *Executor) pollPartitions(ctx context.Context, parts []int32) []int32 {
 	for {
 		var still []int32
 		for _, part := range pending {
-			a := e.fetch(ctx, offsets.ProbeGroup(part, e.Partitions), deadline)
+			a := e.fetch(ctx, loader.ProbeGroup(part, e.Partitions), deadline)
 			switch a.ErrorKind {
 			case ErrorKindCoordinator:
 				still = append(still, part)

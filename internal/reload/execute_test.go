@@ -16,7 +16,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // kafkaGroups is KafkaGroups over a fake KoP whose kgo retries coordinator errors for up to
@@ -299,7 +299,7 @@ func TestExecuteFollowsTheOwner(t *testing.T) {
 	fa := fakes.NewAdmin("scus")
 	broker := "broker-a"
 	fa.LookupBroker = func(string) string { return broker }
-	probe := offsets.ProbeGroup(7, 8) // the bundle's other offsets partition
+	probe := loader.ProbeGroup(7, 8) // the bundle's other offsets partition
 	unloads := 0
 	fa.OnUnload = func(string) {
 		unloads++

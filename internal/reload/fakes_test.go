@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -20,7 +20,7 @@ var errUnreachable = adminErr(0, "unload bundle")
 func groupIn(prefix string, p, n int32) string {
 	for i := 0; ; i++ {
 		g := fmt.Sprintf("%s-%d", prefix, i)
-		if offsets.PartitionFor(g, n) == p {
+		if loader.PartitionFor(g, n) == p {
 			return g
 		}
 	}

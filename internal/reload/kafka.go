@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // KafkaGroups answers DescribeGroups and OffsetFetch through a cluster's KoP listeners. It
@@ -53,7 +53,7 @@ func (k KafkaGroups) FetchOffsets(ctx context.Context, group string) ([]TopicOff
 		if o.At < 0 {
 			return // no committed offset
 		}
-		topic := offsets.ShortName(offsets.NormalizeTopic(o.Topic, k.KafkaNamespace), k.KafkaNamespace)
+		topic := loader.ShortName(loader.NormalizeTopic(o.Topic, k.KafkaNamespace), k.KafkaNamespace)
 		out = append(out, TopicOffset{Topic: topic, Partition: o.Partition, Offset: o.At})
 	})
 	sortTopicOffsets(out)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // Live groups on the cluster written to.
@@ -30,7 +30,7 @@ import (
 // newerRead replays parts again, after KoP was asked, for the groups whose served offsets
 // looked ahead of the first read. It returns nil when the read fails (the first read's
 // losses then stand).
-func newerRead(ctx context.Context, r offsets.OffsetTopicReader, parts []int32, ord offsets.TxnOrdering) *offsets.PersistedOffsets {
+func newerRead(ctx context.Context, r loader.OffsetTopicReader, parts []int32, ord loader.TxnOrdering) *loader.PersistedOffsets {
 	if r == nil || len(parts) == 0 {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // committing is a group that keeps committing on the cluster written to, as KoP's commit
@@ -68,8 +68,8 @@ func (c *committing) commit() {
 	c.k.mu.Unlock()
 }
 
-func (c *committing) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
-	if c.isHot() && p == offsets.PartitionFor(c.group, 8) {
+func (c *committing) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
+	if c.isHot() && p == loader.PartitionFor(c.group, 8) {
 		c.commit()
 	}
 	return c.MemReader.ReadPartition(ctx, p, fn)
@@ -108,7 +108,7 @@ func TestPlanLiveGroupOwnCommitsAreNoLoss(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b := pl.Bundles[0]; !b.Refused || len(b.Losses) != 1 || rd.Reads[offsets.PartitionFor(g, 8)] != 2 {
+		if b := pl.Bundles[0]; !b.Refused || len(b.Losses) != 1 || rd.Reads[loader.PartitionFor(g, 8)] != 2 {
 			t.Fatalf("reads %v, %+v", rd.Reads, b)
 		}
 	})

@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // The invariant every reload keeps: it never makes KoP serve an older offset, or none,
 // where it served a newer one. A reload replaces KoP's cache of a bundle with what its
 // loader reads from the offsets topic, so the plan compares, row by row, what KoP serves
-// now with what the loader model predicts it will serve (offsets.PersistedOffsets.Predict),
+// now with what the loader model predicts it will serve (loader.PersistedOffsets.Predict),
 // and refuses a bundle where any row would move back or vanish unless AcceptLoss is set.
 
 // Loss is one row a reload would move back or drop.
@@ -78,8 +78,8 @@ type topicPart struct {
 }
 
 // lossReason explains why the loader would not bring back what KoP serves.
-func lossReason(po *offsets.PersistedOffsets, group, fullTopic string, partition int32, n int32) string {
-	if f, ok := po.LoadFailure(offsets.PartitionFor(group, n)); ok {
+func lossReason(po *loader.PersistedOffsets, group, fullTopic string, partition int32, n int32) string {
+	if f, ok := po.LoadFailure(loader.PartitionFor(group, n)); ok {
 		return "KoP cannot load the offsets partition: " + f.Reason + " (message " + f.MessageID + ")"
 	}
 	if c, ok := po.PendingOffset(group, fullTopic, partition); ok {
@@ -92,8 +92,8 @@ func lossReason(po *offsets.PersistedOffsets, group, fullTopic string, partition
 }
 
 // predictedOffsets is what KoP would serve for group after a load of its partition.
-func predictedOffsets(po *offsets.PersistedOffsets, group string, n int32, kafkaNamespace string) []TopicOffset {
-	if _, failed := po.LoadFailure(offsets.PartitionFor(group, n)); failed {
+func predictedOffsets(po *loader.PersistedOffsets, group string, n int32, kafkaNamespace string) []TopicOffset {
+	if _, failed := po.LoadFailure(loader.PartitionFor(group, n)); failed {
 		return []TopicOffset{}
 	}
 	return topicOffsets(po.GroupOffsets(group), kafkaNamespace)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // staticFetcher serves a fixed cache; groups it lacks have no offsets; an error value is
@@ -37,7 +37,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 	ctx := context.Background()
 	g := groupIn("g", 3, 8)
 	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
-	plan := func(t *testing.T, rd offsets.OffsetTopicReader, f OffsetFetcher, accept bool) *Plan {
+	plan := func(t *testing.T, rd loader.OffsetTopicReader, f OffsetFetcher, accept bool) *Plan {
 		t.Helper()
 		p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: idle, Fetcher: f, AcceptLoss: accept}
 		pl, err := p.Plan(ctx, Request{Groups: []string{g}})
@@ -75,7 +75,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 	})
 	t.Run("partition KoP cannot load", func(t *testing.T) {
 		rd := fakes.NewMemReader(8).Commit(commit)
-		rd.Append(offsets.PartitionFor(g, 8), offsets.Message{Key: []byte("e2e-key"), Value: []byte("kop-lab e2e raw")})
+		rd.Append(loader.PartitionFor(g, 8), loader.Message{Key: []byte("e2e-key"), Value: []byte("kop-lab e2e raw")})
 		pl := plan(t, rd, staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 10900}}}, false)
 		b := pl.Bundles[0]
 		if !b.Refused || len(b.LoadFailures) != 1 || !strings.Contains(b.Losses[0].Why, "KoP cannot load the offsets partition") {
@@ -108,11 +108,11 @@ type txnReader struct {
 	added  bool
 }
 
-func (r *txnReader) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
+func (r *txnReader) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
 	if !r.added {
 		r.added = true
 		c := kopcommit.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
-		r.Append(offsets.PartitionFor(r.group, 8), offsets.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), 42)})
+		r.Append(loader.PartitionFor(r.group, 8), loader.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), 42)})
 	}
 	return r.MemReader.ReadPartition(ctx, p, fn)
 }
@@ -138,7 +138,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 			g := groups[r.IntN(len(groups))]
 			p := int32(r.IntN(2))
 			o := int64(r.IntN(1000))
-			part := offsets.PartitionFor(g, 8)
+			part := loader.PartitionFor(g, 8)
 			c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: o}
 			switch k := r.IntN(10); {
 			case k < 4: // a plain commit: topic and cache
@@ -146,7 +146,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 				set(g, p, o)
 				history = append(history, fmt.Sprintf("commit %s/%d=%d", g, p, o))
 			case k < 6: // a transactional commit: the live path applies it, its marker is invisible
-				rd.Append(part, offsets.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), int64(100+step))})
+				rd.Append(part, loader.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), int64(100+step))})
 				set(g, p, o)
 				history = append(history, fmt.Sprintf("txn %s/%d=%d", g, p, o))
 			case k < 7: // a tombstone (deletion or a replicated expiry)
@@ -158,7 +158,7 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 				rd.Commit(c)
 				history = append(history, fmt.Sprintf("replicated %s/%d=%d", g, p, o))
 			case k < 9: // a record KoP cannot parse
-				rd.Append(part, offsets.Message{Key: []byte("raw"), Value: []byte("not a record batch")})
+				rd.Append(part, loader.Message{Key: []byte("raw"), Value: []byte("not a record batch")})
 				history = append(history, fmt.Sprintf("poison %d", part))
 			default: // the cache alone moves (a commit the check read before it landed)
 				set(g, p, o+1)
@@ -209,7 +209,7 @@ func (k *kopModel) FetchOffsets(_ context.Context, g string) ([]TopicOffset, err
 	if k.onFetch != nil {
 		k.onFetch(g)
 	}
-	if k.stuck[offsets.PartitionFor(g, 8)] > 0 {
+	if k.stuck[loader.PartitionFor(g, 8)] > 0 {
 		return nil, kerr.NotCoordinator
 	}
 	return append([]TopicOffset{}, k.cache[g]...), nil

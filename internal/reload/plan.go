@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -90,7 +90,7 @@ func (c ClusterRef) withDefaults() ClusterRef {
 		c.MetadataNamespace = "__kafka"
 	}
 	if c.KafkaNamespace == "" {
-		c.KafkaNamespace = offsets.DefaultKafkaNamespace
+		c.KafkaNamespace = loader.DefaultKafkaNamespace
 	}
 	return c
 }
@@ -101,7 +101,7 @@ type Planner struct {
 	Admin   BundleAdmin
 	// Reader reads this cluster's offsets topic (non-durable); the replay of the bundles'
 	// partitions gives the affected groups and their persisted offsets.
-	Reader offsets.OffsetTopicReader
+	Reader loader.OffsetTopicReader
 	// Describers maps every cluster name (this one and the others) to its KoP listeners; a
 	// nil value means the cluster has no kafkaBootstrap: its groups are unknown there.
 	Describers map[string]GroupDescriber
@@ -119,7 +119,7 @@ type Planner struct {
 	// AcceptLoss lets bundles be reloaded where KoP would then serve older offsets or none.
 	AcceptLoss bool
 	// Ordering is the replay's transactional ordering (default: KoP's).
-	Ordering offsets.TxnOrdering
+	Ordering loader.TxnOrdering
 	// Aligner translates offsets replicated from other clusters into this cluster's
 	// numbering; nil: every replicated value is of unknown alignment (refused unless
 	// AcceptLoss).
@@ -172,7 +172,7 @@ type PlannedBundle struct {
 	// cluster, past the group's position here; refused unless --accept-loss.
 	Skips []Skip `json:"skips,omitempty"`
 	// LoadFailures are the bundle's offsets partitions KoP cannot load at all.
-	LoadFailures []offsets.LoadFailure `json:"loadFailures,omitempty"`
+	LoadFailures []loader.LoadFailure `json:"loadFailures,omitempty"`
 	// Refused: the bundle has groups of unknown activity (or live ones under --refuse-live)
 	// and --allow-active was not given, or losses or skips and --accept-loss was not given.
 	Refused bool   `json:"refused"`
@@ -282,7 +282,7 @@ type planRun struct {
 	parts          []int32                   // their offsets partitions
 	requestedGroup map[string]int32          // requested group -> its offsets partition
 
-	persisted *offsets.PersistedOffsets
+	persisted *loader.PersistedOffsets
 	groups    map[string]*AffectedGroup
 	names     []string                // sorted keys of groups
 	served    map[string]*CacheAnswer // nil: no Fetcher
@@ -319,7 +319,7 @@ func (r *planRun) selectBundles(ctx context.Context) error {
 	r.requestedGroup = map[string]int32{}
 	selected := map[string]bool{} // bundle ranges
 	for _, g := range plan.RequestedGroups {
-		part := offsets.PartitionFor(g, n)
+		part := loader.PartitionFor(g, n)
 		r.requestedGroup[g] = part
 		selected[r.bundleOf[part].Range] = true
 	}
@@ -406,7 +406,7 @@ func (r *planRun) addGroup(name string, activity map[string]map[string]Activity)
 	case r.served != nil:
 		g.Served = r.served[name]
 		for _, l := range losses(*g, g.Served, func(topic string, part int32) string {
-			return lossReason(r.persisted, name, offsets.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
+			return lossReason(r.persisted, name, loader.NormalizeTopic(topic, cl.KafkaNamespace), part, n)
 		}) {
 			if !r.plan.isIntended(l.Group, l.Topic, l.Partition, l.Predicted) {
 				pb.Losses = append(pb.Losses, l)
@@ -629,22 +629,22 @@ func describeAll(ctx context.Context, ds map[string]GroupDescriber, all []string
 }
 
 // replay reads and replays the given partitions of the offsets topic.
-func replay(ctx context.Context, r offsets.OffsetTopicReader, parts []int32, ord offsets.TxnOrdering) (*offsets.PersistedOffsets, error) {
-	var results []*offsets.PersistedOffsets
+func replay(ctx context.Context, r loader.OffsetTopicReader, parts []int32, ord loader.TxnOrdering) (*loader.PersistedOffsets, error) {
+	var results []*loader.PersistedOffsets
 	for _, part := range parts {
-		po, err := offsets.ReplayPartition(ctx, r, part, ord)
+		po, err := loader.ReplayPartition(ctx, r, part, ord)
 		if err != nil {
 			return nil, fmt.Errorf("offsets partition %d: %w", part, err)
 		}
 		results = append(results, po)
 	}
-	return offsets.Merge(results...), nil
+	return loader.Merge(results...), nil
 }
 
-func topicOffsets(cs []offsets.CommittedOffset, kafkaNamespace string) []TopicOffset {
+func topicOffsets(cs []loader.CommittedOffset, kafkaNamespace string) []TopicOffset {
 	out := make([]TopicOffset, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, TopicOffset{Topic: offsets.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset, Origin: c.Origin})
+		out = append(out, TopicOffset{Topic: loader.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset, Origin: c.Origin})
 	}
 	return out
 }

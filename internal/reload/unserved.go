@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // probeUnserved asks KoP about a probe group of each offsets partition (a name that hashes
@@ -21,7 +21,7 @@ func probeUnserved(ctx context.Context, f OffsetFetcher, parts []int32, n int32)
 			defer wg.Done()
 			fctx, cancel := context.WithTimeout(ctx, DefaultServedTimeout)
 			defer cancel()
-			a := askCache(fctx, f, offsets.ProbeGroup(p, n))
+			a := askCache(fctx, f, loader.ProbeGroup(p, n))
 			if a.ErrorKind != ErrorKindCoordinator {
 				return
 			}

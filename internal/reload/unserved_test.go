@@ -12,7 +12,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // KoP does not coordinate the group here (the partition it lives in is not served): the
@@ -52,7 +52,7 @@ func (c *countingFetcher) FetchOffsets(_ context.Context, g string) ([]TopicOffs
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.asked = append(c.asked, g)
-	if c.unserved[offsets.PartitionFor(g, 8)] {
+	if c.unserved[loader.PartitionFor(g, 8)] {
 		return nil, kerr.NotCoordinator
 	}
 	return []TopicOffset{}, nil
@@ -65,7 +65,7 @@ func TestPlanProbesUnservedPartitions(t *testing.T) {
 	var in3 []string
 	for i := 0; len(in3) < 20; i++ {
 		g := fmt.Sprintf("g-%d", i)
-		if offsets.PartitionFor(g, 8) == 3 {
+		if loader.PartitionFor(g, 8) == 3 {
 			in3 = append(in3, g)
 			rd.Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
 		}

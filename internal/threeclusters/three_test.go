@@ -24,7 +24,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 func TestMain(m *testing.M) { labtest.Main(m) }
@@ -146,7 +147,7 @@ func TestThreeClustersStory(t *testing.T) {
 		t.Fatalf("the three-cluster suite needs three clusters with KoP (kop-lab up --clusters 3 with KOP_NAR); this lab has %d, KoP %v", len(l.Clusters), l.KoP.Enabled)
 	}
 	group := labtest.Name("three-group")
-	part := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	scus := l.Cluster("scus")
@@ -170,11 +171,11 @@ func TestThreeClustersStory(t *testing.T) {
 
 	code, out := run(t, l, "--timeout", "20s", "check", "--group", group, "-o", "json")
 	r := rowOf(t, out, group)
-	if code != 1 || r.Status != offsets.StatusStaleCache {
+	if code != 1 || r.Status != verdict.StatusStaleCache {
 		t.Fatalf("check: exit %d, status %s; want 1, stale_cache", code, r.Status)
 	}
 	for _, c := range l.Clusters[1:] {
-		if cell := r.Cell(c.Name); cell.Status != offsets.StatusStaleCache || cell.Cached == nil || *cell.Cached != 500 {
+		if cell := r.Cell(c.Name); cell.Status != verdict.StatusStaleCache || cell.Cached == nil || *cell.Cached != 500 {
 			t.Errorf("%s: %+v, want stale_cache serving 500", c.Name, cell)
 		}
 	}

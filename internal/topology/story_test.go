@@ -16,7 +16,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestTopologyUserStory is the user's story on two brokers per cluster, with real Kafka
@@ -49,8 +50,8 @@ func TestTopologyUserStory(t *testing.T) {
 	rep, code := cli(l).Check(t, "--group", group)
 	r := labcli.Row(t, rep, group)
 	w, s := r.Cell("wus"), r.Cell("scus")
-	if code != 1 || r.Status != offsets.StatusStaleCache || w.Status != offsets.StatusStaleCache ||
-		labtest.Val(w.Cached) != "500" || labtest.Val(w.Persisted) != "10900" || s.Status != offsets.StatusOK || labtest.Val(s.Cached) != "10900" {
+	if code != 1 || r.Status != verdict.StatusStaleCache || w.Status != verdict.StatusStaleCache ||
+		labtest.Val(w.Cached) != "500" || labtest.Val(w.Persisted) != "10900" || s.Status != verdict.StatusOK || labtest.Val(s.Cached) != "10900" {
 		t.Fatalf("check: exit %d, row %s, wus %+v, scus %+v", code, r.Status, w, s)
 	}
 
@@ -73,7 +74,7 @@ func TestTopologyUserStory(t *testing.T) {
 	}
 	t.Logf("wus: offsets partition %d owned by broker-%d after the repair", part, brokerOf(ctx, t, l.Cluster("wus"), part))
 	rep, code = cli(l).Check(t, "--group", group)
-	if r := labcli.Row(t, rep, group); code != 0 || r.Status != offsets.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {
+	if r := labcli.Row(t, rep, group); code != 0 || r.Status != verdict.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {
 		t.Fatalf("check after repair: exit %d, %+v", code, r)
 	}
 
@@ -353,7 +354,7 @@ func judgeDown(t *testing.T, rep chk.Report, groups []string, want map[string]in
 	answered := 0
 	var missing []string
 	for _, g := range groups {
-		p := offsets.PartitionFor(g, lab.OffsetsTopicPartitions)
+		p := loader.PartitionFor(g, lab.OffsetsTopicPartitions)
 		i := slices.IndexFunc(rep.Rows, func(r chk.Row) bool { return r.Group == g })
 		if i < 0 {
 			// With a glob, a group nobody can name has no row: its coordinator is down (not

@@ -29,7 +29,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
@@ -104,7 +104,7 @@ func TestTopologyLocateOwners(t *testing.T) {
 	defer cancel()
 	var groups []string
 	for p := range int32(lab.OffsetsTopicPartitions) {
-		groups = append(groups, offsets.ProbeGroup(p, int32(lab.OffsetsTopicPartitions)))
+		groups = append(groups, loader.ProbeGroup(p, int32(lab.OffsetsTopicPartitions)))
 		// Make a broker take each bundle, so that every row has an owner.
 		for _, c := range l.Clusters {
 			if _, err := labtest.PulsarxAdmin(t, c).LookupOwner(ctx, pulsarx.PartitionTopic(lab.OffsetsTopic, p)); err != nil {

@@ -19,9 +19,10 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // history is one cluster's offsets topic and KoP: what check reads with a reader and watch
@@ -29,19 +30,19 @@ import (
 type history struct {
 	n     int32
 	mu    sync.Mutex
-	msgs  map[int32][]offsets.Message
+	msgs  map[int32][]loader.Message
 	cache map[string]map[string]map[int32]int64 // group -> topic -> partition -> offset
 }
 
 func newHistory(n int32) *history {
-	return &history{n: n, msgs: map[int32][]offsets.Message{}, cache: map[string]map[string]map[int32]int64{}}
+	return &history{n: n, msgs: map[int32][]loader.Message{}, cache: map[string]map[string]map[int32]int64{}}
 }
 
 // commit writes c as KoP does (from: the cluster it was replicated from, "" local).
 func (h *history) commit(from string, c kopcommit.OffsetCommit) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	p := offsets.PartitionFor(c.Group, h.n)
+	p := loader.PartitionFor(c.Group, h.n)
 	m := kopcommit.Message(p, len(h.msgs[p]), c)
 	m.ReplicatedFrom = from
 	h.msgs[p] = append(h.msgs[p], m)
@@ -49,8 +50,8 @@ func (h *history) commit(from string, c kopcommit.OffsetCommit) {
 
 // txn writes c as a transactional commit of producer pid whose COMMIT marker no reader sees.
 func (h *history) txn(c kopcommit.OffsetCommit, pid int64) {
-	p := offsets.PartitionFor(c.Group, h.n)
-	m := offsets.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(h.msgs[p]), p), Key: kopcommit.PulsarKey(c.Group),
+	p := loader.PartitionFor(c.Group, h.n)
+	m := loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(h.msgs[p]), p), Key: kopcommit.PulsarKey(c.Group),
 		Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), pid)}
 	h.msgs[p] = append(h.msgs[p], m)
 }
@@ -79,7 +80,7 @@ func (h *history) drop(group string) {
 
 func (h *history) Partitions(context.Context) (int32, error) { return h.n, nil }
 
-func (h *history) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
+func (h *history) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
 	h.mu.Lock()
 	msgs := slices.Clone(h.msgs[p])
 	h.mu.Unlock()
@@ -92,7 +93,7 @@ func (h *history) ReadPartition(ctx context.Context, p int32, fn func(offsets.Me
 }
 
 func (h *history) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage) error, caughtUp func()) error {
-	if err := h.ReadPartition(ctx, p, func(m offsets.Message) error {
+	if err := h.ReadPartition(ctx, p, func(m loader.Message) error {
 		return fn(pulsarx.TailMessage{Message: m, ReplicatedFrom: m.ReplicatedFrom})
 	}); err != nil {
 		return err
@@ -164,7 +165,7 @@ func histories() map[string]func(scus, wus *history, repl check.StaticReplicatio
 			wus.commit("scus", c("g-lag", 0, 40, time.Hour))
 			scus.serve("g-lag", 0, 90)
 			wus.serve("g-lag", 0, 40)
-			repl[offsets.PartitionFor("g-lag", nParts)] = map[string]offsets.Inbound{"wus": {Backlog: 3, Connected: true}}
+			repl[loader.PartitionFor("g-lag", nParts)] = map[string]verdict.Inbound{"wus": {Backlog: 3, Connected: true}}
 		},
 		// A transactional commit the loader leaves pending: both name its producer.
 		"pending transactional commit": func(scus, wus *history, _ check.StaticReplication) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // answer is KoP's last answer for one group, held compact: its offsets in one slice sorted
@@ -35,7 +35,7 @@ func newAnswer(f check.GroupFetch, ns string, names check.Names) answer {
 		a.offs = make([]cachedOffset, 0, n) // exactly: appends would leave up to twice the room
 	}
 	for t, ps := range f.Offsets {
-		full := names.Intern(offsets.NormalizeTopic(t, ns))
+		full := names.Intern(loader.NormalizeTopic(t, ns))
 		for p, v := range ps {
 			a.offs = append(a.offs, cachedOffset{full, p, v})
 		}

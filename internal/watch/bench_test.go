@@ -17,7 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -137,7 +137,7 @@ func (g genTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage)
 	seq := 0
 	for i := range g.n {
 		c := benchCommit(i, int64(i), g.now)
-		if offsets.PartitionFor(c.Group, g.live.n) != p {
+		if loader.PartitionFor(c.Group, g.live.n) != p {
 			continue
 		}
 		if err := fn(pulsarx.TailMessage{Message: kopcommit.Message(p, seq, c)}); err != nil {

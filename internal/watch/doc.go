@@ -1,7 +1,7 @@
 // Package watch is the engine of `kop-offsets watch`: one long-running process that keeps,
 // for every configured cluster, the loader view of the offsets topic up to date
 // incrementally, asks KoP (OffsetFetch) about the groups that changed, classifies them with
-// the classifier `check` uses (offsets.ClassifyDrift), measures how long KoP takes to serve
+// the classifier `check` uses (verdict.ClassifyDrift), measures how long KoP takes to serve
 // commits that arrived by geo-replication, and optionally reloads stale bundles under a
 // policy.
 //

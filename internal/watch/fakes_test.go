@@ -11,7 +11,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -40,7 +40,7 @@ func (m *memTail) commit(from string, cs ...kopcommit.OffsetCommit) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range cs {
-		p := offsets.PartitionFor(c.Group, m.n)
+		p := loader.PartitionFor(c.Group, m.n)
 		msg := kopcommit.Message(p, len(m.msgs[p]), c)
 		m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg, ReplicatedFrom: from})
 	}
@@ -154,12 +154,12 @@ func (r *fakeReloader) Plan(_ context.Context, groups []string) (*reload.Plan, e
 	plan := &reload.Plan{Cluster: "wus"}
 	byRange := map[string]int{}
 	for _, g := range groups {
-		rng := bundleOf(offsets.PartitionFor(g, r.n))
+		rng := bundleOf(loader.PartitionFor(g, r.n))
 		i, ok := byRange[rng]
 		if !ok {
 			i = len(plan.Bundles)
 			byRange[rng] = i
-			plan.Bundles = append(plan.Bundles, reload.PlannedBundle{Range: rng, OffsetsPartitions: []int32{offsets.PartitionFor(g, r.n)}, Active: []string{}})
+			plan.Bundles = append(plan.Bundles, reload.PlannedBundle{Range: rng, OffsetsPartitions: []int32{loader.PartitionFor(g, r.n)}, Active: []string{}})
 		}
 		pb := &plan.Bundles[i]
 		pb.Groups = append(pb.Groups, g)

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -46,17 +47,17 @@ const maxQueued = 5000
 // partition is the loader view of one offsets partition. Its tail goroutine replays the
 // partition into a Replayer of its own; once caught up, the Replayer is the cycle's (swap),
 // and the tail only queues what it reads: the cycle feeds the queue to the Replayer and reads
-// it in between (offsets.Replayer.View), so that no second copy of the live keys is made.
+// it in between (loader.Replayer.View), so that no second copy of the live keys is made.
 // Memory: the Replayer's live keys, the dirty groups, at most maxQueued messages and
 // maxArrivalsPerCycle arrivals.
 type partition struct {
 	index int32
 
 	mu        sync.Mutex
-	rep       *offsets.Replayer // after the first catch-up; nil before. Fed by take only
-	queued    []offsets.Message // read live since the last take
-	changed   bool              // messages since the last take
-	all       bool              // a new replay replaced the view: every group is dirty
+	rep       *loader.Replayer // after the first catch-up; nil before. Fed by take only
+	queued    []loader.Message // read live since the last take
+	changed   bool             // messages since the last take
+	all       bool             // a new replay replaced the view: every group is dirty
 	dirty     map[string]struct{}
 	arrivals  []arrival
 	dropped   int
@@ -66,8 +67,8 @@ type partition struct {
 	// Owned by the cycle (no lock): the view at the last take (asked group by group: a copy
 	// of its offsets by group would double what watch holds per key), and its transactional
 	// commits left pending by group (few).
-	view      *offsets.PersistedOffsets
-	pendingBy map[string][]offsets.CommittedOffset
+	view      *loader.PersistedOffsets
+	pendingBy map[string][]loader.CommittedOffset
 	caught    bool // view holds a complete replay
 }
 
@@ -83,9 +84,9 @@ func (p *partition) groups() iter.Seq[string] {
 func (p *partition) holds(group string) bool { return p.view != nil && p.view.HasGroup(group) }
 
 // offsetsOf yields the loaded offsets of group in the view.
-func (p *partition) offsetsOf(group string) iter.Seq[offsets.CommittedOffset] {
+func (p *partition) offsetsOf(group string) iter.Seq[loader.CommittedOffset] {
 	if p.view == nil {
-		return func(func(offsets.CommittedOffset) bool) {}
+		return func(func(loader.CommittedOffset) bool) {}
 	}
 	return p.view.EachGroupOffset(group)
 }
@@ -95,7 +96,7 @@ func newPartition(i int32) *partition {
 }
 
 // swap installs a replay that has just caught up.
-func (p *partition) swap(r *offsets.Replayer) {
+func (p *partition) swap(r *loader.Replayer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rep, p.changed, p.all, p.following, p.lastErr = r, true, true, true, nil
@@ -106,7 +107,7 @@ func (p *partition) swap(r *offsets.Replayer) {
 // apply feeds one live message and records what it touched. It returns the replicated
 // offset commits it holds (for the metrics).
 func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
-	recs, _ := offsets.Decode(m.Key, m.Value) // undecodable parts are counted by the Replayer
+	recs, _ := offsetlog.Decode(m.Key, m.Value) // undecodable parts are counted by the Replayer
 	var arr []arrival
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,7 +120,7 @@ func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
 		if _, ok := p.dirty[r.Group]; !ok {
 			p.dirty[strings.Clone(r.Group)] = struct{}{}
 		}
-		if m.ReplicatedFrom == "" || r.Kind != offsets.KindOffsetCommit || r.Offset == nil || r.Partition == nil {
+		if m.ReplicatedFrom == "" || r.Kind != offsetlog.KindOffsetCommit || r.Offset == nil || r.Partition == nil {
 			continue
 		}
 		a := arrival{key: check.Key{Group: r.Group, Topic: r.Topic, Partition: *r.Partition}, offset: *r.Offset, at: now, from: m.ReplicatedFrom}
@@ -174,7 +175,7 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 			// Groups gone from the new replay are dirty too: their rows must be rebuilt.
 			dirty = slices.AppendSeq(dirty, p.groups())
 		}
-		pendingBy := map[string][]offsets.CommittedOffset{}
+		pendingBy := map[string][]loader.CommittedOffset{}
 		for _, co := range view.Pending() {
 			pendingBy[co.Group] = append(pendingBy[co.Group], co)
 		}

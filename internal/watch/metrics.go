@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Names of the series watch adds to those of check (promexport.Metric*).
@@ -122,7 +122,7 @@ func NewMetrics() *Metrics {
 // built when scraped, a row at a time, so a cycle does not pay for them.
 func (m *Metrics) setReport(s *snapshot) {
 	m.report.Store(s)
-	for _, st := range offsets.Statuses { // every status, so that none goes away between cycles
+	for _, st := range verdict.Statuses { // every status, so that none goes away between cycles
 		m.rows.WithLabelValues(string(st)).Set(float64(s.head.Summary[string(st)]))
 	}
 }

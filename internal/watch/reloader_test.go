@@ -13,7 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -62,7 +62,7 @@ func TestReloadSessionHealsBundleWithLiveGroup(t *testing.T) {
 	const topic = "persistent://public/default/topic-1"
 	in := func(prefix string, p int32) string {
 		for i := 0; ; i++ {
-			if g := fmt.Sprintf("%s-%d", prefix, i); offsets.PartitionFor(g, 8) == p {
+			if g := fmt.Sprintf("%s-%d", prefix, i); loader.PartitionFor(g, 8) == p {
 				return g
 			}
 		}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // repair reloads, under the policy, the bundles holding the stale_cache rows of c among
@@ -30,7 +30,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	for _, g := range asked {
 		for r := range w.rows[g].Rows(clusters, w.displayNamespace()) {
 			cell := r.Cell(c.Name)
-			if cell.Status != offsets.StatusStaleCache && cell.Status != offsets.StatusCoordinatorUnavailable {
+			if cell.Status != verdict.StatusStaleCache && cell.Status != verdict.StatusCoordinatorUnavailable {
 				continue
 			}
 			if _, ok := behind[g]; !ok {

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // snapshot is the report a cycle publishes for Report and the series: the packed rows of
@@ -52,7 +52,7 @@ func (s *snapshot) seriesRows(fn func(*check.Row)) {
 		// Only the groups that have such a row are rebuilt: a scrape of a healthy million keys
 		// costs next to nothing.
 		s.rowsOf(s.notOK, func(r *check.Row) {
-			if r.Status != offsets.StatusOK {
+			if r.Status != verdict.StatusOK {
 				fn(r)
 			}
 		})

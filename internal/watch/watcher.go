@@ -14,8 +14,9 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Cluster is one watched cluster and how to reach each side of it.
@@ -110,7 +111,7 @@ type clusterRT struct {
 	adminDown  bool              // the last probe of the admin API failed
 	kopKnown   bool              // kopUp is known
 	cached     map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
-	repl       map[int32]map[string]offsets.Inbound
+	repl       map[int32]map[string]verdict.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
 	pending    map[check.Key]arrival
 	lastReload map[string]time.Time
@@ -142,7 +143,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*check.PackedRows{}}
 	for _, c := range clusters {
 		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]answer{},
-			repl: map[int32]map[string]offsets.Inbound{}, leo: map[string]map[int32]int64{},
+			repl: map[int32]map[string]verdict.Inbound{}, leo: map[string]map[int32]int64{},
 			pending: map[check.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
 	return w
@@ -268,7 +269,7 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 	backoff := w.o.Backoff
 	for ctx.Err() == nil {
-		next := offsets.NewReplayer(p.index, offsets.OrderingKoP)
+		next := loader.NewReplayer(p.index, loader.OrderingKoP)
 		live := false
 		start := w.o.Now()
 		err := c.Tailer.Tail(ctx, p.index, func(m pulsarx.TailMessage) error {
@@ -332,7 +333,7 @@ func (c *clusterRT) partitionOf(group string) *partition {
 	if c.n <= 0 {
 		return nil
 	}
-	p := c.parts[offsets.PartitionFor(group, c.n)]
+	p := c.parts[loader.PartitionFor(group, c.n)]
 	if !p.caught {
 		return nil
 	}
@@ -478,7 +479,7 @@ func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool
 	for g, rs := range w.rows {
 		for st := range rs.Statuses() {
 			switch st {
-			case offsets.StatusStaleCache, offsets.StatusReplicationLag, offsets.StatusCoordinatorUnavailable, offsets.StatusError:
+			case verdict.StatusStaleCache, verdict.StatusReplicationLag, verdict.StatusCoordinatorUnavailable, verdict.StatusError:
 				ask[g] = true
 			}
 		}
@@ -585,7 +586,7 @@ func (w *Watcher) chunks(groups []string) [][]string {
 	}
 	byPart := make([][]string, n)
 	for _, g := range groups {
-		p := offsets.PartitionFor(g, n)
+		p := loader.PartitionFor(g, n)
 		byPart[p] = append(byPart[p], g)
 	}
 	var out [][]string
@@ -729,7 +730,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	if c.Replication != nil && len(w.clusters) > 1 && n > 0 {
 		need := map[int32]bool{}
 		for _, g := range groups {
-			need[offsets.PartitionFor(g, n)] = true
+			need[loader.PartitionFor(g, n)] = true
 		}
 		for _, p := range slices.Sorted(mapKeys(need)) {
 			cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
@@ -795,11 +796,11 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	for _, g := range groups {
 		if p := c.partitionOf(g); p != nil {
 			for co := range p.offsetsOf(g) {
-				topics[offsets.ShortName(co.Topic, c.KafkaNamespace)] = true
+				topics[loader.ShortName(co.Topic, c.KafkaNamespace)] = true
 			}
 		}
 		for _, o := range c.cached[g].offs {
-			topics[offsets.ShortName(o.topic, c.KafkaNamespace)] = true
+			topics[loader.ShortName(o.topic, c.KafkaNamespace)] = true
 		}
 	}
 	if len(topics) == 0 {
@@ -810,7 +811,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 		w.log.Warn("log-end offsets", "cluster", c.Name, "err", err.Error())
 	}
 	for t, ps := range leo {
-		c.leo[offsets.NormalizeTopic(t, c.KafkaNamespace)] = ps
+		c.leo[loader.NormalizeTopic(t, c.KafkaNamespace)] = ps
 	}
 }
 
@@ -830,7 +831,7 @@ func (w *Watcher) judge() (*check.Judge, []check.Side) {
 }
 
 // inbound is the replication of group's offsets partition from every peer toward c.
-func (w *Watcher) inbound(c *clusterRT, group string) map[string]offsets.Inbound {
+func (w *Watcher) inbound(c *clusterRT, group string) map[string]verdict.Inbound {
 	return check.Inbound(w.sides(), c.Name, group)
 }
 
@@ -872,7 +873,7 @@ func (c *clusterRT) cachedSide() func(string) (check.GroupFetch, bool) {
 }
 
 // view is the loader view holding group, or why there is none.
-func (c *clusterRT) view(group string) (*offsets.PersistedOffsets, string) {
+func (c *clusterRT) view(group string) (*loader.PersistedOffsets, string) {
 	if !c.up {
 		return nil, "cluster down: its admin API does not answer or an offsets partition is not followed"
 	}
@@ -929,7 +930,7 @@ func (w *Watcher) settle(c *clusterRT, now time.Time) {
 			var persisted *int64
 			if p := c.partitionOf(k.Group); p != nil {
 				for co := range p.offsetsOf(k.Group) {
-					if co.Partition == k.Partition && offsets.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.Topic {
+					if co.Partition == k.Partition && loader.NormalizeTopic(co.Topic, c.KafkaNamespace) == k.Topic {
 						persisted = &co.Offset
 					}
 				}
@@ -981,7 +982,7 @@ func (w *Watcher) snapshot() *snapshot {
 		notOK := false
 		for st := range rs.Statuses() {
 			s.head.Summary[string(st)]++
-			notOK = notOK || st != offsets.StatusOK
+			notOK = notOK || st != verdict.StatusOK
 		}
 		if notOK {
 			s.notOK = append(s.notOK, rs)

@@ -17,8 +17,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 type env struct {
@@ -148,7 +149,7 @@ func TestIncrementalFollowing(t *testing.T) {
 	if len(rep.Rows) != 5 {
 		t.Fatalf("rows: %+v", rep.Rows)
 	}
-	if c, _ := cellOf(rep, "a", "scus"); c.Status != offsets.StatusOK || *c.Cached != 100 {
+	if c, _ := cellOf(rep, "a", "scus"); c.Status != verdict.StatusOK || *c.Cached != 100 {
 		t.Errorf("a on scus: %+v", c)
 	}
 	e.kScus.TakeAsked()
@@ -169,7 +170,7 @@ func TestIncrementalFollowing(t *testing.T) {
 			t.Errorf("partition %d read %d times, want once (followed, not replayed)", p, n)
 		}
 	}
-	if c, _ := cellOf(rep, "c", "scus"); c.Status != offsets.StatusOK || *c.Cached != 250 {
+	if c, _ := cellOf(rep, "c", "scus"); c.Status != verdict.StatusOK || *c.Cached != 250 {
 		t.Errorf("c: %+v", c)
 	}
 	if n := testutil.ToFloat64(e.w.m.messages.WithLabelValues("scus")); n != 1 {
@@ -198,7 +199,7 @@ func TestReplicatedCommitStaleness(t *testing.T) {
 	e.kScus.Set("orders", "topic-1", 0, 10900)
 	e.wus.commit("scus", commit("orders", 0, 10900))
 	rep := e.cycleUntil("replicated", persistedIs("orders", "wus", 10900))
-	if c, _ := cellOf(rep, "orders", "wus"); c.Status != offsets.StatusStaleCache || *c.Cached != 500 {
+	if c, _ := cellOf(rep, "orders", "wus"); c.Status != verdict.StatusStaleCache || *c.Cached != 500 {
 		t.Errorf("wus: %+v", c)
 	}
 	if n := testutil.ToFloat64(e.w.m.replicated.WithLabelValues("wus", "scus")); n != 1 {
@@ -269,10 +270,10 @@ func TestClusterDownOthersUnaffected(t *testing.T) {
 	e.scus.commit("", commit("orders", 0, 600))
 	e.kScus.Set("orders", "topic-1", 0, 600)
 	rep := e.cycleUntil("scus goes on", persistedIs("orders", "scus", 600))
-	if c, _ := cellOf(rep, "orders", "wus"); c.Status != offsets.StatusError {
+	if c, _ := cellOf(rep, "orders", "wus"); c.Status != verdict.StatusError {
 		t.Errorf("wus cell: %+v", c)
 	}
-	if c, _ := cellOf(rep, "orders", "scus"); c.Status != offsets.StatusOK {
+	if c, _ := cellOf(rep, "orders", "scus"); c.Status != verdict.StatusOK {
 		t.Errorf("scus cell: %+v", c)
 	}
 	if rep.ExitCode != check.ExitUnreachable {
@@ -378,7 +379,7 @@ func TestRepairReloadsStaleBundleThenCooldown(t *testing.T) {
 	e.cycleUntilReady()
 	e.cycleUntil("stale", func(rep *check.Report) bool {
 		c, _ := cellOf(rep, "orders", "wus")
-		return c.Status == offsets.StatusStaleCache
+		return c.Status == verdict.StatusStaleCache
 	})
 	if got := e.reloader.reloads(); len(got) != 1 {
 		t.Fatalf("reloads %v", got)
@@ -409,7 +410,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		switch {
 		case g1 == "":
 			g1 = g
-		case offsets.PartitionFor(g, nParts) != offsets.PartitionFor(g1, nParts) && g2 == "":
+		case loader.PartitionFor(g, nParts) != loader.PartitionFor(g1, nParts) && g2 == "":
 			g2 = g
 		}
 	}
@@ -430,7 +431,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 	t.Run("backlog", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true})
 		staleOnWus(e, g1)
-		e.repl[offsets.PartitionFor(g1, nParts)] = map[string]offsets.Inbound{"wus": {Backlog: 7, Connected: true}}
+		e.repl[loader.PartitionFor(g1, nParts)] = map[string]verdict.Inbound{"wus": {Backlog: 7, Connected: true}}
 		e.start()
 		e.cycleUntilReady()
 		e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "replication_backlog") > 0 })
@@ -492,7 +493,7 @@ func TestRepairStopsAtShutdown(t *testing.T) {
 		switch {
 		case g1 == "":
 			g1 = g
-		case offsets.PartitionFor(g, nParts) != offsets.PartitionFor(g1, nParts) && g2 == "":
+		case loader.PartitionFor(g, nParts) != loader.PartitionFor(g1, nParts) && g2 == "":
 			g2 = g
 		}
 	}
@@ -594,7 +595,7 @@ func TestRepairReloadsUnservedPartition(t *testing.T) {
 	e.cycleUntilReady()
 	e.cycleUntil("unserved", func(rep *check.Report) bool {
 		c, _ := cellOf(rep, "orders", "wus")
-		return c.Status == offsets.StatusCoordinatorUnavailable
+		return c.Status == verdict.StatusCoordinatorUnavailable
 	})
 	if got := e.reloader.reloads(); len(got) != 1 {
 		t.Fatalf("reloads %v", got)
@@ -623,7 +624,7 @@ func TestChunksKeepOffsetsPartitionsWhole(t *testing.T) {
 			t.Errorf("chunk %d: %d groups, sorted %v", i, len(ch), slices.IsSorted(ch))
 		}
 		for _, g := range ch {
-			p := offsets.PartitionFor(g, nParts)
+			p := loader.PartitionFor(g, nParts)
 			if j, ok := chunkOf[p]; ok && j != i {
 				t.Errorf("offsets partition %d in chunks %d and %d", p, j, i)
 			}

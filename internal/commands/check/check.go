@@ -23,10 +23,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // SourceOptions say which sides a Connect must build.
@@ -181,7 +181,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", chk.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		var out []string
-		for _, s := range offsets.Statuses {
+		for _, s := range verdict.Statuses {
 			out = append(out, string(s))
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
@@ -197,21 +197,21 @@ func now(f func() time.Time) time.Time {
 }
 
 // ParseFailOn parses --fail-on values (nil: the default).
-func ParseFailOn(vals []string) ([]offsets.Status, error) {
+func ParseFailOn(vals []string) ([]verdict.Status, error) {
 	if len(vals) == 0 {
 		return nil, nil
 	}
-	var out []offsets.Status
+	var out []verdict.Status
 	for _, v := range vals {
 		for _, p := range strings.Split(v, ",") {
 			p = strings.TrimSpace(p)
 			if p == "" {
 				continue
 			}
-			st, ok := offsets.ParseStatus(p)
+			st, ok := verdict.ParseStatus(p)
 			if !ok {
 				var names []string
-				for _, s := range offsets.Statuses {
+				for _, s := range verdict.Statuses {
 					names = append(names, string(s))
 				}
 				return nil, cmdutil.FlagErrorf("invalid --fail-on status %q: valid values are %s", p, strings.Join(names, ", "))
@@ -396,7 +396,7 @@ func CellText(c chk.Cell, cachedAsked bool) string {
 	switch {
 	case c.Cached != nil:
 		cached = fmt.Sprint(*c.Cached)
-	case cachedAsked && c.Status != offsets.StatusError && c.Status != offsets.StatusCoordinatorUnavailable:
+	case cachedAsked && c.Status != verdict.StatusError && c.Status != verdict.StatusCoordinatorUnavailable:
 		cached = "-"
 	}
 	persisted := "-"
@@ -429,7 +429,7 @@ func tableRow(tp *output.TablePrinter, r *chk.Row, clusters []string, io *iostre
 	for _, c := range clusters {
 		cell := r.Cell(c)
 		txt := CellText(cell, cachedAsked)
-		if cell.Status != offsets.StatusOK {
+		if cell.Status != verdict.StatusOK {
 			txt += " " + strings.ToUpper(string(cell.Status))
 		}
 		tp.AddField(txt)
@@ -453,7 +453,7 @@ func tableRow(tp *output.TablePrinter, r *chk.Row, clusters []string, io *iostre
 // writeFooter prints the summary line, the cluster errors and the hints.
 func writeFooter(w io.Writer, rep *chk.Report, rows int, hints []string) {
 	var parts []string
-	for _, st := range offsets.Statuses {
+	for _, st := range verdict.Statuses {
 		if n := rep.Summary[string(st)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToUpper(string(st))))
 		}
@@ -494,15 +494,15 @@ type hints struct {
 func (h *hints) add(r *chk.Row, clusters []string) {
 	for _, c := range clusters {
 		switch r.Cell(c).Status {
-		case offsets.StatusStaleCache:
+		case verdict.StatusStaleCache:
 			h.addOne(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
-		case offsets.StatusReplicationLag:
+		case verdict.StatusReplicationLag:
 			h.addOne(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor --cluster %s", c, c))
-		case offsets.StatusDiverged, offsets.StatusMissing:
+		case verdict.StatusDiverged, verdict.StatusMissing:
 			h.addOne(fmt.Sprintf("kop-offsets dump --cluster %s --group %s   # history of the group's commits on %s", c, r.Group, c))
-		case offsets.StatusCoordinatorUnavailable:
+		case verdict.StatusCoordinatorUnavailable:
 			h.addOne(fmt.Sprintf("kop-offsets locate %s --cluster %s   # who should own the group's offsets partition", r.Group, c))
-		case offsets.StatusMisaligned:
+		case verdict.StatusMisaligned:
 			h.addOne(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
 		}
 	}

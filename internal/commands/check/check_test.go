@@ -15,7 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
@@ -57,7 +57,7 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), ConnectFunc) {
 		switch cl.Name {
 		case "scus":
 			out.Reader = scus
-			out.Replication = chk.StaticReplication{offsets.PartitionFor("billing", 8): {"wus": {Backlog: 2, Connected: true}}}
+			out.Replication = chk.StaticReplication{loader.PartitionFor("billing", 8): {"wus": {Backlog: 2, Connected: true}}}
 			out.Fetcher = memFetcher{cache: map[string]map[string]map[int32]int64{
 				"orders": {"topic-1": {0: 10900}}, "billing": {"topic-1": {0: 42}}}, leo: leo}
 		case "wus":

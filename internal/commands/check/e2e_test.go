@@ -31,8 +31,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -176,7 +177,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			if err := lab.ReloadOffsetsPartition(ctx, e.l.Cluster("wus"), offsets.PartitionFor(group, lab.OffsetsTopicPartitions)); err != nil {
+			if err := lab.ReloadOffsetsPartition(ctx, e.l.Cluster("wus"), loader.PartitionFor(group, lab.OffsetsTopicPartitions)); err != nil {
 				t.Errorf("reload wus after the test: %v", err)
 			}
 		})
@@ -203,7 +204,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--group", group)
 	r, s := cell(t, rep, group, "scus")
 	wc := r.Cell("wus")
-	if code != 0 || r.Status != offsets.StatusOK || val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" ||
+	if code != 0 || r.Status != verdict.StatusOK || val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" ||
 		r.Topic != "topic-1" || r.OffsetsPartition != part || s.Cached != nil {
 		t.Errorf("persisted-only: exit %d row %+v scus %+v wus %+v", code, r, s, wc)
 	}
@@ -216,11 +217,11 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	}
 	if kop {
 		// scus serves what it committed; wus serves nothing although its topic holds 10900.
-		if code != 1 || r.Status != offsets.StatusStaleCache || s.Status != offsets.StatusOK || val(s.Cached) != "10900" ||
-			wc.Status != offsets.StatusStaleCache || wc.Cached != nil || wc.Error != "" {
+		if code != 1 || r.Status != verdict.StatusStaleCache || s.Status != verdict.StatusOK || val(s.Cached) != "10900" ||
+			wc.Status != verdict.StatusStaleCache || wc.Cached != nil || wc.Error != "" {
 			t.Errorf("full (KoP): exit %d row %+v scus %+v wus %+v\n%s", code, r, s, wc, stderr)
 		}
-	} else if code != 3 || r.Status != offsets.StatusError || s.Status != offsets.StatusError || wc.Status != offsets.StatusError ||
+	} else if code != 3 || r.Status != verdict.StatusError || s.Status != verdict.StatusError || wc.Status != verdict.StatusError ||
 		s.Cached != nil || !strings.Contains(s.Error, "connection refused") || !strings.Contains(stderr, "cluster wus: kafka") {
 		// KoP is not running: the cached side is an error on both clusters (exit 3).
 		t.Errorf("full: exit %d row %+v scus %+v wus %+v\n%s", code, r, s, wc, stderr)
@@ -246,7 +247,7 @@ func TestE2EClusterUnreachable(t *testing.T) {
 	rep, code, stderr := runCheck(t, e.writeConfig(t, "__kafka", "wus"), "--persisted-only", "--group", group)
 	r, s := cell(t, rep, group, "scus")
 	wc := r.Cell("wus")
-	if code != 3 || val(s.Persisted) != "77" || s.Status != offsets.StatusOK || wc.Status != offsets.StatusError ||
+	if code != 3 || val(s.Persisted) != "77" || s.Status != verdict.StatusOK || wc.Status != verdict.StatusError ||
 		!strings.Contains(stderr, "cluster wus: pulsar") || len(rep.Errors) == 0 || rep.Errors[0].Cluster != "wus" {
 		t.Errorf("exit %d row %+v scus %+v wus %+v errors %+v\n%s", code, r, s, wc, rep.Errors, stderr)
 	}
@@ -279,7 +280,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-lag")
 
 	group := "lagging-group"
-	part := offsets.PartitionFor(group, 8)
+	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
 	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
@@ -289,7 +290,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	e.waitReplicated(t, partTopic, time.Minute)
 	cfg := e.writeConfig(t, nsLocal, "")
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--source", "scus")
-	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Persisted) != "10" {
+	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != verdict.StatusOK || val(r.Cell("wus").Persisted) != "10" {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
@@ -298,8 +299,8 @@ func TestE2EReplicationLag(t *testing.T) {
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "scus")
 	r, s := cell(t, rep, group, "scus")
 	wc := r.Cell("wus")
-	if code != 1 || r.Status != offsets.StatusReplicationLag || wc.Status != offsets.StatusReplicationLag ||
-		val(s.Persisted) != "40" || *wc.Persisted >= 40 || s.Status != offsets.StatusOK {
+	if code != 1 || r.Status != verdict.StatusReplicationLag || wc.Status != verdict.StatusReplicationLag ||
+		val(s.Persisted) != "40" || *wc.Persisted >= 40 || s.Status != verdict.StatusOK {
 		t.Errorf("lag: exit %d row %+v scus %+v wus %+v (backlog %d)", code, r, s, wc, backlog)
 	}
 	t.Logf("lag: scus persisted %s, wus persisted %s, backlog %d", val(s.Persisted), val(wc.Persisted), backlog)
@@ -307,7 +308,7 @@ func TestE2EReplicationLag(t *testing.T) {
 	unthrottle()
 	e.waitReplicated(t, partTopic, time.Minute)
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "scus")
-	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("wus").Persisted) != "40" {
+	if r, _ := cell(t, rep, group, "wus"); code != 0 || r.Status != verdict.StatusOK || val(r.Cell("wus").Persisted) != "40" {
 		t.Errorf("after: exit %d %+v", code, rep.Rows)
 	}
 }
@@ -468,7 +469,7 @@ func TestE2EDiverged(t *testing.T) {
 	ctx := context.Background()
 	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-div")
 	group := fmt.Sprintf("diverged-group-%d", time.Now().UnixNano())
-	part := offsets.PartitionFor(group, 8)
+	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
 	ws := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer ws.Close()
@@ -489,7 +490,7 @@ func TestE2EDiverged(t *testing.T) {
 	// other is another group of the same offsets partition.
 	other := ""
 	for i := 0; other == ""; i++ {
-		if g := fmt.Sprintf("%s-other-%d", group, i); offsets.PartitionFor(g, 8) == part {
+		if g := fmt.Sprintf("%s-other-%d", group, i); loader.PartitionFor(g, 8) == part {
 			other = g
 		}
 	}
@@ -500,7 +501,7 @@ func TestE2EDiverged(t *testing.T) {
 	e.waitBacklogs(t, partTopic, true, time.Minute, both...)
 	cfg := e.writeConfig(t, nsLocal, "")
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--group", group)
-	if r, _ := cell(t, rep, group, "scus"); code != 0 || r.Status != offsets.StatusOK ||
+	if r, _ := cell(t, rep, group, "scus"); code != 0 || r.Status != verdict.StatusOK ||
 		val(r.Cell("scus").Persisted) != "10" || val(r.Cell("wus").Persisted) != "10" {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
@@ -545,8 +546,8 @@ func TestE2EDiverged(t *testing.T) {
 	r, s := cell(t, rep, group, "scus")
 	wc := r.Cell("wus")
 	t.Logf("held: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
-	if code != 1 || r.Status != offsets.StatusReplicationLag || val(s.Persisted) != "100" || val(wc.Persisted) != "200" ||
-		s.Status != offsets.StatusReplicationLag || wc.Status != offsets.StatusOK {
+	if code != 1 || r.Status != verdict.StatusReplicationLag || val(s.Persisted) != "100" || val(wc.Persisted) != "200" ||
+		s.Status != verdict.StatusReplicationLag || wc.Status != verdict.StatusOK {
 		t.Fatalf("held: exit %d row %+v scus %+v wus %+v", code, r, s, wc)
 	}
 
@@ -559,9 +560,9 @@ func TestE2EDiverged(t *testing.T) {
 	r, s = cell(t, rep, group, "scus")
 	wc = r.Cell("wus")
 	t.Logf("settled, no source: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
-	if code != 1 || r.Status != offsets.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
-		s.Status != offsets.StatusOK || wc.Status != offsets.StatusDiverged || r.Topic != "topic-1" || r.OffsetsPartition != part ||
-		rep.Summary[string(offsets.StatusDiverged)] != 1 {
+	if code != 1 || r.Status != verdict.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
+		s.Status != verdict.StatusOK || wc.Status != verdict.StatusDiverged || r.Topic != "topic-1" || r.OffsetsPartition != part ||
+		rep.Summary[string(verdict.StatusDiverged)] != 1 {
 		t.Errorf("settled: exit %d row %+v scus %+v wus %+v summary %v", code, r, s, wc, rep.Summary)
 	}
 
@@ -570,9 +571,9 @@ func TestE2EDiverged(t *testing.T) {
 		r, s = cell(t, rep, group, "scus")
 		wc = r.Cell("wus")
 		t.Logf("settled, --source %s: scus %s (%s), wus %s (%s), row %s, exit %d", src, val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
-		want := map[string]offsets.Status{"scus": offsets.StatusOK, "wus": offsets.StatusOK}
-		want[map[string]string{"scus": "wus", "wus": "scus"}[src]] = offsets.StatusDiverged
-		if code != 1 || r.Status != offsets.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
+		want := map[string]verdict.Status{"scus": verdict.StatusOK, "wus": verdict.StatusOK}
+		want[map[string]string{"scus": "wus", "wus": "scus"}[src]] = verdict.StatusDiverged
+		if code != 1 || r.Status != verdict.StatusDiverged || val(s.Persisted) != "200" || val(wc.Persisted) != "100" ||
 			s.Status != want["scus"] || wc.Status != want["wus"] {
 			t.Errorf("--source %s: exit %d row %+v scus %+v wus %+v", src, code, r, s, wc)
 		}
@@ -590,7 +591,7 @@ func TestE2EMissing(t *testing.T) {
 		t.Fatalf("scus: replication clusters of %s: %v", ns, err)
 	}
 	group := fmt.Sprintf("missing-group-%d", time.Now().UnixNano())
-	part := offsets.PartitionFor(group, 8)
+	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
 	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
@@ -619,8 +620,8 @@ func TestE2EMissing(t *testing.T) {
 		r, s := cell(t, rep, group, "scus")
 		wc := r.Cell("wus")
 		t.Logf("%v: scus persisted %s (%s), wus persisted %s (%s), row %s, exit %d", args, val(s.Persisted), s.Status, val(wc.Persisted), wc.Status, r.Status, code)
-		if code != 1 || r.Status != offsets.StatusMissing || val(s.Persisted) != "42" || wc.Persisted != nil ||
-			s.Status != offsets.StatusOK || wc.Status != offsets.StatusMissing || wc.Error != "" ||
+		if code != 1 || r.Status != verdict.StatusMissing || val(s.Persisted) != "42" || wc.Persisted != nil ||
+			s.Status != verdict.StatusOK || wc.Status != verdict.StatusMissing || wc.Error != "" ||
 			r.Topic != "topic-1" || r.OffsetsPartition != part || len(rep.Errors) != 0 {
 			t.Errorf("%v: exit %d row %+v scus %+v wus %+v errors %+v", args, code, r, s, wc, rep.Errors)
 		}

@@ -14,8 +14,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // labNames are the config names of the lab's clusters in TestE2EConfigNamesDifferFromPulsar.
@@ -63,7 +64,7 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	t.Logf("unmapped: exit %d: %v", r.Code, r.Err)
 
 	group := "renamed-lag-group"
-	part := offsets.PartitionFor(group, 8)
+	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
 	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
@@ -73,7 +74,7 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	e.waitReplicated(t, partTopic, time.Minute)
 	cfg := e.writeNamedConfig(t, nsLocal, true)
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--source", "east")
-	if r, _ := cell(t, rep, group, "west"); code != 0 || r.Status != offsets.StatusOK || val(r.Cell("west").Persisted) != "10" {
+	if r, _ := cell(t, rep, group, "west"); code != 0 || r.Status != verdict.StatusOK || val(r.Cell("west").Persisted) != "10" {
 		t.Fatalf("before: exit %d %+v", code, rep.Rows)
 	}
 
@@ -81,7 +82,7 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	rep, code, _ = runCheck(t, cfg, "--persisted-only", "--source", "east")
 	row, east := cell(t, rep, group, "east")
 	west := row.Cell("west")
-	if code != 1 || row.Status != offsets.StatusReplicationLag || west.Status != offsets.StatusReplicationLag ||
+	if code != 1 || row.Status != verdict.StatusReplicationLag || west.Status != verdict.StatusReplicationLag ||
 		val(east.Persisted) != "40" || *west.Persisted >= 40 {
 		t.Errorf("lag under config names: exit %d row %+v east %+v west %+v (backlog %d)", code, row, east, west, backlog)
 	}

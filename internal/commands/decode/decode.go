@@ -19,7 +19,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/recordio"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -41,7 +41,7 @@ type Options struct {
 // Record is one decoded record with the input line it came from.
 type Record struct {
 	Line int `json:"line"`
-	offsets.Record
+	offsetlog.Record
 }
 
 // NewCmdDecode returns `decode`. runF replaces the run function in tests.
@@ -141,7 +141,7 @@ func decodeRun(opts *Options) error {
 	var sum recordio.Summary
 	emit := func(line int, key, value []byte) error {
 		sum.Messages++
-		recs, _ := offsets.Decode(key, value)
+		recs, _ := offsetlog.Decode(key, value)
 		for i := range recs {
 			sum.Add(recs[i].Kind)
 			if err := sink.Write(&Record{Line: line, Record: recs[i]}); err != nil {

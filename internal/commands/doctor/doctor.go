@@ -17,7 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -238,7 +238,7 @@ func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doct
 		}
 		defer client.Close()
 		rd := pulsarx.NewReader(dc.Name, client, pa.Admin, dc.Tenant, dc.MetadataNamespace, pulsarx.LoaderView)
-		po, err := offsets.ReplayPartition(ctx, rd, offsets.PartitionFor(group, n), offsets.OrderingKoP)
+		po, err := loader.ReplayPartition(ctx, rd, loader.PartitionFor(group, n), loader.OrderingKoP)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +250,7 @@ func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doct
 				topics = append(topics, c.Topic)
 			}
 		}
-		if f, failed := po.LoadFailure(offsets.PartitionFor(group, n)); failed {
+		if f, failed := po.LoadFailure(loader.PartitionFor(group, n)); failed {
 			return topics, &doctor.UnloadableError{Failure: f}
 		}
 		return topics, nil

@@ -11,7 +11,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -28,7 +28,7 @@ type loadReader struct {
 
 func (l *loadReader) Partitions(context.Context) (int32, error) { return 8, nil }
 
-func (l *loadReader) ReadPartition(_ context.Context, p int32, fn func(offsets.Message) error) error {
+func (l *loadReader) ReadPartition(_ context.Context, p int32, fn func(loader.Message) error) error {
 	cs := make([]kopcommit.OffsetCommit, 5)
 	for g := int(p); g < l.groups; g += 8 {
 		name := "load-g-" + strconv.Itoa(g)
@@ -40,7 +40,7 @@ func (l *loadReader) ReadPartition(_ context.Context, p int32, fn func(offsets.M
 		if err != nil {
 			return err
 		}
-		if err := fn(offsets.Message{Partition: p, MessageID: "1:" + strconv.Itoa(g) + ":" + strconv.Itoa(int(p)) + ":-1",
+		if err := fn(loader.Message{Partition: p, MessageID: "1:" + strconv.Itoa(g) + ":" + strconv.Itoa(int(p)) + ":-1",
 			PublishTime: ts, Key: key, Value: value}); err != nil {
 			return err
 		}
@@ -69,7 +69,7 @@ func BenchmarkDumpCompacted(b *testing.B) {
 				ios.Out, ios.ErrOut = io.Discard, io.Discard
 				opts := &Options{IO: ios, Format: output.JSON, Compacted: true, Concurrency: 4,
 					Clusters: func() ([]config.Cluster, error) { return []config.Cluster{{Name: "scus"}}, nil },
-					NewReader: func(config.Cluster, pulsarx.ReaderOptions) (offsets.OffsetTopicReader, func(), error) {
+					NewReader: func(config.Cluster, pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
 						return l, nil, nil
 					}}
 				if err := dumpRun(context.Background(), opts); err != nil {

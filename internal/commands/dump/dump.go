@@ -21,7 +21,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/recordio"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -30,17 +31,17 @@ import (
 const DefaultConcurrency = 4
 
 // NewReaderFunc opens the offsets topic of a cluster for reading; release frees it.
-type NewReaderFunc func(cl config.Cluster, ro pulsarx.ReaderOptions) (r offsets.OffsetTopicReader, release func(), err error)
+type NewReaderFunc func(cl config.Cluster, ro pulsarx.ReaderOptions) (r loader.OffsetTopicReader, release func(), err error)
 
 // AllReader is implemented by readers that read several partitions at once themselves
 // (pulsarx.Reader); others are read one partition after the other.
 type AllReader interface {
-	ReadAll(ctx context.Context, partitions []int32, concurrency int, fn func(offsets.Message) error) error
+	ReadAll(ctx context.Context, partitions []int32, concurrency int, fn func(loader.Message) error) error
 }
 
 // Follower is implemented by readers that can follow partitions (pulsarx.Reader).
 type Follower interface {
-	FollowAll(ctx context.Context, partitions []int32, fn func(offsets.Message) error) error
+	FollowAll(ctx context.Context, partitions []int32, fn func(loader.Message) error) error
 }
 
 // Options of `dump`.
@@ -63,7 +64,7 @@ type Options struct {
 	Concurrency int
 
 	groupRE []*regexp.Regexp
-	kinds   map[offsets.Kind]bool
+	kinds   map[offsetlog.Kind]bool
 }
 
 // Record is one record of a dump: the decoded record with where it was read.
@@ -72,7 +73,7 @@ type Record struct {
 	OffsetsPartition int32        `json:"offsetsPartition"`
 	MessageID        string       `json:"messageId,omitempty"`
 	PublishTime      *output.Time `json:"publishTime,omitempty"`
-	offsets.Record
+	offsetlog.Record
 	Key   []byte `json:"key,omitempty"`   // --raw: the message key, base64
 	Value []byte `json:"value,omitempty"` // --raw: the message value, base64
 
@@ -177,8 +178,8 @@ are still dumped.`),
 }
 
 func kindNames() string {
-	s := make([]string, len(offsets.Kinds))
-	for i, k := range offsets.Kinds {
+	s := make([]string, len(offsetlog.Kinds))
+	for i, k := range offsetlog.Kinds {
 		s[i] = string(k)
 	}
 	return strings.Join(s, ", ")
@@ -210,13 +211,13 @@ func (o *Options) validate(from string, now time.Time) error {
 	o.kinds = nil
 	for _, k := range o.Kinds {
 		k = strings.ToLower(strings.TrimSpace(k))
-		if !slices.Contains(offsets.Kinds, offsets.Kind(k)) {
+		if !slices.Contains(offsetlog.Kinds, offsetlog.Kind(k)) {
 			return cmdutil.FlagErrorf("--kind %q: valid kinds are %s", k, kindNames())
 		}
 		if o.kinds == nil {
-			o.kinds = map[offsets.Kind]bool{}
+			o.kinds = map[offsetlog.Kind]bool{}
 		}
-		o.kinds[offsets.Kind(k)] = true
+		o.kinds[offsetlog.Kind(k)] = true
 	}
 	o.groupRE = nil
 	for _, g := range o.Groups {
@@ -289,7 +290,7 @@ func (o *Options) readPartitions(cluster string, n int32) ([]int32, error) {
 		}
 	case len(o.Groups) > 0 && !slices.ContainsFunc(o.Groups, isGlob):
 		for _, g := range o.Groups {
-			out = append(out, offsets.PartitionFor(g, n))
+			out = append(out, loader.PartitionFor(g, n))
 		}
 	default:
 		for p := range n {
@@ -301,11 +302,11 @@ func (o *Options) readPartitions(cluster string, n int32) ([]int32, error) {
 }
 
 // keep reports whether the filters select rec.
-func (o *Options) keep(rec *offsets.Record, kafkaNS string) bool {
+func (o *Options) keep(rec *offsetlog.Record, kafkaNS string) bool {
 	if o.kinds != nil && !o.kinds[rec.Kind] {
 		return false
 	}
-	if rec.Kind == offsets.KindUndecodable {
+	if rec.Kind == offsetlog.KindUndecodable {
 		return true
 	}
 	if len(o.groupRE) > 0 && !slices.ContainsFunc(o.groupRE, func(re *regexp.Regexp) bool { return re.MatchString(rec.Group) }) {
@@ -315,8 +316,8 @@ func (o *Options) keep(rec *offsets.Record, kafkaNS string) bool {
 		if rec.Topic == "" {
 			return false
 		}
-		t := offsets.NormalizeTopic(rec.Topic, kafkaNS)
-		if !slices.ContainsFunc(o.Topics, func(s string) bool { return offsets.NormalizeTopic(s, kafkaNS) == t }) {
+		t := loader.NormalizeTopic(rec.Topic, kafkaNS)
+		if !slices.ContainsFunc(o.Topics, func(s string) bool { return loader.NormalizeTopic(s, kafkaNS) == t }) {
 			return false
 		}
 	}
@@ -325,7 +326,7 @@ func (o *Options) keep(rec *offsets.Record, kafkaNS string) bool {
 
 // factoryReader opens a pulsarx.Reader with the Factory's clients.
 func factoryReader(f *cmdutil.Factory) NewReaderFunc {
-	return func(cl config.Cluster, ro pulsarx.ReaderOptions) (offsets.OffsetTopicReader, func(), error) {
+	return func(cl config.Cluster, ro pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
 		admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
 		if err != nil {
 			return nil, nil, err
@@ -412,7 +413,7 @@ func dumpRun(ctx context.Context, opts *Options) error {
 		defer restoreGC()
 	}
 	ro := pulsarx.ReaderOptions{From: opts.From, Compacted: opts.Compacted}
-	readers := make([]offsets.OffsetTopicReader, len(clusters))
+	readers := make([]loader.OffsetTopicReader, len(clusters))
 	// The readers stay open until dumpRun returns; they are released in reverse order.
 	var releases []func()
 	defer func() {
@@ -501,7 +502,7 @@ type clusterResult struct {
 func (r clusterResult) summary() string {
 	s := fmt.Sprintf("read %d messages of %d partitions, wrote %d records", r.sum.Messages, r.partitions, r.sum.Records())
 	var parts []string
-	for _, k := range offsets.Kinds {
+	for _, k := range offsetlog.Kinds {
 		if c := r.sum.ByKind[k]; c > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c, k))
 		}
@@ -519,7 +520,7 @@ func (r clusterResult) summary() string {
 }
 
 // cluster dumps one cluster. Errors are printed here, as they happen, naming the cluster.
-func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.OffsetTopicReader) (res clusterResult) {
+func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r loader.OffsetTopicReader) (res clusterResult) {
 	opts := d.opts
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) {
@@ -552,20 +553,20 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 		state = newLiveState(opts.Raw)
 	}
 	// fn is called serialized (ReadAll, FollowAll, or the sequential loop).
-	fn := func(m offsets.Message) error {
+	fn := func(m loader.Message) error {
 		res.sum.Messages++
 		if progress != nil {
 			progress.Add(1)
 		}
-		var recs []offsets.Record
+		var recs []offsetlog.Record
 		if state != nil {
 			recs = state.apply(m) // the undecodable records only: the rest is printed at the end
 		} else {
-			recs, _ = offsets.Decode(m.Key, m.Value)
+			recs, _ = offsetlog.Decode(m.Key, m.Value)
 		}
 		for i := range recs {
 			rec := &recs[i]
-			if rec.Kind == offsets.KindUndecodable {
+			if rec.Kind == offsetlog.KindUndecodable {
 				res.undecodable++
 				d.mu.Lock()
 				d.undecodable++
@@ -621,7 +622,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 // writeLive writes the live state of --compacted, counting what it writes in sum.
 func (d *dumper) writeLive(state *liveState, cl config.Cluster, sum *recordio.Summary) error {
 	var out Record // reused: the sink writes each record before the next
-	return state.emit(func(m offsets.Message, rec *offsets.Record) error {
+	return state.emit(func(m loader.Message, rec *offsetlog.Record) error {
 		if !d.opts.keep(rec, cl.KafkaNamespace) {
 			return nil
 		}
@@ -637,13 +638,13 @@ func (d *dumper) writeLive(state *liveState, cl config.Cluster, sum *recordio.Su
 	})
 }
 
-func (d *dumper) record(cluster string, m offsets.Message, rec *offsets.Record) *Record {
+func (d *dumper) record(cluster string, m loader.Message, rec *offsetlog.Record) *Record {
 	out := new(Record)
 	d.recordInto(out, cluster, m, rec)
 	return out
 }
 
-func (d *dumper) recordInto(out *Record, cluster string, m offsets.Message, rec *offsets.Record) {
+func (d *dumper) recordInto(out *Record, cluster string, m loader.Message, rec *offsetlog.Record) {
 	*out = Record{Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
 		PublishTime: output.NewTime(m.PublishTime), Record: *rec, times: &d.times}
 	if d.opts.Raw {
@@ -651,7 +652,7 @@ func (d *dumper) recordInto(out *Record, cluster string, m offsets.Message, rec 
 	}
 }
 
-func readAll(ctx context.Context, r offsets.OffsetTopicReader, parts []int32, concurrency int, fn func(offsets.Message) error) error {
+func readAll(ctx context.Context, r loader.OffsetTopicReader, parts []int32, concurrency int, fn func(loader.Message) error) error {
 	if ra, ok := r.(AllReader); ok {
 		return ra.ReadAll(ctx, parts, concurrency, fn)
 	}

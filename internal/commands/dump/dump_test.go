@@ -15,7 +15,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
@@ -85,14 +86,14 @@ func TestGlob(t *testing.T) {
 	}
 }
 
-// fakeReader is an in-memory offsets.OffsetTopicReader (fakes.MemReader) that can also
+// fakeReader is an in-memory loader.OffsetTopicReader (fakes.MemReader) that can also
 // hold hand-made messages; it implements neither AllReader nor Follower.
 type fakeReader struct {
 	*fakes.MemReader
-	extra map[int32][]offsets.Message
+	extra map[int32][]loader.Message
 }
 
-func (f *fakeReader) ReadPartition(ctx context.Context, p int32, fn func(offsets.Message) error) error {
+func (f *fakeReader) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
 	if err := f.MemReader.ReadPartition(ctx, p, fn); err != nil {
 		return err
 	}
@@ -115,14 +116,14 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 	scus := &fakeReader{MemReader: fakes.NewMemReader(8).Commit(
 		commit("G", t1, 0, 100), commit("G", t1, 1, 200), commit("kop-offsets", t1, 0, 5),
 		commit("orders-a", "persistent://other/ns/t2", 0, 7), commit("G", t1, 0, 150),
-	), extra: map[int32][]offsets.Message{}}
+	), extra: map[int32][]loader.Message{}}
 	tomb := commit("G", t1, 1, 0)
 	tomb.Tombstone = true
 	scus.Commit(tomb)
 	gk := (&kmsg.GroupMetadataKey{Version: 2, Group: "G"}).AppendTo(nil)
 	gv := kmsg.GroupMetadataValue{Version: 1, ProtocolType: "consumer", Generation: 2, Protocol: kmsg.StringPtr("range"),
 		Leader: kmsg.StringPtr("m-1"), Members: []kmsg.GroupMetadataValueMember{{MemberID: "m-1", ClientID: "c", ClientHost: "/h", SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 20000}}}
-	scus.extra[7] = []offsets.Message{
+	scus.extra[7] = []loader.Message{
 		{Partition: 7, MessageID: "9:1:7:-1", PublishTime: ts, Key: gk, Value: kopcommit.EncodeBatch(gk, gv.AppendTo(nil), ts)},
 		{Partition: 7, MessageID: "9:2:7:-1", PublishTime: ts, Key: []byte("k"), Value: []byte("garbage")},
 		{Partition: 7, MessageID: "9:3:7:-1", PublishTime: ts}, // placeholder
@@ -141,7 +142,7 @@ func runDump(t *testing.T, args []string, readers map[string]*fakeReader, cluste
 	var runErr error
 	root := cmdutil.NewTestRoot(f, NewCmdDump(f, func(o *Options) error {
 		o.Clusters = func() ([]config.Cluster, error) { return clusters, nil }
-		o.NewReader = func(cl config.Cluster, r pulsarx.ReaderOptions) (offsets.OffsetTopicReader, func(), error) {
+		o.NewReader = func(cl config.Cluster, r pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
 			ro = r
 			return readers[cl.Name], nil, nil
 		}
@@ -282,7 +283,7 @@ func TestDumpRawDecodesAgain(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
-		recs, _ := offsets.Decode(r.Key, r.Value)
+		recs, _ := offsetlog.Decode(r.Key, r.Value)
 		if len(recs) != 1 || recs[0].Kind != r.Kind || recs[0].Group != r.Group {
 			t.Errorf("%s: decodes to %+v", line, recs)
 		}
@@ -306,7 +307,7 @@ func TestDumpCompactedRaw(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
 		}
-		recs, _ := offsets.Decode(r.Key, r.Value)
+		recs, _ := offsetlog.Decode(r.Key, r.Value)
 		found := false
 		for _, d := range recs {
 			found = found || d.Kind == r.Kind && d.Group == r.Group && d.Topic == r.Topic &&
@@ -345,7 +346,7 @@ type followReader struct {
 	*fakes.MemReader
 }
 
-func (f *followReader) FollowAll(ctx context.Context, parts []int32, fn func(offsets.Message) error) error {
+func (f *followReader) FollowAll(ctx context.Context, parts []int32, fn func(loader.Message) error) error {
 	for _, p := range parts {
 		if err := f.ReadPartition(ctx, p, fn); err != nil {
 			return err
@@ -363,7 +364,7 @@ func TestDumpFollowStopsAtLimit(t *testing.T) {
 	ios, _, out, _ := iostreams.Test()
 	opts := &Options{IO: ios, Format: output.NDJSON, Follow: true, Limit: 2, Concurrency: 1,
 		Clusters: func() ([]config.Cluster, error) { return []config.Cluster{{Name: "a"}, {Name: "b"}}, nil },
-		NewReader: func(config.Cluster, pulsarx.ReaderOptions) (offsets.OffsetTopicReader, func(), error) {
+		NewReader: func(config.Cluster, pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
 			return newReader(), nil, nil
 		}}
 	done := make(chan error, 1)

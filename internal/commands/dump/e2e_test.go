@@ -16,7 +16,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -36,7 +37,7 @@ type record struct {
 	OffsetsPartition int32           `json:"offsetsPartition"`
 	MessageID        string          `json:"messageId"`
 	PublishTime      *string         `json:"publishTime"`
-	Kind             offsets.Kind    `json:"kind"`
+	Kind             offsetlog.Kind  `json:"kind"`
 	Group            string          `json:"group"`
 	Topic            string          `json:"topic"`
 	Partition        int32           `json:"partition"`
@@ -80,7 +81,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 	defer w.Close()
 
 	const group = "G"
-	wantPart := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	wantPart := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-dump-%d", time.Now().UnixNano())
 	commitTime := time.Now().UTC().Truncate(time.Millisecond)
 	for i := int32(0); i < 3; i++ {
@@ -117,7 +118,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 			continue
 		}
 		for i, r := range rs {
-			if r.Kind != offsets.KindOffsetCommit || r.Group != group || r.Topic != topic || r.Partition != int32(i) ||
+			if r.Kind != offsetlog.KindOffsetCommit || r.Group != group || r.Topic != topic || r.Partition != int32(i) ||
 				r.Offset != 10900+int64(i) || r.OffsetsPartition != wantPart || r.MessageID == "" || r.PublishTime == nil ||
 				r.CommitTimestamp != commitTime.Format("2006-01-02T15:04:05.000Z") {
 				t.Errorf("%s record %d: %+v", c, i, r)

@@ -3,7 +3,7 @@ package dump
 import (
 	"encoding/base64"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -13,7 +13,7 @@ import (
 // encoding/json's reflection and its second, indenting pass were most of dump's CPU.
 func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 	rec := &r.Record
-	if (rec.Kind != offsets.KindOffsetCommit && rec.Kind != offsets.KindOffsetTombstone) ||
+	if (rec.Kind != offsetlog.KindOffsetCommit && rec.Kind != offsetlog.KindOffsetTombstone) ||
 		rec.Generation != nil || rec.ProtocolType != nil || rec.Protocol != nil || rec.Leader != nil ||
 		rec.CurrentStateTimestamp != nil || rec.Members != nil || rec.Error != "" ||
 		!plain(r.Cluster) || !plain(r.MessageID) || !plain(rec.Group) || !plain(rec.Topic) ||
@@ -53,7 +53,7 @@ func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 		w.String("metadata", *rec.Metadata)
 	}
 	if rec.CommitTimestamp != nil {
-		w.Time("commitTimestamp", rec.CommitTimestamp.Time()) // offsets.Millis writes the same layout
+		w.Time("commitTimestamp", rec.CommitTimestamp.Time()) // offsetlog.Millis writes the same layout
 	}
 	if rec.ExpireTimestamp != nil {
 		w.Time("expireTimestamp", rec.ExpireTimestamp.Time())

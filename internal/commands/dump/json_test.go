@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -13,23 +13,23 @@ import (
 func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	p, o, e, kv, vv, pid := int32(3), int64(42), int32(7), int16(1), int16(3), int64(9)
 	md, odd := "m-1", "a\"b\n\u2028é<&>"
-	ms, ms2 := offsets.Millis(1741064767000), offsets.Millis(-5)
-	base := offsets.Record{Kind: offsets.KindOffsetCommit, Group: "G", Topic: "persistent://public/default/t1",
+	ms, ms2 := offsetlog.Millis(1741064767000), offsetlog.Millis(-5)
+	base := offsetlog.Record{Kind: offsetlog.KindOffsetCommit, Group: "G", Topic: "persistent://public/default/t1",
 		Partition: &p, Offset: &o, Metadata: &md, CommitTimestamp: &ms, KeyVersion: &kv, ValueVersion: &vv}
 	recs := []Record{
 		{Cluster: "scus", OffsetsPartition: 7, MessageID: "1:2:7:-1", PublishTime: output.NewTime(ts), Record: base},
 		{Cluster: "wus", Record: base},
-		{Cluster: "wus", Record: offsets.Record{Kind: offsets.KindOffsetTombstone, Group: "G", Topic: "t", Partition: &p, KeyVersion: &kv}},
+		{Cluster: "wus", Record: offsetlog.Record{Kind: offsetlog.KindOffsetTombstone, Group: "G", Topic: "t", Partition: &p, KeyVersion: &kv}},
 		{Cluster: "c", Key: []byte{0, 1, 2, 250}, Value: []byte("value"), Record: base},
 	}
 	full := base
 	full.LeaderEpoch, full.ExpireTimestamp, full.ProducerID, full.Transactional = &e, &ms2, &pid, true
 	recs = append(recs, Record{Cluster: "c", OffsetsPartition: -1, Record: full})
 	declined := []Record{
-		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindGroupMetadata, Group: "G"}},
-		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Group: odd}},
-		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Group: "G", Metadata: &odd}},
-		{Cluster: "c", Record: offsets.Record{Kind: offsets.KindOffsetCommit, Error: "x"}},
+		{Cluster: "c", Record: offsetlog.Record{Kind: offsetlog.KindGroupMetadata, Group: "G"}},
+		{Cluster: "c", Record: offsetlog.Record{Kind: offsetlog.KindOffsetCommit, Group: odd}},
+		{Cluster: "c", Record: offsetlog.Record{Kind: offsetlog.KindOffsetCommit, Group: "G", Metadata: &odd}},
+		{Cluster: "c", Record: offsetlog.Record{Kind: offsetlog.KindOffsetCommit, Error: "x"}},
 	}
 	cache := new(output.TimeCache)
 	for i := range recs {

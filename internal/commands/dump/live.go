@@ -3,29 +3,30 @@ package dump
 import (
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 )
 
-// liveState replays the partitions read by --compacted with offsets.Replayer, the way KoP's
+// liveState replays the partitions read by --compacted with loader.Replayer, the way KoP's
 // loader does; each Replayer also keeps, for each live key, the message that last wrote it
-// (offsets.Replayer.KeepMessages). Nothing else is kept: memory is the replayers' compact
+// (loader.Replayer.KeepMessages). Nothing else is kept: memory is the replayers' compact
 // state, proportional to the live keys.
 type liveState struct {
-	replayers map[int32]*offsets.Replayer
+	replayers map[int32]*loader.Replayer
 	raw       bool
 }
 
 func newLiveState(raw bool) *liveState {
-	return &liveState{replayers: map[int32]*offsets.Replayer{}, raw: raw}
+	return &liveState{replayers: map[int32]*loader.Replayer{}, raw: raw}
 }
 
 // apply replays m and returns its undecodable records, which --compacted prints as they are
 // met. Only a message the replay found something wrong with (or one KoP skips for its
 // missing key) is decoded a second time to find them.
-func (s *liveState) apply(m offsets.Message) []offsets.Record {
+func (s *liveState) apply(m loader.Message) []offsetlog.Record {
 	r := s.replayers[m.Partition]
 	if r == nil {
-		r = offsets.NewReplayer(m.Partition, offsets.OrderingKoP)
+		r = loader.NewReplayer(m.Partition, loader.OrderingKoP)
 		r.KeepMessages(s.raw)
 		s.replayers[m.Partition] = r
 	}
@@ -37,22 +38,22 @@ func (s *liveState) apply(m offsets.Message) []offsets.Record {
 		after.UnknownControl == before.UnknownControl {
 		return nil
 	}
-	recs, _ := offsets.Decode(m.Key, m.Value)
-	return slices.DeleteFunc(recs, func(r offsets.Record) bool { return r.Kind != offsets.KindUndecodable })
+	recs, _ := offsetlog.Decode(m.Key, m.Value)
+	return slices.DeleteFunc(recs, func(r offsetlog.Record) bool { return r.Kind != offsetlog.KindUndecodable })
 }
 
 // emit calls fn for the live state, partition by partition, group by group: the group's
 // metadata record first, then its offsets by topic and partition. Each partition's state is
 // dropped once written.
-func (s *liveState) emit(fn func(offsets.Message, *offsets.Record) error) error {
+func (s *liveState) emit(fn func(loader.Message, *offsetlog.Record) error) error {
 	parts := make([]int32, 0, len(s.replayers))
 	for p := range s.replayers {
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
-	var rec offsets.Record // reused: fn is done with a record before the next
+	var rec offsetlog.Record // reused: fn is done with a record before the next
 	for _, p := range parts {
-		err := s.replayers[p].EachLive(func(m offsets.Message, g *offsets.Group, c *offsets.CommittedOffset) error {
+		err := s.replayers[p].EachLive(func(m loader.Message, g *loader.Group, c *loader.CommittedOffset) error {
 			if g != nil {
 				return fn(m, groupRecord(g))
 			}
@@ -67,16 +68,16 @@ func (s *liveState) emit(fn func(offsets.Message, *offsets.Record) error) error 
 	return nil
 }
 
-func groupRecord(g *offsets.Group) *offsets.Record {
+func groupRecord(g *loader.Group) *offsetlog.Record {
 	kv := int16(2)
-	return &offsets.Record{Kind: offsets.KindGroupMetadata, Group: g.Group, KeyVersion: &kv,
+	return &offsetlog.Record{Kind: offsetlog.KindGroupMetadata, Group: g.Group, KeyVersion: &kv,
 		ValueVersion: g.ValueVersion, Generation: g.Generation, ProtocolType: g.ProtocolType,
 		Protocol: g.Protocol, Leader: g.Leader, CurrentStateTimestamp: g.CurrentStateTimestamp, Members: g.Members}
 }
 
 // offsetRecord makes r the record of c (r points into c).
-func offsetRecord(r *offsets.Record, c *offsets.CommittedOffset) {
-	*r = offsets.Record{Kind: offsets.KindOffsetCommit, Group: c.Group, Topic: c.Topic,
+func offsetRecord(r *offsetlog.Record, c *loader.CommittedOffset) {
+	*r = offsetlog.Record{Kind: offsetlog.KindOffsetCommit, Group: c.Group, Topic: c.Topic,
 		Partition: &c.Partition, Offset: &c.Offset, LeaderEpoch: c.LeaderEpoch, Metadata: &c.Metadata,
 		CommitTimestamp: &c.CommitTimestamp, ExpireTimestamp: c.ExpireTimestamp, KeyVersion: &c.KeyVersion,
 		ValueVersion: &c.ValueVersion, ProducerID: c.ProducerID, Transactional: c.ProducerID != nil}

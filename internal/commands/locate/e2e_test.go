@@ -15,7 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
@@ -47,7 +47,7 @@ func TestE2ELocate(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
 	}
-	want := offsets.PartitionFor("G", lab.OffsetsTopicPartitions)
+	want := loader.PartitionFor("G", lab.OffsetsTopicPartitions)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows", len(rows))
 	}

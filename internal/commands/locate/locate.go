@@ -17,7 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -169,9 +169,9 @@ func defaultAdmin(timeout time.Duration) func(config.Cluster) (Admin, error) {
 
 // Offline locates group in an offsets topic of n partitions in the default namespace.
 func Offline(group string, n int32) Location {
-	p := offsets.PartitionFor(group, n)
+	p := loader.PartitionFor(group, n)
 	topic := pulsarx.PartitionTopic(pulsarx.OffsetsTopic(config.DefaultTenant, config.DefaultMetadataNamespace), p)
-	return Location{Group: group, JavaHashCode: offsets.JavaStringHashCode(group), Partitions: &n, OffsetsPartition: &p, PartitionTopic: topic}
+	return Location{Group: group, JavaHashCode: loader.JavaStringHashCode(group), Partitions: &n, OffsetsPartition: &p, PartitionTopic: topic}
 }
 
 func locateRun(ctx context.Context, opts *Options) error {
@@ -297,7 +297,7 @@ func printLocations(opts *Options, rows []Location) error {
 func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []string) []Location {
 	rows := make([]Location, len(groups))
 	for i, g := range groups {
-		rows[i] = Location{Group: g, JavaHashCode: offsets.JavaStringHashCode(g), Cluster: cl.Name}
+		rows[i] = Location{Group: g, JavaHashCode: loader.JavaStringHashCode(g), Cluster: cl.Name}
 	}
 	fail := func(err error) []Location {
 		for i := range rows {
@@ -313,7 +313,7 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	}
 	for i := range rows {
 		l := &rows[i]
-		p := offsets.PartitionFor(l.Group, n)
+		p := loader.PartitionFor(l.Group, n)
 		l.Partitions, l.OffsetsPartition = &n, &p
 		l.PartitionTopic = cl.OffsetsPartitionTopic(p)
 		computed, err := a.BundleForTopic(ctx, l.PartitionTopic)

@@ -50,9 +50,9 @@ func TestNewCmdLocateFlags(t *testing.T) {
 }
 
 // TestOfflineVectors checks Offline against the vectors computed with Java's String.hashCode
-// (internal/offsets/testdata/partition_vectors.tsv), negative hash codes included.
+// (internal/loader/testdata/partition_vectors.tsv), negative hash codes included.
 func TestOfflineVectors(t *testing.T) {
-	f, err := os.Open("../../offsets/testdata/partition_vectors.tsv")
+	f, err := os.Open("../../loader/testdata/partition_vectors.tsv")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -241,7 +241,7 @@ func (s *Sink) Close() error {
 // RecordCells are the cells every record table shows: KIND, GROUP, TOPIC, PARTITION, OFFSET,
 // COMMITTED and DETAIL (what else matters for the kind: metadata, generation and members,
 // producer id, the error).
-func RecordCells(r *offsets.Record) []string {
+func RecordCells(r *offsetlog.Record) []string {
 	cells := []string{string(r.Kind), dash(r.Group), dash(r.Topic), "-", "-", "-", ""}
 	if r.Partition != nil {
 		cells[3] = strconv.Itoa(int(*r.Partition))
@@ -256,9 +256,9 @@ func RecordCells(r *offsets.Record) []string {
 	}
 	var d []string
 	switch r.Kind {
-	case offsets.KindUndecodable:
+	case offsetlog.KindUndecodable:
 		d = append(d, r.Error)
-	case offsets.KindGroupMetadata:
+	case offsetlog.KindGroupMetadata:
 		if r.Generation != nil {
 			d = append(d, "generation="+strconv.Itoa(int(*r.Generation)))
 		}
@@ -298,13 +298,13 @@ var RecordColumns = []Column{
 // Summary counts records by kind.
 type Summary struct {
 	Messages int64
-	ByKind   map[offsets.Kind]int64
+	ByKind   map[offsetlog.Kind]int64
 }
 
 // Add counts one record.
-func (s *Summary) Add(k offsets.Kind) {
+func (s *Summary) Add(k offsetlog.Kind) {
 	if s.ByKind == nil {
-		s.ByKind = map[offsets.Kind]int64{}
+		s.ByKind = map[offsetlog.Kind]int64{}
 	}
 	s.ByKind[k]++
 }
@@ -319,12 +319,12 @@ func (s *Summary) Records() int64 {
 }
 
 // Undecodable is the number of undecodable records.
-func (s *Summary) Undecodable() int64 { return s.ByKind[offsets.KindUndecodable] }
+func (s *Summary) Undecodable() int64 { return s.ByKind[offsetlog.KindUndecodable] }
 
 // String renders "12 messages, 14 records: 10 offset_commit, 2 group_metadata, 2 undecodable".
 func (s *Summary) String() string {
 	var parts []string
-	for _, k := range offsets.Kinds {
+	for _, k := range offsetlog.Kinds {
 		if c := s.ByKind[k]; c > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c, k))
 		}

@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
-func rows(v any) []string { return RecordCells(v.(*offsets.Record)) }
+func rows(v any) []string { return RecordCells(v.(*offsetlog.Record)) }
 
-func write(t *testing.T, f output.Format, tty bool, recs ...offsets.Record) string {
+func write(t *testing.T, f output.Format, tty bool, recs ...offsetlog.Record) string {
 	t.Helper()
 	var b bytes.Buffer
 	s := NewSink(&b, f, tty, RecordColumns, rows)
@@ -29,7 +29,7 @@ func write(t *testing.T, f output.Format, tty bool, recs ...offsets.Record) stri
 
 func TestSink(t *testing.T) {
 	off := int64(5)
-	recs := []offsets.Record{{Kind: offsets.KindOffsetCommit, Group: "g<&>", Topic: "t", Offset: &off}, {Kind: offsets.KindPlaceholder}}
+	recs := []offsetlog.Record{{Kind: offsetlog.KindOffsetCommit, Group: "g<&>", Topic: "t", Offset: &off}, {Kind: offsetlog.KindPlaceholder}}
 	var arr []map[string]any
 	if out := write(t, output.JSON, false, recs...); json.Unmarshal([]byte(out), &arr) != nil || len(arr) != 2 || arr[0]["group"] != "g<&>" {
 		t.Errorf("json %q", out)
@@ -63,9 +63,9 @@ func TestSink(t *testing.T) {
 func TestSummary(t *testing.T) {
 	var s Summary
 	s.Messages = 3
-	s.Add(offsets.KindOffsetCommit)
-	s.Add(offsets.KindUndecodable)
-	s.Add(offsets.KindOffsetCommit)
+	s.Add(offsetlog.KindOffsetCommit)
+	s.Add(offsetlog.KindUndecodable)
+	s.Add(offsetlog.KindOffsetCommit)
 	if s.String() != "3 messages, 3 records: 2 offset_commit, 1 undecodable" || s.Undecodable() != 1 {
 		t.Errorf("%s", s.String())
 	}

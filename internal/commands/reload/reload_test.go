@@ -15,7 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -36,13 +36,13 @@ func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.Gr
 type fresh struct{ rd *fakes.MemReader }
 
 func (f fresh) FetchOffsets(ctx context.Context, g string) ([]reload.TopicOffset, error) {
-	po, err := offsets.ReplayPartition(ctx, f.rd, offsets.PartitionFor(g, 8), offsets.OrderingKoP)
+	po, err := loader.ReplayPartition(ctx, f.rd, loader.PartitionFor(g, 8), loader.OrderingKoP)
 	if err != nil {
 		return nil, err
 	}
 	var out []reload.TopicOffset
 	for _, c := range po.GroupOffsets(g) {
-		out = append(out, reload.TopicOffset{Topic: offsets.ShortName(c.Topic, "public/default"), Partition: c.Partition, Offset: c.Offset})
+		out = append(out, reload.TopicOffset{Topic: loader.ShortName(c.Topic, "public/default"), Partition: c.Partition, Offset: c.Offset})
 	}
 	return out, nil
 }

@@ -22,9 +22,9 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // DefaultMaxBundles is the default of --max-bundles for repair: bundles reloaded per run and
@@ -344,7 +344,7 @@ func (r *run) sort(first *reload.CheckDocument) (misaligned int) {
 				if !slices.Contains(r.stale[cl.Name], cr.Group) {
 					r.stale[cl.Name] = append(r.stale[cl.Name], cr.Group)
 				}
-			case st == reload.StatusOK || st == "" || st == string(offsets.StatusExpiring):
+			case st == reload.StatusOK || st == "" || st == string(verdict.StatusExpiring):
 			default:
 				row.Reason = reload.LeaveReason(st)
 				if c := cr.Clusters[cl.Name]; c.Error != "" {

@@ -17,7 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -133,7 +133,7 @@ func TestRepairFixesOnlyStaleAndIsIdempotent(t *testing.T) {
 		t.Errorf("left %+v", doc.Left)
 	}
 	if u := h.unloads(); len(u) != 1 || u[0] != "unload public/__kafka/0x80000000_0xc0000000" {
-		t.Errorf("writes %v (G lives in offsets partition %d)", h.admin.Writes(), offsets.PartitionFor("G", 8))
+		t.Errorf("writes %v (G lives in offsets partition %d)", h.admin.Writes(), loader.PartitionFor("G", 8))
 	}
 	if h.checks != 2 || doc.After == nil || len(doc.After.Stale) != 0 || doc.ExitCode != 0 {
 		t.Errorf("checks %d after %+v exit %d", h.checks, doc.After, doc.ExitCode)

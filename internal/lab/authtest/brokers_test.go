@@ -14,7 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -39,7 +39,7 @@ func TestSeveralBrokersDoctorLocateReload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	group := labtest.Name("auth-brokers")
-	p := offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	p := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	// On each cluster the group's bundle goes to broker 1 and another bundle to broker 0, so
 	// that both brokers own bundles whatever the load manager did.
 	for _, c := range l.Clusters {
@@ -118,7 +118,7 @@ func locateOnBothBrokers(t *testing.T, l *lab.Lab, group string, p int32) {
 	t.Helper()
 	args := []string{"--timeout", "60s", "locate", "-o", "json", group}
 	for q := range int32(lab.OffsetsTopicPartitions) {
-		args = append(args, offsets.ProbeGroup(q, lab.OffsetsTopicPartitions))
+		args = append(args, loader.ProbeGroup(q, lab.OffsetsTopicPartitions))
 	}
 	code, out, _ := runCLI(t, l.ConfigPath, args...)
 	var rows []locate.Location

@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // NewTopic creates persistent://public/default/<prefix>-<ns> with one partition on every
@@ -153,7 +153,7 @@ func LoadOn(t testing.TB, l *lab.Lab, cluster, group string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := lab.ReloadOffsetsPartition(ctx, l.Cluster(cluster), offsets.PartitionFor(group, lab.OffsetsTopicPartitions)); err != nil {
+	if err := lab.ReloadOffsetsPartition(ctx, l.Cluster(cluster), loader.PartitionFor(group, lab.OffsetsTopicPartitions)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -167,7 +167,7 @@ func Settle(t testing.TB, l *lab.Lab, groups ...string) {
 		for _, g := range groups {
 			for _, c := range l.Clusters {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				err := lab.ReloadOffsetsPartition(ctx, c, offsets.PartitionFor(g, lab.OffsetsTopicPartitions))
+				err := lab.ReloadOffsetsPartition(ctx, c, loader.PartitionFor(g, lab.OffsetsTopicPartitions))
 				cancel()
 				if err != nil {
 					t.Errorf("settle %s on %s: %v", g, c.Name, err)
@@ -184,7 +184,7 @@ func StoryAt500(t testing.TB, l *lab.Lab, prefix string) (topic, group string, p
 	t.Helper()
 	topic = NewTopic(t, l, prefix)
 	group = Name(prefix + "-group")
-	part = offsets.PartitionFor(group, lab.OffsetsTopicPartitions)
+	part = loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	Settle(t, l, group)
 	Produce(t, l.Cluster("scus"), topic, 10900)
 	WaitEndOffset(t, l.Cluster("wus"), topic, 10900)

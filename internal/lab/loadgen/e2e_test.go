@@ -15,7 +15,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -56,17 +56,17 @@ func TestWritePulsarReplays(t *testing.T) {
 	rd := pulsarx.NewReader(c.Name, client, counter{a}, "public", "__kafka", pulsarx.LoaderView)
 	parts := map[int32]bool{}
 	for i := range s.Groups {
-		parts[offsets.PartitionFor(s.GroupName(i), lab.OffsetsTopicPartitions)] = true
+		parts[loader.PartitionFor(s.GroupName(i), lab.OffsetsTopicPartitions)] = true
 	}
-	var all []*offsets.PersistedOffsets
+	var all []*loader.PersistedOffsets
 	for p := range parts {
-		po, err := offsets.ReplayPartition(ctx, rd, p, offsets.OrderingKoP)
+		po, err := loader.ReplayPartition(ctx, rd, p, loader.OrderingKoP)
 		if err != nil {
 			t.Fatalf("partition %d: %v", p, err)
 		}
 		all = append(all, po)
 	}
-	po := offsets.Merge(all...)
+	po := loader.Merge(all...)
 	for i := range s.Groups {
 		for j, k := range s.Keys(i) {
 			got, ok := po.Lookup(s.GroupName(i), s.FullTopic(k.Topic), k.Partition)

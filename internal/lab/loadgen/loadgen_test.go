@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 func small() Spec {
@@ -56,9 +56,9 @@ func TestSpecCounts(t *testing.T) {
 func TestLoadReplays(t *testing.T) {
 	s := small()
 	const parts = 8
-	rs := make([]*offsets.Replayer, parts)
+	rs := make([]*loader.Replayer, parts)
 	for p := range rs {
-		rs[p] = offsets.NewReplayer(int32(p), offsets.OrderingKoP)
+		rs[p] = loader.NewReplayer(int32(p), loader.OrderingKoP)
 	}
 	seq := 0
 	err := s.Requests(func(r Request) error {
@@ -66,21 +66,21 @@ func TestLoadReplays(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		p := offsets.PartitionFor(r.Group, parts)
+		p := loader.PartitionFor(r.Group, parts)
 		seq++
-		return rs[p].ApplyMessage(offsets.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, p), Key: k, Value: v})
+		return rs[p].ApplyMessage(loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", seq, p), Key: k, Value: v})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []*offsets.PersistedOffsets
+	var all []*loader.PersistedOffsets
 	for _, r := range rs {
 		if c := r.Counts(); c.Undecodable != 0 || c.Placeholders != 0 {
 			t.Fatalf("partition counts %+v", c)
 		}
 		all = append(all, r.Result())
 	}
-	po := offsets.Merge(all...)
+	po := loader.Merge(all...)
 	if po.Len() != s.LiveKeys() {
 		t.Fatalf("live keys %d, want %d", po.Len(), s.LiveKeys())
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // PulsarOptions tune WritePulsar.
@@ -29,7 +29,7 @@ type PulsarOptions struct {
 
 // WritePulsar publishes the load of s to offsetsTopic (persistent://<tenant>/<ns>/__consumer_offsets,
 // partitions partitions) with one producer per partition, as KoP would: each request becomes
-// one message in the partition KoP maps the group to (offsets.PartitionFor), keyed with the
+// one message in the partition KoP maps the group to (loader.PartitionFor), keyed with the
 // group's Pulsar key in base64 (the Java client's keyBytes()), holding one record batch.
 // Sends are asynchronous; the first failure stops the load and is returned.
 func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string, partitions int32, s Spec, o PulsarOptions) (Stats, error) {
@@ -86,7 +86,7 @@ func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string,
 		if err != nil {
 			return err
 		}
-		p := offsets.PartitionFor(req.Group, partitions)
+		p := loader.PartitionFor(req.Group, partitions)
 		n := int64(len(req.Commits))
 		wg.Add(1)
 		prods[p].SendAsync(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: value},

@@ -1,0 +1,5 @@
+package offsetlog
+
+import "flag"
+
+var update = flag.Bool("update", false, "rewrite golden files and fuzz seeds under testdata")

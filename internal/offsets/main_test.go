@@ -1,5 +1,0 @@
-package offsets
-
-import "flag"
-
-var update = flag.Bool("update", false, "rewrite golden files and fuzz seeds under testdata")
