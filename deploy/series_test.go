@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
@@ -46,7 +46,7 @@ func registered(reg prometheus.Registerer, name string) bool {
 // _bucket, _sum and _count series count under its name.
 func exported(t *testing.T) func(string) bool {
 	t.Helper()
-	checkReg, err := promexport.Registry(&check.Report{})
+	checkReg, err := promexport.Registry(&survey.Report{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,10 @@ import (
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Side is what failover reads of one cluster.
@@ -134,7 +135,7 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 	// The rows: what the group committed on From itself.
 	for _, co := range src.Offsets() {
 		short := loader.ShortName(co.Topic, pl.From.KafkaNamespace)
-		if co.Origin != "" || !check.MatchAny(sc.Groups, co.Group) || !check.MatchAny(sc.Topics, short, co.Topic) {
+		if co.Origin != "" || !verdict.MatchAny(sc.Groups, co.Group) || !verdict.MatchAny(sc.Topics, short, co.Topic) {
 			continue
 		}
 		plan.Rows = append(plan.Rows, Row{Group: co.Group, Topic: short, Partition: co.Partition, Source: co.Offset})
@@ -287,7 +288,7 @@ func replayAll(ctx context.Context, s Side) (*loader.PersistedOffsets, error) {
 	for p := range n {
 		parts[p] = p
 	}
-	po, err := check.ReplayPartitions(ctx, s.Reader, parts, 4)
+	po, err := survey.ReplayPartitions(ctx, s.Reader, parts, 4)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: read the offsets topic: %w", s.Name, err)
 	}

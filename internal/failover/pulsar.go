@@ -3,13 +3,13 @@ package failover
 import (
 	"context"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // AdminBacklog is the Backlog of the source's replicators toward one target.
 type AdminBacklog struct {
-	Replication check.ReplicationSource
+	Replication survey.ReplicationSource
 	Target      string
 }
 

@@ -16,10 +16,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -93,7 +93,7 @@ func pulsarVersion() string {
 // staleRows returns the stale_cache cells of the running lab ("cluster group topic/partition").
 func staleRows(ctx context.Context, l *lab.Lab) []string {
 	code, out, _ := labcli.RunCLI(ctx, l, "--timeout", "10s", "check", "-o", "json")
-	var rep chk.Report
+	var rep survey.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		return []string{fmt.Sprintf("check exit %d, unreadable output", code)}
 	}

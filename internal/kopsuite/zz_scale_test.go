@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
@@ -21,6 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/lab/loadgen"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // This file's name sorts last on purpose: go test runs the files in name order, and this test
@@ -102,7 +102,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 				t.Fatalf("try %d: scus offsets partition %d after repair: %v", try, p, err)
 			}
 		}
-		rep, code := quietly[chk.Report](t, "--timeout", "10s", "check", "-o", "json", "--cluster", "scus", "--group", scope)
+		rep, code := quietly[survey.Report](t, "--timeout", "10s", "check", "-o", "json", "--cluster", "scus", "--group", scope)
 		if code != 0 || len(rep.Unserved) != 0 || rep.Summary["ok"] != s.Groups*s.KeysPerGroup {
 			t.Fatalf("try %d: check after repair: exit %d, unserved %+v, summary %v", try, code, rep.Unserved, rep.Summary)
 		}
@@ -130,7 +130,7 @@ func TestNamespaceUnloadAtScale(t *testing.T) {
 			}
 		}
 		if served == lab.OffsetsTopicPartitions {
-			rep, code := quietly[chk.Report](t, "--timeout", "10s", "check", "-o", "json", "--cluster", "scus", "--group", scope)
+			rep, code := quietly[survey.Report](t, "--timeout", "10s", "check", "-o", "json", "--cluster", "scus", "--group", scope)
 			if code == 0 && rep.Summary["ok"] == s.Groups*s.KeysPerGroup {
 				break
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -63,16 +63,16 @@ var helps = map[string]string{
 // cellGauge is a series with one value per cell, where the cell has it.
 type cellGauge struct {
 	name  string
-	value func(c *check.Cell) (float64, bool)
+	value func(c *verdict.Cell) (float64, bool)
 }
 
 // cellGauges are the series of a cell but kop_offsets_status, in the order they are written.
 var cellGauges = []cellGauge{
-	{MetricCached, func(c *check.Cell) (float64, bool) { return num(c.Cached) }},
-	{MetricPersisted, func(c *check.Cell) (float64, bool) { return num(c.Persisted) }},
-	{MetricTranslated, func(c *check.Cell) (float64, bool) { return num(c.Translated) }},
-	{MetricLag, func(c *check.Cell) (float64, bool) { return num(c.Lag) }},
-	{MetricDrift, func(c *check.Cell) (float64, bool) {
+	{MetricCached, func(c *verdict.Cell) (float64, bool) { return num(c.Cached) }},
+	{MetricPersisted, func(c *verdict.Cell) (float64, bool) { return num(c.Persisted) }},
+	{MetricTranslated, func(c *verdict.Cell) (float64, bool) { return num(c.Translated) }},
+	{MetricLag, func(c *verdict.Cell) (float64, bool) { return num(c.Lag) }},
+	{MetricDrift, func(c *verdict.Cell) (float64, bool) {
 		if c.Cached == nil || c.Persisted == nil {
 			return 0, false
 		}
@@ -114,7 +114,7 @@ func New() (*Series, error) {
 }
 
 // AddRow adds the gauges of one row.
-func (s *Series) AddRow(r *check.Row) {
+func (s *Series) AddRow(r *verdict.Row) {
 	part := strconv.Itoa(int(r.Partition))
 	for i := range r.Cells {
 		cell := &r.Cells[i]
@@ -139,7 +139,7 @@ func b2f(b bool) float64 {
 
 // Finish adds what the report says beside its rows (the exit code, the unserved offsets
 // partitions) and returns the registry.
-func (s *Series) Finish(rep *check.Report) *prometheus.Registry {
+func (s *Series) Finish(rep *survey.Report) *prometheus.Registry {
 	s.exit.Set(float64(rep.ExitCode))
 	for _, u := range rep.Unserved {
 		s.unserved.WithLabelValues(u.Cluster, strconv.Itoa(int(u.OffsetsPartition))).Set(1)
@@ -148,7 +148,7 @@ func (s *Series) Finish(rep *check.Report) *prometheus.Registry {
 }
 
 // Registry returns a registry holding the Series of rep.
-func Registry(rep *check.Report) (*prometheus.Registry, error) {
+func Registry(rep *survey.Report) (*prometheus.Registry, error) {
 	s, err := New()
 	if err != nil {
 		return nil, err

@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Rows calls fn with every row of a report, in order; a row is fn's only during the call.
 // WriteText calls it once per family.
-type Rows func(fn func(*check.Row))
+type Rows func(fn func(*verdict.Row))
 
 // WriteText writes the Series of a report, its rows given by rows and the rest by head
 // (exit code, unserved offsets partitions; head's own rows are not read), in Prometheus's
@@ -21,11 +21,11 @@ type Rows func(fn func(*check.Row))
 // family, and holds no more than one row, where the registry holds every series of every row
 // (about 22 KB per key at a scrape of watch). Labels are written in name order, as the
 // registry does; the samples of a family are in row order, not sorted.
-func WriteText(out io.Writer, head *check.Report, rows Rows) error {
+func WriteText(out io.Writer, head *survey.Report, rows Rows) error {
 	w := &textWriter{w: bufio.NewWriterSize(out, 64<<10)}
 	for _, g := range cellGauges {
 		w.family(g.name, "gauge")
-		rows(func(r *check.Row) {
+		rows(func(r *verdict.Row) {
 			for i := range r.Cells {
 				if v, ok := g.value(&r.Cells[i]); ok {
 					w.cellSample(r, &r.Cells[i], "", v)
@@ -34,7 +34,7 @@ func WriteText(out io.Writer, head *check.Report, rows Rows) error {
 		})
 	}
 	w.family(MetricStatus, "gauge")
-	rows(func(r *check.Row) {
+	rows(func(r *verdict.Row) {
 		for i := range r.Cells {
 			for _, st := range verdict.Statuses {
 				w.cellSample(r, &r.Cells[i], st, b2f(r.Cells[i].Status == st))
@@ -66,7 +66,7 @@ type textWriter struct {
 func (w *textWriter) family(name, typ string) { w.name, w.typ, w.headerDone = name, typ, false }
 
 // cellSample writes a sample of cell c of row r, with the status label when st is set.
-func (w *textWriter) cellSample(r *check.Row, c *check.Cell, st verdict.Status, v float64) {
+func (w *textWriter) cellSample(r *verdict.Row, c *verdict.Cell, st verdict.Status, v float64) {
 	w.sample(func() {
 		w.label("cluster", c.Cluster)
 		w.label("group", r.Group)

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -33,7 +33,7 @@ func TestWriteTextIsTheRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
-		if err := WriteText(&got, rep, func(fn func(*check.Row)) {
+		if err := WriteText(&got, rep, func(fn func(*verdict.Row)) {
 			for i := range rep.Rows {
 				fn(&rep.Rows[i])
 			}
@@ -72,7 +72,7 @@ func normalized(t *testing.T, text string) string {
 	return out.String()
 }
 
-func randomReport(rnd *rand.Rand, rows int) *check.Report {
+func randomReport(rnd *rand.Rand, rows int) *survey.Report {
 	names := []string{"orders", `we"ird`, `back\slash`, "new\nline", "ünï"}
 	i64 := func() *int64 {
 		if rnd.IntN(3) == 0 {
@@ -81,17 +81,17 @@ func randomReport(rnd *rand.Rand, rows int) *check.Report {
 		v := rnd.Int64N(1<<40) - 5
 		return &v
 	}
-	rep := &check.Report{ExitCode: rnd.IntN(4)}
+	rep := &survey.Report{ExitCode: rnd.IntN(4)}
 	for i := range rows {
-		r := check.Row{Group: names[rnd.IntN(len(names))] + fmt.Sprint(i), Topic: names[rnd.IntN(len(names))], Partition: int32(rnd.IntN(3))}
+		r := verdict.Row{Group: names[rnd.IntN(len(names))] + fmt.Sprint(i), Topic: names[rnd.IntN(len(names))], Partition: int32(rnd.IntN(3))}
 		for _, cl := range []string{"scus", "wus"} {
-			r.Cells = append(r.Cells, check.Cell{Cluster: cl, Cached: i64(), Persisted: i64(), Lag: i64(), Translated: i64(),
+			r.Cells = append(r.Cells, verdict.Cell{Cluster: cl, Cached: i64(), Persisted: i64(), Lag: i64(), Translated: i64(),
 				Status: verdict.Statuses[rnd.IntN(len(verdict.Statuses))]})
 		}
 		rep.Rows = append(rep.Rows, r)
 	}
 	for p := range rnd.IntN(3) {
-		rep.Unserved = append(rep.Unserved, check.UnservedPartition{Cluster: "wus", OffsetsPartition: int32(p)})
+		rep.Unserved = append(rep.Unserved, survey.UnservedPartition{Cluster: "wus", OffsetsPartition: int32(p)})
 	}
 	return rep
 }

@@ -19,12 +19,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -43,13 +43,13 @@ func run(t *testing.T, l *lab.Lab, args ...string) (int, string) {
 }
 
 // rowOf is the check report's row of group, failing when there is not exactly one.
-func rowOf(t *testing.T, out, group string) check.Row {
+func rowOf(t *testing.T, out, group string) verdict.Row {
 	t.Helper()
-	var rep check.Report
+	var rep survey.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("not a check report: %v", err)
 	}
-	var rows []check.Row
+	var rows []verdict.Row
 	for _, r := range rep.Rows {
 		if r.Group == group {
 			rows = append(rows, r)

@@ -12,11 +12,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -306,7 +306,7 @@ func oneBrokerDown(t *testing.T, kill bool) {
 		}
 		// The crashed broker is still registered: its groups cannot be asked, the others can.
 		port := fmt.Sprint(w.Broker(1).Ports.Kafka)
-		named := slices.ContainsFunc(rep.Errors, func(e chk.ClusterError) bool { return strings.Contains(e.Error, port) })
+		named := slices.ContainsFunc(rep.Errors, func(e survey.ClusterError) bool { return strings.Contains(e.Error, port) })
 		if code != 3 || answered == 0 || !named {
 			t.Errorf("check right after the kill: exit %d, %d answered, broker-1 (Kafka port %s) named in errors: %v; want exit 3, broker-0's groups answered, broker-1 named", code, answered, port, named)
 		}
@@ -349,13 +349,13 @@ func oneBrokerDown(t *testing.T, kill bool) {
 // judgeDown checks the rows of groups in rep: a row with a cached value has the committed
 // one; a group of broker-0's (the live broker's) partitions must have one. It returns how
 // many rows were answered and the groups that were not.
-func judgeDown(t *testing.T, rep chk.Report, groups []string, want map[string]int64, owner map[int32]int) (int, []string) {
+func judgeDown(t *testing.T, rep survey.Report, groups []string, want map[string]int64, owner map[int32]int) (int, []string) {
 	t.Helper()
 	answered := 0
 	var missing []string
 	for _, g := range groups {
 		p := loader.PartitionFor(g, lab.OffsetsTopicPartitions)
-		i := slices.IndexFunc(rep.Rows, func(r chk.Row) bool { return r.Group == g })
+		i := slices.IndexFunc(rep.Rows, func(r verdict.Row) bool { return r.Group == g })
 		if i < 0 {
 			// With a glob, a group nobody can name has no row: its coordinator is down (not
 			// listed) and its offsets partition unreadable (not persisted). Only broker-1's.

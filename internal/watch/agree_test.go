@@ -17,11 +17,11 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -103,21 +103,21 @@ func (h *history) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 	return nil
 }
 
-func (h *history) ListGroups(context.Context) ([]check.ListedGroup, error) {
+func (h *history) ListGroups(context.Context) ([]survey.ListedGroup, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var out []check.ListedGroup
+	var out []survey.ListedGroup
 	for g := range h.cache {
-		out = append(out, check.ListedGroup{Group: g})
+		out = append(out, survey.ListedGroup{Group: g})
 	}
 	return out, nil
 }
 
-func (h *history) EachOffsets(_ context.Context, groups []string, fn func(string, check.GroupFetch)) {
+func (h *history) EachOffsets(_ context.Context, groups []string, fn func(string, verdict.GroupFetch)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, g := range groups {
-		fn(g, check.GroupFetch{Offsets: h.cache[g]})
+		fn(g, verdict.GroupFetch{Offsets: h.cache[g]})
 	}
 }
 
@@ -133,12 +133,12 @@ func (h *history) EndOffsets(_ context.Context, topics []string) (map[string]map
 var agreeNow = time.Unix(1_800_000_000, 0)
 
 // histories are the states both engines must judge alike, one per scenario.
-func histories() map[string]func(scus, wus *history, repl check.StaticReplication) {
+func histories() map[string]func(scus, wus *history, repl survey.StaticReplication) {
 	c := func(g string, p int32, off int64, age time.Duration) kopcommit.OffsetCommit {
 		return kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: off, CommitTime: agreeNow.Add(-age)}
 	}
-	return map[string]func(scus, wus *history, repl check.StaticReplication){
-		"ok, stale cache, missing": func(scus, wus *history, _ check.StaticReplication) {
+	return map[string]func(scus, wus *history, repl survey.StaticReplication){
+		"ok, stale cache, missing": func(scus, wus *history, _ survey.StaticReplication) {
 			scus.commit("", c("g-ok", 0, 100, time.Hour))
 			wus.commit("scus", c("g-ok", 0, 100, time.Hour))
 			scus.serve("g-ok", 0, 100)
@@ -151,14 +151,14 @@ func histories() map[string]func(scus, wus *history, repl check.StaticReplicatio
 			scus.serve("g-scus-only", 2, 7)
 		},
 		// expiring is a warning: check's default --fail-on leaves it out, and so does watch.
-		"expiring": func(scus, wus *history, _ check.StaticReplication) {
+		"expiring": func(scus, wus *history, _ survey.StaticReplication) {
 			age := kopcommit.KoPOffsetsRetention - time.Hour
 			scus.commit("", c("g-exp", 0, 5, age))
 			wus.commit("scus", c("g-exp", 0, 5, age))
 			scus.serve("g-exp", 0, 5)
 			wus.serve("g-exp", 0, 5)
 		},
-		"expired and replication lag": func(scus, wus *history, repl check.StaticReplication) {
+		"expired and replication lag": func(scus, wus *history, repl survey.StaticReplication) {
 			scus.commit("", c("g-old", 0, 5, kopcommit.KoPOffsetsRetention+time.Hour))
 			wus.commit("scus", c("g-old", 0, 5, kopcommit.KoPOffsetsRetention+time.Hour))
 			scus.commit("", c("g-lag", 0, 90, time.Minute))
@@ -168,7 +168,7 @@ func histories() map[string]func(scus, wus *history, repl check.StaticReplicatio
 			repl[loader.PartitionFor("g-lag", nParts)] = map[string]verdict.Inbound{"wus": {Backlog: 3, Connected: true}}
 		},
 		// A transactional commit the loader leaves pending: both name its producer.
-		"pending transactional commit": func(scus, wus *history, _ check.StaticReplication) {
+		"pending transactional commit": func(scus, wus *history, _ survey.StaticReplication) {
 			scus.commit("", c("g-txn", 0, 10, time.Hour))
 			scus.txn(c("g-txn", 0, 20, time.Minute), 4242)
 			scus.serve("g-txn", 0, 20)
@@ -186,10 +186,10 @@ func TestCheckAndWatchAgree(t *testing.T) {
 			scus, wus, repl := newHistories(build)
 			const ns = "public/default"
 
-			rep, err := check.Run(context.Background(), []check.Cluster{
+			rep, err := survey.Run(context.Background(), []survey.Cluster{
 				{Name: "scus", KafkaNamespace: ns, Reader: scus, Fetcher: scus, Replication: repl},
-				{Name: "wus", KafkaNamespace: ns, Reader: wus, Fetcher: wus, Replication: check.StaticReplication{}},
-			}, check.Options{Now: agreeNow, SkipAlignment: true}) // watch does not align
+				{Name: "wus", KafkaNamespace: ns, Reader: wus, Fetcher: wus, Replication: survey.StaticReplication{}},
+			}, survey.Options{Now: agreeNow, SkipAlignment: true}) // watch does not align
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,19 +222,19 @@ func TestCheckAndWatchAgree(t *testing.T) {
 }
 
 // newHistories are the histories of scus and wus that build writes, and scus's replication.
-func newHistories(build func(scus, wus *history, repl check.StaticReplication)) (scus, wus *history, repl check.StaticReplication) {
-	scus, wus, repl = newHistory(nParts), newHistory(nParts), check.StaticReplication{}
+func newHistories(build func(scus, wus *history, repl survey.StaticReplication)) (scus, wus *history, repl survey.StaticReplication) {
+	scus, wus, repl = newHistory(nParts), newHistory(nParts), survey.StaticReplication{}
 	build(scus, wus, repl)
 	return scus, wus, repl
 }
 
 // watchHistories watches scus and wus (see watchOnce).
-func watchHistories(t *testing.T, scus, wus *history, repl check.StaticReplication) *Watcher {
+func watchHistories(t *testing.T, scus, wus *history, repl survey.StaticReplication) *Watcher {
 	t.Helper()
 	const ns = "public/default"
 	return watchOnce(t, []Cluster{
 		{Name: "scus", KafkaNamespace: ns, Tailer: scus, Fetcher: scus, Replication: repl},
-		{Name: "wus", KafkaNamespace: ns, Tailer: wus, Fetcher: wus, Replication: check.StaticReplication{}},
+		{Name: "wus", KafkaNamespace: ns, Tailer: wus, Fetcher: wus, Replication: survey.StaticReplication{}},
 	})
 }
 
@@ -257,7 +257,7 @@ func watchOnce(t *testing.T, clusters []Cluster) *Watcher {
 	return w
 }
 
-func rowsJSON(t *testing.T, rows []check.Row) string {
+func rowsJSON(t *testing.T, rows []verdict.Row) string {
 	t.Helper()
 	b, err := json.MarshalIndent(rows, "", " ")
 	if err != nil {

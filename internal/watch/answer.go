@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // answer is KoP's last answer for one group, held compact: its offsets in one slice sorted
@@ -25,7 +25,7 @@ type cachedOffset struct {
 }
 
 // newAnswer compacts f, whose topics are named as KoP on a cluster of namespace ns names them.
-func newAnswer(f check.GroupFetch, ns string, names check.Names) answer {
+func newAnswer(f verdict.GroupFetch, ns string, names verdict.Names) answer {
 	a := answer{err: f.Err, unavailable: f.Unavailable}
 	n := 0
 	for _, ps := range f.Offsets {
@@ -50,8 +50,8 @@ func byKey(x, y cachedOffset) int {
 }
 
 // fetch is the answer in kafkafetch's shape, for the row engine (topics in full names).
-func (a answer) fetch() check.GroupFetch {
-	f := check.GroupFetch{Err: a.err, Unavailable: a.unavailable}
+func (a answer) fetch() verdict.GroupFetch {
+	f := verdict.GroupFetch{Err: a.err, Unavailable: a.unavailable}
 	if a.offs != nil {
 		f.Offsets = map[string]map[int32]int64{}
 	}

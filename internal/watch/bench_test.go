@@ -14,11 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // BenchmarkWatchSteadyState is what watch holds in its steady state per live key: one
@@ -54,7 +55,7 @@ func BenchmarkWatchSteadyState(b *testing.B) {
 		rssBefore := procStatus(b, "VmRSS")
 		var clock atomic.Int64 // the followers read it too
 		clock.Store(now.UnixNano())
-		w := New([]Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: tail, Fetcher: genKoP{n}, Replication: check.StaticReplication{}}},
+		w := New([]Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: tail, Fetcher: genKoP{n}, Replication: survey.StaticReplication{}}},
 			Options{Now: func() time.Time { return time.Unix(0, clock.Load()) }, Resync: time.Hour, Backoff: 10 * time.Millisecond, CallTimeout: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())
 		wait := w.Start(ctx)
@@ -152,17 +153,17 @@ func (g genTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage)
 // time as kafkafetch does, a group at a time as kafkafetch's EachOffsets.
 type genKoP struct{ n int }
 
-func (k genKoP) ListGroups(context.Context) ([]check.ListedGroup, error) {
-	out := make([]check.ListedGroup, 0, (k.n+4)/5)
+func (k genKoP) ListGroups(context.Context) ([]survey.ListedGroup, error) {
+	out := make([]survey.ListedGroup, 0, (k.n+4)/5)
 	for g := range (k.n + 4) / 5 {
-		out = append(out, check.ListedGroup{Group: fmt.Sprintf("group-%07d", g)})
+		out = append(out, survey.ListedGroup{Group: fmt.Sprintf("group-%07d", g)})
 	}
 	return out, nil
 }
 
-func (k genKoP) EachOffsets(_ context.Context, groups []string, fn func(string, check.GroupFetch)) {
+func (k genKoP) EachOffsets(_ context.Context, groups []string, fn func(string, verdict.GroupFetch)) {
 	for _, g := range groups {
-		f := check.GroupFetch{Offsets: map[string]map[int32]int64{}}
+		f := verdict.GroupFetch{Offsets: map[string]map[int32]int64{}}
 		if gi, err := strconv.Atoi(strings.TrimPrefix(g, "group-")); err == nil {
 			for i := gi * 5; i < min(gi*5+5, k.n); i++ {
 				f.Offsets[fmt.Sprintf("topic-%02d", i%100)] = map[int32]int64{int32(i % 5): int64(i)}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // retained is what watch keeps per group, summed over the clusters.
@@ -36,8 +36,8 @@ func TestGroupChurnKeepsStateFlat(t *testing.T) {
 	kScus, kWus := newHistory(nParts), newHistory(nParts) // wus's KoP serves nothing: its commits stay pending
 	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	w := New([]Cluster{
-		{Name: "scus", KafkaNamespace: "public/default", Tailer: scus, Fetcher: kScus, Replication: check.StaticReplication{}},
-		{Name: "wus", KafkaNamespace: "public/default", Tailer: wus, Fetcher: kWus, Replication: check.StaticReplication{}},
+		{Name: "scus", KafkaNamespace: "public/default", Tailer: scus, Fetcher: kScus, Replication: survey.StaticReplication{}},
+		{Name: "wus", KafkaNamespace: "public/default", Tailer: wus, Fetcher: kWus, Replication: survey.StaticReplication{}},
 	}, Options{Now: clk.Now, Resync: time.Minute, Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := w.Start(ctx)
@@ -102,7 +102,7 @@ func TestGroupChurnKeepsStateFlat(t *testing.T) {
 		rounds*perRound, (rounds-2)*perRound, w.retained(), first, heapAt10/1024, heapAlloc()/1024)
 }
 
-func reportGroups(rep *check.Report) []string {
+func reportGroups(rep *survey.Report) []string {
 	var out []string
 	if rep == nil {
 		return nil

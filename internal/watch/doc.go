@@ -13,8 +13,8 @@
 //     still stale or with replicated commits KoP does not serve yet); every Resync all
 //     groups are asked again.
 //
-// Everything remote is behind interfaces (Tailer, check.OffsetFetcher,
-// check.ReplicationSource, Reloader, reload.GroupDescriber) so that tests run on fakes.
+// Everything remote is behind interfaces (Tailer, survey.OffsetFetcher,
+// survey.ReplicationSource, Reloader, reload.GroupDescriber) so that tests run on fakes.
 // Nothing here prints or knows about cobra: decisions go to a slog.Logger, numbers to
 // Prometheus collectors (Metrics).
 package watch

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Tailer follows the offsets topic of one cluster; *pulsarx.Reader implements it.
@@ -29,7 +29,7 @@ var _ Tailer = (*pulsarx.Reader)(nil)
 
 // arrival is a commit that reached this cluster through replication.
 type arrival struct {
-	key       check.Key
+	key       verdict.Key
 	offset    int64
 	at        time.Time // when watch read it here
 	from      string    // the cluster it was replicated from
@@ -123,7 +123,7 @@ func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
 		if m.ReplicatedFrom == "" || r.Kind != offsetlog.KindOffsetCommit || r.Offset == nil || r.Partition == nil {
 			continue
 		}
-		a := arrival{key: check.Key{Group: r.Group, Topic: r.Topic, Partition: *r.Partition}, offset: *r.Offset, at: now, from: m.ReplicatedFrom}
+		a := arrival{key: verdict.Key{Group: r.Group, Topic: r.Topic, Partition: *r.Partition}, offset: *r.Offset, at: now, from: m.ReplicatedFrom}
 		if r.CommitTimestamp != nil {
 			a.committed = r.CommitTimestamp.Time()
 		}

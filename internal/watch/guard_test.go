@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // fakeGuard counts the guard calls and refuses with err.
@@ -52,7 +52,7 @@ func guardedEnv(t *testing.T, g *fakeGuard) *env {
 	}
 	e.w = New([]Cluster{
 		{Name: "scus", KafkaNamespace: "public/default", Tailer: e.scus, Fetcher: fetcher(t, e.kScus), Replication: e.repl},
-		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: fetcher(t, e.kWus), Replication: check.StaticReplication{},
+		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: fetcher(t, e.kWus), Replication: survey.StaticReplication{},
 			Reloader: GuardedReloader{Reloader: e.reloader, Guard: g}},
 	}, Options{Repair: true, Now: e.clock.Now, Backoff: 10 * time.Millisecond, CallTimeout: 5 * time.Second,
 		Logger: slog.New(slog.NewJSONHandler(syncWriter{e.logs}, nil))})
@@ -65,7 +65,7 @@ func TestRepairHoldsTheLeaseOnlyWhileItWrites(t *testing.T) {
 	staleOnWus(e, "orders")
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("reloaded", func(*check.Report) bool { return len(e.reloader.reloads()) > 0 })
+	e.cycleUntil("reloaded", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
 	if len(g.heldDuring) != 1 || !g.heldDuring[0] {
 		t.Errorf("lease held during the reloads: %v, want [true]", g.heldDuring)
 	}
@@ -80,7 +80,7 @@ func TestRepairRefusesWhileAnotherProcessHoldsTheLease(t *testing.T) {
 	staleOnWus(e, "orders")
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "lease_held") > 0 })
+	e.cycleUntil("refused", func(*survey.Report) bool { return refusals(e, "lease_held") > 0 })
 	if got := e.reloader.reloads(); len(got) != 0 {
 		t.Errorf("reloaded without the lease: %v", got)
 	}
@@ -91,7 +91,7 @@ func TestRepairRefusesWhileAnotherProcessHoldsTheLease(t *testing.T) {
 	g.mu.Lock()
 	g.err = nil
 	g.mu.Unlock()
-	e.cycleUntil("reloaded", func(*check.Report) bool { return len(e.reloader.reloads()) > 0 })
+	e.cycleUntil("reloaded", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
 }
 
 func TestRepairCountsOtherLeaseFailures(t *testing.T) {
@@ -100,7 +100,7 @@ func TestRepairCountsOtherLeaseFailures(t *testing.T) {
 	staleOnWus(e, "orders")
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "lease_failed") > 0 })
+	e.cycleUntil("refused", func(*survey.Report) bool { return refusals(e, "lease_failed") > 0 })
 	if refusals(e, "lease_held") != 0 || len(e.reloader.reloads()) != 0 {
 		t.Errorf("lease_held %v, reloads %v", refusals(e, "lease_held"), e.reloader.reloads())
 	}

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -14,12 +14,12 @@ import (
 // changes them) and the rest of check's report. Rows are rebuilt when asked for, one at a
 // time: holding them whole would cost every key a second copy of its row.
 type snapshot struct {
-	head      check.Report // without rows
-	groups    []*check.PackedRows
+	head      survey.Report // without rows
+	groups    []*verdict.PackedRows
 	displayNS string
 	rows      int
-	series    RowSeries           // which rows /metrics writes series of
-	notOK     []*check.PackedRows // the groups with a row whose status is not ok, in order
+	series    RowSeries             // which rows /metrics writes series of
+	notOK     []*verdict.PackedRows // the groups with a row whose status is not ok, in order
 }
 
 // RowSeries is which rows /metrics writes the series of (kop_offsets_cached_offset and the
@@ -45,13 +45,13 @@ func ParseRowSeries(s string) (RowSeries, error) {
 }
 
 // seriesRows calls fn with the rows whose series /metrics writes, in order.
-func (s *snapshot) seriesRows(fn func(*check.Row)) {
+func (s *snapshot) seriesRows(fn func(*verdict.Row)) {
 	switch s.series {
 	case RowSeriesNone:
 	case RowSeriesNotOK:
 		// Only the groups that have such a row are rebuilt: a scrape of a healthy million keys
 		// costs next to nothing.
-		s.rowsOf(s.notOK, func(r *check.Row) {
+		s.rowsOf(s.notOK, func(r *verdict.Row) {
 			if r.Status != verdict.StatusOK {
 				fn(r)
 			}
@@ -62,10 +62,10 @@ func (s *snapshot) seriesRows(fn func(*check.Row)) {
 }
 
 // eachRow calls fn with every row in order; the row is fn's only during the call.
-func (s *snapshot) eachRow(fn func(*check.Row)) { s.rowsOf(s.groups, fn) }
+func (s *snapshot) eachRow(fn func(*verdict.Row)) { s.rowsOf(s.groups, fn) }
 
 // rowsOf calls fn with every row of groups, rebuilt, in order.
-func (s *snapshot) rowsOf(groups []*check.PackedRows, fn func(*check.Row)) {
+func (s *snapshot) rowsOf(groups []*verdict.PackedRows, fn func(*verdict.Row)) {
 	for _, g := range groups {
 		for r := range g.Rows(s.head.Clusters, s.displayNS) {
 			fn(&r)
@@ -74,10 +74,10 @@ func (s *snapshot) rowsOf(groups []*check.PackedRows, fn func(*check.Row)) {
 }
 
 // report is the whole report, the caller's to keep and change.
-func (s *snapshot) report() *check.Report {
+func (s *snapshot) report() *survey.Report {
 	rep := s.head
 	rep.Clusters, rep.Errors, rep.Summary = slices.Clone(rep.Clusters), slices.Clone(rep.Errors), maps.Clone(rep.Summary)
-	rep.Rows = make([]check.Row, 0, s.rows)
-	s.eachRow(func(r *check.Row) { rep.Rows = append(rep.Rows, *r) })
+	rep.Rows = make([]verdict.Row, 0, s.rows)
+	s.eachRow(func(r *verdict.Row) { rep.Rows = append(rep.Rows, *r) })
 	return &rep
 }

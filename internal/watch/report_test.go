@@ -8,7 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestReportIsTheEngineRows: the report watch rebuilds from its packed rows is, in Go and in
@@ -49,8 +50,8 @@ func TestReportIsTheEngineRows(t *testing.T) {
 
 // wholeReport is the report of the rows the engine builds now for every group watch holds,
 // kept whole: what watch published before it packed its rows.
-func wholeReport(w *Watcher) *check.Report {
-	rep := &check.Report{SchemaVersion: 1, Summary: map[string]int{}}
+func wholeReport(w *Watcher) *survey.Report {
+	rep := &survey.Report{SchemaVersion: 1, Summary: map[string]int{}}
 	for _, c := range w.clusters {
 		rep.Clusters = append(rep.Clusters, c.Name)
 	}
@@ -63,19 +64,19 @@ func wholeReport(w *Watcher) *check.Report {
 		}
 	}()
 	j, sides := w.judge()
-	rep.Rows = []check.Row{}
+	rep.Rows = []verdict.Row{}
 	for _, g := range groups {
-		for _, r := range w.buildRows(j, sides, check.Names{}, g) {
+		for _, r := range w.buildRows(j, sides, verdict.Names{}, g) {
 			rep.Rows = append(rep.Rows, r)
 			rep.Summary[string(r.Status)]++
 		}
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			rep.Errors = append(rep.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
+			rep.Errors = append(rep.Errors, survey.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
 				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
-	rep.ExitCode = check.ExitCode(rep.Summary, len(rep.Errors) > 0, false, nil)
+	rep.ExitCode = verdict.ExitCode(rep.Summary, len(rep.Errors) > 0, false, nil)
 	return rep
 }

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -28,9 +28,9 @@ type Cluster struct {
 	Tailer Tailer
 	// Replication gives this cluster's replicators of its offsets partitions toward the
 	// others. Nil: no backlog is known from this cluster.
-	Replication check.ReplicationSource
+	Replication survey.ReplicationSource
 	// Fetcher asks KoP (cached side). Nil: the cached side is not asked.
-	Fetcher check.OffsetFetcher
+	Fetcher survey.OffsetFetcher
 	// Reloader writes to this cluster (--repair). Nil: watch never writes here.
 	Reloader Reloader
 }
@@ -87,8 +87,8 @@ type Watcher struct {
 	clusters []*clusterRT
 
 	// Owned by the cycle.
-	rows       map[string]*check.PackedRows // by group; each replaced whole, never changed
-	topicLists map[string][]string          // the rows' lists of topics, each kept once (emptied at a resync)
+	rows       map[string]*verdict.PackedRows // by group; each replaced whole, never changed
+	topicLists map[string][]string            // the rows' lists of topics, each kept once (emptied at a resync)
 	lastResync time.Time
 
 	report atomic.Pointer[snapshot]
@@ -113,7 +113,7 @@ type clusterRT struct {
 	cached     map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
 	repl       map[int32]map[string]verdict.Inbound
 	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
-	pending    map[check.Key]arrival
+	pending    map[verdict.Key]arrival
 	lastReload map[string]time.Time
 }
 
@@ -130,7 +130,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 		o.Now = time.Now
 	}
 	if o.ExpiryWarning == 0 {
-		o.ExpiryWarning = check.DefaultExpiryWarning
+		o.ExpiryWarning = survey.DefaultExpiryWarning
 	}
 	o.RowSeries = cmp.Or(o.RowSeries, RowSeriesAll)
 	if o.Metrics == nil {
@@ -140,11 +140,11 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if lg == nil {
 		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*check.PackedRows{}}
+	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*verdict.PackedRows{}}
 	for _, c := range clusters {
 		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]answer{},
 			repl: map[int32]map[string]verdict.Inbound{}, leo: map[string]map[int32]int64{},
-			pending: map[check.Key]arrival{}, lastReload: map[string]time.Time{}})
+			pending: map[verdict.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
 	return w
 }
@@ -154,7 +154,7 @@ func (w *Watcher) Metrics() *Metrics { return w.m }
 
 // Report returns the rows as of the last cycle (nil before the first), in check's shape:
 // built anew from the packed rows at each call.
-func (w *Watcher) Report() *check.Report {
+func (w *Watcher) Report() *survey.Report {
 	if s := w.report.Load(); s != nil {
 		return s.report()
 	}
@@ -494,7 +494,7 @@ func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool
 	}
 	var groups []string
 	for g := range ask {
-		if check.MatchAny(w.o.Groups, g) {
+		if verdict.MatchAny(w.o.Groups, g) {
 			groups = append(groups, g)
 		}
 	}
@@ -542,7 +542,7 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 // rebuild classifies the rows of groups again; a group without rows is dropped.
 func (w *Watcher) rebuild(groups []string) {
 	j, sides := w.judge()
-	names := check.Names{}
+	names := verdict.Names{}
 	clusters := w.clusterNames()
 	for _, g := range groups {
 		rs := w.buildRows(j, sides, names, g)
@@ -550,7 +550,7 @@ func (w *Watcher) rebuild(groups []string) {
 			delete(w.rows, g)
 			continue
 		}
-		if p := check.Pack(rs, clusters, j); !p.Same(w.rows[g]) {
+		if p := verdict.Pack(rs, clusters, j); !p.Same(w.rows[g]) {
 			p.ShareTopics(w.topicLists, maxTopicLists)
 			w.rows[names.Intern(g)] = p
 		}
@@ -754,9 +754,9 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	t0 := time.Now()
 	failed := 0
 	var firstErr error
-	names := check.Names{}
+	names := verdict.Names{}
 	c.cached = make(map[string]answer, len(groups))
-	keep := func(g string, f check.GroupFetch) {
+	keep := func(g string, f verdict.GroupFetch) {
 		if f.Err != nil && !f.Unavailable {
 			failed++
 			firstErr = cmp.Or(firstErr, f.Err)
@@ -768,7 +768,7 @@ func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	c.Fetcher.EachOffsets(cctx, groups, keep)
 	for _, g := range groups {
 		if _, ok := c.cached[g]; !ok {
-			keep(g, check.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)})
+			keep(g, verdict.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)})
 		}
 	}
 	w.m.fetchDuration.WithLabelValues(c.Name).Observe(time.Since(t0).Seconds())
@@ -826,21 +826,21 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 }
 
 // judge is the row engine for this cycle, and every cluster as it sees it.
-func (w *Watcher) judge() (*check.Judge, []check.Side) {
-	return &check.Judge{Now: w.o.Now(), ExpiryWarning: w.o.ExpiryWarning, DisplayNamespace: w.displayNamespace()}, w.sides()
+func (w *Watcher) judge() (*verdict.Judge, []verdict.Side) {
+	return &verdict.Judge{Now: w.o.Now(), ExpiryWarning: w.o.ExpiryWarning, DisplayNamespace: w.displayNamespace()}, w.sides()
 }
 
 // inbound is the replication of group's offsets partition from every peer toward c.
 func (w *Watcher) inbound(c *clusterRT, group string) map[string]verdict.Inbound {
-	return check.Inbound(w.sides(), c.Name, group)
+	return verdict.InboundFor(w.sides(), c.Name, group)
 }
 
 // sides are the clusters as the row engine sees them.
-func (w *Watcher) sides() []check.Side {
-	sides := make([]check.Side, len(w.clusters))
+func (w *Watcher) sides() []verdict.Side {
+	sides := make([]verdict.Side, len(w.clusters))
 	for i, c := range w.clusters {
 		n, _ := c.partitions()
-		sd := check.Side{Name: c.Name, Namespace: c.KafkaNamespace, Partitions: n, EndOffsets: c.leo,
+		sd := verdict.Side{Name: c.Name, Namespace: c.KafkaNamespace, Partitions: n, EndOffsets: c.leo,
 			Persisted: c.view}
 		if c.up {
 			sd.Outbound = c.repl // a cluster down: what it said before is stale
@@ -855,13 +855,13 @@ func (w *Watcher) sides() []check.Side {
 
 // cachedSide is Side.Cached of c: the answers in kafkafetch's shape, each rebuilt once for
 // the rows of its group (the engine asks once per row).
-func (c *clusterRT) cachedSide() func(string) (check.GroupFetch, bool) {
+func (c *clusterRT) cachedSide() func(string) (verdict.GroupFetch, bool) {
 	var last string
-	var f check.GroupFetch
+	var f verdict.GroupFetch
 	var ok, built bool
-	return func(g string) (check.GroupFetch, bool) {
+	return func(g string) (verdict.GroupFetch, bool) {
 		if v, _ := c.view(g); v == nil {
-			return check.GroupFetch{}, false // unreachable: an older answer says nothing
+			return verdict.GroupFetch{}, false // unreachable: an older answer says nothing
 		}
 		if !built || g != last {
 			var a answer
@@ -885,8 +885,8 @@ func (c *clusterRT) view(group string) (*loader.PersistedOffsets, string) {
 }
 
 // buildRows classifies every topic partition of group across the clusters.
-func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Names, group string) []check.Row {
-	ks := check.KeySet{Names: names}
+func (w *Watcher) buildRows(j *verdict.Judge, sides []verdict.Side, names verdict.Names, group string) []verdict.Row {
+	ks := verdict.KeySet{Names: names}
 	for _, c := range w.clusters {
 		if p := c.partitionOf(group); p != nil {
 			for co := range p.offsetsOf(group) {
@@ -906,7 +906,7 @@ func (w *Watcher) buildRows(j *check.Judge, sides []check.Side, names check.Name
 	if keys.Len() == 0 {
 		return nil
 	}
-	rows := make([]check.Row, keys.Len())
+	rows := make([]verdict.Row, keys.Len())
 	for i := range rows {
 		rows[i] = j.Row(keys.At(i), sides)
 	}
@@ -971,8 +971,8 @@ func (w *Watcher) clusterNames() []string {
 // PackedRows is replaced, never changed), and the report's other fields, with check's exit
 // code for the same rows.
 func (w *Watcher) snapshot() *snapshot {
-	s := &snapshot{head: check.Report{SchemaVersion: 1, Summary: map[string]int{}},
-		displayNS: w.displayNamespace(), groups: make([]*check.PackedRows, 0, len(w.rows)), series: w.o.RowSeries}
+	s := &snapshot{head: survey.Report{SchemaVersion: 1, Summary: map[string]int{}},
+		displayNS: w.displayNamespace(), groups: make([]*verdict.PackedRows, 0, len(w.rows)), series: w.o.RowSeries}
 	for _, c := range w.clusters {
 		s.head.Clusters = append(s.head.Clusters, c.Name)
 	}
@@ -991,10 +991,10 @@ func (w *Watcher) snapshot() *snapshot {
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			s.head.Errors = append(s.head.Errors, check.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
+			s.head.Errors = append(s.head.Errors, survey.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
 				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
-	s.head.ExitCode = check.ExitCode(s.head.Summary, len(s.head.Errors) > 0, false, nil)
+	s.head.ExitCode = verdict.ExitCode(s.head.Summary, len(s.head.Errors) > 0, false, nil)
 	return s
 }

@@ -14,11 +14,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -27,7 +27,7 @@ type env struct {
 	scus, wus *memTail
 	kScus     *fakes.KoP
 	kWus      *fakes.KoP
-	repl      check.StaticReplication // scus -> wus, by offsets partition
+	repl      survey.StaticReplication // scus -> wus, by offsets partition
 	reloader  *fakeReloader
 	clock     *clock
 	logs      *bytes.Buffer
@@ -42,7 +42,7 @@ const nParts = 4
 func newEnv(t *testing.T, o Options) *env {
 	t.Helper()
 	e := &env{t: t, scus: newMemTail(nParts), wus: newMemTail(nParts), kScus: fakes.NewKoP(t), kWus: fakes.NewKoP(t),
-		repl: check.StaticReplication{}, reloader: &fakeReloader{n: nParts}, clock: &clock{t: time.Unix(1_800_000_000, 0)},
+		repl: survey.StaticReplication{}, reloader: &fakeReloader{n: nParts}, clock: &clock{t: time.Unix(1_800_000_000, 0)},
 		logs: &bytes.Buffer{}}
 	o.Now = e.clock.Now
 	o.Logger = slog.New(slog.NewJSONHandler(syncWriter{e.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -50,7 +50,7 @@ func newEnv(t *testing.T, o Options) *env {
 	o.CallTimeout = 5 * time.Second
 	e.w = New([]Cluster{
 		{Name: "scus", KafkaNamespace: "public/default", Tailer: e.scus, Fetcher: fetcher(t, e.kScus), Replication: e.repl},
-		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: fetcher(t, e.kWus), Replication: check.StaticReplication{}, Reloader: e.reloader},
+		{Name: "wus", KafkaNamespace: "public/default", Tailer: e.wus, Fetcher: fetcher(t, e.kWus), Replication: survey.StaticReplication{}, Reloader: e.reloader},
 	}, o)
 	return e
 }
@@ -102,7 +102,7 @@ func (e *env) cycleUntilReady() {
 }
 
 // cycleUntil runs cycles until cond holds on the report (followers deliver asynchronously).
-func (e *env) cycleUntil(what string, cond func(*check.Report) bool) *check.Report {
+func (e *env) cycleUntil(what string, cond func(*survey.Report) bool) *survey.Report {
 	e.t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -120,18 +120,18 @@ func (e *env) cycleUntil(what string, cond func(*check.Report) bool) *check.Repo
 	}
 }
 
-func cellOf(rep *check.Report, group, cluster string) (check.Cell, bool) {
+func cellOf(rep *survey.Report, group, cluster string) (verdict.Cell, bool) {
 	for _, r := range rep.Rows {
 		if r.Group == group {
 			c, ok := r.Lookup(cluster)
 			return c, ok
 		}
 	}
-	return check.Cell{}, false
+	return verdict.Cell{}, false
 }
 
-func persistedIs(group, cluster string, v int64) func(*check.Report) bool {
-	return func(rep *check.Report) bool {
+func persistedIs(group, cluster string, v int64) func(*survey.Report) bool {
+	return func(rep *survey.Report) bool {
 		c, ok := cellOf(rep, group, cluster)
 		return ok && c.Persisted != nil && *c.Persisted == v
 	}
@@ -276,7 +276,7 @@ func TestClusterDownOthersUnaffected(t *testing.T) {
 	if c, _ := cellOf(rep, "orders", "scus"); c.Status != verdict.StatusOK {
 		t.Errorf("scus cell: %+v", c)
 	}
-	if rep.ExitCode != check.ExitUnreachable {
+	if rep.ExitCode != verdict.ExitUnreachable {
 		t.Errorf("exit %d", rep.ExitCode)
 	}
 	body := scrape(t, e.w, "/metrics")
@@ -377,7 +377,7 @@ func TestRepairReloadsStaleBundleThenCooldown(t *testing.T) {
 	staleOnWus(e, "orders")
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("stale", func(rep *check.Report) bool {
+	e.cycleUntil("stale", func(rep *survey.Report) bool {
 		c, _ := cellOf(rep, "orders", "wus")
 		return c.Status == verdict.StatusStaleCache
 	})
@@ -420,7 +420,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		staleOnWus(e, g2)
 		e.start()
 		e.cycleUntilReady()
-		e.cycleUntil("stale", func(*check.Report) bool { return len(e.reloader.reloads()) > 0 })
+		e.cycleUntil("stale", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
 		if got := e.reloader.reloads(); len(got) != 1 {
 			t.Errorf("reloads %v, want 1 (--max-bundles 1)", got)
 		}
@@ -434,7 +434,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		e.repl[loader.PartitionFor(g1, nParts)] = map[string]verdict.Inbound{"wus": {Backlog: 7, Connected: true}}
 		e.start()
 		e.cycleUntilReady()
-		e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "replication_backlog") > 0 })
+		e.cycleUntil("refused", func(*survey.Report) bool { return refusals(e, "replication_backlog") > 0 })
 		if got := e.reloader.reloads(); len(got) != 0 {
 			t.Errorf("reloaded with backlog: %v", got)
 		}
@@ -445,7 +445,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		e.reloader.live = map[string]bool{g1: true}
 		e.start()
 		e.cycleUntilReady()
-		e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "live_members") > 0 })
+		e.cycleUntil("refused", func(*survey.Report) bool { return refusals(e, "live_members") > 0 })
 		if got := e.reloader.reloads(); len(got) != 0 {
 			t.Errorf("reloaded a live bundle: %v", got)
 		}
@@ -462,7 +462,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		staleOnWus(e, g1)
 		e.start()
 		e.cycleUntilReady()
-		e.cycleUntil("dry", func(*check.Report) bool {
+		e.cycleUntil("dry", func(*survey.Report) bool {
 			return testutil.ToFloat64(e.w.m.reloads.WithLabelValues("wus", "dry_run")) > 0
 		})
 		if got := e.reloader.reloads(); len(got) != 0 {
@@ -476,7 +476,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		staleOnWus(e, g2)
 		e.start()
 		e.cycleUntilReady()
-		e.cycleUntil("reload", func(*check.Report) bool { return len(e.reloader.reloads()) > 0 })
+		e.cycleUntil("reload", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
 		if got := e.reloader.reloads(); len(got) != 1 {
 			t.Errorf("reloads %v: the second bundle must wait after a failure", got)
 		}
@@ -520,7 +520,7 @@ func TestRepairRefusesWhatReloadSaysWouldLoseOffsets(t *testing.T) {
 	e.w.clusters[1].Reloader = lossReloader{e.reloader}
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("refused", func(*check.Report) bool { return refusals(e, "would_lose_offsets") > 0 })
+	e.cycleUntil("refused", func(*survey.Report) bool { return refusals(e, "would_lose_offsets") > 0 })
 	if got := e.reloader.reloads(); len(got) != 0 {
 		t.Errorf("reloaded a bundle reload refused: %v", got)
 	}
@@ -551,7 +551,7 @@ func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 	// The group is deleted (offset tombstone) and KoP forgets it.
 	e.scus.commit("", kopcommit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
 	e.kScus.Drop("gone")
-	e.cycleUntil("deleted", func(rep *check.Report) bool { return len(rep.Rows) == 0 })
+	e.cycleUntil("deleted", func(rep *survey.Report) bool { return len(rep.Rows) == 0 })
 	e.clock.add(2 * time.Hour)
 	e.w.Cycle(e.ctx)
 	if got := e.w.retained(); got != (retained{}) {
@@ -568,7 +568,7 @@ func TestRepairLiveOnPrimaryStillRepairsStandby(t *testing.T) {
 	staleOnWus(e, "orders")
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("reloaded", func(*check.Report) bool { return len(e.reloader.reloads()) > 0 })
+	e.cycleUntil("reloaded", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
 	var reported bool
 	for _, l := range e.logLines() {
 		if l["msg"] == "group live on another cluster: reloading anyway, the cache will lag again" &&
@@ -593,7 +593,7 @@ func TestRepairReloadsUnservedPartition(t *testing.T) {
 	e.kWus.SetUnserved("orders", true)
 	e.start()
 	e.cycleUntilReady()
-	e.cycleUntil("unserved", func(rep *check.Report) bool {
+	e.cycleUntil("unserved", func(rep *survey.Report) bool {
 		c, _ := cellOf(rep, "orders", "wus")
 		return c.Status == verdict.StatusCoordinatorUnavailable
 	})
@@ -667,7 +667,7 @@ func TestRowSeries(t *testing.T) {
 		e.kWus.Set("fine", "topic-1", 0, 7)
 		e.start()
 		e.cycleUntilReady()
-		e.cycleUntil("stale and fine", func(rep *check.Report) bool {
+		e.cycleUntil("stale and fine", func(rep *survey.Report) bool {
 			return rep.Summary["stale_cache"] == 1 && rep.Summary["ok"] == 1
 		})
 		body := scrape(t, e.w, "/metrics")

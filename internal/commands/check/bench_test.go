@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // heapSampler records the largest heap (HeapAlloc) seen before the first row is written
@@ -90,8 +90,8 @@ func persistedOnly(n int) (func() ([]config.Cluster, error), ConnectFunc) {
 	clusters := func() ([]config.Cluster, error) {
 		return []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}}, nil
 	}
-	connect := func(cl config.Cluster, _ SourceOptions) (chk.Cluster, func(), error) {
-		return chk.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: reader}, nil, nil
+	connect := func(cl config.Cluster, _ SourceOptions) (survey.Cluster, func(), error) {
+		return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: reader}, nil, nil
 	}
 	return clusters, connect
 }
@@ -138,7 +138,7 @@ func BenchmarkRunHeldRows(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		rep, err := chk.Run(context.Background(), []chk.Cluster{c}, chk.Options{Now: time.UnixMilli(1700000000000)})
+		rep, err := survey.Run(context.Background(), []survey.Cluster{c}, survey.Options{Now: time.UnixMilli(1700000000000)})
 		if err != nil || len(rep.Rows) != n {
 			b.Fatalf("%v, %d rows", err, len(rep.Rows))
 		}

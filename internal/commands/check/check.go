@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -26,6 +25,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -39,7 +39,7 @@ type SourceOptions struct {
 
 // ConnectFunc builds the sources of one cluster; release frees them. Errors are
 // configuration errors (exit 2): nothing is contacted yet.
-type ConnectFunc func(cl config.Cluster, so SourceOptions) (c chk.Cluster, release func(), err error)
+type ConnectFunc func(cl config.Cluster, so SourceOptions) (c survey.Cluster, release func(), err error)
 
 // Options of `check`.
 type Options struct {
@@ -178,7 +178,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kafkafetch.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
-	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", chk.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
+	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", survey.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		var out []string
 		for _, s := range verdict.Statuses {
@@ -223,12 +223,12 @@ func ParseFailOn(vals []string) ([]verdict.Status, error) {
 }
 
 // BuildSources resolves the clusters and builds their sources. Errors are exit 2.
-func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc, so SourceOptions) ([]chk.Cluster, func(), error) {
+func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc, so SourceOptions) ([]survey.Cluster, func(), error) {
 	cls, err := clusters()
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []chk.Cluster
+	var out []survey.Cluster
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -278,10 +278,10 @@ func checkRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	progress := opts.IO.StartProgress("checking offsets")
-	rep, err := chk.Stream(ctx, sources, chk.Options{
+	rep, err := survey.Stream(ctx, sources, survey.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
 		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
-	}, func(r *chk.Row) error {
+	}, func(r *verdict.Row) error {
 		if out.rows == 0 {
 			progress.Stop() // rows go to stdout from now on
 		}
@@ -328,7 +328,7 @@ type reportWriter struct {
 	series   *promexport.Series // with --prometheus-file
 	table    *output.TablePrinter
 	json     *output.JSONStream
-	held     []chk.Row // YAML
+	held     []verdict.Row // YAML
 }
 
 func newReportWriter(opts *Options, clusters []string) (*reportWriter, error) {
@@ -354,15 +354,15 @@ func newReportWriter(opts *Options, clusters []string) (*reportWriter, error) {
 }
 
 // head is the report as far as it is known before the rows: what precedes them in JSON.
-func (w *reportWriter) head() *chk.Report {
-	rep := &chk.Report{SchemaVersion: 1, Clusters: w.clusters, Rows: []chk.Row{}}
+func (w *reportWriter) head() *survey.Report {
+	rep := &survey.Report{SchemaVersion: 1, Clusters: w.clusters, Rows: []verdict.Row{}}
 	if w.opts.Source != "" {
 		rep.Source = &w.opts.Source
 	}
 	return rep
 }
 
-func (w *reportWriter) row(r *chk.Row) error {
+func (w *reportWriter) row(r *verdict.Row) error {
 	w.rows++
 	w.hints.add(r, w.clusters)
 	if w.series != nil {
@@ -379,7 +379,7 @@ func (w *reportWriter) row(r *chk.Row) error {
 	return nil
 }
 
-func (w *reportWriter) finish(rep *chk.Report) error {
+func (w *reportWriter) finish(rep *survey.Report) error {
 	switch {
 	case w.json != nil:
 		return w.json.End(rep)
@@ -391,7 +391,7 @@ func (w *reportWriter) finish(rep *chk.Report) error {
 }
 
 // CellText renders a cell as "cached/persisted": "-" absent, "?" unknown (not asked or failed).
-func CellText(c chk.Cell, cachedAsked bool) string {
+func CellText(c verdict.Cell, cachedAsked bool) string {
 	cached := "?"
 	switch {
 	case c.Cached != nil:
@@ -420,7 +420,7 @@ func tableHeader(clusters []string) []string {
 	return append(header, "LAG", "STATUS")
 }
 
-func tableRow(tp *output.TablePrinter, r *chk.Row, clusters []string, io *iostreams.IOStreams, cachedAsked bool) {
+func tableRow(tp *output.TablePrinter, r *verdict.Row, clusters []string, io *iostreams.IOStreams, cachedAsked bool) {
 	tp.AddField(r.Group)
 	tp.AddField(r.Topic)
 	tp.AddField(strconv.Itoa(int(r.Partition)))
@@ -451,7 +451,7 @@ func tableRow(tp *output.TablePrinter, r *chk.Row, clusters []string, io *iostre
 }
 
 // writeFooter prints the summary line, the cluster errors and the hints.
-func writeFooter(w io.Writer, rep *chk.Report, rows int, hints []string) {
+func writeFooter(w io.Writer, rep *survey.Report, rows int, hints []string) {
 	var parts []string
 	for _, st := range verdict.Statuses {
 		if n := rep.Summary[string(st)]; n > 0 {
@@ -491,7 +491,7 @@ type hints struct {
 	seen map[string]bool
 }
 
-func (h *hints) add(r *chk.Row, clusters []string) {
+func (h *hints) add(r *verdict.Row, clusters []string) {
 	for _, c := range clusters {
 		switch r.Cell(c).Status {
 		case verdict.StatusStaleCache:
@@ -522,35 +522,35 @@ func (h *hints) addOne(s string) {
 // FactoryConnect builds real sources from the Factory: a pulsarx.Reader and Admin for the
 // persisted side and replication stats, kadm for KoP.
 func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
-	return func(cl config.Cluster, so SourceOptions) (chk.Cluster, func(), error) {
+	return func(cl config.Cluster, so SourceOptions) (survey.Cluster, func(), error) {
 		admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
 		if err != nil {
-			return chk.Cluster{}, nil, err
+			return survey.Cluster{}, nil, err
 		}
 		cfg, err := f.Config()
 		if err != nil {
-			return chk.Cluster{}, nil, err
+			return survey.Cluster{}, nil, err
 		}
 		names, err := adminutil.ReplicationNames(admin, cl, cfg, f.Flags.Timeout)
 		if err != nil {
-			return chk.Cluster{}, nil, err
+			return survey.Cluster{}, nil, err
 		}
 		pc, err := f.PulsarClient(cl)
 		if err != nil {
-			return chk.Cluster{}, nil, err
+			return survey.Cluster{}, nil, err
 		}
 		closers := []func(){pc.Close}
-		c := chk.Cluster{
+		c := survey.Cluster{
 			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
 			Reader:      adminutil.LoaderReader(cl, pc, admin, names),
-			Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
+			Replication: survey.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			Owner:       partitionOwner(admin, cl),
 		}
 		if so.Cached || so.Describe {
 			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
 			if err != nil {
 				pc.Close()
-				return chk.Cluster{}, nil, err
+				return survey.Cluster{}, nil, err
 			}
 			closers = append(closers, kc.Close)
 			c.Fetcher = &kafkafetch.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
@@ -17,7 +16,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // memFetcher is an in-memory OffsetFetcher (KoP's cache).
@@ -26,10 +27,10 @@ type memFetcher struct {
 	leo   map[string]map[int32]int64
 }
 
-func (m memFetcher) ListGroups(context.Context) ([]chk.ListedGroup, error) { return nil, nil }
-func (m memFetcher) EachOffsets(_ context.Context, groups []string, fn func(string, chk.GroupFetch)) {
+func (m memFetcher) ListGroups(context.Context) ([]survey.ListedGroup, error) { return nil, nil }
+func (m memFetcher) EachOffsets(_ context.Context, groups []string, fn func(string, verdict.GroupFetch)) {
 	for _, g := range groups {
-		fn(g, chk.GroupFetch{Offsets: m.cache[g]})
+		fn(g, verdict.GroupFetch{Offsets: m.cache[g]})
 	}
 }
 func (m memFetcher) EndOffsets(context.Context, []string) (map[string]map[int32]int64, error) {
@@ -52,17 +53,17 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), ConnectFunc) {
 		wus.Err = &testError{"cluster wus: get partitioned metadata of persistent://public/__kafka/__consumer_offsets: unreachable: connection refused"}
 	}
 	leo := map[string]map[int32]int64{"topic-1": {0: 11000}}
-	connect := func(cl config.Cluster, so SourceOptions) (chk.Cluster, func(), error) {
-		out := chk.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace}
+	connect := func(cl config.Cluster, so SourceOptions) (survey.Cluster, func(), error) {
+		out := survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace}
 		switch cl.Name {
 		case "scus":
 			out.Reader = scus
-			out.Replication = chk.StaticReplication{loader.PartitionFor("billing", 8): {"wus": {Backlog: 2, Connected: true}}}
+			out.Replication = survey.StaticReplication{loader.PartitionFor("billing", 8): {"wus": {Backlog: 2, Connected: true}}}
 			out.Fetcher = memFetcher{cache: map[string]map[string]map[int32]int64{
 				"orders": {"topic-1": {0: 10900}}, "billing": {"topic-1": {0: 42}}}, leo: leo}
 		case "wus":
 			out.Reader = wus
-			out.Replication = chk.StaticReplication{}
+			out.Replication = survey.StaticReplication{}
 			out.Fetcher = memFetcher{cache: map[string]map[string]map[int32]int64{
 				"orders": {"topic-1": {0: 500}}, "billing": {"topic-1": {0: 40}}}, leo: leo}
 		}

@@ -27,11 +27,11 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -93,13 +93,13 @@ func (e *e2eLab) writeConfig(t *testing.T, ns, dead string) string {
 }
 
 // runCheck runs `kop-offsets --config cfg check args...` in-process and decodes its JSON.
-func runCheck(t *testing.T, cfg string, args ...string) (chk.Report, int, string) {
+func runCheck(t *testing.T, cfg string, args ...string) (survey.Report, int, string) {
 	t.Helper()
 	f, s := testutil.NewFactory("test", false)
 	r := testutil.Run(context.Background(), cmdutil.NewTestRoot(f, NewCmdCheck(f, nil)), s,
 		append([]string{"--config", cfg, "--timeout", "5s", "check", "-o", "json"}, args...)...)
 	code := r.Code
-	var rep chk.Report
+	var rep survey.Report
 	if jerr := json.Unmarshal([]byte(r.Out), &rep); jerr != nil {
 		t.Fatalf("exit %d err %v: %v\nstdout %s\nstderr %s", code, r.Err, jerr, r.Out, r.ErrOut)
 	}
@@ -109,7 +109,7 @@ func runCheck(t *testing.T, cfg string, args ...string) (chk.Report, int, string
 	return rep, code, r.ErrOut
 }
 
-func cell(t *testing.T, rep chk.Report, group, cluster string) (chk.Row, chk.Cell) {
+func cell(t *testing.T, rep survey.Report, group, cluster string) (verdict.Row, verdict.Cell) {
 	t.Helper()
 	for _, r := range rep.Rows {
 		if r.Group == group {
@@ -117,7 +117,7 @@ func cell(t *testing.T, rep chk.Report, group, cluster string) (chk.Row, chk.Cel
 		}
 	}
 	t.Fatalf("no row for %s: %+v", group, rep)
-	return chk.Row{}, chk.Cell{}
+	return verdict.Row{}, verdict.Cell{}
 }
 
 func val(p *int64) string {

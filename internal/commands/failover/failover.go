@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
@@ -27,6 +26,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // Options of `failover`.
@@ -368,7 +368,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		closers = append(closers, w.Close)
 		return &Session{
 			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
-				Backlog: fo.AdminBacklog{Replication: chk.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
+				Backlog: fo.AdminBacklog{Replication: survey.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			Close: closeAll,

@@ -9,12 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // Options of `groups`.
@@ -78,7 +78,7 @@ func groupsRun(ctx context.Context, opts *Options) error {
 		sources[i].Replication = nil
 	}
 	progress := opts.IO.StartProgress("listing groups")
-	rep := chk.Groups(ctx, sources, opts.Groups, 4)
+	rep := survey.Groups(ctx, sources, opts.Groups, 4)
 	progress.Stop()
 	err = output.Print(opts.IO, opts.Format, rep, func(tp *output.TablePrinter) {
 		tp.AddHeader("GROUP", "OFFSETS-PARTITION", "CLUSTER", "WHERE", "STATE", "MEMBERS", "PERSISTED-OFFSETS")

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
@@ -24,6 +23,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -230,7 +230,7 @@ func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Sc
 			return nil, err
 		}
 		defer closeAll()
-		rep, err := chk.Run(ctx, sources, chk.Options{Groups: scope.Groups, Topics: scope.Topics})
+		rep, err := survey.Run(ctx, sources, survey.Options{Groups: scope.Groups, Topics: scope.Topics})
 		if err != nil {
 			return nil, err
 		}

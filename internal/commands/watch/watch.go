@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
@@ -27,6 +26,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
@@ -330,7 +330,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			wc := watch.Cluster{
 				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
 				Tailer:      adminutil.LoaderReader(cl, pc, admin, names),
-				Replication: chk.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
+				Replication: survey.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			}
 			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
 			switch {

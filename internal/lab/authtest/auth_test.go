@@ -24,7 +24,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.yaml.in/yaml/v3"
 
-	chk "github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands"
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
@@ -33,6 +32,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 func TestMain(m *testing.M) { labtest.Main(m) }
@@ -65,10 +66,10 @@ func runCLI(t *testing.T, cfg string, args ...string) (int, string, string) {
 }
 
 // checkJSON runs `check -o json` and decodes the report.
-func checkJSON(t *testing.T, cfg string, args ...string) (chk.Report, int) {
+func checkJSON(t *testing.T, cfg string, args ...string) (survey.Report, int) {
 	t.Helper()
 	code, out, _ := runCLI(t, cfg, append([]string{"--timeout", "20s", "check", "-o", "json"}, args...)...)
-	var rep chk.Report
+	var rep survey.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("check: exit %d, not a report: %v", code, err)
 	}
@@ -334,7 +335,7 @@ func wrongTokenOpts(t *testing.T, c lab.Cluster) []kgo.Opt {
 	return opts
 }
 
-func cellOf(t *testing.T, rep chk.Report, group, cluster string) chk.Cell {
+func cellOf(t *testing.T, rep survey.Report, group, cluster string) verdict.Cell {
 	t.Helper()
 	for _, r := range rep.Rows {
 		if r.Group != group {
@@ -347,7 +348,7 @@ func cellOf(t *testing.T, rep chk.Report, group, cluster string) chk.Cell {
 		}
 	}
 	t.Fatalf("check has no %s cell for %s: %+v", cluster, group, rep.Rows)
-	return chk.Cell{}
+	return verdict.Cell{}
 }
 
 func val(p *int64) string {

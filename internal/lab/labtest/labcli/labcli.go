@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // RunCLI runs kop-offsets in-process against l's config.yaml and returns its exit code,
@@ -53,10 +54,10 @@ func (c CLI) Run(t testing.TB, args ...string) (int, string) {
 
 // Check runs `kop-offsets check -o json` and returns the report and the exit code; the
 // report's exitCode must be the process's.
-func (c CLI) Check(t testing.TB, args ...string) (check.Report, int) {
+func (c CLI) Check(t testing.TB, args ...string) (survey.Report, int) {
 	t.Helper()
 	code, out := c.Run(t, append([]string{"--timeout", c.Timeout, "check", "-o", "json"}, args...)...)
-	var rep check.Report
+	var rep survey.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("check: exit %d, not a report: %v", code, err)
 	}
@@ -105,7 +106,7 @@ func (c CLI) Repair(t testing.TB, args ...string) (int, RepairDoc) {
 }
 
 // Row returns the row of group in rep.
-func Row(t testing.TB, rep check.Report, group string) check.Row {
+func Row(t testing.TB, rep survey.Report, group string) verdict.Row {
 	t.Helper()
 	for _, r := range rep.Rows {
 		if r.Group == group {
@@ -113,7 +114,7 @@ func Row(t testing.TB, rep check.Report, group string) check.Row {
 		}
 	}
 	t.Fatalf("check has no row for %s: %+v", group, rep.Rows)
-	return check.Row{}
+	return verdict.Row{}
 }
 
 // StartWatch runs `watch --repair` (2 s cycles) over groups in the background, listening on

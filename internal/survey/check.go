@@ -1,11 +1,11 @@
-package check
+package survey
 
 import (
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"path"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,13 +14,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
-)
-
-// Exit codes of a Report (cli.md).
-const (
-	ExitOK          = 0
-	ExitDrift       = 1
-	ExitUnreachable = 3
 )
 
 // Options select and tune a check.
@@ -55,7 +48,7 @@ type Report struct {
 	SchemaVersion int            `json:"schemaVersion"`
 	Clusters      []string       `json:"clusters"`
 	Source        *string        `json:"source"`
-	Rows          []Row          `json:"rows"`
+	Rows          []verdict.Row  `json:"rows"`
 	Errors        []ClusterError `json:"errors,omitempty"`
 	// Unserved are the offsets partitions KoP does not serve on a cluster (every group of
 	// them gets NOT_COORDINATOR or "loading" for the whole --coordinator-wait), apart from
@@ -78,32 +71,13 @@ type UnservedPartition struct {
 	Fix   string `json:"fix"`
 }
 
-// IsGlob reports whether a --group/--topic value is a pattern rather than a name.
-func IsGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
-
-// MatchAny reports whether any name matches any glob (path.Match); no globs match all.
-// check, repair and watch scope groups and topics with it.
-func MatchAny(globs []string, names ...string) bool {
-	if len(globs) == 0 {
-		return true
-	}
-	for _, g := range globs {
-		for _, n := range names {
-			if ok, _ := path.Match(g, n); ok {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // literalGroups returns the group filter when it names groups only (no glob), else nil.
 func literalGroups(globs []string) []string {
 	if len(globs) == 0 {
 		return nil
 	}
 	for _, g := range globs {
-		if IsGlob(g) {
+		if verdict.IsGlob(g) {
 			return nil
 		}
 	}
@@ -119,7 +93,7 @@ type clusterState struct {
 	settleWarn string                              // the second read failed (settle.go)
 	pErr       error                               // persisted side failed: the cluster is unreachable for this check
 	listed     []ListedGroup
-	cached     map[string]GroupFetch
+	cached     map[string]verdict.GroupFetch
 	cacheErr   error // the whole cached side failed
 	listErr    error // some brokers did not list their groups (kafkafetch.PartialListError)
 	unserved   []UnservedPartition
@@ -130,8 +104,8 @@ type clusterState struct {
 // Run checks clusters. Errors of single clusters are in the report (Errors, cells marked
 // error, ExitCode 3); Run itself fails only on bad options.
 func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
-	var rows []Row
-	rep, err := Stream(ctx, clusters, o, func(r *Row) error {
+	var rows []verdict.Row
+	rep, err := Stream(ctx, clusters, o, func(r *verdict.Row) error {
 		rows = append(rows, *r)
 		return nil
 	})
@@ -145,7 +119,7 @@ func Run(ctx context.Context, clusters []Cluster, o Options) (*Report, error) {
 // Stream is Run that hands every row, in order, to emit as soon as it is classified,
 // without keeping it: the report it returns has no rows (but their summary and exit code).
 // An error of emit ends the check and is returned.
-func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) error) (*Report, error) {
+func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*verdict.Row) error) (*Report, error) {
 	ru, err := newRun(clusters, o)
 	if err != nil {
 		return nil, err
@@ -163,7 +137,7 @@ func Stream(ctx context.Context, clusters []Cluster, o Options, emit func(*Row) 
 	ru.fetchStats(ctx, keys)
 	// 5. Cells, classification (with alignment), one row at a time.
 	judge := ru.judge(ctx, keys)
-	sides := make([]Side, len(ru.states))
+	sides := make([]verdict.Side, len(ru.states))
 	for i, s := range ru.states {
 		sides[i] = s.side()
 	}
@@ -207,7 +181,7 @@ func newRun(clusters []Cluster, o Options) (*run, error) {
 	if o.Source != "" && !slices.Contains(names, o.Source) {
 		return nil, fmt.Errorf("source cluster %q is not among the checked clusters (%s)", o.Source, strings.Join(names, ", "))
 	}
-	ru := &run{o: o, rep: &Report{SchemaVersion: 1, Clusters: names, Rows: []Row{}, Summary: map[string]int{}}}
+	ru := &run{o: o, rep: &Report{SchemaVersion: 1, Clusters: names, Rows: []verdict.Row{}, Summary: map[string]int{}}}
 	if o.Source != "" {
 		ru.rep.Source = &ru.o.Source
 	}
@@ -227,7 +201,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 	for _, s := range ru.states {
 		for _, v := range s.views() {
 			for _, g := range v.Groups() {
-				if MatchAny(ru.o.Groups, g.Group) {
+				if verdict.MatchAny(ru.o.Groups, g.Group) {
 					ru.groupSet[g.Group] = true
 				}
 			}
@@ -241,12 +215,12 @@ func (ru *run) selectGroups(ctx context.Context) {
 	})
 	for _, s := range ru.states {
 		for _, g := range s.listed {
-			if MatchAny(ru.o.Groups, g.Group) {
+			if verdict.MatchAny(ru.o.Groups, g.Group) {
 				ru.groupSet[g.Group] = true
 			}
 		}
 	}
-	ru.groups = slices.Sorted(mapKeys(ru.groupSet))
+	ru.groups = slices.Sorted(maps.Keys(ru.groupSet))
 }
 
 // listGroups asks KoP for its groups. When only some brokers answer, their groups and the
@@ -280,7 +254,7 @@ func (ru *run) fetchCached(ctx context.Context) {
 	})
 }
 
-func (s *clusterState) unservedPartition(ctx context.Context, p int32, f GroupFetch) UnservedPartition {
+func (s *clusterState) unservedPartition(ctx context.Context, p int32, f verdict.GroupFetch) UnservedPartition {
 	u := UnservedPartition{Cluster: s.c.Name, OffsetsPartition: p, Answer: fmt.Sprint(f.Err),
 		Fix: fmt.Sprintf("kop-offsets reload --cluster %s --partition %d --yes (or kop-offsets repair --cluster %s)", s.c.Name, p, s.c.Name)}
 	if s.c.Owner != nil {
@@ -298,8 +272,8 @@ func (s *clusterState) unservedPartition(ctx context.Context, p int32, f GroupFe
 
 // rowKeys is the union of the selected groups' keys on every cluster, filtered by topic,
 // sorted.
-func (ru *run) rowKeys() Keys {
-	var ks KeySet
+func (ru *run) rowKeys() verdict.Keys {
+	var ks verdict.KeySet
 	for _, s := range ru.states {
 		for _, v := range s.views() {
 			// One walk over the offsets: a lookup per group would walk them once per group.
@@ -350,7 +324,7 @@ func (ru *run) warnPartitionCounts() {
 
 // fetchStats reads the replication stats of the rows' offsets partitions and the log-end
 // offsets of their topics, per cluster in parallel.
-func (ru *run) fetchStats(ctx context.Context, keys Keys) {
+func (ru *run) fetchStats(ctx context.Context, keys verdict.Keys) {
 	partsNeeded := map[int32]bool{}
 	topicSet := map[string]bool{}
 	prev := ""
@@ -369,7 +343,7 @@ func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 	parallel(ru.states, func(s *clusterState) {
 		if s.pErr == nil && s.c.Replication != nil && len(ru.states) > 1 {
 			s.repl = map[int32]map[string]verdict.Inbound{}
-			for _, p := range slices.Sorted(mapKeys(partsNeeded)) {
+			for _, p := range slices.Sorted(maps.Keys(partsNeeded)) {
 				st, err := s.c.Replication.OutboundReplication(ctx, p)
 				if err != nil {
 					ru.rep.addErr(clusterErr(s.c.Name, "admin", err))
@@ -398,8 +372,8 @@ func (ru *run) fetchStats(ctx context.Context, keys Keys) {
 
 // judge is the engine of this check, with the alignment of every persisted value replicated
 // from another cluster translated up front.
-func (ru *run) judge(ctx context.Context, keys Keys) *Judge {
-	j := &Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace()}
+func (ru *run) judge(ctx context.Context, keys verdict.Keys) *verdict.Judge {
+	j := &verdict.Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace()}
 	if ru.o.SkipAlignment || len(ru.states) <= 1 {
 		return j
 	}
@@ -408,15 +382,15 @@ func (ru *run) judge(ctx context.Context, keys Keys) *Judge {
 		byName[s.c.Name] = s
 	}
 	aligned := alignRows(ctx, keys, ru.states, byName, ru.o.AlignmentMaxMessages)
-	j.Translate = func(i int, k Key, cell *Cell, ob *verdict.ClusterObservation) {
+	j.Translate = func(i int, k verdict.Key, cell *verdict.Cell, ob *verdict.ClusterObservation) {
 		ru.states[i].translate(k, cell, ob, ru.states, byName, aligned)
 	}
 	return j
 }
 
 // side is this cluster as the engine sees it.
-func (s *clusterState) side() Side {
-	sd := Side{Name: s.c.Name, Namespace: s.c.KafkaNamespace, Partitions: s.partitions, CacheErr: s.cacheErr,
+func (s *clusterState) side() verdict.Side {
+	sd := verdict.Side{Name: s.c.Name, Namespace: s.c.KafkaNamespace, Partitions: s.partitions, CacheErr: s.cacheErr,
 		EndOffsets: s.leo, Outbound: s.repl}
 	if s.pErr != nil {
 		why := fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
@@ -425,7 +399,7 @@ func (s *clusterState) side() Side {
 		sd.Persisted = func(g string) (*loader.PersistedOffsets, string) { return s.view(g), "" }
 	}
 	if s.c.Fetcher != nil {
-		sd.Cached = func(g string) (GroupFetch, bool) { return s.cached[g], true }
+		sd.Cached = func(g string) (verdict.GroupFetch, bool) { return s.cached[g], true }
 	}
 	return sd
 }
@@ -491,7 +465,7 @@ func (ru *run) finish() {
 	slices.SortFunc(rep.Errors, func(a, b ClusterError) int {
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Endpoint, b.Endpoint))
 	})
-	rep.ExitCode = ExitCode(rep.Summary, len(rep.Errors) > 0, len(rep.Unserved) > 0, ru.o.FailOn)
+	rep.ExitCode = verdict.ExitCode(rep.Summary, len(rep.Errors) > 0, len(rep.Unserved) > 0, ru.o.FailOn)
 }
 
 var reportMu sync.Mutex
@@ -507,16 +481,6 @@ func (r *Report) addWarning(w string) {
 	defer reportMu.Unlock()
 	r.Warnings = append(r.Warnings, w)
 	slices.Sort(r.Warnings)
-}
-
-func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 func parallel(states []*clusterState, fn func(*clusterState)) {
@@ -570,7 +534,7 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 		for _, g := range lit {
 			set[loader.PartitionFor(g, n)] = true
 		}
-		parts = slices.Sorted(mapKeys(set))
+		parts = slices.Sorted(maps.Keys(set))
 	} else {
 		for p := range n {
 			parts = append(parts, p)

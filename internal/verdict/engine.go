@@ -1,4 +1,4 @@
-package check
+package verdict
 
 import (
 	"cmp"
@@ -11,7 +11,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // This file is the one row engine of check and watch: row keys, cells, statuses and the
@@ -179,7 +178,7 @@ type Side struct {
 	EndOffsets map[string]map[int32]int64
 	// Outbound is this cluster's replication by offsets partition toward each peer (nil:
 	// unknown).
-	Outbound map[int32]map[string]verdict.Inbound
+	Outbound map[int32]map[string]Inbound
 }
 
 // Judge builds rows from the sides and decides their statuses.
@@ -190,11 +189,11 @@ type Judge struct {
 	Now           time.Time
 	ExpiryWarning time.Duration
 	// Translate, when set, adds a cell's alignment before the row is classified (check).
-	Translate func(side int, k Key, cell *Cell, ob *verdict.ClusterObservation)
+	Translate func(side int, k Key, cell *Cell, ob *ClusterObservation)
 	// DisplayNamespace is the namespace rows name their topic in (the first cluster's).
 	DisplayNamespace string
 
-	obs     []verdict.ClusterObservation // scratch of Row
+	obs     []ClusterObservation // scratch of Row
 	pending map[*loader.PersistedOffsets]bool
 }
 
@@ -220,7 +219,7 @@ func (j *Judge) Row(k Key, sides []Side) Row {
 			j.Translate(i, k, &r.Cells[i], &j.obs[i])
 		}
 	}
-	d := verdict.ClassifyDrift(verdict.DriftInput{Clusters: j.obs, Source: j.Source})
+	d := ClassifyDrift(DriftInput{Clusters: j.obs, Source: j.Source})
 	r.Status = d.Status
 	for i := range r.Cells {
 		cell := &r.Cells[i]
@@ -235,9 +234,9 @@ func (j *Judge) Row(k Key, sides []Side) Row {
 }
 
 // observe builds the cell and the classifier input of row k on sides[i].
-func (j *Judge) observe(sides []Side, i int, k Key) (Cell, verdict.ClusterObservation) {
+func (j *Judge) observe(sides []Side, i int, k Key) (Cell, ClusterObservation) {
 	s := &sides[i]
-	ob := verdict.ClusterObservation{Cluster: s.Name, Cached: verdict.CachedOffsets{State: verdict.CacheNotChecked},
+	ob := ClusterObservation{Cluster: s.Name, Cached: CachedOffsets{State: CacheNotChecked},
 		Now: j.Now.UnixMilli(), ExpiryWarning: j.ExpiryWarning.Milliseconds()}
 	cell := Cell{Cluster: s.Name}
 	if view, why := s.Persisted(k.Group); view == nil {
@@ -254,21 +253,21 @@ func (j *Judge) observe(sides []Side, i int, k Key) (Cell, verdict.ClusterObserv
 			cell.Lag = &lag
 		}
 	}
-	ob.Inbound = Inbound(sides, s.Name, k.Group)
+	ob.Inbound = InboundFor(sides, s.Name, k.Group)
 	return cell, ob
 }
 
-// Inbound is the replication of group's offsets partition toward cluster: the peers'
+// InboundFor is the replication of group's offsets partition toward cluster: the peers'
 // replicators, by peer.
-func Inbound(sides []Side, cluster, group string) map[string]verdict.Inbound {
-	var in map[string]verdict.Inbound // nil until a peer has one: most rows of one cluster have none
+func InboundFor(sides []Side, cluster, group string) map[string]Inbound {
+	var in map[string]Inbound // nil until a peer has one: most rows of one cluster have none
 	for _, peer := range sides {
 		if peer.Name == cluster || peer.Partitions <= 0 {
 			continue
 		}
 		if st, ok := peer.Outbound[loader.PartitionFor(group, peer.Partitions)][cluster]; ok {
 			if in == nil {
-				in = map[string]verdict.Inbound{}
+				in = map[string]Inbound{}
 			}
 			in[peer.Name] = st
 		}
@@ -278,7 +277,7 @@ func Inbound(sides []Side, cluster, group string) map[string]verdict.Inbound {
 
 // persistedCell is what the loader would load, a transactional commit it leaves pending, a
 // partition it cannot load, and the expiry.
-func (j *Judge) persistedCell(view *loader.PersistedOffsets, s *Side, k Key, cell *Cell, ob *verdict.ClusterObservation) {
+func (j *Judge) persistedCell(view *loader.PersistedOffsets, s *Side, k Key, cell *Cell, ob *ClusterObservation) {
 	co, ok := view.Lookup(k.Group, k.Topic, k.Partition)
 	if ok {
 		v := co.Offset
@@ -322,10 +321,10 @@ func (j *Judge) pendingOffset(view *loader.PersistedOffsets, k Key) (loader.Comm
 }
 
 // cachedCell is what KoP answered.
-func cachedCell(s *Side, k Key, cell *Cell, ob *verdict.ClusterObservation) {
+func cachedCell(s *Side, k Key, cell *Cell, ob *ClusterObservation) {
 	switch {
 	case s.CacheErr != nil:
-		ob.Cached.State = verdict.CacheError
+		ob.Cached.State = CacheError
 		if cell.Error == "" {
 			cell.Error = fmt.Sprintf("KoP unreachable: %v", s.CacheErr)
 		}
@@ -337,13 +336,13 @@ func cachedCell(s *Side, k Key, cell *Cell, ob *verdict.ClusterObservation) {
 	switch {
 	case !asked:
 	case f.Unavailable:
-		ob.Cached.State = verdict.CacheCoordinatorUnavailable
+		ob.Cached.State = CacheCoordinatorUnavailable
 		cell.Error = fmt.Sprintf("KoP: %v", f.Err)
 	case f.Err != nil:
-		ob.Cached.State = verdict.CacheError
+		ob.Cached.State = CacheError
 		cell.Error = fmt.Sprintf("KoP: %v", f.Err)
 	default:
-		ob.Cached.State = verdict.CacheAnswered
+		ob.Cached.State = CacheAnswered
 		if v, ok := CachedOffset(f, s.Namespace, k); ok {
 			cell.Cached, ob.Cached.Offset = &v, &v
 		}
@@ -364,18 +363,18 @@ func CachedOffset(f GroupFetch, ns string, k Key) (int64, bool) {
 }
 
 // detail explains the statuses whose fix is not a reload.
-func detail(r *Row, c *Cell, ob verdict.ClusterObservation) string {
+func detail(r *Row, c *Cell, ob ClusterObservation) string {
 	switch c.Status {
-	case verdict.StatusUnloadable:
+	case StatusUnloadable:
 		return ob.LoadFailure
-	case verdict.StatusMisaligned:
+	case StatusMisaligned:
 		return c.Alignment + "; a reload would serve the untranslated number, do not reload; fix: " + align.FailoverCommand(r.Group, r.Topic, c.Origin, c.Cluster)
-	case verdict.StatusCacheAhead:
+	case StatusCacheAhead:
 		if ob.Pending != nil && ob.Cached.Offset != nil && *ob.Pending == *ob.Cached.Offset {
 			return "KoP serves a transactional commit that its loader cannot apply (the COMMIT marker is a Pulsar marker entry no reader sees): right now, lost at the next load; do not reload"
 		}
 		return "KoP serves a newer offset than its loader reads from the topic (a tombstone, compaction, or a commit after this check read the topic): a reload would move it back"
-	case verdict.StatusExpired:
+	case StatusExpired:
 		return "past its expireTimestamp: KoP drops it from its cache within 10 minutes and writes a tombstone that replicates; commit again to keep it"
 	}
 	return ""
@@ -386,14 +385,14 @@ func detail(r *Row, c *Cell, ob verdict.ClusterObservation) string {
 // 1 when a status failOn names was found (nil: DefaultFailOn), or an offsets partition is
 // unserved and failOn names coordinator_unavailable; else 0. check's exit code and watch's
 // kop_offsets_check_exit_code are this function of the same rows.
-func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []verdict.Status) int {
-	if unreachable || summary[string(verdict.StatusError)] > 0 {
+func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []Status) int {
+	if unreachable || summary[string(StatusError)] > 0 {
 		return ExitUnreachable
 	}
 	if failOn == nil {
 		failOn = DefaultFailOn()
 	}
-	if unserved && slices.Contains(failOn, verdict.StatusCoordinatorUnavailable) {
+	if unserved && slices.Contains(failOn, StatusCoordinatorUnavailable) {
 		return ExitDrift // groups of them can neither join nor commit
 	}
 	for _, st := range failOn {
@@ -406,9 +405,9 @@ func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []verdi
 
 // DefaultFailOn is every status but ok and expiring (a warning: name it in --fail-on to
 // fail on it).
-func DefaultFailOn() []verdict.Status {
-	return slices.DeleteFunc(slices.Clone(verdict.Statuses), func(s verdict.Status) bool {
-		return s == verdict.StatusOK || s == verdict.StatusExpiring
+func DefaultFailOn() []Status {
+	return slices.DeleteFunc(slices.Clone(Statuses), func(s Status) bool {
+		return s == StatusOK || s == StatusExpiring
 	})
 }
 

@@ -1,4 +1,4 @@
-package check
+package survey
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // every cluster's value into each peer's whose numbering differs. One map per topic partition
 // and pair of clusters; in the usual active-passive case the peers' requests are the
 // replicated values' own.
-func alignRows(ctx context.Context, keys Keys, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
+func alignRows(ctx context.Context, keys verdict.Keys, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
 	sources := map[string]align.Source{}
 	for _, s := range states {
 		// A KoP that did not answer the cached side is not asked again for every topic.
@@ -44,7 +44,7 @@ func alignRows(ctx context.Context, keys Keys, states []*clusterState, byName ma
 
 // numbering returns this cluster's persisted value of row r and the cluster whose numbering
 // it counts in (where it was written).
-func (s *clusterState) numbering(r Key) (string, int64, bool) {
+func (s *clusterState) numbering(r verdict.Key) (string, int64, bool) {
 	if s.persisted == nil {
 		return "", 0, false
 	}
@@ -60,7 +60,7 @@ func (s *clusterState) numbering(r Key) (string, int64, bool) {
 
 // alignRequest is the translation row r needs on this cluster: its persisted value came from
 // another checked cluster.
-func (s *clusterState) alignRequest(r Key, byName map[string]*clusterState) (align.Request, bool) {
+func (s *clusterState) alignRequest(r verdict.Key, byName map[string]*clusterState) (align.Request, bool) {
 	from, v, ok := s.numbering(r)
 	if !ok || from == s.c.Name || byName[from] == nil {
 		return align.Request{}, false
@@ -70,7 +70,7 @@ func (s *clusterState) alignRequest(r Key, byName map[string]*clusterState) (ali
 
 // peerRequest is the translation of peer's value of row r into this cluster's numbering,
 // needed when peer's value counts in another cluster's numbering than this one's.
-func (s *clusterState) peerRequest(r Key, peer *clusterState, byName map[string]*clusterState) (align.Request, bool) {
+func (s *clusterState) peerRequest(r verdict.Key, peer *clusterState, byName map[string]*clusterState) (align.Request, bool) {
 	if peer == s {
 		return align.Request{}, false
 	}
@@ -81,13 +81,13 @@ func (s *clusterState) peerRequest(r Key, peer *clusterState, byName map[string]
 	return s.requestFor(r, from, v), true
 }
 
-func (s *clusterState) requestFor(r Key, from string, v int64) align.Request {
+func (s *clusterState) requestFor(r verdict.Key, from string, v int64) align.Request {
 	return align.Request{From: from, To: s.c.Name, Topic: loader.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
 }
 
 // translate adds the row's alignment on this cluster to its cell and observation: its own
 // value's translation, and the peers' values in this cluster's numbering.
-func (s *clusterState) translate(r Key, cell *Cell, ob *verdict.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
+func (s *clusterState) translate(r verdict.Key, cell *verdict.Cell, ob *verdict.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
 	for _, peer := range states {
 		if req, ok := s.peerRequest(r, peer, byName); ok {
 			if got, ok := res[req]; ok && got.Err == nil {

@@ -1,21 +1,21 @@
-package check
+package verdict
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Row is one group/topic/partition.
 type Row struct {
-	Group            string         `json:"group"`
-	Topic            string         `json:"topic"`
-	Partition        int32          `json:"partition"`
-	OffsetsPartition int32          `json:"offsetsPartition"`
-	Status           verdict.Status `json:"status"`
+	Group            string `json:"group"`
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	OffsetsPartition int32  `json:"offsetsPartition"`
+	Status           Status `json:"status"`
 	// Cells are the row on each cluster, in the order of the report's clusters. JSON writes
 	// them as the object "clusters", keyed by cluster name: a slice costs a row a fraction
 	// of a map.
@@ -53,14 +53,14 @@ type Cell struct {
 	Persisted *int64 `json:"persisted"`
 	// Predicted is what KoP would serve after a load, present only where it differs from
 	// Persisted.
-	Predicted       *Prediction    `json:"predicted,omitempty"`
-	CommitTimestamp *output.Time   `json:"commitTimestamp"`
-	ExpireTimestamp *output.Time   `json:"expireTimestamp,omitempty"`
-	ExpiresIn       *float64       `json:"expiresInSeconds,omitempty"` // negative: expired
-	LogEndOffset    *int64         `json:"logEndOffset"`
-	Lag             *int64         `json:"lag"`
-	Status          verdict.Status `json:"status"`
-	Error           string         `json:"error,omitempty"`
+	Predicted       *Prediction  `json:"predicted,omitempty"`
+	CommitTimestamp *output.Time `json:"commitTimestamp"`
+	ExpireTimestamp *output.Time `json:"expireTimestamp,omitempty"`
+	ExpiresIn       *float64     `json:"expiresInSeconds,omitempty"` // negative: expired
+	LogEndOffset    *int64       `json:"logEndOffset"`
+	Lag             *int64       `json:"lag"`
+	Status          Status       `json:"status"`
+	Error           string       `json:"error,omitempty"`
 	// Detail says why for unloadable, misaligned, cache_ahead and expired.
 	Detail string `json:"detail,omitempty"`
 	// Origin is the cluster the persisted commit was replicated from (absent: written on
@@ -81,11 +81,11 @@ type Prediction struct {
 
 // rowJSON is the JSON shape of a Row (for reading it back).
 type rowJSON struct {
-	Group            string         `json:"group"`
-	Topic            string         `json:"topic"`
-	Partition        int32          `json:"partition"`
-	OffsetsPartition int32          `json:"offsetsPartition"`
-	Status           verdict.Status `json:"status"`
+	Group            string `json:"group"`
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	OffsetsPartition int32  `json:"offsetsPartition"`
+	Status           Status `json:"status"`
 }
 
 // MarshalJSON implements json.Marshaler: cells as the object "clusters", keyed by cluster
@@ -187,7 +187,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = Row{Group: v.Group, Topic: v.Topic, Partition: v.Partition, OffsetsPartition: v.OffsetsPartition, Status: v.Status}
-	for _, name := range slices.Sorted(mapKeys(v.Clusters)) {
+	for _, name := range slices.Sorted(maps.Keys(v.Clusters)) {
 		c := v.Clusters[name]
 		c.Cluster = name
 		r.Cells = append(r.Cells, c)

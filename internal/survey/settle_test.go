@@ -1,4 +1,4 @@
-package check
+package survey
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func (d *duringCheck) ReadPartition(ctx context.Context, p int32, fn func(loader
 // after KoP answered, the second read differs from the answer and the first read stands:
 // cache_ahead, with the detail naming a commit after the read.
 func TestCommitDuringCheckIsNotAhead(t *testing.T) {
-	run := func(t *testing.T, again bool) (Row, *Report) {
+	run := func(t *testing.T, again bool) (verdict.Row, *Report) {
 		t.Helper()
 		k := newKoP(t, 100)
 		mem := fakes.NewMemReader(8).Commit(commit("live", 0, 5))
@@ -65,14 +65,14 @@ func TestCommitDuringCheckIsNotAhead(t *testing.T) {
 	t.Run("committed once during the check", func(t *testing.T) {
 		r, rep := run(t, false)
 		c := r.Cell("scus")
-		if r.Status != verdict.StatusOK || *c.Cached != 7 || *c.Persisted != 7 || rep.ExitCode != ExitOK {
+		if r.Status != verdict.StatusOK || *c.Cached != 7 || *c.Persisted != 7 || rep.ExitCode != verdict.ExitOK {
 			t.Errorf("row %s, cell %+v, exit %d; want ok at 7, exit 0", r.Status, c, rep.ExitCode)
 		}
 	})
 	t.Run("committed again after KoP answered", func(t *testing.T) {
 		r, rep := run(t, true)
 		c := r.Cell("scus")
-		if r.Status != verdict.StatusCacheAhead || *c.Cached != 7 || *c.Persisted != 5 || rep.ExitCode != ExitDrift {
+		if r.Status != verdict.StatusCacheAhead || *c.Cached != 7 || *c.Persisted != 5 || rep.ExitCode != verdict.ExitDrift {
 			t.Errorf("row %s, cell %+v, exit %d; want cache_ahead 7 over 5, exit 1", r.Status, c, rep.ExitCode)
 		}
 	})

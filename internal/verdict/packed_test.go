@@ -1,4 +1,4 @@
-package check
+package verdict
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestPackedRowsRebuildExactly: every kind of cell the engine builds (numbers only, a
@@ -26,21 +25,21 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 	j := &Judge{Now: time.UnixMilli(nowMs), DisplayNamespace: "public/default"}
 	full := "persistent://public/default/orders"
 	cells := [][]Cell{
-		{{Cluster: "scus", Cached: i64(5), Persisted: i64(7), LogEndOffset: i64(9), Lag: i64(4), CommitTimestamp: at, Status: verdict.StatusStaleCache},
-			{Cluster: "wus", Persisted: i64(7), LogEndOffset: i64(3), Lag: i64(0), Status: verdict.StatusOK}},
-		{{Cluster: "scus", Status: verdict.StatusMissing}, {Cluster: "wus", Cached: i64(1), Status: verdict.StatusOK}},
-		{{Cluster: "scus", Persisted: i64(8), Predicted: &Prediction{Offset: i64(7), Reason: "pending"}, Status: verdict.StatusStaleCache},
-			{Cluster: "wus", Persisted: i64(2), ExpireTimestamp: expire, ExpiresIn: f64(-3.5), Detail: "expired", Status: verdict.StatusExpired}},
-		{{Cluster: "scus", Persisted: i64(8), ExpireTimestamp: expire, ExpiresIn: f64(float64(expireMs-nowMs) / 1000), Status: verdict.StatusExpiring},
-			{Cluster: "wus", Persisted: i64(2), ExpireTimestamp: expire, ExpiresIn: f64(1), Status: verdict.StatusOK}},
-		{{Cluster: "scus", Error: "cluster down", Status: verdict.StatusError},
-			{Cluster: "wus", Persisted: i64(2), Origin: "scus", Translated: i64(3), Alignment: "aligned", Status: verdict.StatusOK}},
-		{{Cluster: "scus", Cached: i64(5), LogEndOffset: i64(9), Lag: i64(1), Status: verdict.StatusOK},
-			{Cluster: "wus", CommitTimestamp: output.NewTime(time.UnixMilli(5).In(time.FixedZone("x", 3600))), Status: verdict.StatusOK}},
+		{{Cluster: "scus", Cached: i64(5), Persisted: i64(7), LogEndOffset: i64(9), Lag: i64(4), CommitTimestamp: at, Status: StatusStaleCache},
+			{Cluster: "wus", Persisted: i64(7), LogEndOffset: i64(3), Lag: i64(0), Status: StatusOK}},
+		{{Cluster: "scus", Status: StatusMissing}, {Cluster: "wus", Cached: i64(1), Status: StatusOK}},
+		{{Cluster: "scus", Persisted: i64(8), Predicted: &Prediction{Offset: i64(7), Reason: "pending"}, Status: StatusStaleCache},
+			{Cluster: "wus", Persisted: i64(2), ExpireTimestamp: expire, ExpiresIn: f64(-3.5), Detail: "expired", Status: StatusExpired}},
+		{{Cluster: "scus", Persisted: i64(8), ExpireTimestamp: expire, ExpiresIn: f64(float64(expireMs-nowMs) / 1000), Status: StatusExpiring},
+			{Cluster: "wus", Persisted: i64(2), ExpireTimestamp: expire, ExpiresIn: f64(1), Status: StatusOK}},
+		{{Cluster: "scus", Error: "cluster down", Status: StatusError},
+			{Cluster: "wus", Persisted: i64(2), Origin: "scus", Translated: i64(3), Alignment: "aligned", Status: StatusOK}},
+		{{Cluster: "scus", Cached: i64(5), LogEndOffset: i64(9), Lag: i64(1), Status: StatusOK},
+			{Cluster: "wus", CommitTimestamp: output.NewTime(time.UnixMilli(5).In(time.FixedZone("x", 3600))), Status: StatusOK}},
 	}
 	var rows []Row
 	for p, cs := range cells {
-		rows = append(rows, Row{Group: "g", Topic: "orders", Partition: int32(p), OffsetsPartition: 4, Status: verdict.StatusStaleCache, fullTopic: full, Cells: cs})
+		rows = append(rows, Row{Group: "g", Topic: "orders", Partition: int32(p), OffsetsPartition: 4, Status: StatusStaleCache, fullTopic: full, Cells: cs})
 	}
 	clusters := []string{"scus", "wus"}
 	packs := map[string][]Row{"packs": rows}
@@ -64,7 +63,7 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 				t.Errorf("%s: row %d:\ngot  %s\nwant %s", name, i, encode(t, got[i], false), encode(t, rs[i], false))
 			}
 		}
-		var statuses []verdict.Status
+		var statuses []Status
 		for _, r := range rs {
 			statuses = append(statuses, r.Status)
 		}
@@ -88,8 +87,8 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 	// Numbers of every size and sign come back (varints, deltas).
 	for _, v := range []int64{0, 1, -1, 127, 128, -129, 1 << 40, -(1 << 40), 1<<63 - 1, -1 << 63} {
 		c := Cell{Cluster: "scus", Cached: i64(v), Persisted: i64(-v), LogEndOffset: i64(v / 3), Lag: i64(max(v/3-v, 0)),
-			CommitTimestamp: output.NewTime(offsetlog.Millis(v / 1000).Time()), Status: verdict.StatusOK}
-		r := Row{Group: "g", Topic: "orders", OffsetsPartition: 4, Status: verdict.StatusOK, fullTopic: full, Cells: []Cell{c}}
+			CommitTimestamp: output.NewTime(offsetlog.Millis(v / 1000).Time()), Status: StatusOK}
+		r := Row{Group: "g", Topic: "orders", OffsetsPartition: 4, Status: StatusOK, fullTopic: full, Cells: []Cell{c}}
 		p := Pack([]Row{r}, []string{"scus"}, j)
 		if got := slices.Collect(p.Rows([]string{"scus"}, "public/default")); !reflect.DeepEqual(got, []Row{r}) {
 			t.Errorf("%d: got %s", v, encode(t, got, false))
@@ -106,17 +105,17 @@ func TestPackedRowsRebuildExactly(t *testing.T) {
 func TestPackedRowsSame(t *testing.T) {
 	i64 := func(v int64) *int64 { return &v }
 	full := "persistent://public/default/orders"
-	row := func(cached int64, st verdict.Status, expire *output.Time, expiresIn *float64) []Row {
+	row := func(cached int64, st Status, expire *output.Time, expiresIn *float64) []Row {
 		return []Row{{Group: "g", Topic: "orders", Partition: 1, OffsetsPartition: 4, Status: st, fullTopic: full,
 			Cells: []Cell{{Cluster: "scus", Cached: i64(cached), Persisted: i64(7), Status: st, ExpireTimestamp: expire, ExpiresIn: expiresIn}}}}
 	}
 	clusters := []string{"scus"}
 	at := func(ms int64) *Judge { return &Judge{Now: time.UnixMilli(ms), DisplayNamespace: "public/default"} }
-	base := Pack(row(7, verdict.StatusOK, nil, nil), clusters, at(1_000))
+	base := Pack(row(7, StatusOK, nil, nil), clusters, at(1_000))
 	expire := output.NewTime(time.UnixMilli(10_000))
 	in := func(nowMs int64) *float64 { v := float64(10_000-nowMs) / 1000; return &v }
 	withError := func(cached int64, err string) *PackedRows {
-		rs := row(cached, verdict.StatusError, nil, nil)
+		rs := row(cached, StatusError, nil, nil)
 		rs[0].Cells[0].Error = err
 		return Pack(rs, clusters, at(1_000))
 	}
@@ -125,16 +124,16 @@ func TestPackedRowsSame(t *testing.T) {
 		a, b *PackedRows
 		want bool
 	}{
-		{"same numbers", base, Pack(row(7, verdict.StatusOK, nil, nil), clusters, at(1_000)), true},
-		{"same numbers, later", base, Pack(row(7, verdict.StatusOK, nil, nil), clusters, at(9_000)), true},
-		{"another cached offset", base, Pack(row(6, verdict.StatusOK, nil, nil), clusters, at(1_000)), false},
-		{"another status", base, Pack(row(7, verdict.StatusStaleCache, nil, nil), clusters, at(1_000)), false},
-		{"an expiry, the same time", Pack(row(7, verdict.StatusOK, expire, in(1_000)), clusters, at(1_000)),
-			Pack(row(7, verdict.StatusOK, expire, in(1_000)), clusters, at(1_000)), true},
-		{"an expiry, later", Pack(row(7, verdict.StatusOK, expire, in(1_000)), clusters, at(1_000)),
-			Pack(row(7, verdict.StatusOK, expire, in(2_000)), clusters, at(2_000)), true},
-		{"another expiry", Pack(row(7, verdict.StatusOK, expire, in(1_000)), clusters, at(1_000)),
-			Pack(row(7, verdict.StatusOK, output.NewTime(time.UnixMilli(11_000)), in(0)), clusters, at(1_000)), false},
+		{"same numbers", base, Pack(row(7, StatusOK, nil, nil), clusters, at(1_000)), true},
+		{"same numbers, later", base, Pack(row(7, StatusOK, nil, nil), clusters, at(9_000)), true},
+		{"another cached offset", base, Pack(row(6, StatusOK, nil, nil), clusters, at(1_000)), false},
+		{"another status", base, Pack(row(7, StatusStaleCache, nil, nil), clusters, at(1_000)), false},
+		{"an expiry, the same time", Pack(row(7, StatusOK, expire, in(1_000)), clusters, at(1_000)),
+			Pack(row(7, StatusOK, expire, in(1_000)), clusters, at(1_000)), true},
+		{"an expiry, later", Pack(row(7, StatusOK, expire, in(1_000)), clusters, at(1_000)),
+			Pack(row(7, StatusOK, expire, in(2_000)), clusters, at(2_000)), true},
+		{"another expiry", Pack(row(7, StatusOK, expire, in(1_000)), clusters, at(1_000)),
+			Pack(row(7, StatusOK, output.NewTime(time.UnixMilli(11_000)), in(0)), clusters, at(1_000)), false},
 		{"kept whole", Pack(row(7, "unknown", nil, nil), clusters, at(1_000)), Pack(row(7, "unknown", nil, nil), clusters, at(1_000)), false},
 		{"the same error", withError(7, "down"), withError(7, "down"), true},
 		{"another error", withError(7, "down"), withError(7, "not replayed"), false},
@@ -154,7 +153,7 @@ func TestShareTopics(t *testing.T) {
 		var rows []Row
 		for _, tp := range topics {
 			rows = append(rows, Row{Group: group, Topic: tp, fullTopic: "persistent://public/default/" + tp,
-				Cells: []Cell{{Cluster: "scus", Status: verdict.StatusOK}}, Status: verdict.StatusOK})
+				Cells: []Cell{{Cluster: "scus", Status: StatusOK}}, Status: StatusOK})
 		}
 		return Pack(rows, []string{"scus"}, j)
 	}
@@ -191,11 +190,11 @@ func TestPackedRowsRandomRoundTrip(t *testing.T) {
 	for n := range 500 {
 		var rows []Row
 		for i := range rnd.IntN(8) + 1 {
-			r := Row{Group: "g", Topic: fmt.Sprintf("t%d", rnd.IntN(3)), Partition: int32(i), OffsetsPartition: 2, Status: verdict.StatusOK}
+			r := Row{Group: "g", Topic: fmt.Sprintf("t%d", rnd.IntN(3)), Partition: int32(i), OffsetsPartition: 2, Status: StatusOK}
 			r.fullTopic = "persistent://public/default/" + r.Topic
 			for _, cl := range clusters {
 				c := Cell{Cluster: cl, Cached: maybe(rnd.Int64N(1 << 50)), Persisted: maybe(rnd.Int64N(1 << 50)),
-					LogEndOffset: maybe(rnd.Int64N(1 << 50)), Status: verdict.Statuses[rnd.IntN(len(verdict.Statuses))]}
+					LogEndOffset: maybe(rnd.Int64N(1 << 50)), Status: Statuses[rnd.IntN(len(Statuses))]}
 				c.Lag = (&packedCell{cached: deref(c.Cached), persisted: deref(c.Persisted), logEnd: deref(c.LogEndOffset),
 					has: bit(c.Cached, hasCached) | bit(c.Persisted, hasPersisted) | bit(c.LogEndOffset, hasLogEnd)}).lag()
 				if rnd.IntN(4) > 0 {

@@ -1,8 +1,10 @@
-package check
+package survey
 
 import (
 	"context"
 	"fmt"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"maps"
 	"slices"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -46,7 +48,7 @@ func (s *clusterState) settleAhead(ctx context.Context, ru *run) {
 	if len(ahead) == 0 {
 		return
 	}
-	parts := slices.Sorted(mapKeys(set))
+	parts := slices.Sorted(maps.Keys(set))
 	views, err := replayPartitions(ctx, s.c.Reader, parts, ru.o.Concurrency)
 	if err != nil {
 		// The first read stands: the rows say cache_ahead, as without the second read.
@@ -76,7 +78,7 @@ const (
 )
 
 // compare says how KoP's answer f for group compares with what view holds for it.
-func (s *clusterState) compare(view *loader.PersistedOffsets, group string, f GroupFetch) int {
+func (s *clusterState) compare(view *loader.PersistedOffsets, group string, f verdict.GroupFetch) int {
 	same, n := true, 0
 	for t, ps := range f.Offsets {
 		full := loader.NormalizeTopic(t, s.c.KafkaNamespace)

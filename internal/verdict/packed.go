@@ -1,4 +1,4 @@
-package check
+package verdict
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // PackedRows are the rows of one group held small, for a process that keeps every row
@@ -55,20 +54,20 @@ const (
 	cellWhole = 0xff
 )
 
-// statusCode is 1 + s's index in verdict.Statuses, 0 for none (ok false: unknown).
-func statusCode(s verdict.Status) (uint8, bool) {
+// statusCode is 1 + s's index in Statuses, 0 for none (ok false: unknown).
+func statusCode(s Status) (uint8, bool) {
 	if s == "" {
 		return 0, true
 	}
-	i := slices.Index(verdict.Statuses, s)
+	i := slices.Index(Statuses, s)
 	return uint8(i + 1), i >= 0
 }
 
-func statusOf(c uint8) verdict.Status {
+func statusOf(c uint8) Status {
 	if c == 0 {
 		return ""
 	}
-	return verdict.Statuses[c-1]
+	return Statuses[c-1]
 }
 
 // Pack packs the rows of one group, as j built them over clusters (the sides' names, in
@@ -363,8 +362,8 @@ func errs(r *rareRows) []string {
 }
 
 // Statuses yields the status of every row, in order (none for nil).
-func (p *PackedRows) Statuses() iter.Seq[verdict.Status] {
-	return func(yield func(verdict.Status) bool) {
+func (p *PackedRows) Statuses() iter.Seq[Status] {
+	return func(yield func(Status) bool) {
 		if p == nil {
 			return
 		}

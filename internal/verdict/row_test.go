@@ -1,4 +1,4 @@
-package check
+package verdict
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // mapRow is the shape Row had, a map of cells: its JSON is the contract.
@@ -17,7 +16,7 @@ type mapRow struct {
 	Topic            string          `json:"topic"`
 	Partition        int32           `json:"partition"`
 	OffsetsPartition int32           `json:"offsetsPartition"`
-	Status           verdict.Status  `json:"status"`
+	Status           Status          `json:"status"`
 	Clusters         map[string]Cell `json:"clusters"`
 }
 
@@ -37,7 +36,7 @@ func encode(t *testing.T, v any, escapeHTML bool) string {
 func TestRowJSONIsTheMapShape(t *testing.T) {
 	v := int64(7)
 	for _, group := range []string{"orders", "a<b>&c", "é\"\\\n\t\u2028\x01", "\xff"} {
-		r := Row{Group: group, Topic: "topic<1>", Partition: 3, OffsetsPartition: -1, Status: verdict.StatusStaleCache,
+		r := Row{Group: group, Topic: "topic<1>", Partition: 3, OffsetsPartition: -1, Status: StatusStaleCache,
 			Cells: []Cell{{Cluster: "wus", Cached: &v, Detail: "x < y & z"}, {Cluster: "scus", Persisted: &v}, {Cluster: "a&b"}}}
 		m := mapRow{r.Group, r.Topic, r.Partition, r.OffsetsPartition, r.Status, map[string]Cell{}}
 		for _, c := range r.Cells {
@@ -81,10 +80,10 @@ func TestRowJSONIndentIsEncodingJSON(t *testing.T) {
 	}
 	for n := range 3000 {
 		row := Row{Group: str() + "g", Topic: "t" + str(), Partition: r.Int32N(100), OffsetsPartition: r.Int32N(50) - 1,
-			Status: verdict.StatusStaleCache}
+			Status: StatusStaleCache}
 		for _, name := range []string{"wus", "scus", "eus"}[:1+r.IntN(3)] {
 			c := Cell{Cluster: name, Cached: i64(), Persisted: i64(), CommitTimestamp: tm(), LogEndOffset: i64(), Lag: i64(),
-				Status: verdict.StatusOK, Error: str(), Detail: str(), Origin: str(), Translated: i64(), Alignment: str()}
+				Status: StatusOK, Error: str(), Detail: str(), Origin: str(), Translated: i64(), Alignment: str()}
 			if r.IntN(2) == 0 {
 				c.ExpireTimestamp = tm()
 				if c.ExpireTimestamp != nil {

@@ -1,13 +1,14 @@
-// Package check compares, for every selected group/topic/partition, what KoP serves on each
-// cluster (the cached offsets, through OffsetFetch) with what each cluster's offsets topic
-// holds (the persisted offsets, by replaying it as KoP's loader does), and across clusters,
-// and classifies each row with verdict.ClassifyDrift. It also lists groups (Groups).
+// Package survey is the gather of a check: for every selected group/topic/partition, what
+// KoP serves on each cluster (the cached offsets, through OffsetFetch), what each cluster's
+// offsets topic holds (the persisted offsets, replayed as KoP's loader does) and what KoP
+// would load, compared across clusters; the rows are judged by package verdict. It also
+// lists groups (Groups). check runs it once, watch per cycle.
 //
 // Everything is read through interfaces (loader.OffsetTopicReader, OffsetFetcher,
 // ReplicationSource, align.Source) so that tests use in-memory fakes and kfake; the
 // implementations for real clusters are kafkafetch.Fetcher, align.KafkaSource and AdminReplication.
 // Nothing here writes, prints or knows about cobra.
-package check
+package survey
 
 import (
 	"context"
@@ -42,9 +43,6 @@ type Cluster struct {
 	// are not translated (their alignment is unknown).
 	Copies align.Source
 }
-
-// GroupFetch is KoP's answer for one group (package kafkafetch asks it).
-type GroupFetch = kafkafetch.GroupFetch
 
 // ListedGroup is one group as KoP lists it (package kafkafetch).
 type ListedGroup = kafkafetch.ListedGroup

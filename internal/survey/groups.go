@@ -1,7 +1,9 @@
-package check
+package survey
 
 import (
 	"context"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"maps"
 	"slices"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -79,7 +81,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		}
 		for _, v := range s.views() {
 			for _, g := range v.Groups() {
-				if !MatchAny(groupGlobs, g.Group) {
+				if !verdict.MatchAny(groupGlobs, g.Group) {
 					continue
 				}
 				r := row(g.Group)
@@ -88,7 +90,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 			}
 		}
 		for _, g := range s.listed {
-			if !MatchAny(groupGlobs, g.Group) {
+			if !verdict.MatchAny(groupGlobs, g.Group) {
 				continue
 			}
 			r := row(g.Group)
@@ -105,7 +107,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 			r.Clusters[s.c.Name] = cell
 		}
 	}
-	for _, g := range slices.Sorted(mapKeys(rows)) {
+	for _, g := range slices.Sorted(maps.Keys(rows)) {
 		r := rows[g]
 		for _, s := range states {
 			if s.partitions > 0 {
@@ -116,7 +118,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		rep.Groups = append(rep.Groups, *r)
 	}
 	if len(rep.Errors) > 0 {
-		rep.ExitCode = ExitUnreachable
+		rep.ExitCode = verdict.ExitUnreachable
 	}
 	return rep
 }
