@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 )
 
@@ -68,9 +68,9 @@ func commit(ctx context.Context, args []string) error {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}
 	defer client.Close()
-	w := kopcommit.NewWriter(client, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kop.NewWriter(client, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer w.Close()
-	p, id, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: *group, Topic: full, Partition: int32(*partition), Offset: *offset})
+	p, id, err := w.Commit(ctx, kop.OffsetCommit{Group: *group, Topic: full, Partition: int32(*partition), Offset: *offset})
 	if err != nil {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -105,7 +105,7 @@ func TestAdminWithoutWhyStillRecords(t *testing.T) {
 
 type fakeCommits struct{ err error }
 
-func (f fakeCommits) CommitRequest(context.Context, []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (f fakeCommits) CommitRequest(context.Context, []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
 	return 3, nil, f.err
 }
 
@@ -113,7 +113,7 @@ func TestCommitsRecordsEachRequest(t *testing.T) {
 	sink := &memSink{}
 	c := Commits{CommitWriter: fakeCommits{}, Cluster: "wus", Topic: "persistent://public/__kafka/__consumer_offsets",
 		Reason: "failover: translated offsets", Sink: sink}
-	_, _, err := c.CommitRequest(context.Background(), []kopcommit.OffsetCommit{
+	_, _, err := c.CommitRequest(context.Background(), []kop.OffsetCommit{
 		{Group: "orders", Topic: "persistent://public/default/t", Partition: 0, Offset: 42},
 		{Group: "orders", Topic: "persistent://public/default/t", Partition: 1, Offset: 7},
 	})
@@ -126,7 +126,7 @@ func TestCommitsRecordsEachRequest(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 	c.CommitWriter = fakeCommits{err: errors.New("producer closed")}
-	if _, _, err := c.CommitRequest(context.Background(), []kopcommit.OffsetCommit{{Group: "g"}}); err == nil {
+	if _, _, err := c.CommitRequest(context.Background(), []kop.OffsetCommit{{Group: "g"}}); err == nil {
 		t.Fatal("error swallowed")
 	}
 	if r := sink.recs[1]; r.Result != ResultError || r.Topic != "" {

@@ -7,14 +7,14 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // CommitWriter writes one OffsetCommit request into a cluster's offsets topic (failover's
 // LocalWriter).
 type CommitWriter interface {
-	CommitRequest(ctx context.Context, commits []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error)
+	CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error)
 }
 
 // Commits records each commit request of a CommitWriter in Sink.
@@ -31,7 +31,7 @@ type Commits struct {
 }
 
 // CommitRequest implements CommitWriter.
-func (c Commits) CommitRequest(ctx context.Context, commits []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (c Commits) CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now

@@ -9,16 +9,16 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 // LocalWriter writes one OffsetCommit request of a group into the target's offsets topic,
 // in KoP's format, with replication disabled so that the record stays on the target
-// (*kopcommit.Writer with Local set).
+// (*kop.Writer with Local set).
 type LocalWriter interface {
-	CommitRequest(ctx context.Context, commits []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error)
+	CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error)
 }
 
 // Reloader reloads bundles of the target (package reload).
@@ -111,10 +111,10 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		return res
 	}
 	// 2. The records, on the target only.
-	byGroup := map[string][]kopcommit.OffsetCommit{}
+	byGroup := map[string][]kop.OffsetCommit{}
 	for _, r := range plan.Rows {
 		if r.Action == ActionWrite {
-			byGroup[r.Group] = append(byGroup[r.Group], kopcommit.OffsetCommit{Group: r.Group,
+			byGroup[r.Group] = append(byGroup[r.Group], kop.OffsetCommit{Group: r.Group,
 				Topic: loader.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
 		}
 	}

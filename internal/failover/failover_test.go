@@ -9,15 +9,15 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 const topic1 = "persistent://public/default/topic-1"
 
 // groups asks a fake KoP as failover asks a real one.
-func groups(t *testing.T, k *fakes.KoP) reload.KafkaGroups {
-	return reload.KafkaGroups{Admin: k.Admin(t), KafkaNamespace: "public/default"}
+func groups(t *testing.T, k *fakes.KoP) kop.KafkaGroups {
+	return kop.KafkaGroups{Admin: k.Admin(t), KafkaNamespace: "public/default"}
 }
 
 type backlog int64
@@ -26,7 +26,7 @@ func (b backlog) Backlog(context.Context, int32) (int64, error) { return int64(b
 
 // setup: scus held 10 messages before replication, the group read scus to 60 (wus 50).
 func setup(t *testing.T) (*Planner, *fakes.MemReader, *fakes.KoP, *fakes.KoP) {
-	c := kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
+	c := kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
 	src := fakes.NewMemReader(8).Commit(c)
 	dst := fakes.NewMemReader(8).Replicated("scus", c)
 	sk, wk := fakes.NewKoP(t), fakes.NewKoP(t)
@@ -75,7 +75,7 @@ func TestPlan(t *testing.T) {
 	pl, dst, _, _ := setup(t)
 
 	// The group went on on wus itself, past the translation: never moved back.
-	dst.Commit(kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
+	dst.Commit(kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "committed 70 on wus itself") {
 		t.Fatalf("own newer: %+v", plan.Rows[0])
 	}
@@ -86,7 +86,7 @@ func TestPlan(t *testing.T) {
 
 	// Already there.
 	pl, dst, _, wk = setup(t)
-	dst.Commit(kopcommit.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
+	dst.Commit(kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 50})
 	wk.Set("g", "topic-1", 0, 50)
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionNone {
 		t.Fatalf("already served: %+v", plan.Rows[0])
@@ -107,7 +107,7 @@ type fakeTarget struct {
 	plans   []map[reload.IntendedKey]int64
 }
 
-func (f *fakeTarget) CommitRequest(_ context.Context, cs []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (f *fakeTarget) CommitRequest(_ context.Context, cs []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
 	f.written++
 	f.dst.Commit(cs...)
 	return 0, nil, nil

@@ -14,11 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 )
 
 // KoP is KoP's Kafka side: a kfake cluster whose group answers come from a table that stands
-// for KoP's offsets cache, so that the product's own Kafka code (kafkafetch.Fetcher,
+// for KoP's offsets cache, so that the product's own Kafka code (kop.Fetcher,
 // reload.KafkaGroups) is what talks to it. It answers
 //   - OffsetFetch with the cached offsets of each group (topics as stored, short names for
 //     the default namespace as KoP answers them), COORDINATOR_LOAD_IN_PROGRESS while the group
@@ -120,10 +120,10 @@ func (k *KoP) Admin(t testing.TB, opts ...kgo.Opt) *kadm.Client {
 
 // Fetcher is the product's fetcher over Client(t, opts...), waiting at most wait for a
 // coordinator.
-func (k *KoP) Fetcher(t testing.TB, wait time.Duration, opts ...kgo.Opt) *kafkafetch.Fetcher {
+func (k *KoP) Fetcher(t testing.TB, wait time.Duration, opts ...kgo.Opt) *kop.Fetcher {
 	t.Helper()
 	cl := k.Client(t, opts...)
-	return &kafkafetch.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: wait}
+	return &kop.Fetcher{Admin: kadm.NewClient(cl), Client: cl, CoordinatorWait: wait}
 }
 
 // Set caches offset off of group on topic (as KoP names it: short in the default

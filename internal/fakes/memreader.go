@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -26,22 +26,22 @@ func NewMemReader(n int32) *MemReader {
 }
 
 // Commit appends c to the partition of its group, as KoP would.
-func (r *MemReader) Commit(cs ...kopcommit.OffsetCommit) *MemReader {
+func (r *MemReader) Commit(cs ...kop.OffsetCommit) *MemReader {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range cs {
 		p := loader.PartitionFor(c.Group, r.NumPartitions)
-		r.msgs[p] = append(r.msgs[p], kopcommit.Message(p, len(r.msgs[p]), c))
+		r.msgs[p] = append(r.msgs[p], kop.Message(p, len(r.msgs[p]), c))
 	}
 	return r
 }
 
 // Replicated adds commits as the replicator writes them: marked as copied from cluster from.
-func (r *MemReader) Replicated(from string, cs ...kopcommit.OffsetCommit) *MemReader {
+func (r *MemReader) Replicated(from string, cs ...kop.OffsetCommit) *MemReader {
 	n, _ := r.Partitions(context.Background())
 	for _, c := range cs {
 		p := loader.PartitionFor(c.Group, n)
-		m := kopcommit.Message(p, 0, c)
+		m := kop.Message(p, 0, c)
 		m.MessageID = ""
 		m.ReplicatedFrom = from
 		r.Append(p, m)

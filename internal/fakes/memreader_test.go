@@ -4,13 +4,13 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 func TestMemReaderReplays(t *testing.T) {
-	c := kopcommit.OffsetCommit{Group: "g", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900}
-	mr := NewMemReader(8).Commit(c, kopcommit.OffsetCommit{Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true})
+	c := kop.OffsetCommit{Group: "g", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900}
+	mr := NewMemReader(8).Commit(c, kop.OffsetCommit{Group: "g", Topic: c.Topic, Partition: 1, Offset: 5, Tombstone: true})
 	p := loader.PartitionFor("g", 8)
 	po, err := loader.ReplayPartition(context.Background(), mr, p, loader.OrderingKoP)
 	if err != nil {

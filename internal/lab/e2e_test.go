@@ -18,7 +18,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -43,8 +43,8 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 			group = g
 		}
 	}
-	_, payload := kopcommit.Encode(kopcommit.OffsetCommit{Group: group, Topic: Topic1, Partition: 0, Offset: 1})
-	key := base64.StdEncoding.EncodeToString(kopcommit.PulsarKey(group))
+	_, payload := kop.Encode(kop.OffsetCommit{Group: group, Topic: Topic1, Partition: 0, Offset: 1})
+	key := base64.StdEncoding.EncodeToString(kop.PulsarKey(group))
 
 	for _, c := range []Cluster{scus, wus} {
 		a, err := NewAdmin(c)

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/connect"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -98,7 +98,7 @@ func fullTopic(s string) string {
 // Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka
 // path when KoP runs (KoP writes the record and caches it), else with kopcommit, byte for byte
 // what KoP would write into the offsets topic. It returns the offsets partition of the group.
-func (l *Lab) Commit(ctx context.Context, name string, c kopcommit.OffsetCommit) (int32, error) {
+func (l *Lab) Commit(ctx context.Context, name string, c kop.OffsetCommit) (int32, error) {
 	cl := l.Cluster(name)
 	part := loader.PartitionFor(c.Group, OffsetsTopicPartitions)
 	if cl.KoP {
@@ -109,7 +109,7 @@ func (l *Lab) Commit(ctx context.Context, name string, c kopcommit.OffsetCommit)
 		return 0, err
 	}
 	defer pc.Close()
-	w := kopcommit.NewWriter(pc, OffsetsTopic, OffsetsTopicPartitions)
+	w := kop.NewWriter(pc, OffsetsTopic, OffsetsTopicPartitions)
 	defer w.Close()
 	p, _, err := w.Commit(ctx, c)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"slices"
 	"strings"
 	"time"
@@ -683,7 +684,7 @@ func askCache(ctx context.Context, f OffsetFetcher, group string) *CacheAnswer {
 	if err != nil {
 		return &CacheAnswer{Offsets: []TopicOffset{}, Error: err.Error(), ErrorKind: ErrorKind(err)}
 	}
-	sortTopicOffsets(offs)
+	kop.SortTopicOffsets(offs)
 	return &CacheAnswer{Offsets: offs}
 }
 
@@ -702,18 +703,12 @@ func ErrorKind(err error) string {
 	return ErrorKindUnreachable
 }
 
-func sortTopicOffsets(s []TopicOffset) {
-	slices.SortFunc(s, func(a, b TopicOffset) int {
-		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
-	})
-}
-
 // sameOffsets reports whether KoP's answer equals the persisted offsets exactly (topic,
 // partition and offset: where a persisted commit came from is not part of KoP's answer).
 func sameOffsets(cached, persisted []TopicOffset) bool {
 	a, b := slices.Clone(cached), slices.Clone(persisted)
-	sortTopicOffsets(a)
-	sortTopicOffsets(b)
+	kop.SortTopicOffsets(a)
+	kop.SortTopicOffsets(b)
 	return slices.EqualFunc(a, b, func(x, y TopicOffset) bool {
 		return x.Topic == y.Topic && x.Partition == y.Partition && x.Offset == y.Offset
 	})

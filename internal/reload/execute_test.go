@@ -15,14 +15,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // kafkaGroups is KafkaGroups over a fake KoP whose kgo retries coordinator errors for up to
 // 2 s, as a short --coordinator-wait would.
-func kafkaGroups(t *testing.T, k *fakes.KoP) KafkaGroups {
-	return KafkaGroups{Admin: k.Admin(t, kgo.RetryTimeout(2*time.Second)), KafkaNamespace: "public/default"}
+func kafkaGroups(t *testing.T, k *fakes.KoP) kop.KafkaGroups {
+	return kop.KafkaGroups{Admin: k.Admin(t, kgo.RetryTimeout(2*time.Second)), KafkaNamespace: "public/default"}
 }
 
 func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
@@ -41,7 +41,7 @@ func TestKafkaGroupsDescribeLiveMember(t *testing.T) {
 
 	// A plan over the fake KoP: the live group's bundle is refused under --refuse-live.
 	p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: fakes.NewMemReader(8).Commit(
-		kopcommit.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
+		kop.OffsetCommit{Group: "live", Topic: topic1, Partition: 0, Offset: 1}),
 		Describers: map[string]GroupDescriber{"scus": kg}, RefuseLive: true}
 	plan, err := p.Plan(ctx, Request{Groups: []string{"live"}})
 	if err != nil {
@@ -58,7 +58,7 @@ func TestExecuteVerifiesFreshCache(t *testing.T) {
 	k := fakes.NewKoP(t)
 	g := groupIn("G", 3, 8)
 	k.Set(g, "topic-1", 0, 500) // the stale cache
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := fakes.NewAdmin("scus")
 	fa.OnUnload = func(string) {
 		k.SetLoading(g, 2)
@@ -107,7 +107,7 @@ func TestExecuteCacheStillDiffers(t *testing.T) {
 	k := fakes.NewKoP(t)
 	g := groupIn("G", 3, 8)
 	k.Set(g, "topic-1", 0, 500)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := fakes.NewAdmin("scus")
 	kg := kafkaGroups(t, k)
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, AllowActive: true, Fetcher: kg}).Plan(context.Background(), Request{Groups: []string{g}})
@@ -132,9 +132,9 @@ func TestExecuteKafkaUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	kg := KafkaGroups{Admin: kadm.NewClient(cl), KafkaNamespace: "public/default"}
+	kg := kop.KafkaGroups{Admin: kadm.NewClient(cl), KafkaNamespace: "public/default"}
 	g := groupIn("G", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := fakes.NewAdmin("scus")
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).
 		Plan(context.Background(), Request{Groups: []string{g}})
@@ -294,7 +294,7 @@ func TestExecuteFollowsTheOwner(t *testing.T) {
 	k := fakes.NewKoPBrokers(t, 2)
 	g := groupIn("G", 3, 8)
 	k.Set(g, "topic-1", 0, 500) // the stale cache
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	kg := kafkaGroups(t, k)
 	fa := fakes.NewAdmin("scus")
 	broker := "broker-a"

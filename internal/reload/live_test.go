@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -28,7 +28,7 @@ type committing struct {
 func newCommitting(group string, start int64) *committing {
 	c := &committing{MemReader: fakes.NewMemReader(8), group: group, offset: start}
 	c.k = &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}}
-	c.Commit(kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: 0, Offset: start})
+	c.Commit(kop.OffsetCommit{Group: group, Topic: topic1, Partition: 0, Offset: start})
 	c.k.cache[group] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: start}}
 	c.k.onFetch = func(g string) { // called with k.mu held
 		if g == group && c.isHot() {
@@ -56,7 +56,7 @@ func (c *committing) commitToTopic() int64 {
 	c.offset += 10
 	o := c.offset
 	c.mu.Unlock()
-	c.Commit(kopcommit.OffsetCommit{Group: c.group, Topic: topic1, Partition: 0, Offset: o})
+	c.Commit(kop.OffsetCommit{Group: c.group, Topic: topic1, Partition: 0, Offset: o})
 	return o
 }
 
@@ -102,7 +102,7 @@ func TestPlanLiveGroupOwnCommitsAreNoLoss(t *testing.T) {
 	}
 
 	t.Run("a value only the cache holds is still a loss", func(t *testing.T) {
-		rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 500})
+		rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 500})
 		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
 			Fetcher: staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 600}}}}).Plan(context.Background(), Request{Groups: []string{g}})
 		if err != nil {
@@ -113,14 +113,14 @@ func TestPlanLiveGroupOwnCommitsAreNoLoss(t *testing.T) {
 		}
 	})
 	t.Run("a newer value replicated from another cluster is checked for skips", func(t *testing.T) {
-		rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 500})
+		rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 500})
 		f := &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}}
 		once := sync.Once{}
 		f.onFetch = func(string) { // after the first read: the group's own 600, then a copy of wus's 10900
 			once.Do(func() {
-				rd.Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 600})
+				rd.Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 600})
 				f.cache[g] = []TopicOffset{{Topic: "topic-1", Partition: 0, Offset: 600}}
-				rd.Replicated("wus", kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+				rd.Replicated("wus", kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 			})
 		}
 		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: f}).
@@ -218,7 +218,7 @@ func TestBetween(t *testing.T) {
 func stalePlan(t *testing.T) (string, *fakes.MemReader, *fakes.Admin, *kopModel, *Plan) {
 	t.Helper()
 	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := fakes.NewAdmin("scus")
 	k := &kopModel{cache: map[string][]TopicOffset{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, stuck: map[int32]int{}}
 	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).

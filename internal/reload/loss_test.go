@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -46,7 +46,7 @@ func TestPlanRefusesLoss(t *testing.T) {
 		}
 		return pl
 	}
-	commit := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900}
+	commit := kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900}
 
 	t.Run("the user's case: older cache, reload allowed", func(t *testing.T) {
 		pl := plan(t, fakes.NewMemReader(8).Commit(commit), staticFetcher{g: {{Topic: "topic-1", Partition: 0, Offset: 500}}}, false)
@@ -111,8 +111,8 @@ type txnReader struct {
 func (r *txnReader) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
 	if !r.added {
 		r.added = true
-		c := kopcommit.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
-		r.Append(loader.PartitionFor(r.group, 8), loader.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), 42)})
+		c := kop.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
+		r.Append(loader.PartitionFor(r.group, 8), loader.Message{Key: []byte("k"), Value: kop.EncodeTxnBatch(kop.EncodeKey(c), kop.EncodeValue(c), 42)})
 	}
 	return r.MemReader.ReadPartition(ctx, p, fn)
 }
@@ -139,14 +139,14 @@ func TestReloadNeverMakesItWorse(t *testing.T) {
 			p := int32(r.IntN(2))
 			o := int64(r.IntN(1000))
 			part := loader.PartitionFor(g, 8)
-			c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: o}
+			c := kop.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: o}
 			switch k := r.IntN(10); {
 			case k < 4: // a plain commit: topic and cache
 				rd.Commit(c)
 				set(g, p, o)
 				history = append(history, fmt.Sprintf("commit %s/%d=%d", g, p, o))
 			case k < 6: // a transactional commit: the live path applies it, its marker is invisible
-				rd.Append(part, loader.Message{Key: []byte("k"), Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), int64(100+step))})
+				rd.Append(part, loader.Message{Key: []byte("k"), Value: kop.EncodeTxnBatch(kop.EncodeKey(c), kop.EncodeValue(c), int64(100+step))})
 				set(g, p, o)
 				history = append(history, fmt.Sprintf("txn %s/%d=%d", g, p, o))
 			case k < 7: // a tombstone (deletion or a replicated expiry)
@@ -228,7 +228,7 @@ func (k *kopModel) unloaded() {
 
 func TestExecutePacedUnloads(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	run := func(t *testing.T, stuckFor int) (*Execution, *fakes.Admin) {
 		t.Helper()
 		fa := fakes.NewAdmin("scus")
@@ -273,7 +273,7 @@ func TestExecutePacedUnloads(t *testing.T) {
 
 func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := fakes.NewAdmin("scus")
 	fa.UnloadErr[b2] = errors.New("500 Internal Server Error")
 	k := &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}} // KoP dropped the groups

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"maps"
 	"slices"
 	"strings"
@@ -38,11 +39,7 @@ type GroupDescriber interface {
 }
 
 // GroupActivity is what DescribeGroups said about one group on one cluster.
-type GroupActivity struct {
-	State   string // Kafka group state: Empty, Dead, Stable, PreparingRebalance, ...
-	Members int
-	Err     error // the group-level error KoP answered, e.g. NOT_COORDINATOR
-}
+type GroupActivity = kop.GroupActivity
 
 // Activity statuses of a group on one cluster.
 const (
@@ -208,15 +205,8 @@ type Activity struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// TopicOffset is one committed offset of a group. Topic is the short Kafka name KoP
-// answers with for the cluster's kafkaNamespace.
-type TopicOffset struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
-	// Origin is the cluster the commit was replicated from ("": written here).
-	Origin string `json:"origin,omitempty"`
-}
+// TopicOffset is one committed offset of a group.
+type TopicOffset = kop.TopicOffset
 
 // PlanError is a failure while planning: an endpoint failed, nothing was written.
 type PlanError struct {
@@ -657,3 +647,8 @@ func sortedUnique[T interface{ ~string | ~int32 }](in []T) []T {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+var (
+	_ GroupDescriber = kop.KafkaGroups{}
+	_ OffsetFetcher  = kop.KafkaGroups{}
+)

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -33,10 +33,10 @@ func TestPlanBlastRadius(t *testing.T) {
 	neigh := groupIn("neigh", 7, 8) // other partition of the same bundle
 	other := groupIn("other", 0, 8) // another bundle: untouched
 	rd := fakes.NewMemReader(8).Commit(
-		kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
-		kopcommit.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
-		kopcommit.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
-		kopcommit.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
+		kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900},
+		kop.OffsetCommit{Group: same, Topic: topic1, Partition: 0, Offset: 5},
+		kop.OffsetCommit{Group: neigh, Topic: topic1, Partition: 1, Offset: 7},
+		kop.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 9},
 	)
 	live := &staticDescriber{groups: map[string]GroupActivity{neigh: {State: "Stable", Members: 2}}}
 	idle := &staticDescriber{}

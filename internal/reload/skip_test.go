@@ -10,7 +10,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 )
 
 // The standby (scus in these tests: the plan's cluster) holds a commit replicated from wus.
@@ -19,7 +19,7 @@ func TestPlanRefusesSkip(t *testing.T) {
 	ctx := context.Background()
 	g := groupIn("g", 3, 8)
 	idle := map[string]GroupDescriber{"scus": &staticDescriber{}}
-	c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60}
+	c := kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60}
 	copies := func(scusIDs []uint64) *align.Aligner {
 		return &align.Aligner{Sources: map[string]align.Source{
 			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
@@ -102,7 +102,7 @@ func TestPlanNeverSkipsProperty(t *testing.T) {
 		var history []string
 		for range 1 + rng.IntN(6) {
 			g := fmt.Sprintf("g%d", rng.IntN(4))
-			c := kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: int64(rng.IntN(200))}
+			c := kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: int64(rng.IntN(200))}
 			if rng.IntN(2) == 0 {
 				rd.Replicated("wus", c)
 				history = append(history, fmt.Sprintf("wus %s=%d", g, c.Offset))
@@ -161,7 +161,7 @@ func (c *countingAligner) TranslateAll(context.Context, []align.Request) map[ali
 // would wait for the same failure); the replicated rows stay unknown, refused.
 func TestPlanKoPDownDoesNotAlign(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Replicated("wus", kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60})
+	rd := fakes.NewMemReader(8).Replicated("wus", kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 60})
 	a := &countingAligner{}
 	pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}},
 		Fetcher: errFetcher{errors.New("dial tcp 127.0.0.1:19092: connect: connection refused")}, Aligner: a}).Plan(context.Background(), Request{Groups: []string{g}})
@@ -182,8 +182,8 @@ func TestPlanChecksAlignmentOnlyWhereTheLoadChangesTheValue(t *testing.T) {
 	stale, other := groupIn("story", 3, 8), groupIn("other", 3, 8)
 	const topic2 = "persistent://public/default/topic-2"
 	rd := fakes.NewMemReader(8).
-		Replicated("wus", kopcommit.OffsetCommit{Group: stale, Topic: topic1, Partition: 0, Offset: 60}).
-		Replicated("wus", kopcommit.OffsetCommit{Group: other, Topic: topic2, Partition: 0, Offset: 70})
+		Replicated("wus", kop.OffsetCommit{Group: stale, Topic: topic1, Partition: 0, Offset: 60}).
+		Replicated("wus", kop.OffsetCommit{Group: other, Topic: topic2, Partition: 0, Offset: 70})
 	a := &align.Aligner{Sources: map[string]align.Source{ // topic-2 exists nowhere: unknown alignment
 		"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
 		"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},

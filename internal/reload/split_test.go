@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -22,7 +22,7 @@ func splitPlan(t *testing.T) (g string, fa *fakes.Admin, fetcher *fakes.KoP, rd 
 	g = groupIn("G", 3, 8)
 	k := fakes.NewKoP(t)
 	k.Set(g, "topic-1", 0, 500) // the stale cache
-	rd = fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd = fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa = fakes.NewAdmin("scus")
 	var mu sync.Mutex
 	var ranges []string
@@ -156,7 +156,7 @@ func TestExecuteSplitPartUnloadFails(t *testing.T) {
 	g := groupIn("G", 0, 8)
 	k := fakes.NewKoP(t)
 	k.Set(g, "topic-1", 0, 10900) // served already: the verification does not wait
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
 	fa := fakes.NewAdmin("scus")
 	kg := kafkaGroups(t, k)
 	plan, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": kg}, Fetcher: kg}).

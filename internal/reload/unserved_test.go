@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -19,7 +19,7 @@ import (
 // group cannot be live here, so the plan does not refuse the bundle that brings it back.
 func TestPlanUnservedGroupIsNotActive(t *testing.T) {
 	g := groupIn("g", 3, 8)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
 	notCoordinator := &staticDescriber{groups: map[string]GroupActivity{g: {Err: kerr.NotCoordinator}}}
 	plan := func(f OffsetFetcher) *Plan {
 		pl, err := (&Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd, Describers: map[string]GroupDescriber{"scus": notCoordinator},
@@ -67,7 +67,7 @@ func TestPlanProbesUnservedPartitions(t *testing.T) {
 		g := fmt.Sprintf("g-%d", i)
 		if loader.PartitionFor(g, 8) == 3 {
 			in3 = append(in3, g)
-			rd.Commit(kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
+			rd.Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10})
 		}
 	}
 	f := &countingFetcher{unserved: map[int32]bool{3: true}}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -95,7 +95,7 @@ type clusterState struct {
 	listed     []ListedGroup
 	cached     map[string]verdict.GroupFetch
 	cacheErr   error // the whole cached side failed
-	listErr    error // some brokers did not list their groups (kafkafetch.PartialListError)
+	listErr    error // some brokers did not list their groups (kop.PartialListError)
 	unserved   []UnservedPartition
 	leo        map[string]map[int32]int64
 	repl       map[int32]map[string]verdict.Inbound
@@ -229,7 +229,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 // does not blind the whole cluster's cached side.
 func (s *clusterState) listGroups(ctx context.Context) {
 	s.listed, s.cacheErr = s.c.Fetcher.ListGroups(ctx)
-	var partial *kafkafetch.PartialListError
+	var partial *kop.PartialListError
 	if errors.As(s.cacheErr, &partial) {
 		s.listErr, s.cacheErr = s.cacheErr, nil
 	}
@@ -244,7 +244,7 @@ func (ru *run) fetchCached(ctx context.Context) {
 		// A probe group per offsets partition asked with the others: a partition KoP does
 		// not serve is named even when none of its groups is selected or committed.
 		probes := s.probeGroups(ru.o)
-		s.cached = kafkafetch.Collect(ctx, s.c.Fetcher, append(slices.Clone(ru.groups), probes...))
+		s.cached = kop.Collect(ctx, s.c.Fetcher, append(slices.Clone(ru.groups), probes...))
 		for _, pg := range probes {
 			if f := s.cached[pg]; f.Unavailable {
 				s.unserved = append(s.unserved, s.unservedPartition(ctx, loader.PartitionFor(pg, s.partitions), f))

@@ -12,8 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -28,12 +27,12 @@ func newKoP(t *testing.T, endOffset int64) *fakes.KoP {
 }
 
 // fetcher is the product's fetcher of k, with its client options.
-func fetcher(t *testing.T, k *fakes.KoP) *kafkafetch.Fetcher {
-	return k.Fetcher(t, 2*time.Second, kafkafetch.ClientOpts(10*time.Second)...)
+func fetcher(t *testing.T, k *fakes.KoP) *kop.Fetcher {
+	return k.Fetcher(t, 2*time.Second, kop.ClientOpts(10*time.Second)...)
 }
 
-func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
-	return kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1700000000000 + off)}
+func commit(group string, p int32, off int64) kop.OffsetCommit {
+	return kop.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.UnixMilli(1700000000000 + off)}
 }
 
 // TestUserScenarioStaleCache: wus's offsets topic holds 10900 (replicated), KoP on wus
@@ -269,7 +268,7 @@ func groupIn3() string {
 
 // brokerDown is a fake KoP on two brokers serving 500 to group up (coordinated by broker 0)
 // and down (broker 1), with broker 1 down, and a fetcher that gives up on it quickly.
-func brokerDown(t *testing.T) (k *fakes.KoP, f *kafkafetch.Fetcher, up, down string) {
+func brokerDown(t *testing.T) (k *fakes.KoP, f *kop.Fetcher, up, down string) {
 	k = fakes.NewKoPBrokers(t, 2, "topic-1")
 	for i := 0; up == "" || down == ""; i++ {
 		switch g := fmt.Sprintf("g-%d", i); {
@@ -283,7 +282,7 @@ func brokerDown(t *testing.T) (k *fakes.KoP, f *kafkafetch.Fetcher, up, down str
 		k.Set(g, "topic-1", 0, 500)
 	}
 	k.SetBrokerDown(1, true)
-	f = k.Fetcher(t, time.Second, append(kafkafetch.ClientOpts(5*time.Second), kgo.RequestRetries(2),
+	f = k.Fetcher(t, time.Second, append(kop.ClientOpts(5*time.Second), kgo.RequestRetries(2),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 10 * time.Millisecond }))...)
 	return k, f, up, down
 }

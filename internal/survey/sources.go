@@ -6,7 +6,7 @@
 //
 // Everything is read through interfaces (loader.OffsetTopicReader, OffsetFetcher,
 // ReplicationSource, align.Source) so that tests use in-memory fakes and kfake; the
-// implementations for real clusters are kafkafetch.Fetcher, align.KafkaSource and AdminReplication.
+// implementations for real clusters are kop.Fetcher, align.KafkaSource and AdminReplication.
 // Nothing here writes, prints or knows about cobra.
 package survey
 
@@ -16,7 +16,7 @@ import (
 	"maps"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
@@ -45,7 +45,7 @@ type Cluster struct {
 }
 
 // ListedGroup is one group as KoP lists it (package kafkafetch).
-type ListedGroup = kafkafetch.ListedGroup
+type ListedGroup = kop.ListedGroup
 
 // ReplicationSource reports the replicators of one offsets partition of this cluster,
 // keyed by remote cluster name.
@@ -56,10 +56,10 @@ type ReplicationSource interface {
 // OffsetFetcher is KoP's Kafka API on one cluster.
 type OffsetFetcher interface {
 	// ListGroups lists the groups KoP knows (its cache).
-	ListGroups(ctx context.Context) ([]kafkafetch.ListedGroup, error)
+	ListGroups(ctx context.Context) ([]kop.ListedGroup, error)
 	// EachOffsets fetches the committed offsets of groups and hands each group's answer to
-	// fn, once per group, one call at a time (kafkafetch.Fetcher.EachOffsets).
-	kafkafetch.OffsetsEach
+	// fn, once per group, one call at a time (kop.Fetcher.EachOffsets).
+	kop.OffsetsEach
 	// EndOffsets lists the log-end offsets of the partitions of topics (Kafka names).
 	EndOffsets(ctx context.Context, topics []string) (map[string]map[int32]int64, error)
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -182,10 +182,10 @@ func staleBehindKoP(ctx context.Context, t *testing.T, l *lab.Lab, c lab.Cluster
 	// it: a stale row that a later repair refuses (the topic exists nowhere, so the offset's
 	// alignment is unknown; seen on the lab). Every cluster loads it again when the test ends.
 	labtest.Settle(t, l, g)
-	if _, _, err := labtest.Writer(t, c).Commit(ctx, kopcommit.OffsetCommit{Group: g, Topic: topic, Offset: 42}); err != nil {
+	if _, _, err := labtest.Writer(t, c).Commit(ctx, kop.OffsetCommit{Group: g, Topic: topic, Offset: 42}); err != nil {
 		t.Fatal(err)
 	}
-	kg := reload.KafkaGroups{Admin: kadm.NewClient(labtest.Kafka(t, c)), KafkaNamespace: "public/default"}
+	kg := kop.KafkaGroups{Admin: kadm.NewClient(labtest.Kafka(t, c)), KafkaNamespace: "public/default"}
 	rd := pulsarx.NewReader(c.Name, labtest.Pulsar(t, c), adm, "public", "__kafka", pulsarx.LoaderView)
 	ref := reload.ClusterRef{Name: c.Name, Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
 	// No Aligner here: a bundle that also holds a group replicated from the other cluster

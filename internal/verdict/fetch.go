@@ -1,6 +1,6 @@
 package verdict
 
-import "github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+import "github.com/kop-offsets/kop-offsets/internal/kop"
 
-// GroupFetch is KoP's answer for one group (package kafkafetch asks it).
-type GroupFetch = kafkafetch.GroupFetch
+// GroupFetch is KoP's answer for one group (package kop asks it).
+type GroupFetch = kop.GroupFetch

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -39,20 +39,20 @@ func newHistory(n int32) *history {
 }
 
 // commit writes c as KoP does (from: the cluster it was replicated from, "" local).
-func (h *history) commit(from string, c kopcommit.OffsetCommit) {
+func (h *history) commit(from string, c kop.OffsetCommit) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := loader.PartitionFor(c.Group, h.n)
-	m := kopcommit.Message(p, len(h.msgs[p]), c)
+	m := kop.Message(p, len(h.msgs[p]), c)
 	m.ReplicatedFrom = from
 	h.msgs[p] = append(h.msgs[p], m)
 }
 
 // txn writes c as a transactional commit of producer pid whose COMMIT marker no reader sees.
-func (h *history) txn(c kopcommit.OffsetCommit, pid int64) {
+func (h *history) txn(c kop.OffsetCommit, pid int64) {
 	p := loader.PartitionFor(c.Group, h.n)
-	m := loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(h.msgs[p]), p), Key: kopcommit.PulsarKey(c.Group),
-		Value: kopcommit.EncodeTxnBatch(kopcommit.EncodeKey(c), kopcommit.EncodeValue(c), pid)}
+	m := loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(h.msgs[p]), p), Key: kop.PulsarKey(c.Group),
+		Value: kop.EncodeTxnBatch(kop.EncodeKey(c), kop.EncodeValue(c), pid)}
 	h.msgs[p] = append(h.msgs[p], m)
 }
 
@@ -134,8 +134,8 @@ var agreeNow = time.Unix(1_800_000_000, 0)
 
 // histories are the states both engines must judge alike, one per scenario.
 func histories() map[string]func(scus, wus *history, repl survey.StaticReplication) {
-	c := func(g string, p int32, off int64, age time.Duration) kopcommit.OffsetCommit {
-		return kopcommit.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: off, CommitTime: agreeNow.Add(-age)}
+	c := func(g string, p int32, off int64, age time.Duration) kop.OffsetCommit {
+		return kop.OffsetCommit{Group: g, Topic: topic1, Partition: p, Offset: off, CommitTime: agreeNow.Add(-age)}
 	}
 	return map[string]func(scus, wus *history, repl survey.StaticReplication){
 		"ok, stale cache, missing": func(scus, wus *history, _ survey.StaticReplication) {
@@ -152,15 +152,15 @@ func histories() map[string]func(scus, wus *history, repl survey.StaticReplicati
 		},
 		// expiring is a warning: check's default --fail-on leaves it out, and so does watch.
 		"expiring": func(scus, wus *history, _ survey.StaticReplication) {
-			age := kopcommit.KoPOffsetsRetention - time.Hour
+			age := kop.KoPOffsetsRetention - time.Hour
 			scus.commit("", c("g-exp", 0, 5, age))
 			wus.commit("scus", c("g-exp", 0, 5, age))
 			scus.serve("g-exp", 0, 5)
 			wus.serve("g-exp", 0, 5)
 		},
 		"expired and replication lag": func(scus, wus *history, repl survey.StaticReplication) {
-			scus.commit("", c("g-old", 0, 5, kopcommit.KoPOffsetsRetention+time.Hour))
-			wus.commit("scus", c("g-old", 0, 5, kopcommit.KoPOffsetsRetention+time.Hour))
+			scus.commit("", c("g-old", 0, 5, kop.KoPOffsetsRetention+time.Hour))
+			wus.commit("scus", c("g-old", 0, 5, kop.KoPOffsetsRetention+time.Hour))
 			scus.commit("", c("g-lag", 0, 90, time.Minute))
 			wus.commit("scus", c("g-lag", 0, 40, time.Hour))
 			scus.serve("g-lag", 0, 90)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -119,8 +119,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // benchCommit is key i of the benchmark: group i/5, topic i%100, partition i%5.
-func benchCommit(i int, offset int64, at time.Time) kopcommit.OffsetCommit {
-	return kopcommit.OffsetCommit{Group: fmt.Sprintf("group-%07d", i/5), Topic: fmt.Sprintf("persistent://public/default/topic-%02d", i%100),
+func benchCommit(i int, offset int64, at time.Time) kop.OffsetCommit {
+	return kop.OffsetCommit{Group: fmt.Sprintf("group-%07d", i/5), Topic: fmt.Sprintf("persistent://public/default/topic-%02d", i%100),
 		Partition: int32(i % 5), Offset: offset, CommitTime: at}
 }
 
@@ -141,7 +141,7 @@ func (g genTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage)
 		if loader.PartitionFor(c.Group, g.live.n) != p {
 			continue
 		}
-		if err := fn(pulsarx.TailMessage{Message: kopcommit.Message(p, seq, c)}); err != nil {
+		if err := fn(pulsarx.TailMessage{Message: kop.Message(p, seq, c)}); err != nil {
 			return err
 		}
 		seq++

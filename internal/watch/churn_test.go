@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
@@ -51,7 +51,7 @@ func TestGroupChurnKeepsStateFlat(t *testing.T) {
 		topic := fmt.Sprintf("persistent://public/default/topic-%03d", r)
 		for i := range perRound {
 			g := group(r, i)
-			c := kopcommit.OffsetCommit{Group: g, Topic: topic, Partition: 0, Offset: int64(r*100 + i), CommitTime: clk.Now()}
+			c := kop.OffsetCommit{Group: g, Topic: topic, Partition: 0, Offset: int64(r*100 + i), CommitTime: clk.Now()}
 			scus.commit("", c)
 			wus.commit("scus", c)
 			kScus.serveTopic(g, topic, 0, c.Offset)
@@ -60,7 +60,7 @@ func TestGroupChurnKeepsStateFlat(t *testing.T) {
 		if r >= 2 {
 			for i := range perRound {
 				g := group(r-2, i)
-				c := kopcommit.OffsetCommit{Group: g, Topic: fmt.Sprintf("persistent://public/default/topic-%03d", r-2), Partition: 0, Tombstone: true}
+				c := kop.OffsetCommit{Group: g, Topic: fmt.Sprintf("persistent://public/default/topic-%03d", r-2), Partition: 0, Tombstone: true}
 				scus.commit("", c)
 				wus.commit("scus", c)
 				kScus.drop(g)

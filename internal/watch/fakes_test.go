@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -36,12 +35,12 @@ func newMemTail(n int32) *memTail {
 
 // commit appends commits as KoP would write them; from names the cluster they were
 // replicated from ("" for local commits).
-func (m *memTail) commit(from string, cs ...kopcommit.OffsetCommit) {
+func (m *memTail) commit(from string, cs ...kop.OffsetCommit) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range cs {
 		p := loader.PartitionFor(c.Group, m.n)
-		msg := kopcommit.Message(p, len(m.msgs[p]), c)
+		msg := kop.Message(p, len(m.msgs[p]), c)
 		m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg, ReplicatedFrom: from})
 	}
 	close(m.wake)
@@ -104,7 +103,7 @@ func (m *memTail) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 
 // fetcher is the product's fetcher of k with kgo's default retries (not ClientOpts' 500ms):
 // a loaded machine must not turn a slow kfake into a KoP error.
-func fetcher(t *testing.T, k *fakes.KoP) *kafkafetch.Fetcher {
+func fetcher(t *testing.T, k *fakes.KoP) *kop.Fetcher {
 	return k.Fetcher(t, fakeCoordinatorWait)
 }
 
@@ -112,8 +111,8 @@ func fetcher(t *testing.T, k *fakes.KoP) *kafkafetch.Fetcher {
 // coordinates shortens it (no test of this package runs in parallel).
 var fakeCoordinatorWait = 5 * time.Second
 
-func commit(group string, p int32, off int64) kopcommit.OffsetCommit {
-	return kopcommit.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}
+func commit(group string, p int32, off int64) kop.OffsetCommit {
+	return kop.OffsetCommit{Group: group, Topic: topic1, Partition: p, Offset: off, CommitTime: time.Unix(1_800_000_000, 0).Add(-time.Hour + time.Duration(off)*time.Millisecond)}
 }
 
 // clock is a settable Now.

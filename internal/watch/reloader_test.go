@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -69,20 +69,20 @@ func TestReloadSessionHealsBundleWithLiveGroup(t *testing.T) {
 	}
 	s, l := in("stale", 3), in("live", 3)
 	k := fakes.NewKoP(t)
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: s, Topic: topic, Partition: 0, Offset: 10900},
-		kopcommit.OffsetCommit{Group: l, Topic: topic, Partition: 0, Offset: 200})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: s, Topic: topic, Partition: 0, Offset: 10900},
+		kop.OffsetCommit{Group: l, Topic: topic, Partition: 0, Offset: 200})
 	k.Set(s, "topic-1", 0, 500) // stale: the topic holds 10900
 	k.Set(l, "topic-1", 0, 200)
 	k.SetMembers(l, 1)
 	lOffset := int64(200)
 	commitL := func() { // KoP's commit path: the topic, then the cache
 		lOffset += 10
-		rd.Commit(kopcommit.OffsetCommit{Group: l, Topic: topic, Partition: 0, Offset: lOffset})
+		rd.Commit(kop.OffsetCommit{Group: l, Topic: topic, Partition: 0, Offset: lOffset})
 		k.Set(l, "topic-1", 0, lOffset)
 	}
 	adm := fakes.NewAdmin("wus")
 	adm.OnUnload = func(string) { k.Set(s, "topic-1", 0, 10900); k.Set(l, "topic-1", 0, lOffset) } // the load
-	kg := reload.KafkaGroups{Admin: k.Admin(t, kgo.RetryTimeout(2*time.Second)), KafkaNamespace: "public/default"}
+	kg := kop.KafkaGroups{Admin: k.Admin(t, kgo.RetryTimeout(2*time.Second)), KafkaNamespace: "public/default"}
 	wus := reload.ClusterRef{Name: "wus"}
 	rs := NewReloadSession(&reload.Planner{Cluster: wus, Admin: adm, Reader: rd, Fetcher: kg, Describers: map[string]reload.GroupDescriber{"wus": kg}},
 		&reload.Executor{Cluster: wus, Admin: adm, Reader: rd, Fetcher: kg, Wait: 2 * time.Second, PollInterval: 10 * time.Millisecond}, time.Second)

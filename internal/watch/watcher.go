@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -520,7 +520,7 @@ func (w *Watcher) everyGroup(ctx context.Context, ask map[string]bool) {
 		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
 		defer cancel()
 		ls, err := c.Fetcher.ListGroups(cctx)
-		var partial *kafkafetch.PartialListError
+		var partial *kop.PartialListError
 		switch {
 		case errors.As(err, &partial):
 			// Some brokers answered: their groups are asked, the others' fail alone.

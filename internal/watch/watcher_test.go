@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -549,7 +549,7 @@ func TestResyncForgetsGroupsGoneEverywhere(t *testing.T) {
 		t.Fatalf("retained %+v, want the group's rows and no answer of KoP's (those are the cycle's only)", got)
 	}
 	// The group is deleted (offset tombstone) and KoP forgets it.
-	e.scus.commit("", kopcommit.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
+	e.scus.commit("", kop.OffsetCommit{Group: "gone", Topic: topic1, Partition: 0, Tombstone: true})
 	e.kScus.Drop("gone")
 	e.cycleUntil("deleted", func(rep *survey.Report) bool { return len(rep.Rows) == 0 })
 	e.clock.add(2 * time.Hour)

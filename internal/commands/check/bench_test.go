@@ -15,7 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
@@ -81,9 +81,9 @@ func benchKeys(b *testing.B) int {
 // one commit each.
 func persistedOnly(n int) (func() ([]config.Cluster, error), ConnectFunc) {
 	reader := fakes.NewMemReader(50)
-	commits := make([]kopcommit.OffsetCommit, 0, n)
+	commits := make([]kop.OffsetCommit, 0, n)
 	for i := range n {
-		commits = append(commits, kopcommit.OffsetCommit{Group: fmt.Sprintf("group-%07d", i/10), Topic: "persistent://public/default/topic-1",
+		commits = append(commits, kop.OffsetCommit{Group: fmt.Sprintf("group-%07d", i/10), Topic: "persistent://public/default/topic-1",
 			Partition: int32(i % 10), Offset: int64(i), CommitTime: time.UnixMilli(1700000000000)})
 	}
 	reader.Commit(commits...)

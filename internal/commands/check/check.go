@@ -21,7 +21,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -176,7 +176,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
 	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
-	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kafkafetch.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
+	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kop.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
 	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", survey.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -547,13 +547,13 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Owner:       partitionOwner(admin, cl),
 		}
 		if so.Cached || so.Describe {
-			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
+			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
 			if err != nil {
 				pc.Close()
 				return survey.Cluster{}, nil, err
 			}
 			closers = append(closers, kc.Close)
-			c.Fetcher = &kafkafetch.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
+			c.Fetcher = &kop.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
 		if so.Copies {
 			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}

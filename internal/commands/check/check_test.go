@@ -12,8 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -37,8 +36,8 @@ func (m memFetcher) EndOffsets(context.Context, []string) (map[string]map[int32]
 	return m.leo, nil
 }
 
-func c(group string, off int64) kopcommit.OffsetCommit {
-	return kopcommit.OffsetCommit{Group: group, Topic: "persistent://public/default/topic-1", Offset: off,
+func c(group string, off int64) kop.OffsetCommit {
+	return kop.OffsetCommit{Group: group, Topic: "persistent://public/default/topic-1", Offset: off,
 		CommitTime: time.UnixMilli(1700000000000 + off)}
 }
 
@@ -184,7 +183,7 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(got.Groups, ",") != "a*,b" || got.Source != "scus" || !got.Alignment || got.AlignmentMax != 5000 || got.Format != output.JSON ||
-		strings.Join(got.FailOn, ",") != "stale_cache,diverged" || got.PrometheusFile != "/tmp/x.prom" || got.CoordinatorWait != kafkafetch.DefaultCoordinatorWait {
+		strings.Join(got.FailOn, ",") != "stale_cache,diverged" || got.PrometheusFile != "/tmp/x.prom" || got.CoordinatorWait != kop.DefaultCoordinatorWait {
 		t.Errorf("%+v", got)
 	}
 	for _, args := range [][]string{{"--fail-on", "nope"}, {"--alignment", "--persisted-only"}, {"--alignment-max-messages", "-1"}, {"extra"}} {

@@ -28,7 +28,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -171,8 +171,8 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	group := fmt.Sprintf("e2e-check-%d", time.Now().UnixNano())
-	kop := e.l.Cluster("scus").KoP
-	if kop {
+	hasKoP := e.l.Cluster("scus").KoP
+	if hasKoP {
 		// Leave nothing stale behind: wus loads the partition again at the end.
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -189,7 +189,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	}
 	var part int32
 	for _, off := range []int64{500, 10900} {
-		p, err := e.l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
+		p, err := e.l.Commit(ctx, "scus", kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -215,7 +215,7 @@ func TestE2EPersistedBothClusters(t *testing.T) {
 	if val(s.Persisted) != "10900" || val(wc.Persisted) != "10900" {
 		t.Errorf("full: persisted scus %s wus %s, want 10900", val(s.Persisted), val(wc.Persisted))
 	}
-	if kop {
+	if hasKoP {
 		// scus serves what it committed; wus serves nothing although its topic holds 10900.
 		if code != 1 || r.Status != verdict.StatusStaleCache || s.Status != verdict.StatusOK || val(s.Cached) != "10900" ||
 			wc.Status != verdict.StatusStaleCache || wc.Cached != nil || wc.Error != "" {
@@ -241,7 +241,7 @@ func TestE2EClusterUnreachable(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	group := fmt.Sprintf("e2e-down-%d", time.Now().UnixNano())
-	if _, err := e.l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 77}); err != nil {
+	if _, err := e.l.Commit(ctx, "scus", kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 77}); err != nil {
 		t.Fatal(err)
 	}
 	rep, code, stderr := runCheck(t, e.writeConfig(t, "__kafka", "wus"), "--persisted-only", "--group", group)
@@ -282,9 +282,9 @@ func TestE2EReplicationLag(t *testing.T) {
 	group := "lagging-group"
 	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
+	w := kop.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
-	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
+	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitReplicated(t, partTopic, time.Minute)
@@ -316,13 +316,13 @@ func TestE2EReplicationLag(t *testing.T) {
 // commitUnderBacklog holds back scus's replicators of namespace ns, commits 20, 30 and 40 for
 // group with w on scus, and waits for a real backlog toward wus on partTopic (the group's
 // offsets partition). It returns the backlog and the func that lifts the throttle.
-func (e *e2eLab) commitUnderBacklog(t *testing.T, w *kopcommit.Writer, ns, partTopic, group string) (int64, func()) {
+func (e *e2eLab) commitUnderBacklog(t *testing.T, w *kop.Writer, ns, partTopic, group string) (int64, func()) {
 	t.Helper()
 	unthrottle := e.throttleReplicators(t, "scus", ns, partTopic)
 	t.Cleanup(unthrottle)
 	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
 	for _, off := range []int64{20, 30, 40} {
-		if _, _, err := w.Commit(context.Background(), kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
+		if _, _, err := w.Commit(context.Background(), kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -471,13 +471,13 @@ func TestE2EDiverged(t *testing.T) {
 	group := fmt.Sprintf("diverged-group-%d", time.Now().UnixNano())
 	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	ws := kopcommit.NewWriter(e.pc["scus"], topic, 8)
+	ws := kop.NewWriter(e.pc["scus"], topic, 8)
 	defer ws.Close()
-	ww := kopcommit.NewWriter(e.pc["wus"], topic, 8)
+	ww := kop.NewWriter(e.pc["wus"], topic, 8)
 	defer ww.Close()
-	commit := func(w *kopcommit.Writer, group string, off int64) {
+	commit := func(w *kop.Writer, group string, off int64) {
 		t.Helper()
-		p, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
+		p, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,7 +521,7 @@ func TestE2EDiverged(t *testing.T) {
 		}
 	}()
 	time.Sleep(2 * time.Second) // the policy reaches the replicators through a metadata listener
-	writers := map[string]*kopcommit.Writer{"scus": ws, "wus": ww}
+	writers := map[string]*kop.Writer{"scus": ws, "wus": ww}
 	for _, d := range both {
 		for i := 0; ; i++ {
 			if i == 5 {
@@ -593,9 +593,9 @@ func TestE2EMissing(t *testing.T) {
 	group := fmt.Sprintf("missing-group-%d", time.Now().UnixNano())
 	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
+	w := kop.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
-	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 42}); err != nil {
+	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 42}); err != nil {
 		t.Fatal(err)
 	}
 	// No replicator toward wus: nothing is or will be in flight.

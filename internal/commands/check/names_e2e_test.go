@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
@@ -66,9 +66,9 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	group := "renamed-lag-group"
 	part := loader.PartitionFor(group, 8)
 	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kopcommit.NewWriter(e.pc["scus"], topic, 8)
+	w := kop.NewWriter(e.pc["scus"], topic, 8)
 	defer w.Close()
-	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
+	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitReplicated(t, partTopic, time.Minute)

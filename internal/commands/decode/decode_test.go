@@ -16,7 +16,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
@@ -25,18 +25,18 @@ var ts = time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
 
 // messages are the inputs of the golden tests, built with kmsg encoders (via kopcommit).
 func messages() [][2][]byte {
-	commit := kopcommit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 3, Offset: 10900, Metadata: "m", CommitTime: ts}
-	k1, v1 := kopcommit.Encode(commit)
+	commit := kop.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 3, Offset: 10900, Metadata: "m", CommitTime: ts}
+	k1, v1 := kop.Encode(commit)
 	tomb := commit
 	tomb.Tombstone = true
-	k2, v2 := kopcommit.Encode(tomb)
+	k2, v2 := kop.Encode(tomb)
 
 	gk := (&kmsg.GroupMetadataKey{Version: 2, Group: "G"}).AppendTo(nil)
 	gv := kmsg.GroupMetadataValue{Version: 1, ProtocolType: "consumer", Generation: 4, Protocol: kmsg.StringPtr("range"),
 		Leader: kmsg.StringPtr("m-1"), Members: []kmsg.GroupMetadataValueMember{{
 			MemberID: "m-1", ClientID: "c-1", ClientHost: "/10.0.0.1", RebalanceTimeoutMillis: 60000, SessionTimeoutMillis: 45000,
 		}}}
-	v3 := kopcommit.EncodeBatch(gk, gv.AppendTo(nil), ts)
+	v3 := kop.EncodeBatch(gk, gv.AppendTo(nil), ts)
 
 	v4 := bytes.Clone(v1)
 	v4[16] = 1 // magic 1: not what KoP writes
@@ -135,7 +135,7 @@ func TestDecodeStrict(t *testing.T) {
 		t.Errorf("strict must still print everything: %q %q", out, errOut)
 	}
 	// Nothing undecodable: exit 0 and no summary when stderr is not a terminal.
-	k, v := kopcommit.Encode(kopcommit.OffsetCommit{Group: "G", Topic: "t", Offset: 1, CommitTime: ts})
+	k, v := kop.Encode(kop.OffsetCommit{Group: "G", Topic: "t", Offset: 1, CommitTime: ts})
 	line := fmt.Sprintf(`{"key":%q,"value":%q}`, base64.StdEncoding.EncodeToString(k), base64.StdEncoding.EncodeToString(v))
 	_, errOut, err = run(t, &Options{Format: output.NDJSON, Input: "-", Strict: true}, line)
 	if err != nil || errOut != "" {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -29,14 +29,14 @@ type loadReader struct {
 func (l *loadReader) Partitions(context.Context) (int32, error) { return 8, nil }
 
 func (l *loadReader) ReadPartition(_ context.Context, p int32, fn func(loader.Message) error) error {
-	cs := make([]kopcommit.OffsetCommit, 5)
+	cs := make([]kop.OffsetCommit, 5)
 	for g := int(p); g < l.groups; g += 8 {
 		name := "load-g-" + strconv.Itoa(g)
 		for i := range cs {
-			cs[i] = kopcommit.OffsetCommit{Group: name, Topic: "persistent://public/default/load-t-" + strconv.Itoa(g%100),
+			cs[i] = kop.OffsetCommit{Group: name, Topic: "persistent://public/default/load-t-" + strconv.Itoa(g%100),
 				Partition: int32(i), Offset: 1000 + int64(i), CommitTime: ts}
 		}
-		key, value, err := kopcommit.EncodeRequest(cs, ts)
+		key, value, err := kop.EncodeRequest(cs, ts)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -105,8 +105,8 @@ func (f *fakeReader) ReadPartition(ctx context.Context, p int32, fn func(loader.
 	return nil
 }
 
-func commit(group, topic string, partition int32, offset int64) kopcommit.OffsetCommit {
-	return kopcommit.OffsetCommit{Group: group, Topic: topic, Partition: partition, Offset: offset, CommitTime: ts}
+func commit(group, topic string, partition int32, offset int64) kop.OffsetCommit {
+	return kop.OffsetCommit{Group: group, Topic: topic, Partition: partition, Offset: offset, CommitTime: ts}
 }
 
 // lab returns two clusters: scus with commits of G (partition 7 of 8) and other groups, a
@@ -124,7 +124,7 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 	gv := kmsg.GroupMetadataValue{Version: 1, ProtocolType: "consumer", Generation: 2, Protocol: kmsg.StringPtr("range"),
 		Leader: kmsg.StringPtr("m-1"), Members: []kmsg.GroupMetadataValueMember{{MemberID: "m-1", ClientID: "c", ClientHost: "/h", SessionTimeoutMillis: 10000, RebalanceTimeoutMillis: 20000}}}
 	scus.extra[7] = []loader.Message{
-		{Partition: 7, MessageID: "9:1:7:-1", PublishTime: ts, Key: gk, Value: kopcommit.EncodeBatch(gk, gv.AppendTo(nil), ts)},
+		{Partition: 7, MessageID: "9:1:7:-1", PublishTime: ts, Key: gk, Value: kop.EncodeBatch(gk, gv.AppendTo(nil), ts)},
 		{Partition: 7, MessageID: "9:2:7:-1", PublishTime: ts, Key: []byte("k"), Value: []byte("garbage")},
 		{Partition: 7, MessageID: "9:3:7:-1", PublishTime: ts}, // placeholder
 	}

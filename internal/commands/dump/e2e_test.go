@@ -14,7 +14,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
@@ -77,7 +77,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	w := kopcommit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kop.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer w.Close()
 
 	const group = "G"
@@ -85,7 +85,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-dump-%d", time.Now().UnixNano())
 	commitTime := time.Now().UTC().Truncate(time.Millisecond)
 	for i := int32(0); i < 3; i++ {
-		p, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: topic, Partition: i, Offset: 10900 + int64(i), CommitTime: commitTime})
+		p, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: topic, Partition: i, Offset: 10900 + int64(i), CommitTime: commitTime})
 		if err != nil || p != wantPart {
 			t.Fatalf("commit: partition %d, %v", p, err)
 		}

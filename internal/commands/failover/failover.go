@@ -22,10 +22,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
@@ -333,7 +332,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				return fo.Side{}, nil, err
 			default:
 				closers = append(closers, kc.Close)
-				s.Groups = reload.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+				s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
 			}
 			return s, adm, nil
 		}
@@ -363,7 +362,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			closeAll()
 			return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s: partition count of the offsets topic: %w", to.Name, err))
 		}
-		w := kopcommit.NewWriter(toClient, to.OffsetsTopic(), n)
+		w := kop.NewWriter(toClient, to.OffsetsTopic(), n)
 		w.Local = true
 		closers = append(closers, w.Close)
 		return &Session{

@@ -12,7 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -30,7 +30,7 @@ func TestE2ELocate(t *testing.T) {
 	l := labtest.Lab(t)
 	w := labtest.Writer(t, l.Cluster("scus"))
 	topic := "persistent://public/default/" + labtest.Name("kop-offsets-e2e-locate")
-	if _, _, err := w.Commit(ctx, kopcommit.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
+	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 1}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second) // let the replicator write to wus, which loads the bundle there

@@ -17,7 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -58,7 +58,7 @@ func setup(t *testing.T) *env {
 	// Through KoP when it runs, else written as KoP writes it.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := l.Commit(ctx, "scus", kopcommit.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
+	if _, err := l.Commit(ctx, "scus", kop.OffsetCommit{Group: group, Topic: e2eTopic, Partition: 0, Offset: 4242}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{lab: l, admin: adm, group: group}

@@ -14,7 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -60,7 +60,7 @@ func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ios, in, out, errb := iostreams.Test()
 	h := &harness{admin: fakes.NewAdmin("scus"), out: out, err: errb, in: in, ios: ios}
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
 	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
 	h.opts = &Options{
 		IO: ios, Format: output.Table,

@@ -16,6 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -89,7 +90,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 			}
 			closers = append(closers, kc.Close)
 			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
-			kg := reload.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+			kg := kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
 			ds[cl.Name] = kg
 			if cl.Name == target.Name {
 				fetcher = kg

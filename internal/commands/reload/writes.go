@@ -13,7 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -127,7 +127,7 @@ type guardedCommits struct {
 	w audit.CommitWriter
 }
 
-func (g guardedCommits) CommitRequest(ctx context.Context, commits []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (g guardedCommits) CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
 	if err := g.s.BeforeWrite(ctx); err != nil {
 		return 0, nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
@@ -171,7 +171,7 @@ func TestWriteFlags(t *testing.T) {
 
 type commitsSeen struct{ n int }
 
-func (c *commitsSeen) CommitRequest(context.Context, []kopcommit.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (c *commitsSeen) CommitRequest(context.Context, []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
 	c.n++
 	return 1, nil, nil
 }
@@ -188,7 +188,7 @@ func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
 	}
 	inner := &commitsSeen{}
 	w := s.Commits(inner, "persistent://public/__kafka/__consumer_offsets")
-	commits := []kopcommit.OffsetCommit{{Group: "orders", Topic: "persistent://public/default/t", Offset: 5}}
+	commits := []kop.OffsetCommit{{Group: "orders", Topic: "persistent://public/default/t", Offset: 5}}
 	if _, _, err := w.CommitRequest(context.Background(), commits); !errors.Is(err, lease.ErrHeld) || inner.n != 0 {
 		t.Fatalf("commit while the lease is held elsewhere: %v, %d written", err, inner.n)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -34,13 +34,13 @@ func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.Gr
 	return out, nil
 }
 
-// kop is a cache that is stale until the bundle of its group is unloaded.
-type kop struct {
+// staleKoP is a cache that is stale until the bundle of its group is unloaded.
+type staleKoP struct {
 	mu    sync.Mutex
 	stale bool
 }
 
-func (k *kop) FetchOffsets(context.Context, string) ([]reload.TopicOffset, error) {
+func (k *staleKoP) FetchOffsets(context.Context, string) ([]reload.TopicOffset, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.stale {
@@ -54,7 +54,7 @@ func i64(v int64) *int64 { return &v }
 type harness struct {
 	opts   *Options
 	admin  *fakes.Admin
-	kop    *kop
+	kop    *staleKoP
 	checks int
 	scopes []Scope
 	out    *bytes.Buffer
@@ -63,13 +63,13 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	ios, _, out, errb := iostreams.Test()
-	h := &harness{admin: fakes.NewAdmin("wus"), kop: &kop{stale: true}, out: out, errb: errb}
+	h := &harness{admin: fakes.NewAdmin("wus"), kop: &staleKoP{stale: true}, out: out, errb: errb}
 	h.admin.OnUnload = func(string) { // KoP loads the group afresh
 		h.kop.mu.Lock()
 		h.kop.stale = false
 		h.kop.mu.Unlock()
 	}
-	rd := fakes.NewMemReader(8).Commit(kopcommit.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
+	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 10900})
 	scus := config.Cluster{Name: "scus", Tenant: "public", MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
 	wus := scus
 	wus.Name = "wus"

@@ -32,7 +32,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 )
 
@@ -134,12 +134,12 @@ func TestE2EWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	wr := kopcommit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	wr := kop.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer wr.Close()
 	group := fmt.Sprintf("e2e-watch-%d", time.Now().UnixNano())
 	commitScus := func(off int64) {
 		t.Helper()
-		if _, _, err := wr.Commit(ctx, kopcommit.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
+		if _, _, err := wr.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: off}); err != nil {
 			t.Fatal(err)
 		}
 	}

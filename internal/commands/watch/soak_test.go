@@ -29,7 +29,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 )
 
@@ -72,7 +72,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	wr := kopcommit.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	wr := kop.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	defer wr.Close()
 
 	prefix := fmt.Sprintf("soak-%d-", time.Now().UnixNano())
@@ -125,7 +125,7 @@ func TestSoak(t *testing.T) {
 			case <-tick.C:
 			}
 			g := fmt.Sprintf("%s%d", prefix, n%groups)
-			if _, _, err := wr.Commit(lctx2, kopcommit.OffsetCommit{Group: g, Topic: lab.Topic1, Partition: int32(n % 3), Offset: n}); err == nil {
+			if _, _, err := wr.Commit(lctx2, kop.OffsetCommit{Group: g, Topic: lab.Topic1, Partition: int32(n % 3), Offset: n}); err == nil {
 				n++
 			}
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
@@ -332,7 +332,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				Tailer:      adminutil.LoaderReader(cl, pc, admin, names),
 				Replication: survey.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
 			}
-			kc, err := f.KafkaClient(cl, kafkafetch.ClientOpts(f.Flags.Timeout)...)
+			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
 			switch {
 			case errors.Is(err, connect.ErrNotConfigured):
 				// No kafkaBootstrap: the persisted side only.
@@ -342,7 +342,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			default:
 				closers = append(closers, kc.Close)
 				ka := kadm.NewClient(kc)
-				wc.Fetcher = &kafkafetch.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
+				wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
 			}
 			if o.Repair {
 				sess, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) {

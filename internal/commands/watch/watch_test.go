@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
@@ -53,7 +53,7 @@ type idleTailer struct{}
 
 func (idleTailer) Partitions(context.Context) (int32, error) { return 1, nil }
 func (idleTailer) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage) error, caughtUp func()) error {
-	m := kopcommit.Message(p, 0, kopcommit.OffsetCommit{Group: "orders", Topic: "persistent://public/default/t1", Partition: 0, Offset: 42})
+	m := kop.Message(p, 0, kop.OffsetCommit{Group: "orders", Topic: "persistent://public/default/t1", Partition: 0, Offset: 42})
 	if err := fn(pulsarx.TailMessage{Message: m}); err != nil {
 		return err
 	}

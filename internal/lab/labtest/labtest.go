@@ -25,7 +25,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
@@ -117,9 +117,9 @@ func Kafka(t testing.TB, c lab.Cluster, opts ...kgo.Opt) *kgo.Client {
 
 // Writer returns a writer of offset commits in KoP's format to c's offsets topic (what KoP
 // would write, without KoP), closed when the test ends.
-func Writer(t testing.TB, c lab.Cluster) *kopcommit.Writer {
+func Writer(t testing.TB, c lab.Cluster) *kop.Writer {
 	t.Helper()
-	w := kopcommit.NewWriter(Pulsar(t, c), lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kop.NewWriter(Pulsar(t, c), lab.OffsetsTopic, lab.OffsetsTopicPartitions)
 	t.Cleanup(w.Close)
 	return w
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -62,7 +62,7 @@ func TestLoadReplays(t *testing.T) {
 	}
 	seq := 0
 	err := s.Requests(func(r Request) error {
-		k, v, err := kopcommit.EncodeRequest(r.Commits, time.Now())
+		k, v, err := kop.EncodeRequest(r.Commits, time.Now())
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -82,7 +82,7 @@ func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string,
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
-		key, value, err := kopcommit.EncodeRequest(req.Commits, time.Now())
+		key, value, err := kop.EncodeRequest(req.Commits, time.Now())
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,7 @@
 // measuring kop-offsets at scale (make bench-lab, docs/performance.md). It is test tooling.
 //
 // Two ways, both producing only what KoP itself writes or parses:
-//   - WritePulsar publishes KoP-format offset-commit messages (kopcommit.EncodeRequest: one
+//   - WritePulsar publishes KoP-format offset-commit messages (kop.EncodeRequest: one
 //     record batch per OffsetCommit request, keyed by the group's Pulsar key) straight into
 //     the offsets topic with pulsar-client-go producers. It needs no KoP, so the persisted
 //     side can be measured anywhere; no KoP cache sees these commits until KoP loads them.
@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 )
 
 // Spec is the shape of a load: Groups groups (numbered from FirstGroup), each committing the
@@ -142,7 +142,7 @@ func (s Spec) LiveKeys() int { return min(s.Commits, s.Groups*s.KeysPerGroup) }
 type Request struct {
 	Group   string
 	Round   int
-	Commits []kopcommit.OffsetCommit
+	Commits []kop.OffsetCommit
 }
 
 // Requests calls fn for every request of the load in order (round by round, group by group)
@@ -153,9 +153,9 @@ func (s Spec) Requests(fn func(Request) error) error {
 		for i := 0; i < s.Groups && left > 0; i++ {
 			keys := s.Keys(i)
 			n := min(len(keys), left)
-			req := Request{Group: s.GroupName(i), Round: r, Commits: make([]kopcommit.OffsetCommit, n)}
+			req := Request{Group: s.GroupName(i), Round: r, Commits: make([]kop.OffsetCommit, n)}
 			for j := range n {
-				req.Commits[j] = kopcommit.OffsetCommit{Group: req.Group, Topic: s.FullTopic(keys[j].Topic),
+				req.Commits[j] = kop.OffsetCommit{Group: req.Group, Topic: s.FullTopic(keys[j].Topic),
 					Partition: keys[j].Partition, Offset: s.Offset(i, j, r)}
 			}
 			left -= n

@@ -1,4 +1,4 @@
-package kopcommit
+package kop
 
 import (
 	"encoding/base64"

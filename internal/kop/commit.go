@@ -1,4 +1,4 @@
-// Package kopcommit writes offset commits exactly as KoP's GroupMetadataManager stores them
+// The commit writer (Writer, Encode*) writes offset commits exactly as KoP's GroupMetadataManager stores them
 // in its offsets topic, so that what it writes is what KoP's loader and this tool's reader
 // read. failover uses it to write the aligned offsets onto the target cluster; the lab's load
 // generator and tests use it to write KoP's format without KoP.
@@ -11,7 +11,8 @@
 // persistent://<tenant>/<ns>/__consumer_offsets-partition-N, the partition KoP would pick for
 // the group (loader.PartitionFor). The Pulsar key carries the record key in base64, as the
 // Java client's keyBytes() sends it.
-package kopcommit
+
+package kop
 
 import (
 	"context"

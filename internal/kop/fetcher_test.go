@@ -1,4 +1,4 @@
-package kafkafetch_test
+package kop_test
 
 import (
 	"context"
@@ -14,35 +14,35 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
-	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 )
 
 // fetcher is a Fetcher of k with the product's client options.
-func fetcher(t *testing.T, k *fakes.KoP, wait time.Duration) *kafkafetch.Fetcher {
-	return k.Fetcher(t, wait, kafkafetch.ClientOpts(10*time.Second)...)
+func fetcher(t *testing.T, k *fakes.KoP, wait time.Duration) *kop.Fetcher {
+	return k.Fetcher(t, wait, kop.ClientOpts(10*time.Second)...)
 }
 
 // A deadline bounds one request or one group's retries, never the sweep: with requests
 // slow enough that the sweep outlasts CoordinatorWait several times, every group is answered.
 func TestFetchOffsetsDeadlinePerRequestNotSweep(t *testing.T) {
-	kop := fakes.NewKoP(t)
+	fk := fakes.NewKoP(t)
 	var mu sync.Mutex
 	var metadata int
-	kop.Cluster.ControlKey(int16(kmsg.Metadata), func(kmsg.Request) (kmsg.Response, error, bool) {
-		kop.Cluster.KeepControl()
+	fk.Cluster.ControlKey(int16(kmsg.Metadata), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fk.Cluster.KeepControl()
 		mu.Lock()
 		metadata++
 		mu.Unlock()
 		return nil, nil, false
 	})
-	kop.SetDelay(150 * time.Millisecond) // 12 batches one at a time: 1.8 s, past the old whole-sweep deadline (wait + 1 s)
+	fk.SetDelay(150 * time.Millisecond) // 12 batches one at a time: 1.8 s, past the old whole-sweep deadline (wait + 1 s)
 	var groups []string
 	for i := range 600 {
 		g := fmt.Sprintf("g-%03d", i)
 		groups = append(groups, g)
-		kop.Set(g, "topic-1", 0, int64(i))
+		fk.Set(g, "topic-1", 0, int64(i))
 	}
-	f := fetcher(t, kop, 200*time.Millisecond)
+	f := fetcher(t, fk, 200*time.Millisecond)
 	f.Parallel, f.BatchSize = 1, 50
 	start := time.Now()
 	got := f.FetchOffsets(context.Background(), groups)
@@ -62,26 +62,26 @@ func TestFetchOffsetsDeadlinePerRequestNotSweep(t *testing.T) {
 	if metadata > 2 {
 		t.Errorf("%d Metadata requests for 12 OffsetFetch batches", metadata)
 	}
-	if kop.Fetches() != 12 {
-		t.Errorf("%d OffsetFetch requests, want 12", kop.Fetches())
+	if fk.Fetches() != 12 {
+		t.Errorf("%d OffsetFetch requests, want 12", fk.Fetches())
 	}
 }
 
 // A deleted topic is a topic-level error: the warning names the topic, not a partition -1.
 func TestEndOffsetsDeletedTopic(t *testing.T) {
-	kop := fakes.NewKoP(t)
-	kop.SetEnd("topic-1", 0, 1)
-	_, err := fetcher(t, kop, time.Second).EndOffsets(context.Background(), []string{"topic-1", "gone"})
+	fk := fakes.NewKoP(t)
+	fk.SetEnd("topic-1", 0, 1)
+	_, err := fetcher(t, fk, time.Second).EndOffsets(context.Background(), []string{"topic-1", "gone"})
 	if err == nil || !strings.Contains(err.Error(), "topic gone: ") || strings.Contains(err.Error(), "[-1]") {
 		t.Fatalf("err %v", err)
 	}
 }
 
 func TestEndOffsets(t *testing.T) {
-	kop := fakes.NewKoP(t)
-	kop.SetEnd("topic-1", 0, 11000)
-	kop.SetEnd("topic-1", 2, 7)
-	got, err := fetcher(t, kop, time.Second).EndOffsets(context.Background(), []string{"topic-1"})
+	fk := fakes.NewKoP(t)
+	fk.SetEnd("topic-1", 0, 11000)
+	fk.SetEnd("topic-1", 2, 7)
+	got, err := fetcher(t, fk, time.Second).EndOffsets(context.Background(), []string{"topic-1"})
 	if err != nil || len(got["topic-1"]) != 3 || got["topic-1"][0] != 11000 || got["topic-1"][1] != 0 || got["topic-1"][2] != 7 {
 		t.Fatalf("%v %v", got, err)
 	}
@@ -90,14 +90,14 @@ func TestEndOffsets(t *testing.T) {
 // Loading is retried within CoordinatorWait; a group KoP never serves is Unavailable, and
 // another error is the group's own, not retried.
 func TestFetchOffsetsCoordinatorErrors(t *testing.T) {
-	kop := fakes.NewKoP(t)
-	kop.Set("loading", "topic-1", 1, 5)
-	kop.SetLoading("loading", 2)
-	kop.Set("unserved", "topic-1", 0, 6)
-	kop.SetUnserved("unserved", true)
-	got := fetcher(t, kop, time.Second).FetchOffsets(context.Background(), []string{"loading", "unserved", "unknown"})
-	if gf := got["loading"]; gf.Err != nil || gf.Unavailable || gf.Offsets["topic-1"][1] != 5 || kop.LoadingLeft("loading") != 0 {
-		t.Errorf("loading: %+v, loading answers left %d", gf, kop.LoadingLeft("loading"))
+	fk := fakes.NewKoP(t)
+	fk.Set("loading", "topic-1", 1, 5)
+	fk.SetLoading("loading", 2)
+	fk.Set("unserved", "topic-1", 0, 6)
+	fk.SetUnserved("unserved", true)
+	got := fetcher(t, fk, time.Second).FetchOffsets(context.Background(), []string{"loading", "unserved", "unknown"})
+	if gf := got["loading"]; gf.Err != nil || gf.Unavailable || gf.Offsets["topic-1"][1] != 5 || fk.LoadingLeft("loading") != 0 {
+		t.Errorf("loading: %+v, loading answers left %d", gf, fk.LoadingLeft("loading"))
 	}
 	if gf := got["unserved"]; !gf.Unavailable || gf.Offsets["topic-1"][0] != 0 {
 		t.Errorf("unserved: %+v", gf)
@@ -106,26 +106,26 @@ func TestFetchOffsetsCoordinatorErrors(t *testing.T) {
 		t.Errorf("unknown: %+v", gf)
 	}
 
-	kop.SetBroken(true)
-	before := kop.Fetches()
-	gf := fetcher(t, kop, time.Second).FetchOffsets(context.Background(), []string{"loading"})["loading"]
-	if !errors.Is(gf.Err, kerr.GroupAuthorizationFailed) || gf.Unavailable || kop.Fetches() != before+1 {
-		t.Errorf("broken: %+v after %d fetches", gf, kop.Fetches()-before)
+	fk.SetBroken(true)
+	before := fk.Fetches()
+	gf := fetcher(t, fk, time.Second).FetchOffsets(context.Background(), []string{"loading"})["loading"]
+	if !errors.Is(gf.Err, kerr.GroupAuthorizationFailed) || gf.Unavailable || fk.Fetches() != before+1 {
+		t.Errorf("broken: %+v after %d fetches", gf, fk.Fetches()-before)
 	}
 }
 
 func TestListGroupsDescribed(t *testing.T) {
-	kop := fakes.NewKoP(t)
-	kop.Set("idle", "topic-1", 0, 1)
-	kop.SetMembers("live", 2)
-	f := fetcher(t, kop, time.Second)
+	fk := fakes.NewKoP(t)
+	fk.Set("idle", "topic-1", 0, 1)
+	fk.SetMembers("live", 2)
+	f := fetcher(t, fk, time.Second)
 	ls, err := f.ListGroups(context.Background())
-	if err != nil || len(ls) != 2 || ls[0] != (kafkafetch.ListedGroup{Group: "idle", State: "Empty", ProtocolType: "consumer"}) {
+	if err != nil || len(ls) != 2 || ls[0] != (kop.ListedGroup{Group: "idle", State: "Empty", ProtocolType: "consumer"}) {
 		t.Fatalf("listed: %+v %v", ls, err)
 	}
 	f.Describe = true
 	ls, err = f.ListGroups(context.Background())
-	want := []kafkafetch.ListedGroup{{Group: "idle", State: "Empty", ProtocolType: "consumer"}, {Group: "live", State: "Stable", ProtocolType: "consumer", Members: 2}}
+	want := []kop.ListedGroup{{Group: "idle", State: "Empty", ProtocolType: "consumer"}, {Group: "live", State: "Stable", ProtocolType: "consumer", Members: 2}}
 	if err != nil || !slices.Equal(ls, want) {
 		t.Fatalf("described: %+v %v", ls, err)
 	}

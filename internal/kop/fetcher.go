@@ -1,9 +1,10 @@
-// Package kafkafetch asks KoP what it serves, through its Kafka listeners (kadm and kgo):
+// Fetcher asks KoP what it serves, through its Kafka listeners (kadm and kgo):
 // the committed offsets of groups (OffsetFetch, batched, sent to each group's coordinator,
 // retrying while KoP loads a partition), the groups it knows (ListGroups, DescribeGroups)
 // and the log-end offsets of topics (ListOffsets). check and watch read KoP's cached side
 // through it.
-package kafkafetch
+
+package kop
 
 import (
 	"context"
