@@ -343,28 +343,14 @@ func (ru *run) fetchStats(ctx context.Context, keys verdict.Keys) {
 	parallel(ru.states, func(s *clusterState) {
 		if s.pErr == nil && s.c.Replication != nil && len(ru.states) > 1 {
 			s.repl = map[int32]map[string]verdict.Inbound{}
-			for _, p := range slices.Sorted(maps.Keys(partsNeeded)) {
-				st, err := s.c.Replication.OutboundReplication(ctx, p)
-				if err != nil {
-					ru.rep.addErr(clusterErr(s.c.Name, "admin", err))
-					break
-				}
-				s.repl[p] = st
+			if _, err := ReadOutbound(ctx, s.c.Replication, partsNeeded, 0, s.repl); err != nil {
+				ru.rep.addErr(clusterErr(s.c.Name, "admin", err))
 			}
 		}
 		if s.c.Fetcher != nil && s.cacheErr == nil && len(topicSet) > 0 {
-			var topics []string
-			for t := range topicSet {
-				topics = append(topics, loader.ShortName(t, s.c.KafkaNamespace))
-			}
-			slices.Sort(topics)
-			leo, err := s.c.Fetcher.EndOffsets(ctx, topics)
-			if err != nil {
-				ru.rep.addWarning(fmt.Sprintf("cluster %s: log-end offsets: %v", s.c.Name, err))
-			}
 			s.leo = map[string]map[int32]int64{}
-			for t, ps := range leo {
-				s.leo[loader.NormalizeTopic(t, s.c.KafkaNamespace)] = ps
+			if err := ReadEndOffsets(ctx, s.c.Fetcher, s.c.KafkaNamespace, maps.Keys(topicSet), s.leo); err != nil {
+				ru.rep.addWarning(fmt.Sprintf("cluster %s: log-end offsets: %v", s.c.Name, err))
 			}
 		}
 	})

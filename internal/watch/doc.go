@@ -17,4 +17,10 @@
 // survey.ReplicationSource, Reloader, reload.GroupDescriber) so that tests run on fakes.
 // Nothing here prints or knows about cobra: decisions go to a slog.Logger, numbers to
 // Prometheus collectors (Metrics).
+//
+// The files, by job: follow.go reads the offsets topics (the followers, ingest); cycle.go
+// runs a cycle; fetch.go asks the remote sides what a cycle needs (replication stats, KoP's
+// answers in answer.go, log-end offsets); rows.go classifies (evaluation); staleness.go
+// tracks the replicated commits KoP does not serve yet; forget.go drops what belongs to
+// groups gone; report.go, metrics.go and http.go publish; repair.go applies the policy.
 package watch

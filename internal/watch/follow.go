@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"slices"
 	"strings"
@@ -190,4 +191,100 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 	dropped, p.dropped = p.dropped, 0
 	slices.Sort(dirty)
 	return slices.Compact(dirty), all, arr, dropped, following, failing
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// startCluster learns the partition count (retrying with backoff while the cluster does
+// not answer) and starts one follower per offsets partition.
+func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitGroup) {
+	backoff := w.o.Backoff
+	var n int32
+	for {
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		var err error
+		n, err = c.Tailer.Partitions(cctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.m.errors.WithLabelValues(c.Name, "admin").Inc()
+		w.log.Warn("offsets topic not readable; retrying", "cluster", c.Name, "err", err.Error(), "retryIn", backoff.String())
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, w.o.MaxBackoff)
+	}
+	parts := make([]*partition, n)
+	for i := range parts {
+		parts[i] = newPartition(int32(i))
+	}
+	c.mu.Lock()
+	c.n, c.parts = n, parts
+	c.mu.Unlock()
+	w.log.Info("following offsets topic", "cluster", c.Name, "partitions", n)
+	for _, p := range parts {
+		wg.Go(func() { w.follow(ctx, c, p) })
+	}
+}
+
+// follow replays one offsets partition, then follows it; after a failure it starts over
+// with a new replay (the old view stays in use until the new one has caught up).
+func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
+	backoff := w.o.Backoff
+	for ctx.Err() == nil {
+		next := loader.NewReplayer(p.index, loader.OrderingKoP)
+		live := false
+		start := w.o.Now()
+		err := c.Tailer.Tail(ctx, p.index, func(m pulsarx.TailMessage) error {
+			if !live {
+				_ = next.ApplyMessage(m.Message) // decode errors are counted, never fatal
+				return nil
+			}
+			p.waitRoom(ctx)
+			w.m.messages.WithLabelValues(c.Name).Inc()
+			for _, a := range p.apply(m, w.o.Now()) {
+				w.m.replicated.WithLabelValues(c.Name, a.from).Inc()
+				if !a.committed.IsZero() {
+					w.m.replDelay.WithLabelValues(c.Name, a.from).Observe(max(0, a.at.Sub(a.committed).Seconds()))
+				}
+			}
+			return nil
+		}, func() {
+			live = true
+			msgs := next.Counts().Messages // next is the cycle's after the swap
+			p.swap(next)
+			d := w.o.Now().Sub(start)
+			w.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
+			w.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
+				"messages", msgs, "seconds", d.Seconds())
+			backoff = w.o.Backoff
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("reader ended")
+		}
+		p.failed(err)
+		w.m.errors.WithLabelValues(c.Name, "pulsar").Inc()
+		w.log.Warn("offsets partition reader failed; replaying again", "cluster", c.Name, "partition", p.index,
+			"err", err.Error(), "retryIn", backoff.String())
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(2*backoff, w.o.MaxBackoff)
+	}
 }

@@ -59,9 +59,8 @@ type Metrics struct {
 	staleCommits    *prometheus.GaugeVec
 	dropped         *prometheus.CounterVec
 	lastCycle       prometheus.Gauge
-	rows            *prometheus.GaugeVec
 
-	report atomic.Pointer[snapshot]
+	report atomic.Pointer[snapshot] // the last cycle's; kop_offsets_watch_rows and the rows' series are read from it
 }
 
 // Buckets for durations from a few milliseconds (a fetch) to an hour (a stale standby).
@@ -108,22 +107,36 @@ func NewMetrics() *Metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricArrivalsDropped,
 			Help: "Replicated commits not tracked for staleness because too many arrived within one cycle."}, c),
 		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricLastCycle, Help: "Unix time of the end of the last cycle."}),
-		rows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricRows,
-			Help: "Rows of the last cycle's report by status (check's summary), whichever rows --row-series exports."}, []string{"status"}),
 	}
 	m.Registry.MustRegister(m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
-		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.rows,
+		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, rowsCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// setReport publishes the report of a cycle; its series (check's names, see promexport) are
-// built when scraped, a row at a time, so a cycle does not pay for them.
-func (m *Metrics) setReport(s *snapshot) {
-	m.report.Store(s)
+// setReport publishes the report of a cycle; its series (check's names, see promexport) and
+// kop_offsets_watch_rows are built when scraped, so a cycle does not pay for them.
+func (m *Metrics) setReport(s *snapshot) { m.report.Store(s) }
+
+// rowsDesc describes kop_offsets_watch_rows.
+var rowsDesc = prometheus.NewDesc(MetricRows,
+	"Rows of the last cycle's report by status (check's summary), whichever rows --row-series exports.",
+	[]string{"status"}, nil)
+
+// rowsCollector collects kop_offsets_watch_rows at scrape time from the report the last
+// cycle published (none before the first cycle).
+type rowsCollector struct{ m *Metrics }
+
+func (rowsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rowsDesc }
+
+func (r rowsCollector) Collect(ch chan<- prometheus.Metric) {
+	s := r.m.report.Load()
+	if s == nil {
+		return
+	}
 	for _, st := range verdict.Statuses { // every status, so that none goes away between cycles
-		m.rows.WithLabelValues(string(st)).Set(float64(s.head.Summary[string(st)]))
+		ch <- prometheus.MustNewConstMetric(rowsDesc, prometheus.GaugeValue, float64(s.head.Summary[string(st)]), string(st))
 	}
 }
 
@@ -138,4 +151,11 @@ func (m *Metrics) WriteText(w io.Writer) error {
 		}
 	}
 	return gatherErr
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

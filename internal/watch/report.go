@@ -81,3 +81,35 @@ func (s *snapshot) report() *survey.Report {
 	s.eachRow(func(r *verdict.Row) { rep.Rows = append(rep.Rows, *r) })
 	return &rep
 }
+
+// snapshot is the report of this cycle: the rows of every group, shared with the cycle (a
+// PackedRows is replaced, never changed), and the report's other fields, with check's exit
+// code for the same rows.
+func (w *Watcher) snapshot() *snapshot {
+	s := &snapshot{head: survey.Report{SchemaVersion: 1, Summary: map[string]int{}},
+		displayNS: w.displayNamespace(), groups: make([]*verdict.PackedRows, 0, len(w.rows)), series: w.o.RowSeries}
+	for _, c := range w.clusters {
+		s.head.Clusters = append(s.head.Clusters, c.Name)
+	}
+	for _, g := range slices.Sorted(maps.Keys(w.rows)) {
+		rs := w.rows[g]
+		s.groups = append(s.groups, rs)
+		notOK := false
+		for st := range rs.Statuses() {
+			s.head.Summary[string(st)]++
+			notOK = notOK || st != verdict.StatusOK
+		}
+		if notOK {
+			s.notOK = append(s.notOK, rs)
+		}
+		s.rows += rs.Len()
+	}
+	for _, c := range w.clusters {
+		if !c.up {
+			s.head.Errors = append(s.head.Errors, survey.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
+				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
+		}
+	}
+	s.head.ExitCode = verdict.ExitCode(s.head.Summary, len(s.head.Errors) > 0, false, nil)
+	return s
+}

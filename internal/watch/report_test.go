@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -55,7 +56,7 @@ func wholeReport(w *Watcher) *survey.Report {
 	for _, c := range w.clusters {
 		rep.Clusters = append(rep.Clusters, c.Name)
 	}
-	groups := slices.Sorted(mapKeys(w.rows))
+	groups := slices.Sorted(maps.Keys(w.rows))
 	// KoP's answers are a cycle's only: ask again (the histories no longer change).
 	w.parallel(func(c *clusterRT) { w.fetch(context.Background(), c, groups) })
 	defer func() {
