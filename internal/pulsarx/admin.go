@@ -75,110 +75,6 @@ func newAdmin(cluster string, cfg *pulsaradmin.Config, provider auth.Provider) (
 	}, nil
 }
 
-// ActiveBrokers lists the active brokers of cluster (its Pulsar name) by broker id, the
-// "host:port" of each broker's web service (GET /admin/v2/brokers/{cluster}), sorted.
-func (a *Admin) ActiveBrokers(ctx context.Context, cluster string) ([]string, error) {
-	const op = "list active brokers of"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	bs, err := a.client.Brokers().GetActiveBrokersWithContext(cctx, cluster)
-	if err != nil {
-		return nil, a.wrap(ctx, op, cluster, err)
-	}
-	slices.Sort(bs)
-	return bs, nil
-}
-
-// ForBroker returns the admin API of one broker of the cluster, at its own web address
-// (broker is an id from ActiveBrokers, "host:port", taken with the scheme of this Admin's
-// URL; or a web address "http(s)://host:port" from BrokerAddress), with the same auth, TLS
-// and timeout. Calls that a broker answers about itself (its version, its runtime
-// configuration) then describe that broker, not whichever one sits behind the cluster's
-// admin URL. Errors are labelled "<cluster> broker <id>".
-func (a *Admin) ForBroker(broker string) (*Admin, error) {
-	scheme := "http"
-	if u, err := url.Parse(a.baseURL); err == nil && u.Scheme != "" {
-		scheme = u.Scheme
-	}
-	if s, hostPort, ok := strings.Cut(broker, "://"); ok && (s == "http" || s == "https") {
-		scheme, broker = s, hostPort
-	}
-	if broker == "" || strings.ContainsAny(broker, "/?#@") {
-		return nil, &AdminError{Cluster: a.cluster, Op: "address broker", Target: broker, Status: http.StatusBadRequest, Err: errors.New("not a host:port broker id")}
-	}
-	b, err := newAdmin(a.cluster+" broker "+broker, &pulsaradmin.Config{WebServiceURL: scheme + "://" + broker}, a.provider)
-	if err != nil {
-		return nil, err
-	}
-	b.timeout = a.timeout
-	return b, nil
-}
-
-// BrokerAddress is the web address ForBroker should use for broker (an id from
-// ActiveBrokers) of cluster (its Pulsar name). A broker id is the host and port of the
-// broker's plain web service; over https (a broker with both webServicePort and
-// webServicePortTls) that port does not speak TLS, and the broker's TLS port is not in the
-// id. Pulsar knows it: a broker-scoped call (GET /admin/v2/brokers/{cluster}/{broker}/
-// ownedNamespaces) sent to the admin URL is redirected to that broker's address on the
-// request's scheme. So over https the redirect is asked for and not followed; an answer
-// without redirect means the broker behind the admin URL is that broker. Over http the
-// address is the id itself, with no call.
-func (a *Admin) BrokerAddress(ctx context.Context, cluster, broker string) (string, error) {
-	const op = "find the web address of broker"
-	u, err := url.Parse(a.baseURL)
-	if err != nil || u.Scheme != "https" {
-		return "http://" + broker, nil
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	target := fmt.Sprintf("%s/admin/v2/brokers/%s/%s/ownedNamespaces", a.baseURL, url.PathEscape(cluster), url.PathEscape(broker))
-	req, err := http.NewRequestWithContext(cctx, http.MethodGet, target, nil)
-	if err != nil {
-		return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: http.StatusBadRequest, Err: err}
-	}
-	hc := *a.http
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", a.wrap(ctx, op, broker, err)
-	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	_ = resp.Body.Close()
-	switch {
-	case resp.StatusCode/100 == 2:
-		return u.Scheme + "://" + u.Host, nil
-	case resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusFound ||
-		resp.StatusCode == http.StatusPermanentRedirect || resp.StatusCode == http.StatusSeeOther:
-		loc, err := resp.Location()
-		if err == nil && loc.Host == "" {
-			err = errors.New("no host")
-		}
-		if err != nil {
-			return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: resp.StatusCode, Err: fmt.Errorf("redirect without a usable Location: %w", err)}
-		}
-		return loc.Scheme + "://" + loc.Host, nil
-	}
-	return "", &AdminError{Cluster: a.cluster, Op: op, Target: broker, Status: resp.StatusCode, Err: errors.New(resp.Status)}
-}
-
-// OwnedBundles lists the bundles broker owns ("tenant/ns/0xLO_0xHI" -> active), from the
-// broker's ownership cache (GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces). It
-// does not make any broker take a bundle.
-func (a *Admin) OwnedBundles(ctx context.Context, cluster, broker string) (map[string]bool, error) {
-	const op = "list the bundles owned by broker"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	m, err := a.client.Brokers().GetOwnedNamespacesWithContext(cctx, cluster, broker)
-	if err != nil {
-		return nil, a.wrap(ctx, op, broker, err)
-	}
-	out := make(map[string]bool, len(m))
-	for bundle, st := range m {
-		out[bundle] = st.IsActive
-	}
-	return out, nil
-}
-
 // SetTimeout changes the per-call timeout (0 or less: no timeout beyond the caller's ctx).
 func (a *Admin) SetTimeout(d time.Duration) { a.timeout = d }
 
@@ -285,119 +181,6 @@ func escapePath(p string) string {
 	return strings.Join(parts, "/")
 }
 
-// Bundles returns the bundles of namespace ("tenant/ns"), sorted by range. The broker fills
-// the policies' bundles from the local policies, so split bundles are included.
-func (a *Admin) Bundles(ctx context.Context, namespace string) ([]Bundle, error) {
-	const op = "get bundles of"
-	p, err := a.policies(ctx, op, namespace)
-	if err != nil {
-		return nil, err
-	}
-	if p.Bundles == nil || len(p.Bundles.Boundaries) == 0 {
-		// No bundle data: Pulsar treats the namespace as one full bundle.
-		return []Bundle{{Range: FormatBundleRange(0, 0xffffffff), Lo: 0, Hi: 0xffffffff}}, nil
-	}
-	b, err := BundlesFromBoundaries(p.Bundles.Boundaries)
-	if err != nil {
-		return nil, &AdminError{Cluster: a.cluster, Op: op, Target: namespace, Status: http.StatusInternalServerError, Err: err}
-	}
-	return b, nil
-}
-
-// BundleForTopic computes the bundle of topic (a full topic name; for a partition, the
-// partition's name) from its namespace's bundles and TopicHash, as the broker does. It does
-// not trigger ownership.
-func (a *Admin) BundleForTopic(ctx context.Context, topic string) (Bundle, error) {
-	tn, err := a.topicName("find bundle of", topic)
-	if err != nil {
-		return Bundle{}, err
-	}
-	bundles, err := a.Bundles(ctx, tn.GetTenant()+"/"+tn.GetNamespace())
-	if err != nil {
-		return Bundle{}, err
-	}
-	b, err := FindBundle(bundles, tn.String())
-	if err != nil {
-		return Bundle{}, &AdminError{Cluster: a.cluster, Op: "find bundle of", Target: tn.String(), Status: http.StatusInternalServerError, Err: err}
-	}
-	return b, nil
-}
-
-// BrokerBundleForTopic asks the broker which bundle holds topic
-// (GET /lookup/v2/topic/{domain}/{tenant}/{ns}/{topic}/bundle). It does not trigger
-// ownership; use it to cross-check BundleForTopic.
-func (a *Admin) BrokerBundleForTopic(ctx context.Context, topic string) (Bundle, error) {
-	const op = "get bundle of"
-	tn, err := a.topicName(op, topic)
-	if err != nil {
-		return Bundle{}, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	r, err := a.client.Topics().GetBundleRangeWithContext(cctx, *tn)
-	if err != nil {
-		return Bundle{}, a.wrap(ctx, op, tn.String(), err)
-	}
-	b, err := ParseBundleRange(strings.Trim(strings.TrimSpace(r), `"`))
-	if err != nil {
-		return Bundle{}, &AdminError{Cluster: a.cluster, Op: op, Target: tn.String(), Status: http.StatusInternalServerError, Err: err}
-	}
-	return b, nil
-}
-
-// Owner is the broker serving a topic, as the lookup answers it.
-type Owner struct {
-	BrokerURL    string // pulsar://host:port
-	BrokerURLTLS string
-	HTTPURL      string
-	HTTPURLTLS   string
-}
-
-// LookupOwner looks topic up (GET /lookup/v2/topic/...). WRITE-LIKE: when no broker owns the
-// topic's bundle, the lookup makes one take it, and for KoP that loads every offsets
-// partition of the bundle into the group coordinator. That is the load lever of `reload`.
-func (a *Admin) LookupOwner(ctx context.Context, topic string) (Owner, error) {
-	const op = "look up"
-	tn, err := a.topicName(op, topic)
-	if err != nil {
-		return Owner{}, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	d, err := a.client.Topics().LookupWithContext(cctx, *tn)
-	if err != nil {
-		return Owner{}, a.wrap(ctx, op, tn.String(), err)
-	}
-	return Owner{BrokerURL: d.BrokerURL, BrokerURLTLS: d.BrokerURLTLS, HTTPURL: d.HTTPURL, HTTPURLTLS: d.HTTPURLTLS}, nil
-}
-
-// UnloadBundle unloads one bundle of namespace (WRITE): the owning broker closes every topic
-// of the bundle and gives up ownership; KoP drops the groups of the offsets partitions in it.
-// The bundle is loaded again by the next lookup or client connection of any topic in it.
-func (a *Admin) UnloadBundle(ctx context.Context, namespace, bundleRange string) error {
-	const op = "unload bundle"
-	if _, err := ParseBundleRange(bundleRange); err != nil {
-		return &AdminError{Cluster: a.cluster, Op: op, Target: namespace + "/" + bundleRange, Status: http.StatusBadRequest, Err: err}
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	err := a.client.Namespaces().UnloadNamespaceBundleWithContext(cctx, namespace, bundleRange)
-	return a.wrap(ctx, op, namespace+"/"+bundleRange, err)
-}
-
-// UnloadTopic unloads one topic (WRITE). On Pulsar 3.0+ KoP drops that partition's groups
-// but does not load them again until the bundle is loaded again (domain.md): not a reload.
-func (a *Admin) UnloadTopic(ctx context.Context, topic string) error {
-	const op = "unload topic"
-	tn, err := a.topicName(op, topic)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	return a.wrap(ctx, op, tn.String(), a.client.Topics().UnloadWithContext(cctx, *tn))
-}
-
 // Replication is the state of the replicator of one topic towards one remote cluster.
 type Replication struct {
 	Connected                 bool
@@ -463,105 +246,6 @@ func (a *Admin) CursorMarkDelete(ctx context.Context, topic, subscription string
 	return ledger, entry, true, nil
 }
 
-// NamespaceReplicationClusters lists the replication clusters of namespace ("tenant/ns").
-func (a *Admin) NamespaceReplicationClusters(ctx context.Context, namespace string) ([]string, error) {
-	const op = "get replication clusters of"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	cl, err := a.client.Namespaces().GetNamespaceReplicationClustersWithContext(cctx, namespace)
-	if err != nil {
-		return nil, a.wrap(ctx, op, namespace, err)
-	}
-	slices.Sort(cl)
-	return cl, nil
-}
-
-// TenantAllowedClusters lists the clusters tenant may use.
-func (a *Admin) TenantAllowedClusters(ctx context.Context, tenant string) ([]string, error) {
-	const op = "get tenant"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	t, err := a.client.Tenants().GetWithContext(cctx, tenant)
-	if err != nil {
-		return nil, a.wrap(ctx, op, tenant, err)
-	}
-	cl := slices.Clone(t.AllowedClusters)
-	slices.Sort(cl)
-	return cl, nil
-}
-
-// Clusters lists the clusters this cluster knows (its own and the remote ones).
-func (a *Admin) Clusters(ctx context.Context) ([]string, error) {
-	const op = "list clusters"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	cl, err := a.client.Clusters().ListWithContext(cctx)
-	if err != nil {
-		return nil, a.wrap(ctx, op, "", err)
-	}
-	slices.Sort(cl)
-	return cl, nil
-}
-
-// BrokerVersion is the Pulsar version of the broker behind the admin URL, e.g. "4.0.8".
-func (a *Admin) BrokerVersion(ctx context.Context) (string, error) {
-	const op = "get broker version"
-	// pulsaradmin has no call for GET /admin/v2/brokers/version: plain net/http with the
-	// same auth/TLS transport. The broker answers the bare text 4.0.8, labelled JSON.
-	body, err := a.get(ctx, "/admin/v2/brokers/version")
-	if err != nil {
-		return "", a.wrap(ctx, op, "", err)
-	}
-	return strings.Trim(strings.TrimSpace(string(body)), `"`), nil
-}
-
-// NamespacePolicy is what doctor needs of a namespace's policies. Nil pointers mean "not
-// set on the namespace" (the broker default applies).
-type NamespacePolicy struct {
-	ReplicationClusters    []string
-	RetentionTimeInMinutes *int   // -1: infinite
-	RetentionSizeInMB      *int64 // -1: infinite
-	CompactionThreshold    *int64 // bytes; 0 disables automatic compaction
-	MessageTTLInSeconds    *int
-	Bundles                []Bundle
-}
-
-// NamespacePolicies reads namespace's policies (GET /admin/v2/namespaces/{tenant}/{ns}).
-func (a *Admin) NamespacePolicies(ctx context.Context, namespace string) (NamespacePolicy, error) {
-	p, err := a.policies(ctx, "get policies of", namespace)
-	if err != nil {
-		return NamespacePolicy{}, err
-	}
-	np := NamespacePolicy{
-		ReplicationClusters: slices.Sorted(slices.Values(p.ReplicationClusters)),
-		CompactionThreshold: p.CompactionThreshold,
-		MessageTTLInSeconds: p.MessageTTLInSeconds,
-	}
-	if r := p.RetentionPolicies; r != nil {
-		np.RetentionTimeInMinutes = &r.RetentionTimeInMinutes
-		np.RetentionSizeInMB = &r.RetentionSizeInMB
-	}
-	if p.Bundles != nil && len(p.Bundles.Boundaries) > 0 {
-		if np.Bundles, err = BundlesFromBoundaries(p.Bundles.Boundaries); err != nil {
-			return NamespacePolicy{}, &AdminError{Cluster: a.cluster, Op: "get policies of", Target: namespace, Status: http.StatusInternalServerError, Err: err}
-		}
-	}
-	return np, nil
-}
-
-func (a *Admin) policies(ctx context.Context, op, namespace string) (*utils.Policies, error) {
-	if _, err := a.nsName(op, namespace); err != nil {
-		return nil, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	p, err := a.client.Namespaces().GetPoliciesWithContext(cctx, namespace)
-	if err != nil {
-		return nil, a.wrap(ctx, op, namespace, err)
-	}
-	return p, nil
-}
-
 // get is a GET on the admin API for the calls pulsaradmin lacks. Non-2xx answers become
 // rest.Error so that wrap classifies them like pulsaradmin's.
 func (a *Admin) get(ctx context.Context, path string) ([]byte, error) {
@@ -599,6 +283,17 @@ func isStatus(err error, code int) bool {
 	return errors.As(err, &ae) && ae.Status == code
 }
 
+// IsRESTStatus reports whether err is (or wraps) a pulsaradmin REST error with the given
+// HTTP status: for callers of the pulsaradmin client itself, whose errors are no *AdminError.
+func IsRESTStatus(err error, code int) bool {
+	var re rest.Error
+	if errors.As(err, &re) {
+		return re.Code == code
+	}
+	var rp *rest.Error
+	return errors.As(err, &rp) && rp.Code == code
+}
+
 // topicStats reads the stats of a non-partitioned topic or one partition.
 func (a *Admin) topicStats(ctx context.Context, topic string) (utils.TopicStats, error) {
 	const op = "get stats of"
@@ -613,17 +308,4 @@ func (a *Admin) topicStats(ctx context.Context, topic string) (utils.TopicStats,
 		return utils.TopicStats{}, a.wrap(ctx, op, tn.String(), err)
 	}
 	return st, nil
-}
-
-// ClusterName is the broker's own cluster name (clusterName in its runtime configuration,
-// GET /admin/v2/brokers/configuration/runtime; reading it needs super-user rights): the name
-// other clusters' replicators and replication-cluster lists use for this cluster.
-func (a *Admin) ClusterName(ctx context.Context) (string, error) {
-	ctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	m, err := a.client.Brokers().GetRuntimeConfigurationsWithContext(ctx)
-	if err != nil {
-		return "", fmt.Errorf("cluster %s: get runtime configuration: %w", a.cluster, err)
-	}
-	return m["clusterName"], nil
 }
