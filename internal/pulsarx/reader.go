@@ -233,16 +233,14 @@ func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, f
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func(p int32) {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			err := r.read(ctx, p, follow, serial)
 			if err != nil && (ctx.Err() == nil || !errors.Is(err, ctx.Err())) {
 				// Errors caused by our own cancellation after a first failure are noise.
 				errOnce.Do(func() { firstErr = err; cancel() })
 			}
-		}(p)
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
