@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,15 +62,8 @@ func (o Options) resolve() (Options, error) {
 		}
 		o.Root = r
 	}
-	if o.PulsarVersion == "" {
-		o.PulsarVersion = os.Getenv("PULSAR_VERSION")
-	}
-	if o.PulsarVersion == "" {
-		o.PulsarVersion = DefaultPulsarVersion
-	}
-	if o.KoPNar == "" {
-		o.KoPNar = os.Getenv("KOP_NAR")
-	}
+	o.PulsarVersion = cmp.Or(o.PulsarVersion, os.Getenv("PULSAR_VERSION"), DefaultPulsarVersion)
+	o.KoPNar = cmp.Or(o.KoPNar, os.Getenv("KOP_NAR"))
 	if o.KoP == "" {
 		m, err := ParseKoPMode(os.Getenv("KOP"))
 		if err != nil {
@@ -77,12 +71,7 @@ func (o Options) resolve() (Options, error) {
 		}
 		o.KoP = m
 	}
-	if o.KoPVersion == "" {
-		o.KoPVersion = os.Getenv("KOP_VERSION")
-	}
-	if o.KoPVersion == "" {
-		o.KoPVersion = DefaultKoPVersion
-	}
+	o.KoPVersion = cmp.Or(o.KoPVersion, os.Getenv("KOP_VERSION"), DefaultKoPVersion)
 	if len(o.Clusters) == 0 {
 		sh, err := shapeFromEnv(o.Shape)
 		if err != nil {
