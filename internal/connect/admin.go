@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/auth"
 	adminconfig "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
 )
@@ -162,4 +164,15 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return b.base.RoundTrip(r)
+}
+
+// IsRESTStatus reports whether err is (or wraps) a pulsaradmin REST error with the given
+// HTTP status, as the pulsaradmin client returns it (by value or by pointer).
+func IsRESTStatus(err error, code int) bool {
+	var re rest.Error
+	if errors.As(err, &re) {
+		return re.Code == code
+	}
+	var rp *rest.Error
+	return errors.As(err, &rp) && rp.Code == code
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 )
 
 // Configure sets up geo-replication between all clusters, idempotently:
@@ -107,7 +107,7 @@ func ensureNamespaces(ctx context.Context, a pulsaradmin.Client, c Cluster, name
 		return fmt.Errorf("lab: %s: namespaces: %w", c.Name, err)
 	}
 	if !slices.Contains(nss, DefaultNamespace) {
-		if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !pulsarx.IsRESTStatus(err, http.StatusConflict) {
+		if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("lab: %s: create %s: %w", c.Name, DefaultNamespace, err)
 		}
 	}
@@ -119,7 +119,7 @@ func ensureNamespaces(ctx context.Context, a pulsaradmin.Client, c Cluster, name
 		pol := utils.NewDefaultPolicies()
 		pol.Bundles = utils.NewBundlesDataWithNumBundles(MetadataBundles)
 		pol.ReplicationClusters = names
-		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !pulsarx.IsRESTStatus(err, http.StatusConflict) {
+		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("lab: %s: create %s: %w", c.Name, MetadataNamespace, err)
 		}
 	}
@@ -186,10 +186,10 @@ func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluste
 	want := clusterData(o)
 	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
 	if err != nil {
-		if !pulsarx.IsRESTStatus(err, http.StatusNotFound) && !pulsarx.IsRESTStatus(err, http.StatusPreconditionFailed) {
+		if !connect.IsRESTStatus(err, http.StatusNotFound) && !connect.IsRESTStatus(err, http.StatusPreconditionFailed) {
 			return err
 		}
-		if err := a.Clusters().CreateWithContext(ctx, want); err != nil && !pulsarx.IsRESTStatus(err, http.StatusConflict) {
+		if err := a.Clusters().CreateWithContext(ctx, want); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return err
 		}
 		return nil
@@ -209,7 +209,7 @@ func ensurePartitioned(ctx context.Context, a pulsaradmin.Client, topic string, 
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		md, err := a.Topics().GetMetadataWithContext(ctx, *tn)
-		if err != nil && !pulsarx.IsRESTStatus(err, http.StatusNotFound) {
+		if err != nil && !connect.IsRESTStatus(err, http.StatusNotFound) {
 			return fmt.Errorf("partitions of %s: %w", topic, err)
 		}
 		switch {
@@ -220,7 +220,7 @@ func ensurePartitioned(ctx context.Context, a pulsaradmin.Client, topic string, 
 		}
 		// Creating it may race with the replicator creating it from the other side: 409 is fine,
 		// the next round checks the count.
-		if err := a.Topics().CreateWithContext(ctx, *tn, n); err != nil && !pulsarx.IsRESTStatus(err, http.StatusConflict) {
+		if err := a.Topics().CreateWithContext(ctx, *tn, n); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("create %s with %d partitions: %w", topic, n, err)
 		}
 	}

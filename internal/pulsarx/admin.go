@@ -283,17 +283,6 @@ func isStatus(err error, code int) bool {
 	return errors.As(err, &ae) && ae.Status == code
 }
 
-// IsRESTStatus reports whether err is (or wraps) a pulsaradmin REST error with the given
-// HTTP status: for callers of the pulsaradmin client itself, whose errors are no *AdminError.
-func IsRESTStatus(err error, code int) bool {
-	var re rest.Error
-	if errors.As(err, &re) {
-		return re.Code == code
-	}
-	var rp *rest.Error
-	return errors.As(err, &rp) && rp.Code == code
-}
-
 // topicStats reads the stats of a non-partitioned topic or one partition.
 func (a *Admin) topicStats(ctx context.Context, topic string) (utils.TopicStats, error) {
 	const op = "get stats of"

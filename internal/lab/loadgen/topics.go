@@ -8,7 +8,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 )
 
 // CreateTopics creates the load's topics as partitioned topics through a cluster's admin
@@ -26,7 +26,7 @@ func CreateTopics(ctx context.Context, cluster string, a pulsaradmin.Client, s S
 		if err == nil {
 			continue
 		}
-		if !pulsarx.IsRESTStatus(err, http.StatusConflict) {
+		if !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("loadgen: cluster %s: create %s with %d partitions: %w", cluster, full, s.TopicPartitions, err)
 		}
 		md, err := a.Topics().GetMetadataWithContext(ctx, *tn)
