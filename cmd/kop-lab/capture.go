@@ -76,23 +76,9 @@ func capture(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tn, _ := utils.GetTopicName("persistent://" + lab.DefaultNamespace + "/" + topic)
-	if err := a.Topics().Create(*tn, 1); err != nil {
-		return fmt.Errorf("capture: create %s: %w", topic, err)
-	}
-	base, err := connect.KafkaOpts(c.Config(), connect.Options{RequestTimeout: 30 * time.Second})
+	base, prod, err := captureTopic(ctx, c, a, topic)
 	if err != nil {
 		return err
-	}
-	prod, err := kgo.NewClient(append(slices.Clone(base), kgo.DefaultProduceTopic(topic))...)
-	if err != nil {
-		return err
-	}
-	for i := range 20 {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v-%d", i)}).FirstErr(); err != nil {
-			prod.Close()
-			return fmt.Errorf("capture: produce: %w", err)
-		}
 	}
 	adm := kadm.NewClient(prod)
 	defer prod.Close()
@@ -125,6 +111,30 @@ func capture(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("captured %d messages of KoP %s into %s\n", len(lines), st.KoP.Version, *out)
 	return nil
+}
+
+// captureTopic creates topic on c with 20 records for the scenarios to commit on, and
+// returns c's Kafka client options and the producer's client (the caller closes it).
+func captureTopic(ctx context.Context, c lab.Cluster, a pulsaradmin.Client, topic string) (base []kgo.Opt, prod *kgo.Client, err error) {
+	tn, _ := utils.GetTopicName("persistent://" + lab.DefaultNamespace + "/" + topic)
+	if err := a.Topics().Create(*tn, 1); err != nil {
+		return nil, nil, fmt.Errorf("capture: create %s: %w", topic, err)
+	}
+	base, err = connect.KafkaOpts(c.Config(), connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	prod, err = kgo.NewClient(append(slices.Clone(base), kgo.DefaultProduceTopic(topic))...)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range 20 {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v-%d", i)}).FirstErr(); err != nil {
+			prod.Close()
+			return nil, nil, fmt.Errorf("capture: produce: %w", err)
+		}
+	}
+	return base, prod, nil
 }
 
 // runScenarios makes KoP write each kind of record the capture keeps, and returns the

@@ -32,13 +32,7 @@ func commit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var target *lab.Cluster
-	for _, c := range all {
-		if c.Name == *cluster {
-			c := c
-			target = &c
-		}
-	}
+	target := findCluster(all, *cluster)
 	if target == nil {
 		return fmt.Errorf("commit: unknown lab cluster %q (%v)", *cluster, lab.ClusterNames(all))
 	}

@@ -38,16 +38,11 @@ func load(ctx context.Context, args []string) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	var target *lab.Cluster
 	all, err := lab.CurrentClusters(lab.Options{})
 	if err != nil {
 		return err
 	}
-	for i := range all {
-		if all[i].Name == *cluster {
-			target = &all[i]
-		}
-	}
+	target := findCluster(all, *cluster)
 	if target == nil {
 		return fmt.Errorf("load: unknown lab cluster %q (%v)", *cluster, lab.ClusterNames(all))
 	}
@@ -58,57 +53,88 @@ func load(ctx context.Context, args []string) error {
 		return errors.New("load: --member-groups needs --via kafka (members join through KoP)")
 	}
 	if *createTopics {
-		t := time.Now()
-		for _, c := range all {
-			a, err := lab.NewAdmin(c)
-			if err != nil {
-				return err
-			}
-			if err := loadgen.CreateTopics(ctx, c.Name, a, s); err != nil {
-				return err
-			}
+		if err := createLoadTopics(ctx, all, s); err != nil {
+			return err
 		}
-		fmt.Printf("topics %s..%s (%d partitions each) on %d clusters in %s\n", s.TopicName(0), s.TopicName(s.Topics-1),
-			s.TopicPartitions, len(all), time.Since(t).Round(10*time.Millisecond))
 	}
 	fmt.Printf("loading %s via %s: groups %s..%s, %d keys each over %d topics, %d commits (%d live keys, %d rounds)\n",
 		target.Name, *via, s.GroupName(0), s.GroupName(s.Groups-1), s.KeysPerGroup, s.Topics, s.Commits, s.LiveKeys(), s.Rounds())
 	var st loadgen.Stats
 	switch *via {
 	case "pulsar":
-		client, cerr := lab.NewPulsarClient(*target)
-		if cerr != nil {
-			return fmt.Errorf("load: cluster %s: %w", target.Name, cerr)
-		}
-		defer client.Close()
-		st, err = loadgen.WritePulsar(ctx, client, lab.OffsetsTopic, lab.OffsetsTopicPartitions, s,
-			loadgen.PulsarOptions{Batching: *batching, Progress: os.Stdout})
+		st, err = loadViaPulsar(ctx, *target, s, *batching)
 	case "kafka":
-		if kerr := lab.KafkaMetadata(ctx, *target); kerr != nil {
-			return fmt.Errorf("load: --via kafka: KoP does not answer on cluster %s (%s): %w", target.Name, target.KafkaBootstrap, kerr)
-		}
-		opts, oerr := connect.KafkaOpts(target.Config(),
-			connect.Options{RequestTimeout: 30 * time.Second})
-		if oerr != nil {
-			return oerr
-		}
-		kcl, kerr := connect.NewKafkaClient(target.Config(),
-			connect.Options{RequestTimeout: 30 * time.Second})
-		if kerr != nil {
-			return kerr
-		}
-		defer kcl.Close()
-		st, err = loadgen.WriteKafka(ctx, kcl, s, loadgen.KafkaOptions{Concurrency: *concurrency, Progress: os.Stdout})
-		if err == nil && *memberGroups > 0 {
-			t := time.Now()
-			if err = loadgen.Members(ctx, opts, s, *memberGroups, *hold); err == nil {
-				fmt.Printf("%d consumer groups with a member joined, committed and left in %s\n", *memberGroups, time.Since(t).Round(10*time.Millisecond))
-			}
-		}
+		st, err = loadViaKafka(ctx, *target, s, *concurrency, *memberGroups, *hold)
 	}
 	if err != nil {
 		return fmt.Errorf("load: cluster %s: %w (wrote %s)", target.Name, err, st)
 	}
 	fmt.Printf("loaded %s: %s\n", target.Name, st)
 	return nil
+}
+
+// findCluster is the lab cluster named name (the last of that name), or nil.
+func findCluster(all []lab.Cluster, name string) *lab.Cluster {
+	var target *lab.Cluster
+	for i := range all {
+		if all[i].Name == name {
+			target = &all[i]
+		}
+	}
+	return target
+}
+
+// createLoadTopics creates the load's topics on every lab cluster.
+func createLoadTopics(ctx context.Context, all []lab.Cluster, s loadgen.Spec) error {
+	t := time.Now()
+	for _, c := range all {
+		a, err := lab.NewAdmin(c)
+		if err != nil {
+			return err
+		}
+		if err := loadgen.CreateTopics(ctx, c.Name, a, s); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("topics %s..%s (%d partitions each) on %d clusters in %s\n", s.TopicName(0), s.TopicName(s.Topics-1),
+		s.TopicPartitions, len(all), time.Since(t).Round(10*time.Millisecond))
+	return nil
+}
+
+// loadViaPulsar writes the load as KoP-format messages straight into the offsets topic.
+func loadViaPulsar(ctx context.Context, target lab.Cluster, s loadgen.Spec, batching bool) (loadgen.Stats, error) {
+	client, err := lab.NewPulsarClient(target)
+	if err != nil {
+		return loadgen.Stats{}, fmt.Errorf("load: cluster %s: %w", target.Name, err)
+	}
+	defer client.Close()
+	return loadgen.WritePulsar(ctx, client, lab.OffsetsTopic, lab.OffsetsTopicPartitions, s,
+		loadgen.PulsarOptions{Batching: batching, Progress: os.Stdout})
+}
+
+// loadViaKafka writes the load as OffsetCommit requests to KoP, then runs memberGroups real
+// consumer groups (join, commit, stay hold, leave).
+func loadViaKafka(ctx context.Context, target lab.Cluster, s loadgen.Spec, concurrency, memberGroups int, hold time.Duration) (loadgen.Stats, error) {
+	if err := lab.KafkaMetadata(ctx, target); err != nil {
+		return loadgen.Stats{}, fmt.Errorf("load: --via kafka: KoP does not answer on cluster %s (%s): %w", target.Name, target.KafkaBootstrap, err)
+	}
+	opts, err := connect.KafkaOpts(target.Config(),
+		connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		return loadgen.Stats{}, err
+	}
+	kcl, err := connect.NewKafkaClient(target.Config(),
+		connect.Options{RequestTimeout: 30 * time.Second})
+	if err != nil {
+		return loadgen.Stats{}, err
+	}
+	defer kcl.Close()
+	st, err := loadgen.WriteKafka(ctx, kcl, s, loadgen.KafkaOptions{Concurrency: concurrency, Progress: os.Stdout})
+	if err == nil && memberGroups > 0 {
+		t := time.Now()
+		if err = loadgen.Members(ctx, opts, s, memberGroups, hold); err == nil {
+			fmt.Printf("%d consumer groups with a member joined, committed and left in %s\n", memberGroups, time.Since(t).Round(10*time.Millisecond))
+		}
+	}
+	return st, err
 }

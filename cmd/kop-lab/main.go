@@ -73,67 +73,13 @@ func run(args []string) error {
 	defer stop()
 	switch args[0] {
 	case "up":
-		fs := flag.NewFlagSet("up", flag.ContinueOnError)
-		fresh := fs.Bool("fresh", false, "wipe the clusters' data directories before starting")
-		nar := fs.String("kop-nar", "", "KoP protocol handler NAR to load (default $KOP_NAR)")
-		brokers := fs.Int("brokers", 0, "brokers per cluster: 1 = one standalone JVM, N >= 2 = ZooKeeper + bookie + N brokers (default $KOP_LAB_BROKERS, else 1)")
-		clusters := fs.Int("clusters", 0, "clusters: 2 (scus, wus) or 3 (+ eus) (default $KOP_LAB_CLUSTERS, else 2)")
-		authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		var auth lab.AuthMode
-		if *authFlag != "" {
-			m, err := lab.ParseAuthMode(*authFlag)
-			if err != nil {
-				return err
-			}
-			auth = m
-		}
-		t := time.Now()
-		l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}, Auth: auth})
-		if err != nil {
-			return err
-		}
-		verb := "reused running lab"
-		if l.Started {
-			verb = "started lab"
-		}
-		fmt.Printf("%s in %s (Pulsar %s; auth %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, l.Auth, onOff(l.KoP.Enabled), l.KoP.Reason)
-		if l.Timings.MavenRan {
-			fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
-		}
-		fmt.Printf("  shape: %s\n", l.State.Shape)
-		for _, c := range l.Clusters {
-			cs, _ := l.State.Cluster(c.Name)
-			if c.Standalone() {
-				cc := c.Config()
-				fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, cc.AdminURL, cc.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
-				continue
-			}
-			fmt.Printf("  %-5s ready %.1fs (first process started to last broker healthy)\n", c.Name, cs.ReadySeconds)
-			for _, ps := range cs.Processes {
-				fmt.Printf("    %-10s pid %-7d ports %v  ready %.1fs\n", ps.ID(), ps.PID, ps.Ports, ps.ReadySeconds)
-			}
-		}
-		fmt.Printf("  config: %s\n", l.ConfigPath)
-		return nil
+		return up(ctx, args[1:])
 	case "down":
 		return lab.Down(ctx, lab.Options{})
 	case "clean":
 		return lab.Clean(ctx, lab.Options{})
 	case "status":
-		r, err := lab.Status(ctx, lab.Options{})
-		if err != nil {
-			return err
-		}
-		printStatus(r)
-		for _, c := range r.Clusters {
-			if c.Health != nil {
-				return errors.New("not healthy")
-			}
-		}
-		return nil
+		return status(ctx)
 	case "stop-broker", "start-broker":
 		return brokerCtl(ctx, args[0], args[1:])
 	case "commit":
@@ -157,6 +103,70 @@ func run(args []string) error {
 		return nil
 	}
 	return usage()
+}
+
+// up starts the lab (or reuses the running one) and prints what it started.
+func up(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fresh := fs.Bool("fresh", false, "wipe the clusters' data directories before starting")
+	nar := fs.String("kop-nar", "", "KoP protocol handler NAR to load (default $KOP_NAR)")
+	brokers := fs.Int("brokers", 0, "brokers per cluster: 1 = one standalone JVM, N >= 2 = ZooKeeper + bookie + N brokers (default $KOP_LAB_BROKERS, else 1)")
+	clusters := fs.Int("clusters", 0, "clusters: 2 (scus, wus) or 3 (+ eus) (default $KOP_LAB_CLUSTERS, else 2)")
+	authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var auth lab.AuthMode
+	if *authFlag != "" {
+		m, err := lab.ParseAuthMode(*authFlag)
+		if err != nil {
+			return err
+		}
+		auth = m
+	}
+	t := time.Now()
+	l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}, Auth: auth})
+	if err != nil {
+		return err
+	}
+	verb := "reused running lab"
+	if l.Started {
+		verb = "started lab"
+	}
+	fmt.Printf("%s in %s (Pulsar %s; auth %s; KoP %s: %s)\n", verb, time.Since(t).Round(100*time.Millisecond), l.State.PulsarVersion, l.Auth, onOff(l.KoP.Enabled), l.KoP.Reason)
+	if l.Timings.MavenRan {
+		fmt.Printf("  mvn (distribution): %s\n", l.Timings.Maven.Round(100*time.Millisecond))
+	}
+	fmt.Printf("  shape: %s\n", l.State.Shape)
+	for _, c := range l.Clusters {
+		cs, _ := l.State.Cluster(c.Name)
+		if c.Standalone() {
+			cc := c.Config()
+			fmt.Printf("  %-5s pid %-7d admin %s  service %s  kafka %s  ready %.1fs\n", c.Name, cs.PID, cc.AdminURL, cc.ServiceURL, c.KafkaBootstrap, cs.ReadySeconds)
+			continue
+		}
+		fmt.Printf("  %-5s ready %.1fs (first process started to last broker healthy)\n", c.Name, cs.ReadySeconds)
+		for _, ps := range cs.Processes {
+			fmt.Printf("    %-10s pid %-7d ports %v  ready %.1fs\n", ps.ID(), ps.PID, ps.Ports, ps.ReadySeconds)
+		}
+	}
+	fmt.Printf("  config: %s\n", l.ConfigPath)
+	return nil
+}
+
+// status prints the lab's status; an unhealthy cluster makes it fail.
+func status(ctx context.Context) error {
+	r, err := lab.Status(ctx, lab.Options{})
+	if err != nil {
+		return err
+	}
+	printStatus(r)
+	for _, c := range r.Clusters {
+		if c.Health != nil {
+			return errors.New("not healthy")
+		}
+	}
+	return nil
 }
 
 func printStatus(r *lab.StatusReport) {

@@ -65,10 +65,8 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 			errs[k] = fmt.Errorf("cluster %s: no Kafka listener to read %s[%d] through (no kafkaBootstrap, or KoP did not answer)", missing, k.topic, k.partition)
 			continue
 		}
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			m, err := Build(ctx, k.from, k.to, src, dst, k.topic, k.partition, o, a.MaxMessages)
 			mu.Lock()
@@ -78,7 +76,7 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 				return
 			}
 			maps[k] = m
-		}()
+		})
 	}
 	wg.Wait()
 	out := make(map[Request]Result, len(reqs))

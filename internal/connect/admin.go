@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/auth"
 	adminconfig "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
 )
@@ -64,6 +66,12 @@ func AdminTransport(cl config.Cluster, o Options) (http.RoundTripper, error) {
 	tr.TLSClientConfig = tlsCfg
 	tr.MaxIdleConnsPerHost = 10
 
+	return withPulsarAuth(cl, tr)
+}
+
+// withPulsarAuth wraps tr so that every request carries cl's Pulsar auth: a token, a token
+// file (read again on every request) or an OAuth2 client-credentials token.
+func withPulsarAuth(cl config.Cluster, tr http.RoundTripper) (http.RoundTripper, error) {
 	pa := cl.PulsarAuth
 	if pa == nil {
 		return tr, nil
@@ -86,46 +94,57 @@ func AdminTransport(cl config.Cluster, o Options) (http.RoundTripper, error) {
 			return v, nil
 		}}, nil
 	case pa.OAuth2 != nil:
-		var scopes []string
-		if pa.OAuth2.Scope != "" {
-			scopes = strings.Fields(pa.OAuth2.Scope)
-		}
-		flow, err := oauth2.NewDefaultClientCredentialsFlow(oauth2.ClientCredentialsFlowOptions{
-			KeyFile: pa.OAuth2.PrivateKey, IssuerURL: pa.OAuth2.IssuerURL, AdditionalScopes: scopes,
-		})
+		token, err := oauth2Token(cl)
 		if err != nil {
-			return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth.oauth2", Err: err}
+			return nil, err
 		}
-		src, err := cache.NewDefaultTokenCache(pa.OAuth2.Audience, flow)
-		if err != nil {
-			return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth.oauth2", Err: err}
-		}
-		return &bearer{base: tr, token: func(ctx context.Context) (string, error) {
-			type res struct {
-				tok string
-				err error
-			}
-			ch := make(chan res, 1)
-			go func() {
-				t, err := src.Token()
-				if err != nil {
-					ch <- res{err: err}
-					return
-				}
-				ch <- res{tok: t.AccessToken}
-			}()
-			select {
-			case r := <-ch:
-				if r.err != nil {
-					return "", fmt.Errorf("cluster %q: oauth2 token from %s: %w", cl.Name, pa.OAuth2.IssuerURL, r.err)
-				}
-				return r.tok, nil
-			case <-ctx.Done():
-				return "", fmt.Errorf("cluster %q: oauth2 token from %s: %w", cl.Name, pa.OAuth2.IssuerURL, ctx.Err())
-			}
-		}}, nil
+		return &bearer{base: tr, token: token}, nil
 	}
 	return tr, nil
+}
+
+// oauth2Token returns the token source of cl's OAuth2 client credentials. The token cache
+// cannot be cancelled: a request's context bounds only the wait for it.
+func oauth2Token(cl config.Cluster) (func(context.Context) (string, error), error) {
+	pa := cl.PulsarAuth
+	var scopes []string
+	if pa.OAuth2.Scope != "" {
+		scopes = strings.Fields(pa.OAuth2.Scope)
+	}
+	flow, err := oauth2.NewDefaultClientCredentialsFlow(oauth2.ClientCredentialsFlowOptions{
+		KeyFile: pa.OAuth2.PrivateKey, IssuerURL: pa.OAuth2.IssuerURL, AdditionalScopes: scopes,
+	})
+	if err != nil {
+		return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth.oauth2", Err: err}
+	}
+	src, err := cache.NewDefaultTokenCache(pa.OAuth2.Audience, flow)
+	if err != nil {
+		return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth.oauth2", Err: err}
+	}
+	return func(ctx context.Context) (string, error) {
+		type res struct {
+			tok string
+			err error
+		}
+		ch := make(chan res, 1)
+		go func() {
+			t, err := src.Token()
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			ch <- res{tok: t.AccessToken}
+		}()
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				return "", fmt.Errorf("cluster %q: oauth2 token from %s: %w", cl.Name, pa.OAuth2.IssuerURL, r.err)
+			}
+			return r.tok, nil
+		case <-ctx.Done():
+			return "", fmt.Errorf("cluster %q: oauth2 token from %s: %w", cl.Name, pa.OAuth2.IssuerURL, ctx.Err())
+		}
+	}, nil
 }
 
 // bearer adds "Authorization: Bearer <token>" to requests that have no Authorization yet.
@@ -145,4 +164,15 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return b.base.RoundTrip(r)
+}
+
+// IsRESTStatus reports whether err is (or wraps) a pulsaradmin REST error with the given
+// HTTP status, as the pulsaradmin client returns it (by value or by pointer).
+func IsRESTStatus(err error, code int) bool {
+	var re rest.Error
+	if errors.As(err, &re) {
+		return re.Code == code
+	}
+	var rp *rest.Error
+	return errors.As(err, &rp) && rp.Code == code
 }

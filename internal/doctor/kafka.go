@@ -182,9 +182,7 @@ func (p *KgoProber) ProbePartitions(ctx context.Context, cl Cluster, n int32) (m
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for part := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			resp, err := adm.FetchOffsets(ctx, loader.ProbeGroup(part, n))
 			if err == nil {
 				err = resp.Error()
@@ -194,7 +192,7 @@ func (p *KgoProber) ProbePartitions(ctx context.Context, cl Cluster, n int32) (m
 				out[part] = err.Error()
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return out, nil

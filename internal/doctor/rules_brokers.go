@@ -97,11 +97,9 @@ func checkBrokers(ctx context.Context, r *run, cl *Cluster) []Finding {
 	reads := make([]brokerRead, len(ids))
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			reads[i] = readBroker(ctx, ba, cl, id)
-		}()
+		})
 	}
 	wg.Wait()
 

@@ -211,15 +211,13 @@ func Run(ctx context.Context, opts Options) *Report {
 	var wg sync.WaitGroup
 	first := make([][]Finding, len(r.clusters))
 	for i, cl := range r.clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			first[i] = checkBroker(ctx, r, cl)
 			first[i] = append(first[i], checkBrokers(ctx, r, cl)...)
 			if r.opts.Kafka != nil {
 				first[i] = append(first[i], checkKoPListener(ctx, r, cl)...)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, fs := range first {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 )
 
 // Configure sets up geo-replication between all clusters, idempotently:
@@ -105,7 +107,7 @@ func ensureNamespaces(ctx context.Context, a pulsaradmin.Client, c Cluster, name
 		return fmt.Errorf("lab: %s: namespaces: %w", c.Name, err)
 	}
 	if !slices.Contains(nss, DefaultNamespace) {
-		if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !isStatus(err, http.StatusConflict) {
+		if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("lab: %s: create %s: %w", c.Name, DefaultNamespace, err)
 		}
 	}
@@ -117,7 +119,7 @@ func ensureNamespaces(ctx context.Context, a pulsaradmin.Client, c Cluster, name
 		pol := utils.NewDefaultPolicies()
 		pol.Bundles = utils.NewBundlesDataWithNumBundles(MetadataBundles)
 		pol.ReplicationClusters = names
-		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !isStatus(err, http.StatusConflict) {
+		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("lab: %s: create %s: %w", c.Name, MetadataNamespace, err)
 		}
 	}
@@ -184,10 +186,10 @@ func ensureClusterRegistered(ctx context.Context, a pulsaradmin.Client, o Cluste
 	want := clusterData(o)
 	cur, err := a.Clusters().GetWithContext(ctx, o.Name)
 	if err != nil {
-		if !isStatus(err, http.StatusNotFound) && !isStatus(err, http.StatusPreconditionFailed) {
+		if !connect.IsRESTStatus(err, http.StatusNotFound) && !connect.IsRESTStatus(err, http.StatusPreconditionFailed) {
 			return err
 		}
-		if err := a.Clusters().CreateWithContext(ctx, want); err != nil && !isStatus(err, http.StatusConflict) {
+		if err := a.Clusters().CreateWithContext(ctx, want); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return err
 		}
 		return nil
@@ -207,7 +209,7 @@ func ensurePartitioned(ctx context.Context, a pulsaradmin.Client, topic string, 
 	}
 	for attempt := 0; attempt < 2; attempt++ {
 		md, err := a.Topics().GetMetadataWithContext(ctx, *tn)
-		if err != nil && !isStatus(err, http.StatusNotFound) {
+		if err != nil && !connect.IsRESTStatus(err, http.StatusNotFound) {
 			return fmt.Errorf("partitions of %s: %w", topic, err)
 		}
 		switch {
@@ -218,7 +220,7 @@ func ensurePartitioned(ctx context.Context, a pulsaradmin.Client, topic string, 
 		}
 		// Creating it may race with the replicator creating it from the other side: 409 is fine,
 		// the next round checks the count.
-		if err := a.Topics().CreateWithContext(ctx, *tn, n); err != nil && !isStatus(err, http.StatusConflict) {
+		if err := a.Topics().CreateWithContext(ctx, *tn, n); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("create %s with %d partitions: %w", topic, n, err)
 		}
 	}

@@ -2,14 +2,12 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -107,14 +105,4 @@ func portInUse(port int) bool {
 	}
 	_ = conn.Close()
 	return true
-}
-
-// isStatus reports whether err is a pulsaradmin REST error with the given HTTP status.
-func isStatus(err error, code int) bool {
-	var re rest.Error
-	if errors.As(err, &re) {
-		return re.Code == code
-	}
-	var rp *rest.Error
-	return errors.As(err, &rp) && rp.Code == code
 }

@@ -1,12 +1,12 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,15 +62,8 @@ func (o Options) resolve() (Options, error) {
 		}
 		o.Root = r
 	}
-	if o.PulsarVersion == "" {
-		o.PulsarVersion = os.Getenv("PULSAR_VERSION")
-	}
-	if o.PulsarVersion == "" {
-		o.PulsarVersion = DefaultPulsarVersion
-	}
-	if o.KoPNar == "" {
-		o.KoPNar = os.Getenv("KOP_NAR")
-	}
+	o.PulsarVersion = cmp.Or(o.PulsarVersion, os.Getenv("PULSAR_VERSION"), DefaultPulsarVersion)
+	o.KoPNar = cmp.Or(o.KoPNar, os.Getenv("KOP_NAR"))
 	if o.KoP == "" {
 		m, err := ParseKoPMode(os.Getenv("KOP"))
 		if err != nil {
@@ -78,12 +71,7 @@ func (o Options) resolve() (Options, error) {
 		}
 		o.KoP = m
 	}
-	if o.KoPVersion == "" {
-		o.KoPVersion = os.Getenv("KOP_VERSION")
-	}
-	if o.KoPVersion == "" {
-		o.KoPVersion = DefaultKoPVersion
-	}
+	o.KoPVersion = cmp.Or(o.KoPVersion, os.Getenv("KOP_VERSION"), DefaultKoPVersion)
 	if len(o.Clusters) == 0 {
 		sh, err := shapeFromEnv(o.Shape)
 		if err != nil {
@@ -318,11 +306,9 @@ func startClusters(ctx context.Context, o Options, p Paths, cs []Cluster, kop Ko
 				ConfPath: p.BrokerConf(c.Name), LogPath: p.LogFile(c.Name)})
 			continue
 		}
-		wg.Add(1)
-		go func(i int, c Cluster) {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = startMultiCluster(ctx, o, p, c, rec)
-		}(i, c)
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(append(errs, rec.errs...)...); err != nil {
@@ -348,9 +334,7 @@ func awaitHealthy(ctx context.Context, o Options, p Paths, st *State) (map[strin
 			if !ps.servesBroker() {
 				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				view := cs.Broker(ps.Index)
 				_, err := waitHealthy(ctx, ps.LogPath, view, ps.PID, o.StartTimeout)
 				mu.Lock()
@@ -373,7 +357,7 @@ func awaitHealthy(ctx context.Context, o Options, p Paths, st *State) (map[strin
 					what += " " + ps.ID()
 				}
 				fmt.Fprintf(o.Log, "lab: %s healthy after %s\n", what, time.Duration(ps.ReadySeconds*float64(time.Second)).Round(100*time.Millisecond))
-			}()
+			})
 		}
 	}
 	wg.Wait()
@@ -410,81 +394,6 @@ func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*
 	return &Lab{Paths: p, Clusters: cs, KoP: st.KoP, Auth: st.AuthMode(), ConfigPath: p.ConfigYAML(), State: st, Started: started}, nil
 }
 
-// resolveKoP decides what KoP the lab loads: the NAR brought with KOP_NAR, else the one in
-// lab/run/protocols/ or from Maven (ResolveKoP).
-func resolveKoP(ctx context.Context, p Paths, o Options) (KoPStatus, error) {
-	if o.KoPNar != "" {
-		st, err := ResolveBYO(p, o.KoP, o.KoPNar)
-		if err == nil && st.Enabled {
-			fmt.Fprintf(o.Log, "lab: %s\n", st.Reason)
-		}
-		return st, err
-	}
-	return ResolveKoP(ctx, p, o.KoP, o.KoPVersion, o.Log)
-}
-
-// reusable: the state describes the wanted shape, clusters and Pulsar version, all JVMs are
-// alive (none stopped by StopBroker), and KoP matches the wanted mode (off wants it off;
-// required wants it on; a NAR brought with KOP_NAR wants that very file, by sha256).
-func reusable(st *State, o Options) bool {
-	if !sameShape(st, o) {
-		return false
-	}
-	if st.AuthMode() != o.Auth.orNone() {
-		return false
-	}
-	for _, c := range st.Clusters {
-		for _, ps := range c.Processes {
-			if ps.Stopped || !IsLabJVM(ps.PID, c.Name) {
-				return false
-			}
-		}
-	}
-	if o.KoP == KoPOff {
-		return !st.KoP.Enabled
-	}
-	if o.KoPNar != "" {
-		if !st.KoP.Enabled {
-			return false
-		}
-		abs, err := filepath.Abs(o.KoPNar)
-		if err != nil {
-			return false
-		}
-		// Same path and size as the running NAR: trust its recorded sha256 rather than hash a
-		// large file on every reuse; otherwise hash it.
-		if fi, err := os.Stat(abs); err == nil && abs == st.KoP.Origin {
-			if nfi, err := os.Stat(st.KoP.Nar); err == nil && nfi.Size() == fi.Size() && os.SameFile(fi, nfi) {
-				return true
-			}
-		}
-		sum, err := fileSHA256(abs)
-		return err == nil && sum == st.KoP.SHA256
-	}
-	if o.KoP == KoPRequired {
-		return st.KoP.Enabled
-	}
-	return true
-}
-
-// sameShape: the state was started for the wanted Pulsar version, shape and clusters (names,
-// ports and broker counts); a lab of another shape is restarted.
-func sameShape(st *State, o Options) bool {
-	if st.PulsarVersion != o.PulsarVersion || len(st.Clusters) != len(o.Clusters) {
-		return false
-	}
-	if st.Shape != ShapeOf(o.Clusters) {
-		return false
-	}
-	for i, c := range o.Clusters {
-		s := st.Clusters[i]
-		if s.Name != c.Name || s.Ports != c.Ports || s.BrokerCount() != c.BrokerCount() || len(s.Processes) == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // allHealthy waits up to wait for every broker of every cluster to be healthy.
 func allHealthy(ctx context.Context, st *State, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
@@ -515,182 +424,4 @@ func brokerErr(c Cluster, i int, err error) error {
 		return err
 	}
 	return fmt.Errorf("broker-%d (%s): %w", i, c.Broker(i).AdminURL, err)
-}
-
-// stopAll stops the JVMs named in st by pid, the clusters concurrently (each in the order
-// stopCluster gives).
-func stopAll(ctx context.Context, st *State, log io.Writer) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(st.Clusters))
-	for i, c := range st.Clusters {
-		wg.Add(1)
-		go func(i int, c ClusterState) {
-			defer wg.Done()
-			errs[i] = stopCluster(ctx, c, log)
-		}(i, c)
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// Down stops the JVMs named in lab/run/state.json (by pid only) and removes the state file.
-// Data directories stay; the next Up reuses them (Options.Fresh wipes them).
-func Down(ctx context.Context, opts Options) error {
-	return exclusive(ctx, opts, func(o Options, p Paths) error { return down(ctx, p, o.Log) })
-}
-
-// exclusive resolves opts and runs fn while holding the lab lock exclusively.
-func exclusive(ctx context.Context, opts Options, fn func(o Options, p Paths) error) error {
-	o, err := opts.resolve()
-	if err != nil {
-		return err
-	}
-	p := Paths{Root: o.Root}
-	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
-	if err != nil {
-		return err
-	}
-	defer lk.unlock()
-	return fn(o, p)
-}
-
-func down(ctx context.Context, p Paths, log io.Writer) error {
-	st, err := ReadState(p.StateFile())
-	if err != nil {
-		return err
-	}
-	if st == nil {
-		fmt.Fprintln(log, "lab: not running (no lab/run/state.json)")
-		return nil
-	}
-	if err := stopAll(ctx, st, log); err != nil {
-		return err
-	}
-	return os.Remove(p.StateFile())
-}
-
-// Clean stops the lab and deletes what the clusters wrote (data, logs, rendered conf, tmp) and
-// config.yaml. The unpacked distribution and the KoP probe stay, so the next Up starts without
-// Maven.
-func Clean(ctx context.Context, opts Options) error {
-	return exclusive(ctx, opts, func(o Options, p Paths) error {
-		if err := down(ctx, p, o.Log); err != nil {
-			return err
-		}
-		for _, c := range clusterBases {
-			if err := os.RemoveAll(p.ClusterDir(c.name)); err != nil {
-				return err
-			}
-		}
-		if err := os.Remove(p.ConfigYAML()); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	})
-}
-
-// ClusterStatus is what Status reports for one cluster. PID is its standalone's or broker
-// 0's; RSSMB is the sum over its processes; Health joins every broker's.
-type ClusterStatus struct {
-	Cluster
-	PID          int
-	Running      bool // every process runs
-	RSSMB        float64
-	Health       error // nil when healthy
-	ReadySeconds float64
-	LogPath      string
-	Processes    []ProcessStatus
-}
-
-// ProcessStatus is what Status reports for one JVM.
-type ProcessStatus struct {
-	ProcessState
-	Running bool
-	RSSMB   float64
-	Health  error // brokers and standalones: CheckHealth through this broker
-}
-
-// StatusReport is the lab's state as Status sees it.
-type StatusReport struct {
-	Root       string
-	StateFile  string
-	ConfigPath string
-	Running    bool // a state file exists
-	Keep       bool
-	// PulsarVersion is the running lab's, else the one the next Up would start.
-	PulsarVersion string
-	KoP           KoPStatus
-	// Auth is the running lab's auth mode, else the one the next Up would start.
-	Auth     AuthMode
-	Clusters []ClusterStatus
-}
-
-// Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.
-func Status(ctx context.Context, opts Options) (*StatusReport, error) {
-	o, err := opts.resolve()
-	if err != nil {
-		return nil, err
-	}
-	p := Paths{Root: o.Root}
-	st, err := ReadState(p.StateFile())
-	if err != nil {
-		return nil, err
-	}
-	r := &StatusReport{Root: o.Root, StateFile: p.StateFile(), ConfigPath: p.ConfigYAML(), PulsarVersion: o.PulsarVersion, Auth: o.Auth}
-	if st == nil {
-		for _, c := range o.Clusters {
-			r.Clusters = append(r.Clusters, ClusterStatus{Cluster: c, Health: errors.New("not started")})
-		}
-		r.KoP = KoPStatus{Mode: o.KoP, Version: o.KoPVersion, Reason: "lab not started"}
-		if o.KoPNar != "" {
-			r.KoP.Source, r.KoP.Origin, r.KoP.Reason = "KOP_NAR", o.KoPNar, "lab not started; KOP_NAR="+o.KoPNar
-		} else if cached, ok := readProbe(p, o.KoPVersion); ok {
-			r.KoP.Reason = "KoP " + o.KoPVersion + " not resolvable from Maven: " + cached.MavenError
-		}
-		return r, nil
-	}
-	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode()
-	for _, c := range st.Clusters {
-		r.Clusters = append(r.Clusters, clusterStatus(ctx, c))
-	}
-	return r, nil
-}
-
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
-}
-
-// clusterStatus checks each process of c: pid, RSS and, for brokers, health.
-func clusterStatus(ctx context.Context, c ClusterState) ClusterStatus {
-	cs := ClusterStatus{Cluster: c.Cluster, PID: c.PID, ReadySeconds: c.ReadySeconds, LogPath: c.LogPath, Running: true}
-	var errs []error
-	for _, ps := range c.Processes {
-		st := ProcessStatus{ProcessState: ps, Running: IsLabJVM(ps.PID, c.Name)}
-		switch {
-		case !st.Running && ps.Stopped:
-			st.Health = fmt.Errorf("%s stopped (kop-lab stop-broker)", ps.ID())
-		case !st.Running:
-			st.Health = fmt.Errorf("%s: pid %d is not running", ps.ID(), ps.PID)
-		default:
-			st.RSSMB, _ = RSSMB(ps.PID)
-			if ps.servesBroker() {
-				st.Health = brokerErr(c.Cluster, ps.Index, CheckHealth(ctx, c.Broker(ps.Index)))
-			}
-		}
-		if st.Health != nil {
-			errs = append(errs, st.Health)
-		}
-		cs.Running = cs.Running && st.Running
-		cs.RSSMB += st.RSSMB
-		cs.Processes = append(cs.Processes, st)
-	}
-	if len(c.Processes) == 0 {
-		cs.Running = false
-		errs = append(errs, errors.New("no process recorded"))
-	}
-	cs.Health = errors.Join(errs...)
-	return cs
 }

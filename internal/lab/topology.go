@@ -184,9 +184,7 @@ func stopCluster(ctx context.Context, cs ClusterState, log io.Writer) error {
 			if !containsRole(phase, ps.Role) || !IsLabJVM(ps.PID, cs.Name) {
 				continue
 			}
-			wg.Add(1)
-			go func(ps ProcessState) {
-				defer wg.Done()
+			wg.Go(func() {
 				t := time.Now()
 				err := stopJVM(ctx, ps.PID, cs.Name, 30*time.Second)
 				mu.Lock()
@@ -196,7 +194,7 @@ func stopCluster(ctx context.Context, cs ClusterState, log io.Writer) error {
 					return
 				}
 				fmt.Fprintf(log, "lab: stopped %s %s (pid %d) in %s\n", cs.Name, ps.ID(), ps.PID, time.Since(t).Round(100*time.Millisecond))
-			}(ps)
+			})
 		}
 		wg.Wait()
 	}

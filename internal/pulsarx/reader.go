@@ -3,11 +3,9 @@ package pulsarx
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,16 +233,14 @@ func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, f
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func(p int32) {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			err := r.read(ctx, p, follow, serial)
 			if err != nil && (ctx.Err() == nil || !errors.Is(err, ctx.Err())) {
 				// Errors caused by our own cancellation after a first failure are noise.
 				errOnce.Do(func() { firstErr = err; cancel() })
 			}
-		}(p)
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
@@ -413,101 +409,8 @@ func (r *Reader) loop(ctx context.Context, rd pulsar.Reader, partition int32, to
 	}
 }
 
-// entryPos is a (ledger, entry) position as a pulsar.MessageID, for compareEntry.
-type entryPos struct{ ledger, entry int64 }
-
-func (p entryPos) Serialize() []byte   { return nil }
-func (p entryPos) LedgerID() int64     { return p.ledger }
-func (p entryPos) EntryID() int64      { return p.entry }
-func (p entryPos) BatchIdx() int32     { return -1 }
-func (p entryPos) PartitionIdx() int32 { return -1 }
-func (p entryPos) BatchSize() int32    { return 0 }
-func (p entryPos) String() string      { return fmt.Sprintf("%d:%d", p.ledger, p.entry) }
-
 func randomSuffix() string {
 	var b [5]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func (r *Reader) toMessage(partition int32, msg pulsar.Message) loader.Message {
-	return loader.Message{
-		Partition:   partition,
-		MessageID:   formatID(msg.ID(), partition),
-		PublishTime: msg.PublishTime(),
-		Key:         decodeKey(msg.Key(), r.opts.KeyMode),
-		Value:       msg.Payload(),
-		// The replicator marks what it copies with the cluster it came from.
-		ReplicatedFrom: r.origin(msg.GetReplicatedFrom()),
-	}
-}
-
-// origin is the config name of the cluster Pulsar calls from ("" stays "").
-func (r *Reader) origin(from string) string {
-	if n, ok := r.opts.ClusterNames[from]; ok && from != "" {
-		return n
-	}
-	return from
-}
-
-func decodeKey(k string, mode KeyMode) []byte {
-	if k == "" {
-		return nil
-	}
-	if mode == KeyBase64 {
-		if b, err := base64.StdEncoding.DecodeString(k); err == nil {
-			return b
-		}
-	}
-	return []byte(k)
-}
-
-// formatID renders "ledger:entry:partition:batch". The partition is the offsets-topic
-// partition read (a reader on a partition topic reports its own index, not this one).
-func formatID(id pulsar.MessageID, partition int32) string {
-	if id == nil {
-		return "none"
-	}
-	b := make([]byte, 0, 40)
-	b = strconv.AppendInt(b, id.LedgerID(), 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, id.EntryID(), 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(partition), 10)
-	b = append(b, ':')
-	b = strconv.AppendInt(b, int64(id.BatchIdx()), 10)
-	return string(b)
-}
-
-// compareEntry orders ids by (ledger, entry): batch indexes of one entry compare equal.
-func compareEntry(a, b pulsar.MessageID) int {
-	switch {
-	case a.LedgerID() != b.LedgerID():
-		return cmpInt64(a.LedgerID(), b.LedgerID())
-	default:
-		return cmpInt64(a.EntryID(), b.EntryID())
-	}
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// isLastOf reports whether id is the last message to read when last is the broker's last
-// message id: the final message of last's entry. Brokers report the batch index of the
-// last message of a batch, or -1, depending on version; both are handled.
-func isLastOf(id, last pulsar.MessageID) bool {
-	if compareEntry(id, last) != 0 {
-		return compareEntry(id, last) > 0
-	}
-	if id.BatchIdx() < 0 || id.BatchIdx()+1 >= id.BatchSize() {
-		return true
-	}
-	return last.BatchIdx() >= 0 && id.BatchIdx() >= last.BatchIdx()
 }

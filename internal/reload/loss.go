@@ -123,13 +123,11 @@ func eachConcurrently(n int, fn func(i int)) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, fetchConcurrency)
 	for i := range n {
-		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			fn(i)
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -30,27 +28,6 @@ type BundleAdmin interface {
 }
 
 var _ BundleAdmin = (*pulsarx.Admin)(nil)
-
-// GroupDescriber answers DescribeGroups on one cluster's KoP listeners.
-type GroupDescriber interface {
-	// DescribeGroups returns the activity of each group it could describe. A group absent
-	// from the map, or with Err set, is unknown. An error means no group could be described.
-	DescribeGroups(ctx context.Context, groups []string) (map[string]GroupActivity, error)
-}
-
-// GroupActivity is what DescribeGroups said about one group on one cluster.
-type GroupActivity = kop.GroupActivity
-
-// Activity statuses of a group on one cluster.
-const (
-	ActivityIdle    = "idle"    // described, no members
-	ActivityLive    = "live"    // described, with members
-	ActivityUnknown = "unknown" // KoP did not answer for the group: not proven idle
-	// ActivityUnserved: KoP on the cluster does not coordinate the group (it answers
-	// NOT_COORDINATOR or loading for it): no member can be in it there, so a reload takes
-	// nothing from anybody; it is what brings the group back.
-	ActivityUnserved = "unserved"
-)
 
 // Request says what to reload on one cluster.
 type Request struct {
@@ -124,89 +101,6 @@ type Planner struct {
 	// Intended are rows the caller rewrote on purpose (failover) with the value it wrote.
 	Intended map[IntendedKey]int64
 }
-
-// Plan is what reload will do on one cluster, and its blast radius.
-type Plan struct {
-	Cluster             string          `json:"cluster"`
-	Namespace           string          `json:"namespace"`
-	OffsetsTopic        string          `json:"offsetsTopic"`
-	OffsetsPartitions   int32           `json:"offsetsPartitionCount"`
-	Clusters            []string        `json:"activityClusters"` // where group activity was asked
-	RequestedGroups     []string        `json:"requestedGroups,omitempty"`
-	RequestedPartitions []int32         `json:"requestedPartitions,omitempty"`
-	AllowActive         bool            `json:"allowActive"`
-	RefuseLive          bool            `json:"refuseLive,omitempty"`
-	AcceptLoss          bool            `json:"acceptLoss"`
-	Bundles             []PlannedBundle `json:"bundles"`
-	Groups              []AffectedGroup `json:"groups"`
-
-	kafkaNamespace string
-	partTopic      func(int32) string
-	intended       map[IntendedKey]int64 // the Planner's Intended, for the executor's re-check
-}
-
-// PlannedBundle is one bundle the plan unloads.
-type PlannedBundle struct {
-	Range string `json:"range"`
-	// OffsetsPartitions are every offsets partition in the bundle: all are reloaded.
-	OffsetsPartitions []int32 `json:"offsetsPartitions"`
-	// Groups are every group persisted in those partitions (plus requested groups that
-	// hash there): all are reloaded, and those with members rebalance.
-	Groups []string `json:"groups"`
-	// Active are the groups of the bundle with live members, or unknown activity, on the
-	// cluster the plan writes to: a reload there pauses their members while KoP loads (the
-	// measured cost is in docs/reload.md). Unknown ones are refused unless AllowActive; live
-	// ones are not refused unless RefuseLive.
-	Active []string `json:"activeGroups"`
-	// LiveElsewhere are the groups with live members on another cluster only (active-passive:
-	// the primary consumes, the standby is refreshed). A reload here touches none of their
-	// members; their cache here will lag again as they commit. Reported, not refused.
-	LiveElsewhere []string `json:"liveElsewhere,omitempty"`
-	// Losses are the rows a reload would move back or drop (KoP serves more now than its
-	// loader would load); refused unless --accept-loss.
-	Losses []Loss `json:"losses"`
-	// Skips are the rows a reload would make KoP serve a number, replicated from another
-	// cluster, past the group's position here; refused unless --accept-loss.
-	Skips []Skip `json:"skips,omitempty"`
-	// LoadFailures are the bundle's offsets partitions KoP cannot load at all.
-	LoadFailures []loader.LoadFailure `json:"loadFailures,omitempty"`
-	// Refused: the bundle has groups of unknown activity (or live ones under --refuse-live)
-	// and --allow-active was not given, or losses or skips and --accept-loss was not given.
-	Refused bool   `json:"refused"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// AffectedGroup is one group a plan reloads.
-type AffectedGroup struct {
-	Group            string `json:"group"`
-	OffsetsPartition int32  `json:"offsetsPartition"`
-	Bundle           string `json:"bundle"`
-	// Requested: named by the request (--group, --from-check); the others are collateral.
-	Requested bool `json:"requested"`
-	// Persisted are the offsets a fresh load serves for the group: what KoP's loader reads
-	// from this cluster's offsets topic (none when it cannot load the partition).
-	Persisted []TopicOffset `json:"persisted"`
-	// Served is what KoP serves now (nil when it was not asked).
-	Served *CacheAnswer `json:"served,omitempty"`
-	// Activity per cluster name.
-	Activity map[string]Activity `json:"activity"`
-	// Status is the summary over clusters: live if live anywhere, else unknown if unknown
-	// anywhere, else idle.
-	Status string `json:"status"`
-	// Here is the activity on the cluster the plan writes to, which decides the refusal.
-	Here string `json:"here"`
-}
-
-// Activity is a group's activity on one cluster.
-type Activity struct {
-	Status  string `json:"status"` // idle, live, unknown
-	State   string `json:"state,omitempty"`
-	Members *int   `json:"members,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
-// TopicOffset is one committed offset of a group.
-type TopicOffset = kop.TopicOffset
 
 // PlanError is a failure while planning: an endpoint failed, nothing was written.
 type PlanError struct {
@@ -504,120 +398,6 @@ func refusal(plan *Plan, pb *PlannedBundle, refuseLive bool) string {
 	return strings.Join(parts, "; ") + "; --allow-active reloads it anyway"
 }
 
-// Executable returns the bundles that are not refused, in plan order.
-func (p *Plan) Executable() []PlannedBundle {
-	var out []PlannedBundle
-	for _, b := range p.Bundles {
-		if !b.Refused {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// Refused returns the refused bundles.
-func (p *Plan) Refused() []PlannedBundle {
-	var out []PlannedBundle
-	for _, b := range p.Bundles {
-		if b.Refused {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// Group returns the affected group named g.
-func (p *Plan) Group(g string) (AffectedGroup, bool) {
-	for _, ag := range p.Groups {
-		if ag.Group == g {
-			return ag, true
-		}
-	}
-	return AffectedGroup{}, false
-}
-
-// GroupsIn returns the affected groups of one bundle.
-func (p *Plan) GroupsIn(bundleRange string) []AffectedGroup {
-	var out []AffectedGroup
-	for _, g := range p.Groups {
-		if g.Bundle == bundleRange {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
-func summarize(a map[string]Activity) string {
-	st := ActivityIdle
-	for _, x := range a {
-		switch x.Status {
-		case ActivityLive:
-			return ActivityLive
-		case ActivityUnknown:
-			st = ActivityUnknown
-		}
-	}
-	return st
-}
-
-// describeAll asks every cluster, in parallel, about every group. Failures become unknown.
-// The groups of here's unserved offsets partitions are not asked there: they are unserved.
-func describeAll(ctx context.Context, ds map[string]GroupDescriber, all []string, here string, unservedHere []string) map[string]map[string]Activity {
-	out := make(map[string]map[string]Activity, len(ds))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for name, d := range ds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			groups := all
-			res := make(map[string]Activity, len(all))
-			if name == here && len(unservedHere) > 0 {
-				skip := make(map[string]bool, len(unservedHere))
-				for _, g := range unservedHere {
-					skip[g] = true
-				}
-				groups = slices.DeleteFunc(slices.Clone(all), func(g string) bool { return skip[g] })
-				for _, g := range unservedHere {
-					res[g] = Activity{Status: ActivityUnserved, Error: "its offsets partition is not served by KoP here"}
-				}
-			}
-			var got map[string]GroupActivity
-			var err error
-			switch {
-			case len(groups) == 0:
-			case d == nil:
-				err = errors.New("no kafkaBootstrap configured")
-			default:
-				got, err = d.DescribeGroups(ctx, groups)
-			}
-			for _, g := range groups {
-				ga, ok := got[g]
-				switch {
-				case err != nil:
-					res[g] = Activity{Status: ActivityUnknown, Error: err.Error()}
-				case !ok:
-					res[g] = Activity{Status: ActivityUnknown, Error: "not in the DescribeGroups answer"}
-				case ga.Err != nil:
-					res[g] = Activity{Status: ActivityUnknown, State: ga.State, Error: ga.Err.Error()}
-				default:
-					m := ga.Members
-					a := Activity{Status: ActivityIdle, State: ga.State, Members: &m}
-					if m > 0 {
-						a.Status = ActivityLive
-					}
-					res[g] = a
-				}
-			}
-			mu.Lock()
-			out[name] = res
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
 // replay reads and replays the given partitions of the offsets topic.
 func replay(ctx context.Context, r loader.OffsetTopicReader, parts []int32, ord loader.TxnOrdering) (*loader.PersistedOffsets, error) {
 	var results []*loader.PersistedOffsets
@@ -631,14 +411,6 @@ func replay(ctx context.Context, r loader.OffsetTopicReader, parts []int32, ord 
 	return loader.Merge(results...), nil
 }
 
-func topicOffsets(cs []loader.CommittedOffset, kafkaNamespace string) []TopicOffset {
-	out := make([]TopicOffset, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, TopicOffset{Topic: loader.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset, Origin: c.Origin})
-	}
-	return out
-}
-
 func sortedUnique[T interface{ ~string | ~int32 }](in []T) []T {
 	if len(in) == 0 {
 		return nil
@@ -647,8 +419,3 @@ func sortedUnique[T interface{ ~string | ~int32 }](in []T) []T {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
-
-var (
-	_ GroupDescriber = kop.KafkaGroups{}
-	_ OffsetFetcher  = kop.KafkaGroups{}
-)

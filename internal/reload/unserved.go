@@ -16,9 +16,7 @@ func probeUnserved(ctx context.Context, f OffsetFetcher, parts []int32, n int32)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, p := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			fctx, cancel := context.WithTimeout(ctx, DefaultServedTimeout)
 			defer cancel()
 			a := askCache(fctx, f, loader.ProbeGroup(p, n))
@@ -29,7 +27,7 @@ func probeUnserved(ctx context.Context, f OffsetFetcher, parts []int32, n int32)
 			mu.Lock()
 			out[p] = a
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	return out

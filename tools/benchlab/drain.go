@@ -55,9 +55,7 @@ func drain(ctx context.Context, args []string) error {
 		clients = append(clients, client)
 		sem := make(chan struct{}, *concurrency)
 		for p := range *parts {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				n, b, err := drainPartition(ctx, client, fmt.Sprintf("%s-partition-%d", *topic, p), *queue, *compacted)
@@ -70,7 +68,7 @@ func drain(ctx context.Context, args []string) error {
 					}
 					errMu.Unlock()
 				}
-			}()
+			})
 		}
 	}
 	wg.Wait()

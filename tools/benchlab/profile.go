@@ -36,9 +36,7 @@ func profile(args []string) (int, error) {
 	var wg sync.WaitGroup
 	var peak uint64
 	if *mem != "" {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			t := time.NewTicker(200 * time.Millisecond)
 			defer t.Stop()
 			for {
@@ -57,7 +55,7 @@ func profile(args []string) (int, error) {
 					}
 				}
 			}
-		}()
+		})
 	}
 	os.Args = append([]string{"kop-offsets"}, fs.Args()...)
 	if devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0); err == nil {

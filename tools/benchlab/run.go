@@ -140,36 +140,10 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 	var results []sizeResult
 	prev := 0
 	for _, g := range rc.sizes {
-		add := g - prev
-		loadArgs := []string{rc.kopLab, "load", "--via", rc.via, "--cluster", src.Name, "--groups", fmt.Sprint(add), "--first-group", fmt.Sprint(prev),
-			"--keys-per-group", fmt.Sprint(rc.keys), "--topics", fmt.Sprint(rc.topics), "--commits", fmt.Sprint(add * rc.keys * rc.rounds),
-			"--create-topics=" + fmt.Sprint(prev == 0)}
-		rc.step("loading groups %d..%d: %s", prev, g-1, strings.Join(loadArgs[1:], " "))
-		if err := rc.sh(ctx, loadArgs...); err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		if kop && rc.memberGroups > 0 && prev == 0 {
-			if err := rc.sh(ctx, rc.kopLab, "load", "--via", "kafka", "--cluster", src.Name, "--groups", "1", "--commits", "1",
-				"--create-topics=false", "--member-groups", fmt.Sprint(rc.memberGroups), "--keys-per-group", fmt.Sprint(rc.keys),
-				"--topics", fmt.Sprint(rc.topics), "--first-group", "9000000"); err != nil {
-				return fmt.Errorf("member groups: %w", err)
-			}
-		}
-		prev = g
-		if err := waitReplicated(ctx, src, dst, rc.log); err != nil {
+		if err := rc.loadSize(ctx, src, dst, kop, prev, g); err != nil {
 			return err
 		}
-		if kop && rc.cached {
-			// KoP's caches hold none of the commits written straight to the topic: make both
-			// clusters' KoP load them before anything asks KoP (its own load is measured below).
-			for _, c := range []lab.Cluster{src, dst} {
-				s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name), kopWait(g*rc.keys))
-				if err != nil {
-					return fmt.Errorf("KoP warm-up load: %w", err)
-				}
-				rc.step("KoP on %s loaded the offsets partitions in %.2f s (longest partition %.2f s by KoP's log, %d attempts) %s", c.Name, s.Wall.Seconds(), s.KoPMax.Seconds(), s.Attempts, s.Partial)
-			}
-		}
+		prev = g
 		live := g * rc.keys
 		pairs := rc.pairs(src, dst, kop, kafkaCP, live)
 		if err := rc.measure(ctx, pairs, kop, src); err != nil {
@@ -182,6 +156,41 @@ func (rc runConfig) run(ctx context.Context) (err error) {
 		rc.growth(results[0], results[len(results)-1])
 	}
 	fmt.Fprintf(rc.out, "\nWhole bench: %s.\n", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// loadSize loads groups prev..g-1 on src (and, with KoP, the member groups once), waits
+// for dst to hold the copies, and with --cached makes both KoPs load them.
+func (rc runConfig) loadSize(ctx context.Context, src, dst lab.Cluster, kop bool, prev, g int) error {
+	add := g - prev
+	loadArgs := []string{rc.kopLab, "load", "--via", rc.via, "--cluster", src.Name, "--groups", fmt.Sprint(add), "--first-group", fmt.Sprint(prev),
+		"--keys-per-group", fmt.Sprint(rc.keys), "--topics", fmt.Sprint(rc.topics), "--commits", fmt.Sprint(add * rc.keys * rc.rounds),
+		"--create-topics=" + fmt.Sprint(prev == 0)}
+	rc.step("loading groups %d..%d: %s", prev, g-1, strings.Join(loadArgs[1:], " "))
+	if err := rc.sh(ctx, loadArgs...); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	if kop && rc.memberGroups > 0 && prev == 0 {
+		if err := rc.sh(ctx, rc.kopLab, "load", "--via", "kafka", "--cluster", src.Name, "--groups", "1", "--commits", "1",
+			"--create-topics=false", "--member-groups", fmt.Sprint(rc.memberGroups), "--keys-per-group", fmt.Sprint(rc.keys),
+			"--topics", fmt.Sprint(rc.topics), "--first-group", "9000000"); err != nil {
+			return fmt.Errorf("member groups: %w", err)
+		}
+	}
+	if err := waitReplicated(ctx, src, dst, rc.log); err != nil {
+		return err
+	}
+	if kop && rc.cached {
+		// KoP's caches hold none of the commits written straight to the topic: make both
+		// clusters' KoP load them before anything asks KoP (its own load is measured below).
+		for _, c := range []lab.Cluster{src, dst} {
+			s, err := kopLoad(ctx, c, lab.Paths{Root: rc.root}.LogFile(c.Name), kopWait(g*rc.keys))
+			if err != nil {
+				return fmt.Errorf("KoP warm-up load: %w", err)
+			}
+			rc.step("KoP on %s loaded the offsets partitions in %.2f s (longest partition %.2f s by KoP's log, %d attempts) %s", c.Name, s.Wall.Seconds(), s.KoPMax.Seconds(), s.Attempts, s.Partial)
+		}
+	}
 	return nil
 }
 

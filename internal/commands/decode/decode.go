@@ -48,52 +48,11 @@ type Record struct {
 func NewCmdDecode(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams}
 	cmd := &cobra.Command{
-		Use:   "decode (--key B64 --value B64 [--hex] | --input FILE|-)",
-		Short: "Decode offsets-topic messages offline",
-		Long: strings.TrimSpace(`
-Decode messages of KoP's offsets topic (persistent://<tenant>/__kafka/__consumer_offsets)
-without contacting any cluster. Reads nothing but the arguments or the input file, writes
-nothing but stdout and stderr.
-
-A message is the Kafka key (KoP's Pulsar message key) and the value, a Kafka record batch
-(magic 2, any compression codec). The value alone decides what the message holds: the key is
-accepted for completeness but the same key is inside the batch. An empty value is KoP's
-placeholder.
-
-Input:
-  --key B64 --value B64   one message, base64 (or hex with --hex); a missing --value is an
-                          empty value (a placeholder)
-  --input FILE|-          one JSON object per line with base64 "key" and "value" fields;
-                          other fields are ignored, so the output of 'dump --raw' decodes
-                          again. Blank lines are skipped.
-
-Output: one record per line (-o ndjson, the default when stdout is not a terminal), a json
-array, a yaml sequence, or a table; records are written as they are decoded. Each record has
-the fields of the JSON contract (kind, group, topic, partition, offset, ...) and "line", the
-1-based input line (1 for --key/--value). A message that cannot be decoded, or a part of
-one, becomes a record of kind "undecodable" with "error".
-
-A summary goes to stderr when some records were undecodable (always on a terminal).
-
-Exit codes: 0 done; 1 --strict and some records were undecodable; 2 bad flags, an
-unreadable input file, or a malformed input line (not a JSON object, bad base64 or hex: the
-error names the line; records of earlier lines were already written).`),
-		Example: cmdutil.Examples(`
-  # one message as base64: group G commits offset 10900 of topic-1 partition 0
-  kop-offsets decode \
-      --key AAEAAUcAI3BlcnNpc3RlbnQ6Ly9wdWJsaWMvZGVmYXVsdC90b3BpYy0xAAAAAA== \
-      --value AAAAAAAAAAAAAACD/////wKtYFlQAAAAAAAAAAABlV+MBhgAAAGVX4wGGP//////////////////AAAAAaABAAAAXAABAAFHACNwZXJzaXN0ZW50Oi8vcHVibGljL2RlZmF1bHQvdG9waWMtMQAAAAA4AAEAAAAAAAAqlAAAAAABlV+MBhj//////////wA=
-
-  # the value alone, as hex (the key is inside the batch), as a table
-  kop-offsets decode -o table --hex --value 000000000000000000000083ffffffff02ad605950000000000000000001955f8c0618000001955f8c0618ffffffffffffffffffffffffffff00000001a0010000005c0001000147002370657273697374656e743a2f2f7075626c69632f64656661756c742f746f7069632d31000000003800010000000000002a940000000001955f8c0618ffffffffffffffff00
-
-  # decode a raw dump again, offline, and keep only the undecodable records
-  kop-offsets dump --cluster scus --raw > scus.ndjson
-  kop-offsets decode --input scus.ndjson | jq 'select(.kind == "undecodable")'
-
-  # fail a CI job when anything cannot be decoded
-  kop-offsets dump --raw --partition 3 | kop-offsets decode --input - --strict > /dev/null`),
-		Args: cmdutil.NoArgs,
+		Use:     "decode (--key B64 --value B64 [--hex] | --input FILE|-)",
+		Short:   "Decode offsets-topic messages offline",
+		Long:    strings.TrimSpace(decodeLong),
+		Example: cmdutil.Examples(decodeExample),
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.KeySet = cmd.Flags().Changed("key")
 			opts.ValueSet = cmd.Flags().Changed("value")
@@ -279,3 +238,50 @@ func decodeLine(name string, line int, b []byte, emit func(int, []byte, []byte) 
 	}
 	return emit(line, key, value)
 }
+
+// decodeLong is the long help of decode.
+const decodeLong = `
+Decode messages of KoP's offsets topic (persistent://<tenant>/__kafka/__consumer_offsets)
+without contacting any cluster. Reads nothing but the arguments or the input file, writes
+nothing but stdout and stderr.
+
+A message is the Kafka key (KoP's Pulsar message key) and the value, a Kafka record batch
+(magic 2, any compression codec). The value alone decides what the message holds: the key is
+accepted for completeness but the same key is inside the batch. An empty value is KoP's
+placeholder.
+
+Input:
+  --key B64 --value B64   one message, base64 (or hex with --hex); a missing --value is an
+                          empty value (a placeholder)
+  --input FILE|-          one JSON object per line with base64 "key" and "value" fields;
+                          other fields are ignored, so the output of 'dump --raw' decodes
+                          again. Blank lines are skipped.
+
+Output: one record per line (-o ndjson, the default when stdout is not a terminal), a json
+array, a yaml sequence, or a table; records are written as they are decoded. Each record has
+the fields of the JSON contract (kind, group, topic, partition, offset, ...) and "line", the
+1-based input line (1 for --key/--value). A message that cannot be decoded, or a part of
+one, becomes a record of kind "undecodable" with "error".
+
+A summary goes to stderr when some records were undecodable (always on a terminal).
+
+Exit codes: 0 done; 1 --strict and some records were undecodable; 2 bad flags, an
+unreadable input file, or a malformed input line (not a JSON object, bad base64 or hex: the
+error names the line; records of earlier lines were already written).`
+
+// decodeExample is the examples of decode.
+const decodeExample = `
+  # one message as base64: group G commits offset 10900 of topic-1 partition 0
+  kop-offsets decode \
+      --key AAEAAUcAI3BlcnNpc3RlbnQ6Ly9wdWJsaWMvZGVmYXVsdC90b3BpYy0xAAAAAA== \
+      --value AAAAAAAAAAAAAACD/////wKtYFlQAAAAAAAAAAABlV+MBhgAAAGVX4wGGP//////////////////AAAAAaABAAAAXAABAAFHACNwZXJzaXN0ZW50Oi8vcHVibGljL2RlZmF1bHQvdG9waWMtMQAAAAA4AAEAAAAAAAAqlAAAAAABlV+MBhj//////////wA=
+
+  # the value alone, as hex (the key is inside the batch), as a table
+  kop-offsets decode -o table --hex --value 000000000000000000000083ffffffff02ad605950000000000000000001955f8c0618000001955f8c0618ffffffffffffffffffffffffffff00000001a0010000005c0001000147002370657273697374656e743a2f2f7075626c69632f64656661756c742f746f7069632d31000000003800010000000000002a940000000001955f8c0618ffffffffffffffff00
+
+  # decode a raw dump again, offline, and keep only the undecodable records
+  kop-offsets dump --cluster scus --raw > scus.ndjson
+  kop-offsets decode --input scus.ndjson | jq 'select(.kind == "undecodable")'
+
+  # fail a CI job when anything cannot be decoded
+  kop-offsets dump --raw --partition 3 | kop-offsets decode --input - --strict > /dev/null`

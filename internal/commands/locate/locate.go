@@ -215,11 +215,9 @@ func locateOnline(ctx context.Context, opts *Options) (rows []Location, failed b
 	perCluster := make([][]Location, len(clusters))
 	var wg sync.WaitGroup
 	for i, cl := range clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			perCluster[i] = locateCluster(ctx, cl, admins[i], opts.Groups)
-		}()
+		})
 	}
 	wg.Wait()
 	for i, a := range admins {

@@ -18,6 +18,19 @@ import (
 func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
 	fmt.Fprintf(w, "Reload plan for cluster %s: %d bundle(s) of %s, %d group(s) reloaded (%s, %d partitions)\n",
 		plan.Cluster, len(plan.Bundles), plan.Namespace, len(plan.Groups), plan.OffsetsTopic, plan.OffsetsPartitions)
+	if err := writePlanBundles(w, tty, cs, plan); err != nil {
+		return err
+	}
+	if len(plan.Groups) == 0 {
+		fmt.Fprintln(w, "No group is persisted in these offsets partitions.")
+		return nil
+	}
+	fmt.Fprintln(w)
+	return writePlanGroups(w, tty, cs, plan)
+}
+
+// writePlanBundles writes the table of the plan's bundles and what each one would do.
+func writePlanBundles(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
 	tp := output.NewTablePrinterTo(w, tty)
 	tp.AddHeader("BUNDLE", "OFFSETS PARTITIONS", "GROUPS", "ACTIVE", "ACTION")
 	for _, b := range plan.Bundles {
@@ -49,12 +62,13 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 				b.Range, strings.Join(b.LiveElsewhere, ", "))
 		}
 	}
-	if len(plan.Groups) == 0 {
-		fmt.Fprintln(w, "No group is persisted in these offsets partitions.")
-		return nil
-	}
-	fmt.Fprintln(w)
-	tp = output.NewTablePrinterTo(w, tty)
+	return nil
+}
+
+// writePlanGroups writes the table of the affected groups, one activity column per cluster,
+// then the first DescribeGroups error of each cluster.
+func writePlanGroups(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
+	tp := output.NewTablePrinterTo(w, tty)
 	hdr := []string{"GROUP", "OFFSETS PARTITION", "BUNDLE", "REQUESTED", "SERVED", "AFTER RELOAD"}
 	for _, c := range plan.Clusters {
 		hdr = append(hdr, strings.ToUpper(c))
@@ -69,22 +83,10 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 		row := []string{g.Group, strconv.Itoa(int(g.OffsetsPartition)), g.Bundle, yesNo(g.Requested), served, FormatOffsets(g.Persisted)}
 		for _, c := range plan.Clusters {
 			a := g.Activity[c]
-			cell := a.Status
-			switch {
-			case a.Status == reload.ActivityLive && a.Members != nil:
-				cell = fmt.Sprintf("live (%d members)", *a.Members)
-			case a.Error != "":
-				if _, ok := errs[c]; !ok {
-					errs[c] = a.Error
-				}
+			if _, seen := errs[c]; !seen && a.Error != "" && !(a.Status == reload.ActivityLive && a.Members != nil) {
+				errs[c] = a.Error
 			}
-			if tty {
-				switch a.Status {
-				case reload.ActivityLive, reload.ActivityUnknown:
-					cell = cs.Yellow(cell)
-				}
-			}
-			row = append(row, cell)
+			row = append(row, activityCell(tty, cs, a))
 		}
 		tp.AddRow(row...)
 	}
@@ -95,6 +97,22 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 		fmt.Fprintf(w, "unknown on %s: KoP did not answer DescribeGroups: %s\n", c, errs[c])
 	}
 	return nil
+}
+
+// activityCell is a group's activity on one cluster, coloured on a terminal when it is
+// live or unknown.
+func activityCell(tty bool, cs *iostreams.ColorScheme, a reload.Activity) string {
+	cell := a.Status
+	if a.Status == reload.ActivityLive && a.Members != nil {
+		cell = fmt.Sprintf("live (%d members)", *a.Members)
+	}
+	if tty {
+		switch a.Status {
+		case reload.ActivityLive, reload.ActivityUnknown:
+			cell = cs.Yellow(cell)
+		}
+	}
+	return cell
 }
 
 // WriteExecution writes what a reload did: per bundle, then per group before and after.

@@ -39,34 +39,10 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cobra.EnableTraverseRunHooks = true
 
 	cmd := &cobra.Command{
-		Use:   "kop-offsets <command> [flags]",
-		Short: "Inspect, compare and repair KoP consumer offsets across geo-replicated Pulsar clusters",
-		Long: strings.TrimSpace(`
-kop-offsets reads Kafka-on-Pulsar (KoP) consumer-group offsets on one or more geo-replicated
-Pulsar clusters: what is persisted in the offsets topic
-(persistent://<tenant>/__kafka/__consumer_offsets), what each KoP broker has cached, and
-whether the clusters agree.
-
-Clusters come from a YAML config file (--config, $KOP_OFFSETS_CONFIG, or
-$XDG_CONFIG_HOME/kop-offsets/config.yaml; see 'kop-offsets config view'), or for one ad-hoc
-cluster named "default" from --admin-url, --service-url and --bootstrap. Every command
-works on all configured clusters unless --cluster selects some.
-
-Read commands only use non-durable readers and never commit offsets. Results go to
-stdout (-o table|json|yaml), logs and progress to stderr.
-
-Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contacted);
-3 a cluster or endpoint could not be reached; 4 a write did not achieve its goal.`),
-		Example: cmdutil.Examples(`
-  # check every endpoint of every configured cluster
-  kop-offsets config check
-
-  # the same for two clusters, as JSON
-  kop-offsets --cluster scus,wus config check -o json
-
-  # one ad-hoc cluster, no config file
-  kop-offsets --admin-url http://127.0.0.1:8080 --service-url pulsar://127.0.0.1:6650 \
-      --bootstrap 127.0.0.1:9092 config check`),
+		Use:           "kop-offsets <command> [flags]",
+		Short:         "Inspect, compare and repair KoP consumer offsets across geo-replicated Pulsar clusters",
+		Long:          strings.TrimSpace(rootLong),
+		Example:       cmdutil.Examples(rootExample),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Annotations:   map[string]string{},
@@ -88,6 +64,20 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 
 	cmdutil.BindGlobalFlags(cmd, f.Flags)
 
+	registerCompletions(cmd, f)
+
+	cmd.Flags().Bool("version", false, "print the version (as 'kop-offsets version')")
+	cmd.SetHelpCommandGroupID(GroupSetup)
+	cmd.CompletionOptions.DisableDefaultCmd = true // ours has help and examples
+
+	addCommands(cmd, f)
+	markOnRun(cmd)
+	return cmd
+}
+
+// registerCompletions completes the global flags -o (the formats of the command asked
+// about), --cluster (the configured names) and --timeout (nothing).
+func registerCompletions(cmd *cobra.Command, f *cmdutil.Factory) {
 	_ = cmd.RegisterFlagCompletionFunc("output", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		formats := output.Names(output.Standard)
 		for p := c; p != nil; p = p.Parent() {
@@ -106,11 +96,10 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 		return config.Names(cfg.Clusters), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("timeout", cobra.NoFileCompletions)
+}
 
-	cmd.Flags().Bool("version", false, "print the version (as 'kop-offsets version')")
-	cmd.SetHelpCommandGroupID(GroupSetup)
-	cmd.CompletionOptions.DisableDefaultCmd = true // ours has help and examples
-
+// addCommands adds every subcommand under its help group.
+func addCommands(cmd *cobra.Command, f *cmdutil.Factory) {
 	// Setup commands.
 	add(cmd, GroupSetup, versioncmd.NewCmdVersion(f, nil))
 	add(cmd, GroupSetup, completion.NewCmdCompletion(f))
@@ -131,9 +120,6 @@ Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contact
 	add(cmd, GroupRepair, failovercmd.NewCmdFailover(f, nil))
 	add(cmd, GroupRepair, watchcmd.NewCmdWatch(f, nil))
 	add(cmd, GroupRepair, historycmd.NewCmdHistory(f, nil))
-
-	markOnRun(cmd)
-	return cmd
 }
 
 // markOnRun wraps the Run/RunE of every command in the tree so that the root records that
@@ -186,3 +172,33 @@ func markStarted(cmd *cobra.Command) {
 // Started reports whether a command got past cobra's parsing and validation of flags and
 // arguments (its Run/RunE was called).
 func Started(root *cobra.Command) bool { return root.Annotations[annotationStarted] == "true" }
+
+// rootLong is the long help of kop-offsets.
+const rootLong = `
+kop-offsets reads Kafka-on-Pulsar (KoP) consumer-group offsets on one or more geo-replicated
+Pulsar clusters: what is persisted in the offsets topic
+(persistent://<tenant>/__kafka/__consumer_offsets), what each KoP broker has cached, and
+whether the clusters agree.
+
+Clusters come from a YAML config file (--config, $KOP_OFFSETS_CONFIG, or
+$XDG_CONFIG_HOME/kop-offsets/config.yaml; see 'kop-offsets config view'), or for one ad-hoc
+cluster named "default" from --admin-url, --service-url and --bootstrap. Every command
+works on all configured clusters unless --cluster selects some.
+
+Read commands only use non-durable readers and never commit offsets. Results go to
+stdout (-o table|json|yaml), logs and progress to stderr.
+
+Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contacted);
+3 a cluster or endpoint could not be reached; 4 a write did not achieve its goal.`
+
+// rootExample is the examples of kop-offsets.
+const rootExample = `
+  # check every endpoint of every configured cluster
+  kop-offsets config check
+
+  # the same for two clusters, as JSON
+  kop-offsets --cluster scus,wus config check -o json
+
+  # one ad-hoc cluster, no config file
+  kop-offsets --admin-url http://127.0.0.1:8080 --service-url pulsar://127.0.0.1:6650 \
+      --bootstrap 127.0.0.1:9092 config check`

@@ -52,9 +52,7 @@ func WriteKafka(ctx context.Context, cl *kgo.Client, s Spec, o KafkaOptions) (St
 	stop := progress(o.Progress, start, done.Load, int64(s.Commits))
 	defer stop()
 	for range o.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for req := range reqs {
 				if context.Cause(ctx) != nil {
 					continue
@@ -65,7 +63,7 @@ func WriteKafka(ctx context.Context, cl *kgo.Client, s Spec, o KafkaOptions) (St
 				}
 				done.Add(int64(len(req.Commits)))
 			}
-		}()
+		})
 	}
 	err := s.Requests(func(req Request) error {
 		select {
@@ -156,9 +154,7 @@ func Members(ctx context.Context, opts []kgo.Opt, s Spec, groups int, hold time.
 		firstErr error
 	)
 	for i := range groups {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := member(ctx, opts, s, i, hold); err != nil {
 				errMu.Lock()
 				if firstErr == nil {
@@ -166,7 +162,7 @@ func Members(ctx context.Context, opts []kgo.Opt, s Spec, groups int, hold time.
 				}
 				errMu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return firstErr

@@ -39,31 +39,10 @@ func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string,
 	if o.MaxPending <= 0 {
 		o.MaxPending = 2000
 	}
-	prods := make([]pulsar.Producer, partitions)
-	defer func() {
-		for _, p := range prods {
-			if p != nil {
-				p.Close()
-			}
-		}
-	}()
-	for p := range prods {
-		topic := fmt.Sprintf("%s-partition-%d", offsetsTopic, p)
-		opts := pulsar.ProducerOptions{
-			Topic:              topic,
-			DisableBatching:    !o.Batching,
-			MaxPendingMessages: o.MaxPending,
-			SendTimeout:        time.Minute,
-		}
-		if o.Batching {
-			opts.BatchingMaxMessages = 1000
-			opts.BatchingMaxPublishDelay = 5 * time.Millisecond
-		}
-		prod, err := client.CreateProducer(opts)
-		if err != nil {
-			return Stats{}, fmt.Errorf("loadgen: producer for %s: %w", topic, err)
-		}
-		prods[p] = prod
+	prods, closeAll, err := openProducers(client, offsetsTopic, partitions, o)
+	defer closeAll()
+	if err != nil {
+		return Stats{}, err
 	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -78,7 +57,7 @@ func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string,
 	stopProgress := progress(o.Progress, start, func() int64 { return acked.Load() }, int64(s.Commits))
 	defer stopProgress()
 
-	err := s.Requests(func(req Request) error {
+	err = s.Requests(func(req Request) error {
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
@@ -122,6 +101,38 @@ func WritePulsar(ctx context.Context, client pulsar.Client, offsetsTopic string,
 		return st, fmt.Errorf("loadgen: %d of %d commits acknowledged by %s", got, st.Commits, offsetsTopic)
 	}
 	return st, nil
+}
+
+// openProducers opens one producer per partition of offsetsTopic; closeAll closes those
+// opened, also when one failed to open.
+func openProducers(client pulsar.Client, offsetsTopic string, partitions int32, o PulsarOptions) (prods []pulsar.Producer, closeAll func(), err error) {
+	prods = make([]pulsar.Producer, partitions)
+	closeAll = func() {
+		for _, p := range prods {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}
+	for p := range prods {
+		topic := fmt.Sprintf("%s-partition-%d", offsetsTopic, p)
+		opts := pulsar.ProducerOptions{
+			Topic:              topic,
+			DisableBatching:    !o.Batching,
+			MaxPendingMessages: o.MaxPending,
+			SendTimeout:        time.Minute,
+		}
+		if o.Batching {
+			opts.BatchingMaxMessages = 1000
+			opts.BatchingMaxPublishDelay = 5 * time.Millisecond
+		}
+		prod, err := client.CreateProducer(opts)
+		if err != nil {
+			return nil, closeAll, fmt.Errorf("loadgen: producer for %s: %w", topic, err)
+		}
+		prods[p] = prod
+	}
+	return prods, closeAll, nil
 }
 
 // progress prints done/total every 5 s until the returned stop is called.

@@ -2,13 +2,13 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 )
 
 // CreateTopics creates the load's topics as partitioned topics through a cluster's admin
@@ -26,7 +26,7 @@ func CreateTopics(ctx context.Context, cluster string, a pulsaradmin.Client, s S
 		if err == nil {
 			continue
 		}
-		if !isStatus(err, http.StatusConflict) {
+		if !connect.IsRESTStatus(err, http.StatusConflict) {
 			return fmt.Errorf("loadgen: cluster %s: create %s with %d partitions: %w", cluster, full, s.TopicPartitions, err)
 		}
 		md, err := a.Topics().GetMetadataWithContext(ctx, *tn)
@@ -38,13 +38,4 @@ func CreateTopics(ctx context.Context, cluster string, a pulsaradmin.Client, s S
 		}
 	}
 	return nil
-}
-
-func isStatus(err error, code int) bool {
-	var re rest.Error
-	if errors.As(err, &re) {
-		return re.Code == code
-	}
-	var rp *rest.Error
-	return errors.As(err, &rp) && rp.Code == code
 }

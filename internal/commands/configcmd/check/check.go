@@ -213,9 +213,7 @@ func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJo
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			pctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 			defer cancel()
 			start := time.Now()
@@ -233,7 +231,7 @@ func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJo
 				r.Status = StatusOK
 			}
 			progress.Add(1)
-		}()
+		})
 	}
 	wg.Wait()
 	progress.Stop()

@@ -1,0 +1,161 @@
+package dump
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
+)
+
+func kindNames() string {
+	s := make([]string, len(offsetlog.Kinds))
+	for i, k := range offsetlog.Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// validate checks the flags and prepares the filters (exit 2 on failure).
+func (o *Options) validate(from string, now time.Time) error {
+	for _, p := range o.Partitions {
+		if p < 0 {
+			return cmdutil.FlagErrorf("--partition %d: must not be negative", p)
+		}
+	}
+	if o.Concurrency < 1 {
+		return cmdutil.FlagErrorf("--concurrency must be at least 1, got %d", o.Concurrency)
+	}
+	if o.Limit < 0 {
+		return cmdutil.FlagErrorf("--limit must not be negative, got %d", o.Limit)
+	}
+	if err := cmdutil.MutuallyExclusive("--follow cannot be combined with --compacted (the live state needs the end of the topic)", o.Follow, o.Compacted); err != nil {
+		return err
+	}
+	if from != "" {
+		t, err := ParseFrom(from, now)
+		if err != nil {
+			return cmdutil.FlagErrorf("--from: %v", err)
+		}
+		o.From = t
+	}
+	o.kinds = nil
+	for _, k := range o.Kinds {
+		k = strings.ToLower(strings.TrimSpace(k))
+		if !slices.Contains(offsetlog.Kinds, offsetlog.Kind(k)) {
+			return cmdutil.FlagErrorf("--kind %q: valid kinds are %s", k, kindNames())
+		}
+		if o.kinds == nil {
+			o.kinds = map[offsetlog.Kind]bool{}
+		}
+		o.kinds[offsetlog.Kind(k)] = true
+	}
+	o.groupRE = nil
+	for _, g := range o.Groups {
+		re, err := globRE(g)
+		if err != nil {
+			return cmdutil.FlagErrorf("--group %q: %v", g, err)
+		}
+		o.groupRE = append(o.groupRE, re)
+	}
+	return nil
+}
+
+// ParseFrom parses --from: an RFC 3339 time, or a positive duration before now.
+func ParseFrom(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration", s)
+	}
+	if d <= 0 {
+		return time.Time{}, fmt.Errorf("duration %s must be positive (it counts back from now)", s)
+	}
+	return now.Add(-d), nil
+}
+
+// globRE compiles a glob (* any run, ? one character, [...] a class, [!...] its negation)
+// into an anchored regexp. Unlike path.Match, * also matches "/".
+func globRE(g string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString(`^`)
+	for i := 0; i < len(g); i++ {
+		switch c := g[i]; c {
+		case '*':
+			b.WriteString(`.*`)
+		case '?':
+			b.WriteString(`.`)
+		case '[':
+			j := strings.IndexByte(g[i+1:], ']')
+			if j < 0 {
+				return nil, errors.New("unterminated [")
+			}
+			class := g[i+1 : i+1+j]
+			if strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+			i += j + 1
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString(`$`)
+	return regexp.Compile(b.String())
+}
+
+func isGlob(g string) bool { return strings.ContainsAny(g, "*?[") }
+
+// readPartitions returns the partitions to read on a cluster with n partitions.
+func (o *Options) readPartitions(cluster string, n int32) ([]int32, error) {
+	var out []int32
+	switch {
+	case len(o.Partitions) > 0:
+		for _, p := range o.Partitions {
+			if int32(p) >= n {
+				return nil, cmdutil.UsageErrorf("cluster %s: --partition %d: the offsets topic has %d partitions (0..%d)", cluster, p, n, n-1)
+			}
+			out = append(out, int32(p))
+		}
+	case len(o.Groups) > 0 && !slices.ContainsFunc(o.Groups, isGlob):
+		for _, g := range o.Groups {
+			out = append(out, loader.PartitionFor(g, n))
+		}
+	default:
+		for p := range n {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// keep reports whether the filters select rec.
+func (o *Options) keep(rec *offsetlog.Record, kafkaNS string) bool {
+	if o.kinds != nil && !o.kinds[rec.Kind] {
+		return false
+	}
+	if rec.Kind == offsetlog.KindUndecodable {
+		return true
+	}
+	if len(o.groupRE) > 0 && !slices.ContainsFunc(o.groupRE, func(re *regexp.Regexp) bool { return re.MatchString(rec.Group) }) {
+		return false
+	}
+	if len(o.Topics) > 0 {
+		if rec.Topic == "" {
+			return false
+		}
+		t := loader.NormalizeTopic(rec.Topic, kafkaNS)
+		if !slices.ContainsFunc(o.Topics, func(s string) bool { return loader.NormalizeTopic(s, kafkaNS) == t }) {
+			return false
+		}
+	}
+	return true
+}

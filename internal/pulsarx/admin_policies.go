@@ -1,0 +1,83 @@
+package pulsarx
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// NamespaceReplicationClusters lists the replication clusters of namespace ("tenant/ns").
+func (a *Admin) NamespaceReplicationClusters(ctx context.Context, namespace string) ([]string, error) {
+	const op = "get replication clusters of"
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	cl, err := a.client.Namespaces().GetNamespaceReplicationClustersWithContext(cctx, namespace)
+	if err != nil {
+		return nil, a.wrap(ctx, op, namespace, err)
+	}
+	slices.Sort(cl)
+	return cl, nil
+}
+
+// TenantAllowedClusters lists the clusters tenant may use.
+func (a *Admin) TenantAllowedClusters(ctx context.Context, tenant string) ([]string, error) {
+	const op = "get tenant"
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	t, err := a.client.Tenants().GetWithContext(cctx, tenant)
+	if err != nil {
+		return nil, a.wrap(ctx, op, tenant, err)
+	}
+	cl := slices.Clone(t.AllowedClusters)
+	slices.Sort(cl)
+	return cl, nil
+}
+
+// NamespacePolicy is what doctor needs of a namespace's policies. Nil pointers mean "not
+// set on the namespace" (the broker default applies).
+type NamespacePolicy struct {
+	ReplicationClusters    []string
+	RetentionTimeInMinutes *int   // -1: infinite
+	RetentionSizeInMB      *int64 // -1: infinite
+	CompactionThreshold    *int64 // bytes; 0 disables automatic compaction
+	MessageTTLInSeconds    *int
+	Bundles                []Bundle
+}
+
+// NamespacePolicies reads namespace's policies (GET /admin/v2/namespaces/{tenant}/{ns}).
+func (a *Admin) NamespacePolicies(ctx context.Context, namespace string) (NamespacePolicy, error) {
+	p, err := a.policies(ctx, "get policies of", namespace)
+	if err != nil {
+		return NamespacePolicy{}, err
+	}
+	np := NamespacePolicy{
+		ReplicationClusters: slices.Sorted(slices.Values(p.ReplicationClusters)),
+		CompactionThreshold: p.CompactionThreshold,
+		MessageTTLInSeconds: p.MessageTTLInSeconds,
+	}
+	if r := p.RetentionPolicies; r != nil {
+		np.RetentionTimeInMinutes = &r.RetentionTimeInMinutes
+		np.RetentionSizeInMB = &r.RetentionSizeInMB
+	}
+	if p.Bundles != nil && len(p.Bundles.Boundaries) > 0 {
+		if np.Bundles, err = BundlesFromBoundaries(p.Bundles.Boundaries); err != nil {
+			return NamespacePolicy{}, &AdminError{Cluster: a.cluster, Op: "get policies of", Target: namespace, Status: http.StatusInternalServerError, Err: err}
+		}
+	}
+	return np, nil
+}
+
+func (a *Admin) policies(ctx context.Context, op, namespace string) (*utils.Policies, error) {
+	if _, err := a.nsName(op, namespace); err != nil {
+		return nil, err
+	}
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	p, err := a.client.Namespaces().GetPoliciesWithContext(cctx, namespace)
+	if err != nil {
+		return nil, a.wrap(ctx, op, namespace, err)
+	}
+	return p, nil
+}
