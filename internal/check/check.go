@@ -13,13 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kafkafetch"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-)
-
-// Exit codes of a Report (cli.md).
-const (
-	ExitOK          = 0
-	ExitDrift       = 1
-	ExitUnreachable = 3
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // Options select and tune a check.
@@ -62,7 +56,7 @@ type Report struct {
 	Unserved []UnservedPartition `json:"unserved,omitempty"`
 	Warnings []string            `json:"warnings,omitempty"`
 	Summary  map[string]int      `json:"summary"`
-	ExitCode int                 `json:"exitCode"`
+	ExitCode outcome.Outcome     `json:"exitCode"`
 }
 
 // UnservedPartition is an offsets partition KoP does not serve on one cluster.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // TestWriteTextIsTheRegistry: over random reports (cells with and without each number, every
@@ -81,7 +82,7 @@ func randomReport(rnd *rand.Rand, rows int) *check.Report {
 		v := rnd.Int64N(1<<40) - 5
 		return &v
 	}
-	rep := &check.Report{ExitCode: rnd.IntN(4)}
+	rep := &check.Report{ExitCode: outcome.Outcome(rnd.IntN(4))}
 	for i := range rows {
 		r := check.Row{Group: names[rnd.IntN(len(names))] + fmt.Sprint(i), Topic: names[rnd.IntN(len(names))], Partition: int32(rnd.IntN(3))}
 		for _, cl := range []string{"scus", "wus"} {

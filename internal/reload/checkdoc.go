@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // CheckDocument is the part of `check -o json` (cli.md, "A check row") that reload and
@@ -18,7 +19,7 @@ type CheckDocument struct {
 	Rows          []CheckRow `json:"rows"`
 	// Unserved are the offsets partitions KoP does not serve (check's "unserved").
 	Unserved []CheckUnserved `json:"unserved,omitempty"`
-	ExitCode int             `json:"exitCode"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // CheckUnserved is an offsets partition KoP does not serve on one cluster.

@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -275,7 +276,7 @@ func TestClusterDownOthersUnaffected(t *testing.T) {
 	if c, _ := cellOf(rep, "orders", "scus"); c.Status != offsets.StatusOK {
 		t.Errorf("scus cell: %+v", c)
 	}
-	if rep.ExitCode != check.ExitUnreachable {
+	if rep.ExitCode != outcome.Unreachable {
 		t.Errorf("exit %d", rep.ExitCode)
 	}
 	body := scrape(t, e.w, "/metrics")

@@ -22,6 +22,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -470,7 +471,7 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	for i, r := range results {
 		if r.err != nil && !errors.Is(r.err, errLimit) {
 			var ee *cmdutil.ExitError
-			if errors.As(r.err, &ee) && ee.Code == cmdutil.ExitUsage {
+			if errors.As(r.err, &ee) && ee.Outcome == outcome.Usage {
 				return r.err
 			}
 			failed = append(failed, clusters[i].Name)
@@ -524,7 +525,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r offsets.Offse
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) {
 			var ee *cmdutil.ExitError
-			if !errors.As(res.err, &ee) || ee.Code != cmdutil.ExitUsage {
+			if !errors.As(res.err, &ee) || ee.Outcome != outcome.Usage {
 				fmt.Fprintf(opts.IO.ErrOut, "error: cluster %s: %v\n", cl.Name, pulsarx.TrimCluster(res.err, cl.Name))
 			}
 		}

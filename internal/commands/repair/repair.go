@@ -23,6 +23,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -73,7 +74,7 @@ type Document struct {
 	After    *AfterCheck     `json:"after"`
 	Summary  map[string]int  `json:"summary"`
 	Errors   []string        `json:"errors,omitempty"`
-	ExitCode int             `json:"exitCode"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // Row is one check row on one cluster.
@@ -94,7 +95,7 @@ type ClusterRepair struct {
 	Refusal   string            `json:"refusal,omitempty"`
 	Execution *reload.Execution `json:"execution"`
 	Error     string            `json:"error,omitempty"`
-	ExitCode  int               `json:"exitCode"`
+	ExitCode  outcome.Outcome   `json:"exitCode"`
 }
 
 // AfterCheck is the second check: the stale_cache rows, the unserved offsets partitions and
@@ -270,12 +271,12 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
 	}
-	if first.ExitCode == cmdutil.ExitUnreachable {
+	if first.ExitCode == outcome.Unreachable {
 		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
-		r.raise(cmdutil.ExitUnreachable)
+		r.raise(outcome.Unreachable)
 	}
 	if misaligned := r.sort(first); misaligned > 0 {
-		r.raise(cmdutil.ExitDrift)
+		r.raise(outcome.Found)
 		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
 	}
 	if len(r.doc.Stale) == 0 && len(r.doc.Unserved) == 0 {
@@ -303,20 +304,15 @@ type run struct {
 	opts       *Options
 	write, all []config.Cluster
 	doc        *Document
-	worst      int
+	worst      outcome.Outcome
 	// stale and unserved are, per cluster written to, the groups and offsets partitions
 	// the first check found to reload.
 	stale    map[string][]string
 	unserved map[string][]int32
 }
 
-// raise keeps the most severe exit code: 3 over 4 over 1 over 0.
-func (r *run) raise(code int) {
-	rank := map[int]int{0: 0, 1: 1, 4: 2, 3: 3}
-	if rank[code] > rank[r.worst] {
-		r.worst = code
-	}
-}
+// raise keeps the most severe outcome: Unreachable over WriteFailed over Found over OK.
+func (r *run) raise(o outcome.Outcome) { r.worst = outcome.Worst(r.worst, o) }
 
 // sort files the first check's rows of the clusters written to as stale, unserved or left
 // (with the reason), and returns how many left rows are misaligned.
@@ -378,8 +374,8 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	defer func() { r.doc.Clusters = append(r.doc.Clusters, cr) }()
 	sess, err := opts.NewSession(cl, r.all)
 	if err != nil {
-		cr.Error, cr.ExitCode = err.Error(), cmdutil.ExitCode(err)
-		r.raise(cmdutil.ExitUnreachable)
+		cr.Error, cr.ExitCode = err.Error(), cmdutil.OutcomeOf(err)
+		r.raise(outcome.Unreachable)
 		return false, nil
 	}
 	defer sess.Close()
@@ -389,8 +385,8 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	req := reload.Request{Groups: groups, Partitions: parts}
 	plan, err := sess.Planner.Plan(ctx, req)
 	if err != nil {
-		cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
-		r.raise(cmdutil.ExitUnreachable)
+		cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", outcome.Unreachable
+		r.raise(outcome.Unreachable)
 		return false, nil
 	}
 	cr.Plan = plan
@@ -405,10 +401,10 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
 	if res.Refusal != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
-		if res.Execution == nil && (res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitUsage) {
+		if res.Execution == nil && (res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.Usage) {
 			// The writer lease is held elsewhere (or the trail cannot be written): nothing
 			// was unloaded on this cluster.
-			r.raise(cmdutil.ExitUnreachable)
+			r.raise(outcome.Unreachable)
 		}
 	}
 	if res.Execution == nil {
@@ -419,7 +415,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		fmt.Fprintln(opts.IO.Out)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
-	if res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitWriteFailed {
+	if res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.WriteFailed {
 		r.raise(res.ExitCode)
 	}
 	return true, nil
@@ -434,10 +430,10 @@ func (r *run) after(ctx context.Context, executed bool) {
 		doc.After.Stale, doc.After.Unserved = doc.Stale, doc.Unserved
 	} else if second, err := r.opts.Check(ctx, r.all, r.opts.Scope); err != nil {
 		doc.Errors = append(doc.Errors, "second check: "+err.Error())
-		r.raise(cmdutil.ExitUnreachable)
+		r.raise(outcome.Unreachable)
 	} else {
-		if second.ExitCode == cmdutil.ExitUnreachable {
-			r.raise(cmdutil.ExitUnreachable)
+		if second.ExitCode == outcome.Unreachable {
+			r.raise(outcome.Unreachable)
 		}
 		for _, cl := range r.write {
 			for _, row := range second.Rows {
@@ -456,13 +452,13 @@ func (r *run) after(ctx context.Context, executed bool) {
 		}
 	}
 	if len(doc.After.Stale) > 0 || len(doc.After.Unserved) > 0 || doc.After.Unavailable > 0 {
-		r.raise(cmdutil.ExitDrift)
+		r.raise(outcome.Found)
 	}
 	doc.Summary["staleAfter"] = len(doc.After.Stale)
 	doc.Summary["unservedAfter"] = len(doc.After.Unserved)
 }
 
-func finish(opts *Options, doc *Document, code int) error {
+func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 	doc.ExitCode = code
 	if opts.Format != output.Table {
 		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {

@@ -236,7 +236,7 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		if !fixed {
 			want = 1
 		}
-		if doc.ExitCode != want || len(doc.After.Unserved) != want {
+		if doc.ExitCode.ExitCode() != want || len(doc.After.Unserved) != want {
 			t.Fatalf("fixed=%v: exit %d, after %+v", fixed, doc.ExitCode, doc.After)
 		}
 	}
