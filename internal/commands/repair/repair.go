@@ -4,9 +4,7 @@
 package repair
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,10 +20,10 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/repair"
 )
 
 // DefaultMaxBundles is the default of --max-bundles for repair: bundles reloaded per run and
@@ -43,7 +41,7 @@ type Options struct {
 	// Targets returns the clusters repair may write to (--cluster; default all) and every
 	// configured cluster (the check always compares all of them).
 	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
-	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error)
+	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*chk.Report, error)
 	NewSession reloadcmd.SessionFunc
 	Confirm    func(string) (bool, error)
 
@@ -78,14 +76,7 @@ type Document struct {
 }
 
 // Row is one check row on one cluster.
-type Row struct {
-	Cluster   string `json:"cluster"`
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Status    string `json:"status"`
-	Reason    string `json:"reason,omitempty"`
-}
+type Row = repair.Row
 
 // ClusterRepair is the reload of one cluster.
 type ClusterRepair struct {
@@ -100,18 +91,10 @@ type ClusterRepair struct {
 
 // AfterCheck is the second check: the stale_cache rows, the unserved offsets partitions and
 // the coordinator_unavailable rows that remain.
-type AfterCheck struct {
-	Stale       []Row       `json:"stale"`
-	Unserved    []Partition `json:"unserved"`
-	Unavailable int         `json:"coordinatorUnavailable"`
-}
+type AfterCheck = repair.Remaining
 
 // Partition is an offsets partition of one cluster.
-type Partition struct {
-	Cluster          string `json:"cluster"`
-	OffsetsPartition int32  `json:"offsetsPartition"`
-	Answer           string `json:"answer,omitempty"`
-}
+type Partition = repair.Partition
 
 // DefaultLockFile is $XDG_RUNTIME_DIR/kop-offsets-repair.lock, else
 // /tmp/kop-offsets-repair.lock.
@@ -222,30 +205,17 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 }
 
 // FactoryCheck runs the check engine (internal/check, as `check` does, cached side
-// included) over all clusters and returns its report in the `check -o json` shape.
-func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*reload.CheckDocument, error) {
-	return func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+// included) over all clusters and returns its report.
+func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*chk.Report, error) {
+	return func(ctx context.Context, all []config.Cluster, scope Scope) (*chk.Report, error) {
 		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
 			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
 		defer closeAll()
-		rep, err := chk.Run(ctx, sources, chk.Options{Groups: scope.Groups, Topics: scope.Topics})
-		if err != nil {
-			return nil, err
-		}
-		return toDocument(rep)
+		return chk.Run(ctx, sources, chk.Options{Groups: scope.Groups, Topics: scope.Topics})
 	}
-}
-
-// toDocument converts the engine's report through its JSON form, the contract (cli.md).
-func toDocument(rep any) (*reload.CheckDocument, error) {
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return nil, err
-	}
-	return reload.ParseCheckDocument(bytes.NewReader(b))
 }
 
 func repairRun(ctx context.Context, opts *Options) error {
@@ -314,51 +284,25 @@ type run struct {
 // raise keeps the most severe outcome: Unreachable over WriteFailed over Found over OK.
 func (r *run) raise(o outcome.Outcome) { r.worst = outcome.Worst(r.worst, o) }
 
-// sort files the first check's rows of the clusters written to as stale, unserved or left
-// (with the reason), and returns how many left rows are misaligned.
-func (r *run) sort(first *reload.CheckDocument) (misaligned int) {
+// sort files the first check's rows of the clusters written to (repair.Select), and
+// returns how many left rows are misaligned.
+func (r *run) sort(first *chk.Report) (misaligned int) {
 	doc := r.doc
-	r.stale, r.unserved = map[string][]string{}, map[string][]int32{}
-	for _, cl := range r.write {
-		for _, u := range first.Unserved {
-			if u.Cluster == cl.Name {
-				r.unserved[cl.Name] = append(r.unserved[cl.Name], u.OffsetsPartition)
-				doc.Unserved = append(doc.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
-			}
-		}
-	}
-	for _, cl := range r.write {
-		for _, cr := range first.Rows {
-			st := cr.CellStatus(cl.Name)
-			row := Row{Cluster: cl.Name, Group: cr.Group, Topic: cr.Topic, Partition: cr.Partition, Status: st}
-			switch {
-			case st == reload.StatusCoordinatorUnavailable && slices.Contains(r.unserved[cl.Name], cr.OffsetsPartition):
-				// Its partition's bundle is reloaded: the second check says whether it is back.
-			case cr.Stale(cl.Name):
-				row.Status = reload.StatusStaleCache
-				doc.Stale = append(doc.Stale, row)
-				if !slices.Contains(r.stale[cl.Name], cr.Group) {
-					r.stale[cl.Name] = append(r.stale[cl.Name], cr.Group)
-				}
-			case st == reload.StatusOK || st == "" || st == string(offsets.StatusExpiring):
-			default:
-				row.Reason = reload.LeaveReason(st)
-				if c := cr.Clusters[cl.Name]; c.Error != "" {
-					row.Reason += ": " + c.Error
-				} else if st == reload.StatusMisaligned && c.Detail != "" {
-					row.Reason += ": " + c.Detail
-				}
-				doc.Left = append(doc.Left, row)
-				if st == reload.StatusMisaligned {
-					misaligned++
-				}
-			}
-		}
-	}
+	sel := repair.Select(first.Rows, first.Unserved, clusterNames(r.write))
+	doc.Stale, doc.Unserved, doc.Left = sel.Stale, sel.Unserved, sel.Left
+	r.stale, r.unserved = sel.Groups, sel.Partitions
 	doc.Summary["stale"] = len(doc.Stale)
 	doc.Summary["unserved"] = len(doc.Unserved)
 	doc.Summary["left"] = len(doc.Left)
-	return misaligned
+	return sel.Misaligned
+}
+
+func clusterNames(cs []config.Cluster) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // reloadCluster plans and runs the reload of cl's stale groups and unserved partitions,
@@ -435,23 +379,9 @@ func (r *run) after(ctx context.Context, executed bool) {
 		if second.ExitCode == outcome.Unreachable {
 			r.raise(outcome.Unreachable)
 		}
-		for _, cl := range r.write {
-			for _, row := range second.Rows {
-				if row.Stale(cl.Name) {
-					doc.After.Stale = append(doc.After.Stale, Row{Cluster: cl.Name, Group: row.Group, Topic: row.Topic, Partition: row.Partition, Status: reload.StatusStaleCache})
-				}
-				if row.CellStatus(cl.Name) == reload.StatusCoordinatorUnavailable {
-					doc.After.Unavailable++
-				}
-			}
-			for _, u := range second.Unserved {
-				if u.Cluster == cl.Name {
-					doc.After.Unserved = append(doc.After.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
-				}
-			}
-		}
+		repair.Remains(doc.After, second.Rows, second.Unserved, clusterNames(r.write))
 	}
-	if len(doc.After.Stale) > 0 || len(doc.After.Unserved) > 0 || doc.After.Unavailable > 0 {
+	if doc.After.Any() {
 		r.raise(outcome.Found)
 	}
 	doc.Summary["staleAfter"] = len(doc.After.Stale)

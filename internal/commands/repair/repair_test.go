@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -79,7 +80,7 @@ func newHarness(t *testing.T) *harness {
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},
-		Check: func(_ context.Context, _ []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+		Check: func(_ context.Context, _ []config.Cluster, scope Scope) (*check.Report, error) {
 			h.scopes = append(h.scopes, scope)
 			h.checks++
 			h.kop.mu.Lock()
@@ -88,13 +89,13 @@ func newHarness(t *testing.T) *harness {
 				st, cached = "ok", 10900
 			}
 			h.kop.mu.Unlock()
-			return &reload.CheckDocument{SchemaVersion: 1, Rows: []reload.CheckRow{
-				{Group: "G", Topic: "topic-1", Status: st, Clusters: map[string]reload.CheckCell{
-					"wus": {Cached: &cached, Persisted: i64(10900), Status: st}, "scus": {Status: "ok"}}},
-				{Group: "L", Topic: "topic-1", Status: "replication_lag", Clusters: map[string]reload.CheckCell{
-					"wus": {Status: "replication_lag"}, "scus": {Status: "ok"}}},
-				{Group: "D", Topic: "topic-1", Status: "diverged", Clusters: map[string]reload.CheckCell{
-					"wus": {Status: "diverged"}, "scus": {Status: "stale_cache"}}}, // scus is not written to
+			return &check.Report{SchemaVersion: 1, Rows: []check.Row{
+				{Group: "G", Topic: "topic-1", Status: offsets.Status(st), Cells: []check.Cell{
+					{Cluster: "wus", Cached: &cached, Persisted: i64(10900), Status: offsets.Status(st)}, {Cluster: "scus", Status: "ok"}}},
+				{Group: "L", Topic: "topic-1", Status: "replication_lag", Cells: []check.Cell{
+					{Cluster: "wus", Status: "replication_lag"}, {Cluster: "scus", Status: "ok"}}},
+				{Group: "D", Topic: "topic-1", Status: "diverged", Cells: []check.Cell{
+					{Cluster: "wus", Status: "diverged"}, {Cluster: "scus", Status: "stale_cache"}}}, // scus is not written to
 			}}, nil
 		},
 		NewSession: func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
@@ -216,10 +217,10 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		h.opts.Format = output.JSON
 		h.opts.MaxBundles = 8
 		inner := h.opts.Check
-		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*check.Report, error) {
 			d, err := inner(ctx, all, scope)
 			if h.checks == 1 || !fixed {
-				d.Unserved = []reload.CheckUnserved{{Cluster: "wus", OffsetsPartition: 1, Answer: "NOT_COORDINATOR"}}
+				d.Unserved = []check.UnservedPartition{{Cluster: "wus", OffsetsPartition: 1, Answer: "NOT_COORDINATOR"}}
 			}
 			return d, err
 		}
