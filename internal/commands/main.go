@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // Main runs kop-offsets with the process's arguments and streams and returns the exit code.
@@ -35,7 +36,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, cmd *cobra.Command, args []str
 	cmd.SetArgs(args)
 	executed, err := cmd.ExecuteContextC(ctx)
 	if err == nil {
-		return cmdutil.ExitOK
+		return outcome.OK.ExitCode()
 	}
 	// Errors before a command body ran come from cobra's parsing and validation: unknown
 	// command, bad arguments, missing required flags, flag groups. All usage errors.

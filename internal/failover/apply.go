@@ -11,6 +11,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -37,14 +38,6 @@ type Executor struct {
 	Wait time.Duration
 }
 
-// Exit codes of Apply (cli.md: 0 done, 1 rows left, 3 unreachable, 4 a write failed).
-const (
-	ExitOK          = 0
-	ExitLeft        = 1
-	ExitUnreachable = 3
-	ExitWriteFailed = 4
-)
-
 // Result is what Apply did.
 type Result struct {
 	// Written are the groups whose translated offsets were written on the target.
@@ -53,9 +46,10 @@ type Result struct {
 	Reload    *reload.Plan      `json:"reload,omitempty"`
 	Execution *reload.Execution `json:"execution,omitempty"`
 	// Proof is what each cluster serves afterwards, row by row.
-	Proof    []Proof `json:"proof"`
-	Error    string  `json:"error,omitempty"`
-	ExitCode int     `json:"exitCode"`
+	Proof []Proof `json:"proof"`
+	Error string  `json:"error,omitempty"`
+	// ExitCode: OK done, Found rows left, Unreachable, WriteFailed (cli.md).
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // Proof is one row after the failover.
@@ -83,7 +77,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	res := &Result{Written: []string{}, Proof: []Proof{}}
 	groups := plan.Groups(ActionWrite, ActionReload)
 	if len(groups) == 0 {
-		res.ExitCode = leftCode(plan)
+		res.ExitCode = plan.Left()
 		return res
 	}
 	// 1. The reload as it would run, the rows to write taken as they will be.
@@ -101,13 +95,13 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	}
 	pre, err := e.Reloader.Plan(ctx, groups, now)
 	if err != nil {
-		res.Error, res.ExitCode = "plan of the reload: "+err.Error()+" (nothing was written)", ExitUnreachable
+		res.Error, res.ExitCode = "plan of the reload: "+err.Error()+" (nothing was written)", outcome.Unreachable
 		return res
 	}
 	if refused := pre.Refused(); len(refused) > 0 {
 		res.Reload = pre
 		res.Error = fmt.Sprintf("the reload of %s's bundle %s would be refused, so nothing was written: %s", plan.To, refused[0].Range, refused[0].Reason)
-		res.ExitCode = ExitLeft
+		res.ExitCode = outcome.Found
 		return res
 	}
 	// 2. The records, on the target only.
@@ -122,7 +116,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		e.log("cluster %s: writing the translated offsets of %s (replication disabled)", plan.To, g)
 		if _, _, err := e.Writer.CommitRequest(ctx, byGroup[g]); err != nil {
 			res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
-			res.ExitCode = ExitWriteFailed
+			res.ExitCode = outcome.WriteFailed
 			return res
 		}
 		res.Written = append(res.Written, g)
@@ -130,13 +124,13 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	// 3. The reload, now predicting the written values.
 	rp, err := e.Reloader.Plan(ctx, groups, after)
 	if err != nil {
-		res.Error, res.ExitCode = fmt.Sprintf("plan of the reload after writing %v: %v (written, not loaded: run failover again)", res.Written, err), ExitWriteFailed
+		res.Error, res.ExitCode = fmt.Sprintf("plan of the reload after writing %v: %v (written, not loaded: run failover again)", res.Written, err), outcome.WriteFailed
 		return res
 	}
 	res.Reload = rp
 	if refused := rp.Refused(); len(refused) > 0 {
 		res.Error = fmt.Sprintf("written %v, but the reload of bundle %s is now refused: %s (run failover again)", res.Written, refused[0].Range, refused[0].Reason)
-		res.ExitCode = ExitWriteFailed
+		res.ExitCode = outcome.WriteFailed
 		return res
 	}
 	res.Execution = e.Reloader.Execute(ctx, rp)
@@ -144,14 +138,14 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	res.Proof = e.prove(ctx, plan)
 	res.ExitCode = res.Execution.ExitCode
 	for _, p := range res.Proof {
-		if !p.OK && res.ExitCode == ExitOK {
-			res.ExitCode = ExitWriteFailed
+		if !p.OK && res.ExitCode == outcome.OK {
+			res.ExitCode = outcome.WriteFailed
 			res.Error = fmt.Sprintf("%s %s[%d]: %s serves %s after the reload, want %d", p.Group, p.Topic, p.Partition,
 				plan.To, str(p.TargetServes), p.Translated)
 		}
 	}
-	if res.ExitCode == ExitOK {
-		res.ExitCode = leftCode(plan)
+	if res.ExitCode == outcome.OK {
+		res.ExitCode = plan.Left()
 	}
 	return res
 }
@@ -199,11 +193,13 @@ func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
 	return out
 }
 
-func leftCode(plan *Plan) int {
-	if plan.Count(ActionRefused) > 0 {
-		return ExitLeft
+// Left is the outcome of a plan whose writes are done (or not to be done): Found while rows
+// are refused, else OK.
+func (p *Plan) Left() outcome.Outcome {
+	if p.Count(ActionRefused) > 0 {
+		return outcome.Found
 	}
-	return ExitOK
+	return outcome.OK
 }
 
 func (e *Executor) log(format string, a ...any) {

@@ -10,6 +10,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -131,7 +132,7 @@ func TestApply(t *testing.T) {
 	ft := &fakeTarget{dst: dst, kop: wk}
 	ex := &Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}
 	res := ex.Apply(ctx, plan)
-	if res.ExitCode != ExitOK || ft.written != 1 || len(res.Proof) != 1 || !res.Proof[0].OK || !res.Proof[0].SourceKept {
+	if res.ExitCode != outcome.OK || ft.written != 1 || len(res.Proof) != 1 || !res.Proof[0].OK || !res.Proof[0].SourceKept {
 		t.Fatalf("%+v", res)
 	}
 	// The pre-plan took the row as it is (60), the second as written (50).
@@ -148,7 +149,7 @@ func TestApply(t *testing.T) {
 	plan, _ = pl.Plan(ctx, Scope{})
 	ft = &fakeTarget{dst: dst, kop: wk, refuse: "live members: other@wus"}
 	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
-	if res.ExitCode != ExitLeft || ft.written != 0 || !strings.Contains(res.Error, "nothing was written") {
+	if res.ExitCode != outcome.Found || ft.written != 0 || !strings.Contains(res.Error, "nothing was written") {
 		t.Fatalf("refused: %+v", res)
 	}
 
@@ -157,7 +158,7 @@ func TestApply(t *testing.T) {
 	plan, _ = pl.Plan(ctx, Scope{})
 	ft = &fakeTarget{dst: dst, kop: fakes.NewKoP(t)}
 	res = (&Executor{From: pl.From, To: Side{Name: "wus", Groups: groups(t, wk)}, Writer: ft, Reloader: ft}).Apply(ctx, plan)
-	if res.ExitCode != ExitWriteFailed || !strings.Contains(res.Error, "wus serves 30 after the reload, want 50") {
+	if res.ExitCode != outcome.WriteFailed || !strings.Contains(res.Error, "wus serves 30 after the reload, want 50") {
 		t.Fatalf("not served: %+v", res)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -81,7 +82,7 @@ func randomReport(rnd *rand.Rand, rows int) *survey.Report {
 		v := rnd.Int64N(1<<40) - 5
 		return &v
 	}
-	rep := &survey.Report{ExitCode: rnd.IntN(4)}
+	rep := &survey.Report{ExitCode: outcome.Outcome(rnd.IntN(4))}
 	for i := range rows {
 		r := verdict.Row{Group: names[rnd.IntN(len(names))] + fmt.Sprint(i), Topic: names[rnd.IntN(len(names))], Partition: int32(rnd.IntN(3))}
 		for _, cl := range []string{"scus", "wus"} {

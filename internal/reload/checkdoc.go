@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -18,7 +19,7 @@ type CheckDocument struct {
 	Rows          []CheckRow `json:"rows"`
 	// Unserved are the offsets partitions KoP does not serve (check's "unserved").
 	Unserved []CheckUnserved `json:"unserved,omitempty"`
-	ExitCode int             `json:"exitCode"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // CheckUnserved is an offsets partition KoP does not serve on one cluster.
@@ -45,30 +46,18 @@ type CheckRow struct {
 	Topic            string               `json:"topic"`
 	Partition        int32                `json:"partition"`
 	OffsetsPartition int32                `json:"offsetsPartition"`
-	Status           string               `json:"status"`
+	Status           verdict.Status       `json:"status"`
 	Clusters         map[string]CheckCell `json:"clusters"`
 }
 
 // CheckCell is a row on one cluster.
 type CheckCell struct {
-	Cached    *int64 `json:"cached"`
-	Persisted *int64 `json:"persisted"`
-	Status    string `json:"status"`
-	Error     string `json:"error,omitempty"`
-	Detail    string `json:"detail,omitempty"`
+	Cached    *int64         `json:"cached"`
+	Persisted *int64         `json:"persisted"`
+	Status    verdict.Status `json:"status"`
+	Error     string         `json:"error,omitempty"`
+	Detail    string         `json:"detail,omitempty"`
 }
-
-// Check statuses reload and repair act on or explain (cli.md).
-const (
-	StatusOK                     = "ok"
-	StatusStaleCache             = "stale_cache"
-	StatusReplicationLag         = "replication_lag"
-	StatusDiverged               = "diverged"
-	StatusMissing                = "missing"
-	StatusCoordinatorUnavailable = "coordinator_unavailable"
-	StatusMisaligned             = "misaligned"
-	StatusError                  = "error"
-)
 
 // ParseCheckDocument reads a `check -o json` document (schemaVersion 1).
 func ParseCheckDocument(r io.Reader) (*CheckDocument, error) {
@@ -92,9 +81,9 @@ func (r CheckRow) Stale(cluster string) bool {
 		return false
 	}
 	if c.Status != "" {
-		return c.Status == StatusStaleCache
+		return c.Status == verdict.StatusStaleCache
 	}
-	if r.Status != StatusStaleCache {
+	if r.Status != verdict.StatusStaleCache {
 		return false
 	}
 	switch {
@@ -107,7 +96,7 @@ func (r CheckRow) Stale(cluster string) bool {
 }
 
 // CellStatus is the row's status on cluster (the row status when the cell has none).
-func (r CheckRow) CellStatus(cluster string) string {
+func (r CheckRow) CellStatus(cluster string) verdict.Status {
 	if c, ok := r.Clusters[cluster]; ok && c.Status != "" {
 		return c.Status
 	}
@@ -128,31 +117,31 @@ func (d *CheckDocument) StaleGroups(cluster string) []string {
 
 // LeaveReason says why repair does not reload a row with status s (empty for stale_cache
 // and ok).
-func LeaveReason(s string) string {
+func LeaveReason(s verdict.Status) string {
 	switch s {
-	case StatusOK, StatusStaleCache:
+	case verdict.StatusOK, verdict.StatusStaleCache:
 		return ""
-	case StatusReplicationLag:
+	case verdict.StatusReplicationLag:
 		return "the offsets topic here is behind and its replicator still has a backlog: a reload would load the same old value; wait for replication"
-	case StatusDiverged:
+	case verdict.StatusDiverged:
 		return "the offsets topics disagree durably: a reload only loads what this cluster's topic holds; fix the persisted offsets instead"
-	case StatusMissing:
+	case verdict.StatusMissing:
 		return "absent on one side: there is no cached value to refresh"
-	case StatusMisaligned:
+	case verdict.StatusMisaligned:
 		return "the replicated offset names another message on this cluster: a reload would serve it and consumers would skip or re-read messages; refused (failover lands on the translated offset)"
-	case StatusCoordinatorUnavailable:
+	case verdict.StatusCoordinatorUnavailable:
 		return "KoP did not answer for the group: not proven stale"
-	case StatusError:
+	case verdict.StatusError:
 		return "the row could not be checked"
-	case string(verdict.StatusUnloadable):
+	case verdict.StatusUnloadable:
 		return "KoP cannot load this offsets partition (a record it cannot parse): a reload would leave every group of it with no offset; remove the record first (docs/kop-facts.md)"
-	case string(verdict.StatusCacheAhead):
+	case verdict.StatusCacheAhead:
 		return "KoP serves a newer offset than its loader would load (for example a transactional commit): a reload would lose it"
-	case string(verdict.StatusExpired):
+	case verdict.StatusExpired:
 		return "the offset is past its expiry: KoP drops it; a reload would not keep it; commit again"
-	case string(verdict.StatusExpiring):
+	case verdict.StatusExpiring:
 		return ""
 	default:
-		return "status " + s + " is not one repair fixes"
+		return "status " + string(s) + " is not one repair fixes"
 	}
 }

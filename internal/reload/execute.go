@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -90,9 +92,9 @@ type Execution struct {
 	// plan, the parts of it, among BundleResult.SplitInto, whose unload succeeded);
 	// NotUnloaded every planned bundle that was not (refused, not attempted, or its unload
 	// failed).
-	Unloaded    []string `json:"unloaded"`
-	NotUnloaded []string `json:"notUnloaded"`
-	ExitCode    int      `json:"exitCode"`
+	Unloaded    []string        `json:"unloaded"`
+	NotUnloaded []string        `json:"notUnloaded"`
+	ExitCode    outcome.Outcome `json:"exitCode"`
 }
 
 // BundleResult is what happened to one bundle.
@@ -139,13 +141,6 @@ type CacheAnswer struct {
 	ErrorKind string        `json:"errorKind,omitempty"`
 }
 
-// Exit codes an Execution maps to (cli.md).
-const (
-	exitOK          = 0
-	exitUnreachable = 3
-	exitWriteFailed = 4
-)
-
 func (e *Executor) defaults() {
 	if e.Wait <= 0 {
 		e.Wait = DefaultWait
@@ -185,8 +180,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // the first bundle that does not end verified, so that nothing more is disturbed while
 // something is wrong; the Execution says exactly which bundles were unloaded.
 //
-// Exit code: 3 when an endpoint failed (admin, KoP, offsets topic), else 4 when KoP still
-// serves other values after the wait, else 0.
+// Outcome: Unreachable when an endpoint failed (admin, KoP, offsets topic), else
+// WriteFailed when KoP still serves other values after the wait, else OK.
 func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBundle) *Execution {
 	e.defaults()
 	if e.Partitions <= 0 {
@@ -246,18 +241,18 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 		ex.Bundles = append(ex.Bundles, br)
 		ex.Groups = append(ex.Groups, grs...)
 	}
-	ex.ExitCode = exitOK
+	ex.ExitCode = outcome.OK
 	for _, b := range ex.Bundles {
 		switch b.Status {
 		case BundleUnloadFailed, BundleLoadFailed, BundleUnverified:
-			ex.ExitCode = exitUnreachable
+			ex.ExitCode = outcome.Unreachable
 		case BundleCacheDiffers:
-			if ex.ExitCode == exitOK {
-				ex.ExitCode = exitWriteFailed
+			if ex.ExitCode == outcome.OK {
+				ex.ExitCode = outcome.WriteFailed
 			}
 		case BundleRefused:
-			if run[b.Range] && ex.ExitCode == exitOK { // refused at execution time
-				ex.ExitCode = exitWriteFailed
+			if run[b.Range] && ex.ExitCode == outcome.OK { // refused at execution time
+				ex.ExitCode = outcome.WriteFailed
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -56,7 +57,7 @@ type Report struct {
 	Unserved []UnservedPartition `json:"unserved,omitempty"`
 	Warnings []string            `json:"warnings,omitempty"`
 	Summary  map[string]int      `json:"summary"`
-	ExitCode int                 `json:"exitCode"`
+	ExitCode outcome.Outcome     `json:"exitCode"`
 }
 
 // UnservedPartition is an offsets partition KoP does not serve on one cluster.

@@ -14,6 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -57,7 +58,7 @@ func TestUserScenarioStaleCache(t *testing.T) {
 	s, w := r.Cell("scus"), r.Cell("wus")
 	if r.Status != verdict.StatusStaleCache || s.Status != verdict.StatusOK || w.Status != verdict.StatusStaleCache ||
 		*w.Cached != 500 || *w.Persisted != 10900 || *s.Cached != 10900 || *w.LogEndOffset != 11000 || *w.Lag != 10500 ||
-		r.Topic != "topic-1" || r.OffsetsPartition != loader.PartitionFor("orders", 8) || rep.ExitCode != verdict.ExitDrift {
+		r.Topic != "topic-1" || r.OffsetsPartition != loader.PartitionFor("orders", 8) || rep.ExitCode != outcome.Found {
 		t.Errorf("%+v\nscus %+v\nwus %+v exit %d", r, s, w, rep.ExitCode)
 	}
 	// Only the group's offsets partition was read.
@@ -69,7 +70,7 @@ func TestUserScenarioStaleCache(t *testing.T) {
 	}
 	rep2, _ := Run(context.Background(), []Cluster{{Name: "scus", Reader: wus, Fetcher: fetcher(t, wusKoP)}},
 		Options{Now: testNow, Groups: []string{"orders"}, FailOn: []verdict.Status{verdict.StatusDiverged}})
-	if rep2.ExitCode != verdict.ExitOK || rep2.Rows[0].Status != verdict.StatusStaleCache {
+	if rep2.ExitCode != outcome.OK || rep2.Rows[0].Status != verdict.StatusStaleCache {
 		t.Errorf("fail-on diverged only: exit %d %+v", rep2.ExitCode, rep2.Rows)
 	}
 	if wus.Reads[loader.PartitionFor("orders", 8)] != 2 || len(wus.Reads) != 8 {
@@ -98,7 +99,7 @@ func TestCoordinatorLoadingRetriedThenUnavailable(t *testing.T) {
 	for _, row := range rep.Rows {
 		got[row.Group] = row.Status
 	}
-	if got["a"] != verdict.StatusOK || got["b"] != verdict.StatusCoordinatorUnavailable || rep.ExitCode != verdict.ExitDrift {
+	if got["a"] != verdict.StatusOK || got["b"] != verdict.StatusCoordinatorUnavailable || rep.ExitCode != outcome.Found {
 		t.Errorf("%v exit %d %+v", got, rep.ExitCode, rep.Rows)
 	}
 }
@@ -116,7 +117,7 @@ func TestUnreachableCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ExitCode != verdict.ExitUnreachable || len(rep.Errors) != 1 || rep.Errors[0].Cluster != "wus" || len(rep.Rows) != 1 {
+	if rep.ExitCode != outcome.Unreachable || len(rep.Errors) != 1 || rep.Errors[0].Cluster != "wus" || len(rep.Rows) != 1 {
 		t.Fatalf("%+v", rep)
 	}
 	s, w := rep.Rows[0].Cell("scus"), rep.Rows[0].Cell("wus")
@@ -171,7 +172,7 @@ func TestMisaligned(t *testing.T) {
 	r := rep.Rows[0]
 	c := r.Cell("wus")
 	if r.Status != verdict.StatusMisaligned || c.Status != verdict.StatusMisaligned || c.Origin != "scus" ||
-		c.Translated == nil || *c.Translated != 50 || rep.ExitCode != verdict.ExitDrift {
+		c.Translated == nil || *c.Translated != 50 || rep.ExitCode != outcome.Found {
 		t.Fatalf("row %s, wus %+v, exit %d", r.Status, c, rep.ExitCode)
 	}
 	for _, want := range []string{"scus offset 60 is wus offset 50", "10 consumed messages are not on wus", "kop-offsets failover --from scus --to wus --group g"} {
@@ -198,7 +199,7 @@ func TestMisaligned(t *testing.T) {
 	failedOver := copies(fakes.Sequence(10, 100))
 	failedOver[1].Reader = fakes.NewMemReader(8).Replicated("scus", commit("g", 0, 60)).Commit(commit("g", 0, 50))
 	rep, _ = Run(context.Background(), failedOver, Options{Now: testNow})
-	if r := rep.Rows[0]; r.Status != verdict.StatusOK || rep.ExitCode != verdict.ExitOK {
+	if r := rep.Rows[0]; r.Status != verdict.StatusOK || rep.ExitCode != outcome.OK {
 		t.Fatalf("after failover: %s scus %+v wus %+v", r.Status, r.Cell("scus"), r.Cell("wus"))
 	}
 	// Without alignment the raw numbers disagree.
@@ -248,7 +249,7 @@ func TestUnservedPartition(t *testing.T) {
 		!strings.Contains(rep.Unserved[0].Answer, "COORDINATOR_LOAD_IN_PROGRESS") || !strings.Contains(rep.Unserved[0].Fix, "reload --cluster scus --partition 3") {
 		t.Fatalf("unserved: %+v", rep.Unserved)
 	}
-	if rep.ExitCode != verdict.ExitDrift || rep.Rows[0].Status != verdict.StatusCoordinatorUnavailable {
+	if rep.ExitCode != outcome.Found || rep.Rows[0].Status != verdict.StatusCoordinatorUnavailable {
 		t.Fatalf("exit %d, rows %+v", rep.ExitCode, rep.Rows)
 	}
 	// The probe groups are no rows.
@@ -312,8 +313,8 @@ func TestOneBrokerDownOthersAnswer(t *testing.T) {
 	for _, e := range rep.Errors {
 		named = named || (e.Cluster == "wus" && strings.Contains(e.Error, "broker 1"))
 	}
-	if !named || rep.ExitCode != verdict.ExitUnreachable {
-		t.Errorf("errors %+v exit %d: want the down broker named and exit %d", rep.Errors, rep.ExitCode, verdict.ExitUnreachable)
+	if !named || rep.ExitCode != outcome.Unreachable {
+		t.Errorf("errors %+v exit %d: want the down broker named and exit %d", rep.Errors, rep.ExitCode, outcome.Unreachable)
 	}
 }
 
@@ -333,7 +334,7 @@ func TestOneBrokerDownTopicUnreadableNamesRowlessGroups(t *testing.T) {
 		t.Errorf("rows %+v: want only the answering broker's %s", rep.Rows, up)
 	}
 	named := slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "no row") && strings.Contains(w, down) })
-	if !named || rep.ExitCode != verdict.ExitUnreachable {
-		t.Errorf("warnings %q exit %d: want %s named as rowless, exit %d", rep.Warnings, rep.ExitCode, down, verdict.ExitUnreachable)
+	if !named || rep.ExitCode != outcome.Unreachable {
+		t.Errorf("warnings %q exit %d: want %s named as rowless, exit %d", rep.Warnings, rep.ExitCode, down, outcome.Unreachable)
 	}
 }

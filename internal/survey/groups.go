@@ -2,11 +2,13 @@ package survey
 
 import (
 	"context"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 	"maps"
 	"slices"
 
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
+
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // Where a group is known on one cluster.
@@ -18,11 +20,11 @@ const (
 
 // GroupsReport is the document `groups -o json` prints.
 type GroupsReport struct {
-	SchemaVersion int            `json:"schemaVersion"`
-	Clusters      []string       `json:"clusters"`
-	Groups        []GroupRow     `json:"groups"`
-	Errors        []ClusterError `json:"errors,omitempty"`
-	ExitCode      int            `json:"exitCode"`
+	SchemaVersion int             `json:"schemaVersion"`
+	Clusters      []string        `json:"clusters"`
+	Groups        []GroupRow      `json:"groups"`
+	Errors        []ClusterError  `json:"errors,omitempty"`
+	ExitCode      outcome.Outcome `json:"exitCode"`
 }
 
 // GroupRow is one group on every cluster.
@@ -118,7 +120,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		rep.Groups = append(rep.Groups, *r)
 	}
 	if len(rep.Errors) > 0 {
-		rep.ExitCode = verdict.ExitUnreachable
+		rep.ExitCode = outcome.Unreachable
 	}
 	return rep
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -65,14 +66,14 @@ func TestCommitDuringCheckIsNotAhead(t *testing.T) {
 	t.Run("committed once during the check", func(t *testing.T) {
 		r, rep := run(t, false)
 		c := r.Cell("scus")
-		if r.Status != verdict.StatusOK || *c.Cached != 7 || *c.Persisted != 7 || rep.ExitCode != verdict.ExitOK {
+		if r.Status != verdict.StatusOK || *c.Cached != 7 || *c.Persisted != 7 || rep.ExitCode != outcome.OK {
 			t.Errorf("row %s, cell %+v, exit %d; want ok at 7, exit 0", r.Status, c, rep.ExitCode)
 		}
 	})
 	t.Run("committed again after KoP answered", func(t *testing.T) {
 		r, rep := run(t, true)
 		c := r.Cell("scus")
-		if r.Status != verdict.StatusCacheAhead || *c.Cached != 7 || *c.Persisted != 5 || rep.ExitCode != verdict.ExitDrift {
+		if r.Status != verdict.StatusCacheAhead || *c.Cached != 7 || *c.Persisted != 5 || rep.ExitCode != outcome.Found {
 			t.Errorf("row %s, cell %+v, exit %d; want cache_ahead 7 over 5, exit 1", r.Status, c, rep.ExitCode)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -381,26 +382,26 @@ func detail(r *Row, c *Cell, ob ClusterObservation) string {
 }
 
 // ExitCode is the exit decision of cli.md over a set of rows (their summary by status):
-// 3 when a cluster or endpoint could not be reached (unreachable, or a row in error); else
-// 1 when a status failOn names was found (nil: DefaultFailOn), or an offsets partition is
-// unserved and failOn names coordinator_unavailable; else 0. check's exit code and watch's
+// Unreachable when a cluster or endpoint could not be reached (unreachable, or a row in
+// error); else Found when a status failOn names was found (nil: DefaultFailOn), or an
+// offsets partition is unserved and failOn names coordinator_unavailable; else OK. check's exit code and watch's
 // kop_offsets_check_exit_code are this function of the same rows.
-func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []Status) int {
+func ExitCode(summary map[string]int, unreachable, unserved bool, failOn []Status) outcome.Outcome {
 	if unreachable || summary[string(StatusError)] > 0 {
-		return ExitUnreachable
+		return outcome.Unreachable
 	}
 	if failOn == nil {
 		failOn = DefaultFailOn()
 	}
 	if unserved && slices.Contains(failOn, StatusCoordinatorUnavailable) {
-		return ExitDrift // groups of them can neither join nor commit
+		return outcome.Found // groups of them can neither join nor commit
 	}
 	for _, st := range failOn {
 		if summary[string(st)] > 0 {
-			return ExitDrift
+			return outcome.Found
 		}
 	}
-	return ExitOK
+	return outcome.OK
 }
 
 // DefaultFailOn is every status but ok and expiring (a warning: name it in --fail-on to

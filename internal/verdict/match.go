@@ -5,13 +5,6 @@ import (
 	"strings"
 )
 
-// Exit codes of a Report (cli.md).
-const (
-	ExitOK          = 0
-	ExitDrift       = 1
-	ExitUnreachable = 3
-)
-
 // IsGlob reports whether a --group/--topic value is a pattern rather than a name.
 func IsGlob(s string) bool { return strings.ContainsAny(s, `*?[\`) }
 

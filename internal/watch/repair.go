@@ -8,7 +8,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"github.com/kop-offsets/kop-offsets/internal/repair"
 )
 
 // repair reloads, under the policy, the bundles holding the stale_cache rows of c among
@@ -30,7 +30,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	for _, g := range asked {
 		for r := range w.rows[g].Rows(clusters, w.displayNamespace()) {
 			cell := r.Cell(c.Name)
-			if cell.Status != verdict.StatusStaleCache && cell.Status != verdict.StatusCoordinatorUnavailable {
+			if !repair.Reloads(cell.Status) {
 				continue
 			}
 			if _, ok := behind[g]; !ok {
@@ -80,20 +80,14 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 		}
 	}()
 	for _, pb := range plan.Bundles {
-		bg := bundleGroups(plan, pb, groups)
+		bg := repair.BundleGroups(plan, pb, groups)
+		ago, cooling := repair.Cooldown(c.lastReload).Wait(pb.Range, now, w.o.Cooldown)
 		switch {
 		case pb.Refused:
-			reason := "refused_by_reload"
-			switch {
-			case len(pb.Losses) > 0:
-				reason = "would_lose_offsets"
-			case plan.RefusedForActivity(pb):
-				reason = "live_members"
-			}
-			w.refuse(c, reason, pb.Range, bg, pb.Reason)
-		case now.Sub(c.lastReload[pb.Range]) < w.o.Cooldown:
+			w.refuse(c, repair.RefusalReason(plan, pb), pb.Range, bg, pb.Reason)
+		case cooling:
 			w.refuse(c, "cooldown", pb.Range, bg, fmt.Sprintf("reloaded %s ago (cooldown %s)",
-				now.Sub(c.lastReload[pb.Range]).Round(time.Second), w.o.Cooldown))
+				ago.Round(time.Second), w.o.Cooldown))
 		case done >= w.o.MaxBundles:
 			w.refuse(c, "max_bundles", pb.Range, bg, fmt.Sprintf("%d bundle(s) already reloaded on %s this interval (--max-bundles)", done, c.Name))
 		case stopped:
@@ -187,18 +181,4 @@ func (w *Watcher) reportLiveElsewhere(c *clusterRT, plan *reload.Plan, pb reload
 func (w *Watcher) refuse(c *clusterRT, reason, bundle string, groups []string, detail string) {
 	w.m.refused.WithLabelValues(c.Name, reason).Inc()
 	w.log.Info("reload refused", "cluster", c.Name, "reason", reason, "bundle", bundle, "groups", groups, "detail", detail)
-}
-
-// bundleGroups is the stale groups (of want) in bundle pb.
-func bundleGroups(plan *reload.Plan, pb reload.PlannedBundle, want []string) []string {
-	var out []string
-	for _, g := range plan.GroupsIn(pb.Range) {
-		if slices.Contains(want, g.Group) {
-			out = append(out, g.Group)
-		}
-	}
-	if len(out) == 0 {
-		return []string{}
-	}
-	return out
 }

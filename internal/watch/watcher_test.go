@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
@@ -276,7 +277,7 @@ func TestClusterDownOthersUnaffected(t *testing.T) {
 	if c, _ := cellOf(rep, "orders", "scus"); c.Status != verdict.StatusOK {
 		t.Errorf("scus cell: %+v", c)
 	}
-	if rep.ExitCode != verdict.ExitUnreachable {
+	if rep.ExitCode != outcome.Unreachable {
 		t.Errorf("exit %d", rep.ExitCode)
 	}
 	body := scrape(t, e.w, "/metrics")

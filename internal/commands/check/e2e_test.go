@@ -103,7 +103,7 @@ func runCheck(t *testing.T, cfg string, args ...string) (survey.Report, int, str
 	if jerr := json.Unmarshal([]byte(r.Out), &rep); jerr != nil {
 		t.Fatalf("exit %d err %v: %v\nstdout %s\nstderr %s", code, r.Err, jerr, r.Out, r.ErrOut)
 	}
-	if rep.ExitCode != code {
+	if rep.ExitCode.ExitCode() != code {
 		t.Errorf("exitCode %d in JSON, process %d", rep.ExitCode, code)
 	}
 	return rep, code, r.ErrOut

@@ -9,30 +9,22 @@ import (
 	"fmt"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
-// Exit codes, per docs (cli.md).
-const (
-	ExitOK          = 0 // done; nothing found that --fail-on names
-	ExitDrift       = 1 // drift found / findings
-	ExitUsage       = 2 // usage or configuration error; nothing was contacted
-	ExitUnreachable = 3 // a cluster or endpoint could not be reached or answered with errors
-	ExitWriteFailed = 4 // a write did not achieve its goal
-)
-
-// ExitError carries the exit code of a failed command. Silent means the command already
+// ExitError carries the outcome of a failed command. Silent means the command already
 // printed everything (its result, the failures marked in it) and only the code remains:
 // nothing more is printed to stderr.
 type ExitError struct {
-	Code   int
-	Err    error
-	Silent bool
+	Outcome outcome.Outcome
+	Err     error
+	Silent  bool
 }
 
 func (e *ExitError) Error() string {
 	if e.Err == nil {
-		return fmt.Sprintf("exit code %d", e.Code)
+		return fmt.Sprintf("exit code %d", e.Outcome.ExitCode())
 	}
 	return e.Err.Error()
 }
@@ -40,7 +32,7 @@ func (e *ExitError) Error() string {
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // UsageError wraps err as a bad flag, argument or combination (exit 2).
-func UsageError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+func UsageError(err error) error { return &ExitError{Outcome: outcome.Usage, Err: err} }
 
 // UsageErrorf formats a UsageError.
 func UsageErrorf(format string, args ...any) error {
@@ -48,24 +40,24 @@ func UsageErrorf(format string, args ...any) error {
 }
 
 // ConfigError wraps err as a configuration that cannot be used (exit 2).
-func ConfigError(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+func ConfigError(err error) error { return &ExitError{Outcome: outcome.Usage, Err: err} }
 
 // UnreachableError wraps err as a cluster or endpoint that could not be reached or answered
 // with errors (exit 3).
-func UnreachableError(err error) error { return &ExitError{Code: ExitUnreachable, Err: err} }
+func UnreachableError(err error) error { return &ExitError{Outcome: outcome.Unreachable, Err: err} }
 
 // DriftError wraps err as drift or findings that were found (exit 1).
-func DriftError(err error) error { return &ExitError{Code: ExitDrift, Err: err} }
+func DriftError(err error) error { return &ExitError{Outcome: outcome.Found, Err: err} }
 
 // WriteFailedError wraps err as a write that did not achieve its goal (exit 4).
-func WriteFailedError(err error) error { return &ExitError{Code: ExitWriteFailed, Err: err} }
+func WriteFailedError(err error) error { return &ExitError{Outcome: outcome.WriteFailed, Err: err} }
 
-// SilentError ends the command with code after it printed its result (code 0 returns nil).
-func SilentError(code int) error {
-	if code == ExitOK {
+// SilentError ends the command with o after it printed its result (OK returns nil).
+func SilentError(o outcome.Outcome) error {
+	if o == outcome.OK {
 		return nil
 	}
-	return &ExitError{Code: code, Silent: true}
+	return &ExitError{Outcome: o, Silent: true}
 }
 
 // FlagError is a flag-parsing or argument error; cobra's usage line is printed with it.
@@ -83,34 +75,38 @@ func FlagErrorf(format string, args ...any) error {
 // request was not carried out (exit 2, as gh does).
 var ErrCancel = errors.New("cancelled")
 
-// ExitCode maps any error a command returned to the process exit code. It is the one
-// place where errors become exit codes:
-//   - nil: 0
-//   - *ExitError: its Code
-//   - *FlagError, *output.FormatError, *config.Error / config.Errors, ErrCancel: 2
-//   - context.DeadlineExceeded: 3
-//   - anything else: 3 (an endpoint failed in a way the command did not classify).
+// ExitCode maps any error a command returned to the process exit code (the table of
+// package outcome).
+func ExitCode(err error) int { return OutcomeOf(err).ExitCode() }
+
+// OutcomeOf maps any error a command returned to its outcome. It is the one place where
+// errors become outcomes:
+//   - nil: OK
+//   - *ExitError: its Outcome
+//   - *FlagError, *output.FormatError, *config.Error / config.Errors, ErrCancel: Usage
+//   - context.DeadlineExceeded: Unreachable
+//   - anything else: Unreachable (an endpoint failed in a way the command did not classify).
 //
 // Commands classify local problems (an unreadable --input file, bad input) with
-// UsageError themselves, so they do not fall through to 3.
-func ExitCode(err error) int {
+// UsageError themselves, so they do not fall through to Unreachable.
+func OutcomeOf(err error) outcome.Outcome {
 	if err == nil {
-		return ExitOK
+		return outcome.OK
 	}
 	var ee *ExitError
 	if errors.As(err, &ee) {
-		return ee.Code
+		return ee.Outcome
 	}
 	var fe *FlagError
 	var ofe *output.FormatError
 	var ce *config.Error
 	switch {
 	case errors.As(err, &fe), errors.As(err, &ofe), errors.As(err, &ce), errors.Is(err, ErrCancel):
-		return ExitUsage
+		return outcome.Usage
 	case errors.Is(err, context.DeadlineExceeded):
-		return ExitUnreachable
+		return outcome.Unreachable
 	}
-	return ExitUnreachable
+	return outcome.Unreachable
 }
 
 // IsSilent reports whether err needs no message on stderr.

@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -53,7 +54,7 @@ type Result struct {
 	Findings      []doctor.Finding        `json:"findings"`
 	Summary       map[doctor.Severity]int `json:"summary"`
 	Unreachable   []string                `json:"unreachable,omitempty"`
-	ExitCode      int                     `json:"exitCode"`
+	ExitCode      outcome.Outcome         `json:"exitCode"`
 }
 
 // doctorLong is the long help of the command.
@@ -284,9 +285,9 @@ func doctorRun(ctx context.Context, opts *Options) error {
 		Findings: rep.Findings, Summary: rep.Summary, Unreachable: rep.Unreachable}
 	switch {
 	case len(rep.Unreachable) > 0 || rep.APIErrors:
-		res.ExitCode = cmdutil.ExitUnreachable
+		res.ExitCode = outcome.Unreachable
 	case rep.Errors() > 0:
-		res.ExitCode = cmdutil.ExitDrift
+		res.ExitCode = outcome.Found
 	}
 	if opts.Format == output.Table || opts.Format == "" {
 		if err := writeTable(opts.IO.Out, opts.IO.ColorScheme(), &res); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -43,7 +44,7 @@ func runDoctor(t *testing.T, l *lab.Lab, args ...string) (Result, int) {
 	if jerr := json.Unmarshal([]byte(r.Out), &res); jerr != nil {
 		t.Fatalf("exit %d, err %v, stderr %s: %v\n%s", code, r.Err, r.ErrOut, jerr, r.Out)
 	}
-	if res.ExitCode != code {
+	if res.ExitCode.ExitCode() != code {
 		t.Errorf("exitCode %d in the document, process exit %d", res.ExitCode, code)
 	}
 	return res, code
@@ -111,7 +112,7 @@ func assertBaseline(t *testing.T, l *lab.Lab) {
 	}
 	wantCode := 0
 	if len(want) > 0 {
-		wantCode = cmdutil.ExitDrift
+		wantCode = outcome.Found.ExitCode()
 	}
 	if code != wantCode || len(res.Unreachable) != 0 {
 		t.Errorf("exit %d, want %d (%d expected errors); unreachable %v", code, wantCode, len(want), res.Unreachable)
@@ -150,7 +151,7 @@ func TestDoctorMetadataNamespaceNotReplicated(t *testing.T) {
 
 	res, code := runDoctor(t, l)
 	f, ok := errorsOf(res)[key{doctor.CheckMetadataNamespace, "scus", "wus"}]
-	if !ok || code != cmdutil.ExitDrift {
+	if !ok || code != outcome.Found.ExitCode() {
 		t.Fatalf("exit %d, findings %+v", code, res.Findings)
 	}
 	if f.Fix != "pulsar-admin --admin-url "+scus.AdminURL+" namespaces set-clusters public/__kafka --clusters scus,wus" {
@@ -233,7 +234,7 @@ func TestDoctorTopicPartitionMismatch(t *testing.T) {
 	short := strings.TrimPrefix(topic, "persistent://public/default/")
 	res, code := runDoctor(t, l, "--topic", short)
 	f, ok := errorsOf(res)[key{doctor.CheckTopicPartitions, "scus", ""}]
-	if !ok || code != cmdutil.ExitDrift {
+	if !ok || code != outcome.Found.ExitCode() {
 		t.Fatalf("exit %d, findings %+v", code, res.Findings)
 	}
 	if f.Fix != "pulsar-admin --admin-url "+l.Cluster("scus").AdminURL+" topics update-partitioned-topic "+topic+" --partitions 3" {
@@ -294,7 +295,7 @@ func TestDoctorWusStopped(t *testing.T) {
 	}
 
 	res, code := runDoctor(t, l)
-	if code != cmdutil.ExitUnreachable || !slices.Equal(res.Unreachable, []string{"wus"}) {
+	if code != outcome.Unreachable.ExitCode() || !slices.Equal(res.Unreachable, []string{"wus"}) {
 		t.Fatalf("exit %d, unreachable %v", code, res.Unreachable)
 	}
 	errs := errorsOf(res)

@@ -15,6 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -194,7 +195,7 @@ func (d *dumper) outcome(clusters []config.Cluster, results []clusterResult) err
 // isUsage reports whether err ends the run with the usage exit code.
 func isUsage(err error) bool {
 	var ee *cmdutil.ExitError
-	return errors.As(err, &ee) && ee.Code == cmdutil.ExitUsage
+	return errors.As(err, &ee) && ee.Outcome == outcome.Usage
 }
 
 type clusterResult struct {

@@ -23,6 +23,7 @@ import (
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -56,11 +57,11 @@ type Session struct {
 
 // Document is what `failover -o json` prints.
 type Document struct {
-	SchemaVersion int        `json:"schemaVersion"`
-	DryRun        bool       `json:"dryRun"`
-	Plan          *fo.Plan   `json:"plan"`
-	Result        *fo.Result `json:"result"`
-	ExitCode      int        `json:"exitCode"`
+	SchemaVersion int             `json:"schemaVersion"`
+	DryRun        bool            `json:"dryRun"`
+	Plan          *fo.Plan        `json:"plan"`
+	Result        *fo.Result      `json:"result"`
+	ExitCode      outcome.Outcome `json:"exitCode"`
 }
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
@@ -175,18 +176,14 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	if len(plan.Rows) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "no group committed on %s matches: nothing to do\n", from.Name)
-		return finish(opts, doc, fo.ExitOK)
+		return finish(opts, doc, outcome.OK)
 	}
 	todo := plan.Groups(fo.ActionWrite, fo.ActionReload)
 	if opts.DryRun || len(todo) == 0 {
-		code := fo.ExitOK
-		if plan.Count(fo.ActionRefused) > 0 {
-			code = fo.ExitLeft
-		}
 		if len(todo) == 0 {
 			fmt.Fprintln(opts.IO.ErrOut, "nothing to write or reload")
 		}
-		return finish(opts, doc, code)
+		return finish(opts, doc, plan.Left())
 	}
 	if !opts.Yes {
 		ok, err := opts.Confirm(fmt.Sprintf("Write the translated offsets of %d groups on %s and reload their bundles?", len(todo), to.Name))
@@ -208,14 +205,14 @@ func run(ctx context.Context, opts *Options) error {
 	return finish(opts, doc, res.ExitCode)
 }
 
-func finish(opts *Options, doc *Document, code int) error {
-	doc.ExitCode = code
+func finish(opts *Options, doc *Document, o outcome.Outcome) error {
+	doc.ExitCode = o
 	if opts.Format != output.Table {
 		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
 			return err
 		}
 	}
-	return cmdutil.SilentError(code)
+	return cmdutil.SilentError(o)
 }
 
 // pick resolves --from and --to among the configured clusters.

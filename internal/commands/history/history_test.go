@@ -10,6 +10,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
@@ -131,7 +132,7 @@ func TestHistoryWithoutTrail(t *testing.T) {
 
 func TestHistoryBadTrail(t *testing.T) {
 	_, err := run(t, output.Table, fstest.MapFS{"audit.jsonl": {Data: []byte("garbage\n")}}, nil)
-	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "line 1") {
+	if cmdutil.OutcomeOf(err) != outcome.Usage || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("err %v", err)
 	}
 	_, err = run(t, output.Table, fstest.MapFS{"audit.jsonl": {Mode: fs.ModeDir}}, nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
@@ -194,7 +195,7 @@ func locateRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if failed {
-		return cmdutil.SilentError(cmdutil.ExitUnreachable)
+		return cmdutil.SilentError(outcome.Unreachable)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
@@ -319,7 +320,7 @@ func TestLocateOneBrokerDown(t *testing.T) {
 
 	ios, _, out, _ = iostreams.Test()
 	err = locateRun(context.Background(), onlineOpts(ios, output.JSON, []string{"G", "a"}, cluster("scus", ts.URL)))
-	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
+	if cmdutil.OutcomeOf(err) != outcome.Unreachable {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
 	}
 	rows = nil

@@ -13,6 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // fakeTopic is a topic in memory; err refuses the producer (no permission to produce).
@@ -85,7 +86,7 @@ func TestUnwritableAuditTopicRefusesTheWrites(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	withAuditTopic(h, file, &fakeTopic{err: errors.New("server error: AuthorizationError")})
 	err := reloadRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || len(h.admin.Writes()) != 0 {
+	if cmdutil.OutcomeOf(err) != outcome.Usage || len(h.admin.Writes()) != 0 {
 		t.Fatalf("exit %d (%v), writes %v: want exit 2 and nothing written", cmdutil.ExitCode(err), err, h.admin.Writes())
 	}
 	for _, want := range []string{"audit topic persistent://public/kop-offsets/audit cannot be written", "AuthorizationError", "nothing was written"} {

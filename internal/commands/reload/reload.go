@@ -16,6 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
@@ -54,7 +55,7 @@ type Document struct {
 	// --max-bundles, the operator declined); empty when the plan was carried out.
 	Refusal   string            `json:"refusal,omitempty"`
 	Execution *reload.Execution `json:"execution"`
-	ExitCode  int               `json:"exitCode"`
+	ExitCode  outcome.Outcome   `json:"exitCode"`
 }
 
 // reloadLong is the long help of the command.
@@ -327,7 +328,7 @@ type RunResult struct {
 	Plan      *reload.Plan
 	Refusal   string
 	Execution *reload.Execution
-	ExitCode  int
+	ExitCode  outcome.Outcome
 	Err       error // an error to return as is (the operator declined: exit 2)
 }
 
@@ -351,7 +352,7 @@ func RunPlan(ctx context.Context, ios *iostreams.IOStreams, format output.Format
 	}
 	if o.BeforeWrite != nil {
 		if err := o.BeforeWrite(ctx); err != nil {
-			res.Refusal, res.ExitCode = err.Error(), cmdutil.ExitCode(err)
+			res.Refusal, res.ExitCode = err.Error(), cmdutil.OutcomeOf(err)
 			return res
 		}
 	}
@@ -383,22 +384,22 @@ func showPlan(ios *iostreams.IOStreams, format output.Format, plan *reload.Plan,
 // refusal in res) when there are none to unload.
 func selectRun(plan *reload.Plan, o RunOptions, res *RunResult) ([]reload.PlannedBundle, bool) {
 	run := plan.Executable()
-	refuse := func(msg string, code int) ([]reload.PlannedBundle, bool) {
+	refuse := func(msg string, code outcome.Outcome) ([]reload.PlannedBundle, bool) {
 		res.Refusal, res.ExitCode = msg, code
-		if o.DryRun && code != cmdutil.ExitOK {
-			res.Refusal, res.ExitCode = "dry run: would be "+msg, cmdutil.ExitOK
+		if o.DryRun && code != outcome.OK {
+			res.Refusal, res.ExitCode = "dry run: would be "+msg, outcome.OK
 		}
 		return nil, false
 	}
 	if len(plan.Bundles) == 0 {
-		return refuse("nothing to reload", cmdutil.ExitOK)
+		return refuse("nothing to reload", outcome.OK)
 	}
 	if len(run) == 0 {
-		return refuse("refused: every bundle of the plan has live or unknown groups, or offsets a reload would lose (see the plan); nothing was unloaded", cmdutil.ExitWriteFailed)
+		return refuse("refused: every bundle of the plan has live or unknown groups, or offsets a reload would lose (see the plan); nothing was unloaded", outcome.WriteFailed)
 	}
 	if len(run) > o.MaxBundles {
 		if !o.TruncateToMax {
-			return refuse(fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-bundles %d; nothing was unloaded", len(run), o.MaxBundles), cmdutil.ExitWriteFailed)
+			return refuse(fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-bundles %d; nothing was unloaded", len(run), o.MaxBundles), outcome.WriteFailed)
 		}
 		run = run[:o.MaxBundles]
 	}
@@ -445,7 +446,7 @@ func replan(ctx context.Context, ios *iostreams.IOStreams, format output.Format,
 	fresh, err := o.Replan(ctx)
 	if err != nil {
 		res.Refusal = fmt.Sprintf("planning again after waiting for the writer lease: %v; nothing was unloaded", err)
-		res.ExitCode = cmdutil.ExitUnreachable
+		res.ExitCode = outcome.Unreachable
 		return nil, nil, false
 	}
 	if fresh == nil {

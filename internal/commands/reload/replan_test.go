@@ -11,6 +11,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -51,8 +52,8 @@ func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 		return s, nil
 	}
 	err := reloadRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != cmdutil.ExitWriteFailed {
-		t.Fatalf("exit %d (%v), want %d (refused)\n%s", cmdutil.ExitCode(err), err, cmdutil.ExitWriteFailed, h.err)
+	if cmdutil.OutcomeOf(err) != outcome.WriteFailed {
+		t.Fatalf("exit %d (%v), want %d (refused)\n%s", cmdutil.ExitCode(err), err, outcome.WriteFailed, h.err)
 	}
 	if len(h.admin.Writes()) != 0 {
 		t.Errorf("unloaded %v with the plan made before the wait", h.admin.Writes())

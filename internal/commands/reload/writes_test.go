@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
 
@@ -47,7 +48,7 @@ func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	guarded(h, b, file)
 	err := reloadRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
+	if cmdutil.OutcomeOf(err) != outcome.Unreachable {
 		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
 	}
 	for _, want := range []string{"cluster scus: the writer lease", `"kop-offsets repair --yes" (pid 4242, user ops, host jump-1)`, "nothing was written"} {
@@ -125,7 +126,7 @@ func TestUnwritableTrailStopsBeforeTheFirstWrite(t *testing.T) {
 	}
 	guarded(h, &lease.MemBroker{}, filepath.Join(blocker, "audit.jsonl"))
 	err := reloadRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || len(h.admin.Writes()) != 0 || !strings.Contains(h.err.String(), "audit file") {
+	if cmdutil.OutcomeOf(err) != outcome.Usage || len(h.admin.Writes()) != 0 || !strings.Contains(h.err.String(), "audit file") {
 		t.Errorf("exit %d, writes %v, stderr %s", cmdutil.ExitCode(err), h.admin.Writes(), h.err)
 	}
 }

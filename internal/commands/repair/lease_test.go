@@ -12,6 +12,7 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
 )
@@ -31,7 +32,7 @@ func TestRepairLeaseHeldElsewhere(t *testing.T) {
 		return s, err
 	}
 	err := repairRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != cmdutil.ExitUnreachable {
+	if cmdutil.OutcomeOf(err) != outcome.Unreachable {
 		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
 	}
 	if len(h.admin.Writes()) != 0 {
@@ -57,7 +58,7 @@ func TestRepairWriteFlags(t *testing.T) {
 		t.Errorf("%+v %v", o, err)
 	}
 	f, _ = testutil.NewFactory("test", false)
-	if _, err := testutil.ParseOptions(f, NewCmdRepair, "--lease-wait", "-1s"); cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+	if _, err := testutil.ParseOptions(f, NewCmdRepair, "--lease-wait", "-1s"); cmdutil.OutcomeOf(err) != outcome.Usage {
 		t.Errorf("negative --lease-wait: %v", err)
 	}
 }

@@ -4,9 +4,7 @@
 package repair
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,10 +19,11 @@ import (
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/repair"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // DefaultMaxBundles is the default of --max-bundles for repair: bundles reloaded per run and
@@ -42,7 +41,7 @@ type Options struct {
 	// Targets returns the clusters repair may write to (--cluster; default all) and every
 	// configured cluster (the check always compares all of them).
 	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
-	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error)
+	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error)
 	NewSession reloadcmd.SessionFunc
 	Confirm    func(string) (bool, error)
 
@@ -73,18 +72,11 @@ type Document struct {
 	After    *AfterCheck     `json:"after"`
 	Summary  map[string]int  `json:"summary"`
 	Errors   []string        `json:"errors,omitempty"`
-	ExitCode int             `json:"exitCode"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // Row is one check row on one cluster.
-type Row struct {
-	Cluster   string `json:"cluster"`
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Status    string `json:"status"`
-	Reason    string `json:"reason,omitempty"`
-}
+type Row = repair.Row
 
 // ClusterRepair is the reload of one cluster.
 type ClusterRepair struct {
@@ -94,23 +86,15 @@ type ClusterRepair struct {
 	Refusal   string            `json:"refusal,omitempty"`
 	Execution *reload.Execution `json:"execution"`
 	Error     string            `json:"error,omitempty"`
-	ExitCode  int               `json:"exitCode"`
+	ExitCode  outcome.Outcome   `json:"exitCode"`
 }
 
 // AfterCheck is the second check: the stale_cache rows, the unserved offsets partitions and
 // the coordinator_unavailable rows that remain.
-type AfterCheck struct {
-	Stale       []Row       `json:"stale"`
-	Unserved    []Partition `json:"unserved"`
-	Unavailable int         `json:"coordinatorUnavailable"`
-}
+type AfterCheck = repair.Remaining
 
 // Partition is an offsets partition of one cluster.
-type Partition struct {
-	Cluster          string `json:"cluster"`
-	OffsetsPartition int32  `json:"offsetsPartition"`
-	Answer           string `json:"answer,omitempty"`
-}
+type Partition = repair.Partition
 
 // DefaultLockFile is $XDG_RUNTIME_DIR/kop-offsets-repair.lock, else
 // /tmp/kop-offsets-repair.lock.
@@ -221,30 +205,17 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 }
 
 // FactoryCheck runs the check engine (internal/check, as `check` does, cached side
-// included) over all clusters and returns its report in the `check -o json` shape.
-func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*reload.CheckDocument, error) {
-	return func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+// included) over all clusters and returns its report.
+func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*survey.Report, error) {
+	return func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
 		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
 			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
 		defer closeAll()
-		rep, err := survey.Run(ctx, sources, survey.Options{Groups: scope.Groups, Topics: scope.Topics})
-		if err != nil {
-			return nil, err
-		}
-		return toDocument(rep)
+		return survey.Run(ctx, sources, survey.Options{Groups: scope.Groups, Topics: scope.Topics})
 	}
-}
-
-// toDocument converts the engine's report through its JSON form, the contract (cli.md).
-func toDocument(rep any) (*reload.CheckDocument, error) {
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return nil, err
-	}
-	return reload.ParseCheckDocument(bytes.NewReader(b))
 }
 
 func repairRun(ctx context.Context, opts *Options) error {
@@ -270,12 +241,12 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
 	}
-	if first.ExitCode == cmdutil.ExitUnreachable {
+	if first.ExitCode == outcome.Unreachable {
 		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
-		r.raise(cmdutil.ExitUnreachable)
+		r.raise(outcome.Unreachable)
 	}
 	if misaligned := r.sort(first); misaligned > 0 {
-		r.raise(cmdutil.ExitDrift)
+		r.raise(outcome.Found)
 		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
 	}
 	if len(r.doc.Stale) == 0 && len(r.doc.Unserved) == 0 {
@@ -303,66 +274,35 @@ type run struct {
 	opts       *Options
 	write, all []config.Cluster
 	doc        *Document
-	worst      int
+	worst      outcome.Outcome
 	// stale and unserved are, per cluster written to, the groups and offsets partitions
 	// the first check found to reload.
 	stale    map[string][]string
 	unserved map[string][]int32
 }
 
-// raise keeps the most severe exit code: 3 over 4 over 1 over 0.
-func (r *run) raise(code int) {
-	rank := map[int]int{0: 0, 1: 1, 4: 2, 3: 3}
-	if rank[code] > rank[r.worst] {
-		r.worst = code
-	}
-}
+// raise keeps the most severe outcome: Unreachable over WriteFailed over Found over OK.
+func (r *run) raise(o outcome.Outcome) { r.worst = outcome.Worst(r.worst, o) }
 
-// sort files the first check's rows of the clusters written to as stale, unserved or left
-// (with the reason), and returns how many left rows are misaligned.
-func (r *run) sort(first *reload.CheckDocument) (misaligned int) {
+// sort files the first check's rows of the clusters written to (repair.Select), and
+// returns how many left rows are misaligned.
+func (r *run) sort(first *survey.Report) (misaligned int) {
 	doc := r.doc
-	r.stale, r.unserved = map[string][]string{}, map[string][]int32{}
-	for _, cl := range r.write {
-		for _, u := range first.Unserved {
-			if u.Cluster == cl.Name {
-				r.unserved[cl.Name] = append(r.unserved[cl.Name], u.OffsetsPartition)
-				doc.Unserved = append(doc.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
-			}
-		}
-	}
-	for _, cl := range r.write {
-		for _, cr := range first.Rows {
-			st := cr.CellStatus(cl.Name)
-			row := Row{Cluster: cl.Name, Group: cr.Group, Topic: cr.Topic, Partition: cr.Partition, Status: st}
-			switch {
-			case st == reload.StatusCoordinatorUnavailable && slices.Contains(r.unserved[cl.Name], cr.OffsetsPartition):
-				// Its partition's bundle is reloaded: the second check says whether it is back.
-			case cr.Stale(cl.Name):
-				row.Status = reload.StatusStaleCache
-				doc.Stale = append(doc.Stale, row)
-				if !slices.Contains(r.stale[cl.Name], cr.Group) {
-					r.stale[cl.Name] = append(r.stale[cl.Name], cr.Group)
-				}
-			case st == reload.StatusOK || st == "" || st == string(verdict.StatusExpiring):
-			default:
-				row.Reason = reload.LeaveReason(st)
-				if c := cr.Clusters[cl.Name]; c.Error != "" {
-					row.Reason += ": " + c.Error
-				} else if st == reload.StatusMisaligned && c.Detail != "" {
-					row.Reason += ": " + c.Detail
-				}
-				doc.Left = append(doc.Left, row)
-				if st == reload.StatusMisaligned {
-					misaligned++
-				}
-			}
-		}
-	}
+	sel := repair.Select(first.Rows, first.Unserved, clusterNames(r.write))
+	doc.Stale, doc.Unserved, doc.Left = sel.Stale, sel.Unserved, sel.Left
+	r.stale, r.unserved = sel.Groups, sel.Partitions
 	doc.Summary["stale"] = len(doc.Stale)
 	doc.Summary["unserved"] = len(doc.Unserved)
 	doc.Summary["left"] = len(doc.Left)
-	return misaligned
+	return sel.Misaligned
+}
+
+func clusterNames(cs []config.Cluster) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
 }
 
 // reloadCluster plans and runs the reload of cl's stale groups and unserved partitions,
@@ -378,8 +318,8 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	defer func() { r.doc.Clusters = append(r.doc.Clusters, cr) }()
 	sess, err := opts.NewSession(cl, r.all)
 	if err != nil {
-		cr.Error, cr.ExitCode = err.Error(), cmdutil.ExitCode(err)
-		r.raise(cmdutil.ExitUnreachable)
+		cr.Error, cr.ExitCode = err.Error(), cmdutil.OutcomeOf(err)
+		r.raise(outcome.Unreachable)
 		return false, nil
 	}
 	defer sess.Close()
@@ -389,8 +329,8 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	req := reload.Request{Groups: groups, Partitions: parts}
 	plan, err := sess.Planner.Plan(ctx, req)
 	if err != nil {
-		cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", cmdutil.ExitUnreachable
-		r.raise(cmdutil.ExitUnreachable)
+		cr.Error, cr.ExitCode = err.Error()+" (nothing was unloaded)", outcome.Unreachable
+		r.raise(outcome.Unreachable)
 		return false, nil
 	}
 	cr.Plan = plan
@@ -405,10 +345,10 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
 	if res.Refusal != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
-		if res.Execution == nil && (res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitUsage) {
+		if res.Execution == nil && (res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.Usage) {
 			// The writer lease is held elsewhere (or the trail cannot be written): nothing
 			// was unloaded on this cluster.
-			r.raise(cmdutil.ExitUnreachable)
+			r.raise(outcome.Unreachable)
 		}
 	}
 	if res.Execution == nil {
@@ -419,7 +359,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		fmt.Fprintln(opts.IO.Out)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
-	if res.ExitCode == cmdutil.ExitUnreachable || res.ExitCode == cmdutil.ExitWriteFailed {
+	if res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.WriteFailed {
 		r.raise(res.ExitCode)
 	}
 	return true, nil
@@ -434,35 +374,21 @@ func (r *run) after(ctx context.Context, executed bool) {
 		doc.After.Stale, doc.After.Unserved = doc.Stale, doc.Unserved
 	} else if second, err := r.opts.Check(ctx, r.all, r.opts.Scope); err != nil {
 		doc.Errors = append(doc.Errors, "second check: "+err.Error())
-		r.raise(cmdutil.ExitUnreachable)
+		r.raise(outcome.Unreachable)
 	} else {
-		if second.ExitCode == cmdutil.ExitUnreachable {
-			r.raise(cmdutil.ExitUnreachable)
+		if second.ExitCode == outcome.Unreachable {
+			r.raise(outcome.Unreachable)
 		}
-		for _, cl := range r.write {
-			for _, row := range second.Rows {
-				if row.Stale(cl.Name) {
-					doc.After.Stale = append(doc.After.Stale, Row{Cluster: cl.Name, Group: row.Group, Topic: row.Topic, Partition: row.Partition, Status: reload.StatusStaleCache})
-				}
-				if row.CellStatus(cl.Name) == reload.StatusCoordinatorUnavailable {
-					doc.After.Unavailable++
-				}
-			}
-			for _, u := range second.Unserved {
-				if u.Cluster == cl.Name {
-					doc.After.Unserved = append(doc.After.Unserved, Partition{Cluster: u.Cluster, OffsetsPartition: u.OffsetsPartition, Answer: u.Answer})
-				}
-			}
-		}
+		repair.Remains(doc.After, second.Rows, second.Unserved, clusterNames(r.write))
 	}
-	if len(doc.After.Stale) > 0 || len(doc.After.Unserved) > 0 || doc.After.Unavailable > 0 {
-		r.raise(cmdutil.ExitDrift)
+	if doc.After.Any() {
+		r.raise(outcome.Found)
 	}
 	doc.Summary["staleAfter"] = len(doc.After.Stale)
 	doc.Summary["unservedAfter"] = len(doc.After.Unserved)
 }
 
-func finish(opts *Options, doc *Document, code int) error {
+func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 	doc.ExitCode = code
 	if opts.Format != output.Table {
 		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {

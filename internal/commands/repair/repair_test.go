@@ -21,7 +21,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 type idle struct{}
@@ -79,7 +81,7 @@ func newHarness(t *testing.T) *harness {
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},
-		Check: func(_ context.Context, _ []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+		Check: func(_ context.Context, _ []config.Cluster, scope Scope) (*survey.Report, error) {
 			h.scopes = append(h.scopes, scope)
 			h.checks++
 			h.kop.mu.Lock()
@@ -88,13 +90,13 @@ func newHarness(t *testing.T) *harness {
 				st, cached = "ok", 10900
 			}
 			h.kop.mu.Unlock()
-			return &reload.CheckDocument{SchemaVersion: 1, Rows: []reload.CheckRow{
-				{Group: "G", Topic: "topic-1", Status: st, Clusters: map[string]reload.CheckCell{
-					"wus": {Cached: &cached, Persisted: i64(10900), Status: st}, "scus": {Status: "ok"}}},
-				{Group: "L", Topic: "topic-1", Status: "replication_lag", Clusters: map[string]reload.CheckCell{
-					"wus": {Status: "replication_lag"}, "scus": {Status: "ok"}}},
-				{Group: "D", Topic: "topic-1", Status: "diverged", Clusters: map[string]reload.CheckCell{
-					"wus": {Status: "diverged"}, "scus": {Status: "stale_cache"}}}, // scus is not written to
+			return &survey.Report{SchemaVersion: 1, Rows: []verdict.Row{
+				{Group: "G", Topic: "topic-1", Status: verdict.Status(st), Cells: []verdict.Cell{
+					{Cluster: "wus", Cached: &cached, Persisted: i64(10900), Status: verdict.Status(st)}, {Cluster: "scus", Status: "ok"}}},
+				{Group: "L", Topic: "topic-1", Status: "replication_lag", Cells: []verdict.Cell{
+					{Cluster: "wus", Status: "replication_lag"}, {Cluster: "scus", Status: "ok"}}},
+				{Group: "D", Topic: "topic-1", Status: "diverged", Cells: []verdict.Cell{
+					{Cluster: "wus", Status: "diverged"}, {Cluster: "scus", Status: "stale_cache"}}}, // scus is not written to
 			}}, nil
 		},
 		NewSession: func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
@@ -216,10 +218,10 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		h.opts.Format = output.JSON
 		h.opts.MaxBundles = 8
 		inner := h.opts.Check
-		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*reload.CheckDocument, error) {
+		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
 			d, err := inner(ctx, all, scope)
 			if h.checks == 1 || !fixed {
-				d.Unserved = []reload.CheckUnserved{{Cluster: "wus", OffsetsPartition: 1, Answer: "NOT_COORDINATOR"}}
+				d.Unserved = []survey.UnservedPartition{{Cluster: "wus", OffsetsPartition: 1, Answer: "NOT_COORDINATOR"}}
 			}
 			return d, err
 		}
@@ -236,7 +238,7 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		if !fixed {
 			want = 1
 		}
-		if doc.ExitCode != want || len(doc.After.Unserved) != want {
+		if doc.ExitCode.ExitCode() != want || len(doc.After.Unserved) != want {
 			t.Fatalf("fixed=%v: exit %d, after %+v", fixed, doc.ExitCode, doc.After)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -68,7 +69,7 @@ type Result struct {
 	Clusters      []string         `json:"clusters"`
 	Endpoints     []EndpointResult `json:"endpoints"`
 	Summary       map[string]int   `json:"summary"`
-	ExitCode      int              `json:"exitCode"`
+	ExitCode      outcome.Outcome  `json:"exitCode"`
 }
 
 // NewCmdCheck returns `config check`. runF replaces the run function in tests.
@@ -140,7 +141,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 		res.Summary[r.Status]++
 	}
 	if res.Summary[StatusFailed] > 0 {
-		res.ExitCode = cmdutil.ExitUnreachable
+		res.ExitCode = outcome.Unreachable
 	}
 	if err := printResult(opts, &res); err != nil {
 		return err

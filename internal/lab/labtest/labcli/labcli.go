@@ -61,7 +61,7 @@ func (c CLI) Check(t testing.TB, args ...string) (survey.Report, int) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("check: exit %d, not a report: %v", code, err)
 	}
-	if rep.ExitCode != code {
+	if rep.ExitCode.ExitCode() != code {
 		t.Errorf("check: exitCode %d in JSON, process %d", rep.ExitCode, code)
 	}
 	return rep, code
