@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // statsServer is a Pulsar admin API whose topic stats list one replicator, keyed by the

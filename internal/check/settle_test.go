@@ -5,8 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // duringCheck is an offsets topic whose group commits through KoP while check runs:

@@ -93,7 +93,7 @@ func kafkaBrokers(ctx context.Context, c Cluster) (int, error) {
 }
 
 // TestTopologyOffsetsBundlesOwned: public/__kafka keeps its 4 bundles (or splits of them:
-// internal/topology's split test splits one) on every cluster; a lookup of each offsets
+// acceptance/topology's split test splits one) on every cluster; a lookup of each offsets
 // partition names one of the cluster's brokers; the brokers' own ownership lists hold each
 // bundle exactly once. How the load manager spread them is logged.
 func TestTopologyOffsetsBundlesOwned(t *testing.T) {

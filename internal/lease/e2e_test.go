@@ -29,8 +29,8 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }

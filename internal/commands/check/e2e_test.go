@@ -28,11 +28,10 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	chk "github.com/kop-offsets/kop-offsets/internal/check"
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -94,8 +93,8 @@ func (e *e2eLab) writeConfig(t *testing.T, ns, dead string) string {
 // runCheck runs `kop-offsets --config cfg check args...` in-process and decodes its JSON.
 func runCheck(t *testing.T, cfg string, args ...string) (chk.Report, int, string) {
 	t.Helper()
-	f, s := testutil.NewFactory("test", false)
-	r := testutil.Run(context.Background(), cmdutil.NewTestRoot(f, NewCmdCheck(f, nil)), s,
+	f, s := clitest.NewFactory("test", false)
+	r := clitest.Run(context.Background(), clitest.NewTestRoot(f, NewCmdCheck(f, nil)), s,
 		append([]string{"--config", cfg, "--timeout", "5s", "check", "-o", "json"}, args...)...)
 	code := r.Code
 	var rep chk.Report

@@ -17,7 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kopcommit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestMain(m *testing.M) { lab.Main(m) }
@@ -25,9 +25,9 @@ func TestMain(m *testing.M) { lab.Main(m) }
 // run executes kop-offsets with args against the lab and returns stdout, stderr and the exit code.
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	f, s := testutil.NewFactory("e2e", false)
+	f, s := clitest.NewFactory("e2e", false)
 	s.In.WriteString(stdin)
-	r := testutil.Run(context.Background(), root.NewCmdRoot(f), s, args...)
+	r := clitest.Run(context.Background(), root.NewCmdRoot(f), s, args...)
 	return r.Out, r.ErrOut, r.Code
 }
 
