@@ -21,6 +21,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsets"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
 // theLab is the KoP lab of this run, and cli runs kop-offsets on it (check, repair and
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		_ = os.Setenv("KOP", "required")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err == nil && !l.KoP.Enabled {
 		err = fmt.Errorf("the lab runs without KoP: %s", l.KoP.Reason)
 	}
@@ -58,12 +59,12 @@ func TestMain(m *testing.M) {
 			"    KOP_NAR=/path/to/pulsar-protocol-handler-kafka-<version>.nar make e2e-kop\n"+
 			"  (docs/lab.md: where to get one). KOP_NAR=%q.\n  cause: %v\n\n",
 			pulsarVersion(), os.Getenv("KOP_NAR"), err)
-		_ = lab.Release(context.Background())
+		_ = labrun.Release(context.Background())
 		os.Exit(1)
 	}
 	theLab = l
 	cli = labcli.CLI{Lab: l, Timeout: "10s"}
-	restoreTrail := lab.IsolateAuditTrail() // the suite's writes never reach the user's trail
+	restoreTrail := labrun.IsolateAuditTrail() // the suite's writes never reach the user's trail
 	code := m.Run()
 	restoreTrail()
 	result := "PASS"
@@ -73,7 +74,7 @@ func TestMain(m *testing.M) {
 	fmt.Printf("kop suite: %s in %s on KoP %s (%s, sha256 %s) and Apache Pulsar %s\n",
 		result, time.Since(start).Round(time.Second), l.KoP.Version, l.KoP.Nar, l.KoP.SHA256, l.State.PulsarVersion)
 	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	if err := lab.Release(rctx); err != nil {
+	if err := labrun.Release(rctx); err != nil {
 		fmt.Fprintln(os.Stderr, "lab: release:", err)
 		if code == 0 {
 			code = 1

@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 func TestSecondPackageSharesLab(t *testing.T) {
 	ctx := context.Background()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("started by this package: %v; owner (go test) pid %d; kept %v", l.Started, l.State.Owner, l.State.Keep)
-	if again, err := lab.Ensure(ctx); err != nil || again != l {
+	if again, err := labrun.Ensure(ctx); err != nil || again != l {
 		t.Fatalf("second Ensure in one process: %v %v", again, err)
 	}
 	for _, c := range l.Clusters {

@@ -36,7 +36,7 @@ import (
 )
 
 // TestMain asks for two brokers per cluster unless KOP_LAB_BROKERS says otherwise: without
-// it the lab's default shape (one standalone per cluster) would make lab.Ensure stop a running
+// it the lab's default shape (one standalone per cluster) would make labrun.Ensure stop a running
 // 2x2 lab and start standalones in its place (seen on the lab, 2026-12-02), and every test
 // here would then fail on the one-broker lab it caused.
 func TestMain(m *testing.M) {

@@ -6,7 +6,7 @@
 //	func TestMain(m *testing.M) { labtest.Main(m) }
 //
 // The lab package's own tests, and pulsarx's (which the lab does not import but this package
-// does), start the lab with lab.Ensure directly.
+// does), start the lab with labrun.Ensure directly.
 package labtest
 
 import (
@@ -29,6 +29,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
 // StartBudget is how long a test waits for the lab to start, or to be found running: 10
@@ -42,16 +43,16 @@ func StartBudget() time.Duration {
 	return d
 }
 
-// Main runs a package's tests on the lab and releases it at the end (lab.Main).
-func Main(m *testing.M) { lab.Main(m) }
+// Main runs a package's tests on the lab and releases it at the end (labrun.Main).
+func Main(m *testing.M) { labrun.Main(m) }
 
-// Lab returns the lab of this run, starting it if needed (lab.Ensure); the test fails when
+// Lab returns the lab of this run, starting it if needed (labrun.Ensure); the test fails when
 // the lab cannot start.
 func Lab(t testing.TB) *lab.Lab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), StartBudget())
 	defer cancel()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package labrun
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func IsolateAuditTrail() (restore func()) {
 // MainWithoutLab runs the tests of a package that runs writing commands without the lab,
 // with the audit trail in a temporary file (IsolateAuditTrail):
 //
-//	func TestMain(m *testing.M) { lab.MainWithoutLab(m) }
+//	func TestMain(m *testing.M) { labrun.MainWithoutLab(m) }
 func MainWithoutLab(m interface{ Run() int }) {
 	restore := IsolateAuditTrail()
 	code := m.Run()

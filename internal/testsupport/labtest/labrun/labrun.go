@@ -1,4 +1,8 @@
-package lab
+// Package labrun starts the lab once per `go test` run and stops it after the run: Ensure and
+// Release for the test processes, and the reaper they spawn. It imports only the lab, so that
+// every test package (the lab's own, pulsarx's, the commands') can import it; the reaper's
+// init() lives here, in test binaries only, never in cmd/kop-lab or tools/benchlab.
+package labrun
 
 import (
 	"context"
@@ -10,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
 )
 
 // One start per `go test` run.
@@ -38,8 +44,8 @@ func init() {
 
 var ensured struct {
 	sync.Mutex
-	lab   *Lab
-	users *fileLock // shared lock on users.lock held while this process uses the lab
+	lab   *lab.Lab
+	users *lab.FileLock // shared lock on users.lock held while this process uses the lab
 }
 
 // KeepFromEnv reports KOP_LAB_KEEP=1.
@@ -48,40 +54,40 @@ func KeepFromEnv() bool { return os.Getenv("KOP_LAB_KEEP") == "1" }
 // Ensure returns the running lab, starting it if needed, for tests. Several test processes may
 // call it at once; the lab starts once per `go test` run. Options come from the environment
 // (KOP, KOP_VERSION, KOP_LAB_KEEP, KOP_LAB_START_TIMEOUT). Call Release (or use Main) at the end.
-func Ensure(ctx context.Context) (*Lab, error) {
+func Ensure(ctx context.Context) (*lab.Lab, error) {
 	ensured.Lock()
 	defer ensured.Unlock()
 	if ensured.lab != nil {
 		return ensured.lab, nil
 	}
-	o, err := Options{Keep: KeepFromEnv(), FreshOnStart: true}.resolve()
+	o, err := lab.Options{Keep: KeepFromEnv(), FreshOnStart: true}.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	p := Paths{Root: o.Root}
-	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
+	p := lab.Paths{Root: o.Root}
+	lk, err := lab.LockFile(ctx, p.LabLock(), syscall.LOCK_EX)
 	if err != nil {
 		return nil, err
 	}
-	defer lk.unlock()
-	l, err := up(ctx, o, p)
+	defer lk.Unlock()
+	l, err := lab.UpLocked(ctx, o, p)
 	if err != nil {
 		return nil, err
 	}
 	if !l.State.Keep {
 		if owner, start, ok := goTestParent(); ok && (l.State.Owner != owner || l.State.OwnerStart != start) {
 			l.State.Owner, l.State.OwnerStart = owner, start
-			if err := WriteState(p.StateFile(), l.State); err != nil {
+			if err := lab.WriteState(p.StateFile(), l.State); err != nil {
 				return nil, err
 			}
 			if err := spawnReaper(p, owner, start); err != nil {
 				fmt.Fprintf(o.Log, "lab: no reaper (%v); the last test process out stops the lab\n", err)
 				l.State.Owner, l.State.OwnerStart = 0, ""
-				_ = WriteState(p.StateFile(), l.State)
+				_ = lab.WriteState(p.StateFile(), l.State)
 			}
 		}
 	}
-	users, err := lock(ctx, p.UsersLock(), syscall.LOCK_SH)
+	users, err := lab.LockFile(ctx, p.UsersLock(), syscall.LOCK_SH)
 	if err != nil {
 		return nil, err
 	}
@@ -98,32 +104,32 @@ func Release(ctx context.Context) error {
 		return nil
 	}
 	p := ensured.lab.Paths
-	lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
+	lk, err := lab.LockFile(ctx, p.LabLock(), syscall.LOCK_EX)
 	if err != nil {
 		return err
 	}
-	defer lk.unlock()
-	ensured.users.unlock()
+	defer lk.Unlock()
+	ensured.users.Unlock()
 	ensured.lab, ensured.users = nil, nil
-	st, err := ReadState(p.StateFile())
+	st, err := lab.ReadState(p.StateFile())
 	if err != nil || st == nil || st.Keep || KeepFromEnv() {
 		return err
 	}
 	if st.Owner != 0 && processStart(st.Owner) == st.OwnerStart {
 		return nil // the owner's reaper stops it after the go test run
 	}
-	last, ok, err := tryLock(p.UsersLock(), syscall.LOCK_EX)
+	last, ok, err := lab.TryLockFile(p.UsersLock(), syscall.LOCK_EX)
 	if err != nil || !ok {
 		return err // another process still uses the lab
 	}
-	defer last.unlock()
-	return down(ctx, p, os.Stderr)
+	defer last.Unlock()
+	return lab.DownLocked(ctx, p, os.Stderr)
 }
 
 // Main runs the tests of a package that uses Ensure, with the audit trail in a temporary
 // file (IsolateAuditTrail), then releases the lab:
 //
-//	func TestMain(m *testing.M) { lab.Main(m) }
+//	func TestMain(m *testing.M) { labrun.Main(m) }
 func Main(m interface{ Run() int }) {
 	restore := IsolateAuditTrail()
 	code := m.Run()
@@ -169,7 +175,7 @@ func processStart(pid int) string {
 }
 
 // spawnReaper re-executes this test binary as a detached reaper for the run of owner.
-func spawnReaper(p Paths, owner int, start string) error {
+func spawnReaper(p lab.Paths, owner int, start string) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -200,12 +206,12 @@ func reap(arg string) int {
 		fmt.Fprintln(os.Stderr, "lab reaper: bad", reaperEnv, arg)
 		return 2
 	}
-	root, err := FindRoot()
+	root, err := lab.FindRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab reaper:", err)
 		return 2
 	}
-	p := Paths{Root: root}
+	p := lab.Paths{Root: root}
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "%s lab reaper[%d] owner %d: %s\n", time.Now().UTC().Format(time.RFC3339), os.Getpid(), owner, fmt.Sprintf(format, a...))
 	}
@@ -215,22 +221,22 @@ func reap(arg string) int {
 	}
 	ctx := context.Background()
 	for {
-		lk, err := lock(ctx, p.LabLock(), syscall.LOCK_EX)
+		lk, err := lab.LockFile(ctx, p.LabLock(), syscall.LOCK_EX)
 		if err != nil {
 			logf("lock: %v", err)
 			return 1
 		}
-		st, err := ReadState(p.StateFile())
+		st, err := lab.ReadState(p.StateFile())
 		if err != nil || st == nil || st.Keep || st.Owner != owner || st.OwnerStart != start {
-			lk.unlock()
+			lk.Unlock()
 			logf("nothing to stop (state %v, err %v)", st != nil, err)
 			return 0
 		}
-		users, ok, err := tryLock(p.UsersLock(), syscall.LOCK_EX)
+		users, ok, err := lab.TryLockFile(p.UsersLock(), syscall.LOCK_EX)
 		if err == nil && ok {
-			err = down(ctx, p, os.Stderr)
-			users.unlock()
-			lk.unlock()
+			err = lab.DownLocked(ctx, p, os.Stderr)
+			users.Unlock()
+			lk.Unlock()
 			if err != nil {
 				logf("stop: %v", err)
 				return 1
@@ -238,7 +244,7 @@ func reap(arg string) int {
 			logf("stopped the lab")
 			return 0
 		}
-		lk.unlock()
+		lk.Unlock()
 		time.Sleep(2 * time.Second)
 	}
 }
