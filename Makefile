@@ -32,11 +32,11 @@ fmt: ## gofmt check (fails when a file is not formatted)
 vet: ## go vet, all build tags
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./...
-	$(GO) vet -tags kop ./internal/kopsuite/
+	$(GO) vet -tags kop ./acceptance/kop/
 	$(GO) vet -tags topology ./internal/lab/
 	$(GO) vet -tags deploy ./deploy/
-	$(GO) vet -tags topology ./internal/topology/
-	$(GO) vet -tags three ./internal/threeclusters/
+	$(GO) vet -tags topology ./acceptance/topology/
+	$(GO) vet -tags three ./acceptance/three/
 
 unit: fmt vet ## fast tier: unit tests, no JVM (seconds)
 	$(GO) test -count=1 ./...
@@ -82,26 +82,26 @@ lab-clean: kop-lab-bin ## stop the lab, delete cluster data/logs/config.yaml (ke
 	bin/kop-lab clean
 
 e2e-lab: ## the lab's own e2e tests: reuse a running lab, else start one and stop it after the run
-	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/...
+	$(GO) test -count=1 -tags e2e -timeout 20m -p 1 ./internal/lab/... ./internal/testsupport/labtest/... ./acceptance/share/ ./acceptance/auth/
 
 # Not part of `make test` (CI): a multi-broker lab takes minutes to start on 2 shared cores and
 # 2 to 3 GB of memory (docs/lab.md). KOP_LAB_BROKERS defaults to 2 here; KOP_LAB_CLUSTERS=3
 # adds eus.
 e2e-topology: ## the multi-broker lab's tests (tag topology): starts the lab with KOP_LAB_BROKERS=2 unless set, stops it after
-	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/ ./internal/topology/
+	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) $(GO) test -count=1 -tags topology -timeout 60m -p 1 -v -run '^TestTopology' ./internal/lab/ ./acceptance/topology/
 
 e2e-three: build ## the user's story on three clusters with KoP (tag three): starts the lab with KOP_LAB_CLUSTERS=3, stops it after (needs KOP_NAR)
-	KOP_LAB_CLUSTERS=3 $(GO) test -count=1 -tags three -timeout 60m -p 1 -v ./internal/threeclusters/
+	KOP_LAB_CLUSTERS=3 $(GO) test -count=1 -tags three -timeout 60m -p 1 -v ./acceptance/three/
 
 # A longer start timeout than the default 4 minutes: on 2 cores at load average 30 (other labs
 # running) the auth lab with KoP took 4m24s to healthy, and a first try failed at 4m.
 e2e-auth: ## the auth lab's e2e tests (KOP_LAB_AUTH=token; with KOP_NAR also KoP's SASL/PLAIN; KOP_LAB_BROKERS=2 for several brokers): not part of make test
-	KOP_LAB_AUTH=token KOP_LAB_START_TIMEOUT=$${KOP_LAB_START_TIMEOUT:-10m} $(GO) test -count=1 -tags e2e -timeout 30m -p 1 -v ./internal/lab/authtest/
+	KOP_LAB_AUTH=token KOP_LAB_START_TIMEOUT=$${KOP_LAB_START_TIMEOUT:-10m} $(GO) test -count=1 -tags e2e -timeout 30m -p 1 -v ./acceptance/auth/
 
 # The same suite on two brokers per cluster (TestSeveralBrokersDoctorLocateReload runs only
 # there): a 2x2 auth lab with KoP took 4m15s to start at load average 34 (docs/lab.md).
 e2e-auth-brokers: ## the auth suite on the 2x2 auth lab (KOP_LAB_BROKERS=2 unless set; needs KOP_NAR): not part of make test
-	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) KOP_LAB_AUTH=token KOP_LAB_START_TIMEOUT=$${KOP_LAB_START_TIMEOUT:-15m} $(GO) test -count=1 -tags e2e -timeout 45m -p 1 -v ./internal/lab/authtest/
+	KOP_LAB_BROKERS=$(or $(KOP_LAB_BROKERS),2) KOP_LAB_AUTH=token KOP_LAB_START_TIMEOUT=$${KOP_LAB_START_TIMEOUT:-15m} $(GO) test -count=1 -tags e2e -timeout 45m -p 1 -v ./acceptance/auth/
 
 clean: ## remove build output (not the lab's data or the pinned tools: see lab-clean)
 	rm -rf bin/kop-offsets bin/kop-lab dist build completions manpages

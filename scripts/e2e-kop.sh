@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make e2e-kop: the KoP suite (internal/kopsuite, build tag kop) on the lab with a real KoP.
+# make e2e-kop: the KoP suite (acceptance/kop, build tag kop) on the lab with a real KoP.
 # Needs KOP_NAR=/path/to/pulsar-protocol-handler-kafka-<v>.nar (docs/lab.md), or a NAR already
 # in lab/run/protocols/; without one it fails at once, before building anything.
 set -euo pipefail
@@ -26,7 +26,7 @@ mkdir -p lab/run
 log=lab/run/e2e-kop.log
 start=$(date +%s)
 set +e
-$GO test -count=1 -tags kop -timeout 60m -p 1 -v ./internal/kopsuite/ 2>&1 | tee "$log"
+$GO test -count=1 -tags kop -timeout 60m -p 1 -v ./acceptance/kop/ 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 pass=$(grep -c '^--- PASS' "$log" || true)

@@ -16,7 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 type result struct {
@@ -125,7 +125,7 @@ func TestConfigViewGolden(t *testing.T) {
 		if strings.Contains(r.out, "very-secret-jwt") {
 			t.Fatalf("%s: secret printed:\n%s", format, r.out)
 		}
-		testutil.Golden(t, "testdata/config-view."+format+".golden", []byte(r.out))
+		clitest.Golden(t, "testdata/config-view."+format+".golden", []byte(r.out))
 	}
 	// Default yaml; the selection applies.
 	r := run(t, nil, "--config", cfg, "--cluster", "wus", "config", "view")

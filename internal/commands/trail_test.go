@@ -3,8 +3,8 @@ package commands
 import (
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
 // TestMain keeps the audit records of the commands these tests run out of the user's trail.
-func TestMain(m *testing.M) { lab.MainWithoutLab(m) }
+func TestMain(m *testing.M) { labrun.MainWithoutLab(m) }

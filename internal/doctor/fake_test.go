@@ -3,8 +3,8 @@ package doctor
 import (
 	"context"
 
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // activityAdmin is the shared fake admin plus the one method whose type it cannot name

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package lab
+package lab_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
@@ -36,28 +37,28 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	// lives in partition 5: KoP loads this shared offsets topic, and a record it cannot parse
 	// would make it fail the whole partition on every load (issue 15).
 	const partition = 5
-	topic := fmt.Sprintf("%s-partition-%d", OffsetsTopic, partition)
+	topic := fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, partition)
 	var group string
 	for i := 0; group == ""; i++ {
-		if g := fmt.Sprintf("lab-e2e-%d-%d", time.Now().UnixNano(), i); loader.PartitionFor(g, OffsetsTopicPartitions) == partition {
+		if g := fmt.Sprintf("lab-e2e-%d-%d", time.Now().UnixNano(), i); loader.PartitionFor(g, lab.OffsetsTopicPartitions) == partition {
 			group = g
 		}
 	}
-	_, payload := kop.Encode(kop.OffsetCommit{Group: group, Topic: Topic1, Partition: 0, Offset: 1})
+	_, payload := kop.Encode(kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 1})
 	key := base64.StdEncoding.EncodeToString(kop.PulsarKey(group))
 
-	for _, c := range []Cluster{scus, wus} {
-		a, err := NewAdmin(c)
+	for _, c := range []lab.Cluster{scus, wus} {
+		a, err := lab.NewAdmin(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		md, err := a.Topics().GetMetadataWithContext(ctx, mustTopic(t, OffsetsTopic))
-		if err != nil || md.Partitions != OffsetsTopicPartitions {
-			t.Fatalf("%s: %s partitions %d (%v), want %d", c.Name, OffsetsTopic, md.Partitions, err, OffsetsTopicPartitions)
+		md, err := a.Topics().GetMetadataWithContext(ctx, mustTopic(t, lab.OffsetsTopic))
+		if err != nil || md.Partitions != lab.OffsetsTopicPartitions {
+			t.Fatalf("%s: %s partitions %d (%v), want %d", c.Name, lab.OffsetsTopic, md.Partitions, err, lab.OffsetsTopicPartitions)
 		}
-		repl, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, MetadataNamespace)
-		if err != nil || !sameSet(repl, []string{"scus", "wus"}) {
-			t.Fatalf("%s: %s replicates to %v (%v)", c.Name, MetadataNamespace, repl, err)
+		repl, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, lab.MetadataNamespace)
+		if err != nil || !lab.SameSet(repl, []string{"scus", "wus"}) {
+			t.Fatalf("%s: %s replicates to %v (%v)", c.Name, lab.MetadataNamespace, repl, err)
 		}
 	}
 
@@ -79,7 +80,7 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	t.Logf("sent an offset commit of %s (%d bytes) to %s on scus at %v", group, len(payload), topic, id)
 
 	// Wait for the scus -> wus replicator of that partition to drain.
-	sa, _ := NewAdmin(scus)
+	sa, _ := lab.NewAdmin(scus)
 	tn := mustTopic(t, topic)
 	var last utils.ReplicatorStats
 	deadline := time.Now().Add(2 * time.Minute)
@@ -135,14 +136,14 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 	// The partition lives in one of the 4 bundles of public/__kafka, the same on both sides,
 	// and each cluster's own broker owns it.
 	var ranges []string
-	for _, c := range []Cluster{scus, wus} {
-		a, _ := NewAdmin(c)
-		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
+	for _, c := range []lab.Cluster{scus, wus} {
+		a, _ := lab.NewAdmin(c)
+		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, lab.MetadataNamespace)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pol.Bundles == nil || pol.Bundles.NumBundles != MetadataBundles || len(pol.Bundles.Boundaries) != MetadataBundles+1 {
-			t.Fatalf("%s: %s bundles %+v, want %d", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
+		if pol.Bundles == nil || pol.Bundles.NumBundles != lab.MetadataBundles || len(pol.Bundles.Boundaries) != lab.MetadataBundles+1 {
+			t.Fatalf("%s: %s bundles %+v, want %d", c.Name, lab.MetadataNamespace, pol.Bundles, lab.MetadataBundles)
 		}
 		var bundles []string
 		for i := 0; i+1 < len(pol.Bundles.Boundaries); i++ {
@@ -162,7 +163,7 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 		if look.BrokerURL != c.ServiceURL {
 			t.Fatalf("%s: %s owned by %s, want %s", c.Name, topic, look.BrokerURL, c.ServiceURL)
 		}
-		t.Logf("%s: %s in bundle %s of %s, owner %s", c.Name, topic, rng, MetadataNamespace, look.BrokerURL)
+		t.Logf("%s: %s in bundle %s of %s, owner %s", c.Name, topic, rng, lab.MetadataNamespace, look.BrokerURL)
 		ranges = append(ranges, rng)
 	}
 	if ranges[0] != ranges[1] {
@@ -175,7 +176,7 @@ func TestOffsetsTopicGeoReplicated(t *testing.T) {
 // or why it runs without one (the mvn error, or KOP=off) and that nothing answers Kafka.
 func TestKoPModeReported(t *testing.T) {
 	l := ensureLab(t)
-	r, err := Status(context.Background(), Options{})
+	r, err := lab.Status(context.Background(), lab.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +192,11 @@ func TestKoPModeReported(t *testing.T) {
 	if k.SHA256 == "" || k.Version == "" || k.HandlerClass == "" || k.HandlerDir == "" {
 		t.Errorf("KoP on but not described: %+v", k)
 	}
-	if sum, err := fileSHA256(k.Nar); err != nil || sum != k.SHA256 {
+	if sum, err := lab.FileSHA256(k.Nar); err != nil || sum != k.SHA256 {
 		t.Errorf("loaded NAR %s: sha256 %s (%v), recorded %s", k.Nar, sum, err, k.SHA256)
 	}
 	if nar := os.Getenv("KOP_NAR"); nar != "" {
-		if sum, err := fileSHA256(nar); err != nil || sum != k.SHA256 || k.Source != "KOP_NAR" {
+		if sum, err := lab.FileSHA256(nar); err != nil || sum != k.SHA256 || k.Source != "KOP_NAR" {
 			t.Errorf("KOP_NAR=%s: sha256 %s (%v); the lab loaded %s from %s", nar, sum, err, k.SHA256, k.Source)
 		}
 	}
@@ -213,7 +214,7 @@ func TestKoPModeReported(t *testing.T) {
 		if !c.KoP {
 			t.Errorf("%s: KoP off in a KoP lab", c.Name)
 		}
-		if err := KafkaMetadata(context.Background(), c); err != nil {
+		if err := lab.KafkaMetadata(context.Background(), c); err != nil {
 			t.Errorf("%s: KoP does not answer: %v", c.Name, err)
 		}
 		conf, err := os.ReadFile(l.Paths.BrokerConf(c.Name))
@@ -230,10 +231,10 @@ func TestKoPModeReported(t *testing.T) {
 	t.Logf("KoP %s (version from %s), sha256 %s, from %s %s, on Pulsar %s", k.Version, k.VersionFrom, k.SHA256, k.Source, k.Origin, l.State.PulsarVersion)
 }
 
-func assertKoPAbsent(t *testing.T, l *Lab, r *StatusReport, y string) {
+func assertKoPAbsent(t *testing.T, l *lab.Lab, r *lab.StatusReport, y string) {
 	t.Helper()
 	switch {
-	case l.KoP.Mode == KoPOff:
+	case l.KoP.Mode == lab.KoPOff:
 		if !strings.HasPrefix(l.KoP.Reason, "KOP=off") {
 			t.Errorf("KOP=off, reason %q", l.KoP.Reason)
 		}
@@ -246,14 +247,14 @@ func assertKoPAbsent(t *testing.T, l *Lab, r *StatusReport, y string) {
 		if c.KoP {
 			t.Errorf("%s: KoP on without a NAR", c.Name)
 		}
-		if err := KafkaMetadata(context.Background(), c); err == nil {
+		if err := lab.KafkaMetadata(context.Background(), c); err == nil {
 			t.Errorf("%s: something answers Kafka on %s although KoP is off", c.Name, c.KafkaBootstrap)
 		}
 	}
 	if r.KoP.Enabled || r.KoP.MavenError != l.KoP.MavenError {
 		t.Errorf("status KoP %+v", r.KoP)
 	}
-	if !strings.Contains(y, "# KoP: off (") || l.KoP.Mode != KoPOff && !strings.Contains(y, "pulsar-protocol-handler-kafka") {
+	if !strings.Contains(y, "# KoP: off (") || l.KoP.Mode != lab.KoPOff && !strings.Contains(y, "pulsar-protocol-handler-kafka") {
 		t.Errorf("config.yaml does not say KoP is off and why:\n%s", y)
 	}
 }
@@ -266,21 +267,21 @@ func TestKoPRequired(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if l.KoP.Enabled {
-		again, err := Up(ctx, Options{KoP: KoPRequired, Log: testWriter{t}})
+		again, err := lab.Up(ctx, lab.Options{KoP: lab.KoPRequired, Log: testWriter{t}})
 		if err != nil || again.Started || again.KoP.SHA256 != l.KoP.SHA256 {
 			t.Fatalf("KOP=required on a KoP lab: started %v, KoP %+v, %v", again != nil && again.Started, again, err)
 		}
 		return
 	}
-	if l.KoP.Mode == KoPOff {
+	if l.KoP.Mode == lab.KoPOff {
 		t.Fatalf("KOP=off: run the lab's tests without KOP=off (KOP=required would replace the lab)")
 	}
 	if _, err := os.Stat(l.Paths.KoPNar(l.KoP.Version)); err == nil {
 		t.Fatalf("a KoP NAR is present (%s) but the lab runs without KoP: restart it (kop-lab down)", l.Paths.KoPNar(l.KoP.Version))
 	}
 	t.Setenv("KOP_PROBE", "1")
-	_, err := Up(ctx, Options{KoP: KoPRequired, Log: testWriter{t}})
-	if !errors.Is(err, ErrKoPRequired) {
+	_, err := lab.Up(ctx, lab.Options{KoP: lab.KoPRequired, Log: testWriter{t}})
+	if !errors.Is(err, lab.ErrKoPRequired) {
 		t.Fatalf("KOP=required: got %v, want ErrKoPRequired", err)
 	}
 	msg := err.Error()
@@ -289,15 +290,15 @@ func TestKoPRequired(t *testing.T) {
 		t.Errorf("error does not carry the mvn command and error, or name KOP_NAR:\n%s", msg)
 	}
 	t.Logf("KOP=required: %v", err)
-	st, err := ReadState(l.Paths.StateFile())
+	st, err := lab.ReadState(l.Paths.StateFile())
 	if err != nil || st == nil {
 		t.Fatalf("state after KOP=required: %v %v", st, err)
 	}
 	for _, c := range st.Clusters {
-		if !IsLabJVM(c.PID, c.Name) {
+		if !lab.IsLabJVM(c.PID, c.Name) {
 			t.Errorf("%s (pid %d) stopped by a failed KOP=required start", c.Name, c.PID)
 		}
-		if err := CheckHealth(ctx, c.Cluster); err != nil {
+		if err := lab.CheckHealth(ctx, c.Cluster); err != nil {
 			t.Errorf("%s unhealthy after a failed KOP=required start: %v", c.Name, err)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build e2e || topology
 
-package lab
+package lab_test
 
 import (
 	"context"
@@ -9,18 +9,21 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
 // One lab per go test run: Ensure starts it (or reuses a running one); Main releases it and
 // the last test process out stops it unless it is kept (kop-lab up, KOP_LAB_KEEP=1). The e2e
 // tests (tag e2e) and the topology tests (tag topology, make e2e-topology) share this.
-func TestMain(m *testing.M) { Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
-func ensureLab(t *testing.T) *Lab {
+func ensureLab(t *testing.T) *lab.Lab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	l, err := Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

@@ -1,6 +1,6 @@
 //go:build topology
 
-package lab
+package lab_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kop-offsets/kop-offsets/internal/lab"
 )
 
 // The topology tests run on a multi-broker lab (make e2e-topology: KOP_LAB_BROKERS=2, and
@@ -22,7 +24,7 @@ import (
 // the bundles of public/__kafka are owned by the cluster's brokers, replication is a full mesh,
 // and one broker can be stopped and started by pid.
 
-func multiBrokerLab(t *testing.T) *Lab {
+func multiBrokerLab(t *testing.T) *lab.Lab {
 	t.Helper()
 	l := ensureLab(t)
 	if l.State.Shape.Standalone() {
@@ -39,7 +41,7 @@ func TestTopologyEveryBrokerAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, c := range l.Clusters {
-		a, err := NewAdmin(c)
+		a, err := lab.NewAdmin(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,14 +52,14 @@ func TestTopologyEveryBrokerAnswers(t *testing.T) {
 		slices.Sort(active)
 		var want []string
 		for i := 0; i < c.BrokerCount(); i++ {
-			want = append(want, fmt.Sprintf("%s:%d", Host, c.Broker(i).Ports.Web))
+			want = append(want, fmt.Sprintf("%s:%d", lab.Host, c.Broker(i).Ports.Web))
 		}
 		if !slices.Equal(active, want) {
 			t.Errorf("%s: active brokers %v, want %v", c.Name, active, want)
 		}
 		for i := 0; i < c.BrokerCount(); i++ {
 			b := c.Broker(i)
-			if err := CheckHealth(ctx, b); err != nil {
+			if err := lab.CheckHealth(ctx, b); err != nil {
 				t.Errorf("%s broker-%d: %v", c.Name, i, err)
 				continue
 			}
@@ -77,7 +79,7 @@ func TestTopologyEveryBrokerAnswers(t *testing.T) {
 
 // kafkaBrokers sends one Metadata request to c's Kafka listener alone and returns how many
 // brokers the answer lists.
-func kafkaBrokers(ctx context.Context, c Cluster) (int, error) {
+func kafkaBrokers(ctx context.Context, c lab.Cluster) (int, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaBootstrap), kgo.MaxVersions(kversion.V3_8_0()), kgo.RequestRetries(0))
 	if err != nil {
 		return 0, err
@@ -93,7 +95,7 @@ func kafkaBrokers(ctx context.Context, c Cluster) (int, error) {
 }
 
 // TestTopologyOffsetsBundlesOwned: public/__kafka keeps its 4 bundles (or splits of them:
-// internal/topology's split test splits one) on every cluster; a lookup of each offsets
+// acceptance/topology's split test splits one) on every cluster; a lookup of each offsets
 // partition names one of the cluster's brokers; the brokers' own ownership lists hold each
 // bundle exactly once. How the load manager spread them is logged.
 func TestTopologyOffsetsBundlesOwned(t *testing.T) {
@@ -101,21 +103,21 @@ func TestTopologyOffsetsBundlesOwned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, c := range l.Clusters {
-		a, err := NewAdmin(c)
+		a, err := lab.NewAdmin(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
-		if err != nil || !MetadataBundlesOK(pol.Bundles) {
-			t.Fatalf("%s: bundles of %s: %+v %v", c.Name, MetadataNamespace, pol, err)
+		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, lab.MetadataNamespace)
+		if err != nil || !lab.MetadataBundlesOK(pol.Bundles) {
+			t.Fatalf("%s: bundles of %s: %+v %v", c.Name, lab.MetadataNamespace, pol, err)
 		}
 		brokers := map[string]int{}
 		for i := 0; i < c.BrokerCount(); i++ {
 			brokers[c.Broker(i).ServiceURL] = i
 		}
 		owner := map[string]string{} // bundle -> broker URL
-		for p := 0; p < OffsetsTopicPartitions; p++ {
-			tn := mustTopic(t, fmt.Sprintf("%s-partition-%d", OffsetsTopic, p))
+		for p := 0; p < lab.OffsetsTopicPartitions; p++ {
+			tn := mustTopic(t, fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, p))
 			rng, err := a.Topics().GetBundleRangeWithContext(ctx, tn)
 			if err != nil {
 				t.Fatalf("%s: bundle of %s: %v", c.Name, tn.String(), err)
@@ -136,12 +138,12 @@ func TestTopologyOffsetsBundlesOwned(t *testing.T) {
 		// Each broker's own list: every bundle of public/__kafka that a partition maps to, once.
 		held := map[string]int{}
 		for i := 0; i < c.BrokerCount(); i++ {
-			owned, err := a.Brokers().GetOwnedNamespacesWithContext(ctx, c.Name, fmt.Sprintf("%s:%d", Host, c.Broker(i).Ports.Web))
+			owned, err := a.Brokers().GetOwnedNamespacesWithContext(ctx, c.Name, fmt.Sprintf("%s:%d", lab.Host, c.Broker(i).Ports.Web))
 			if err != nil {
 				t.Fatalf("%s broker-%d: owned namespaces: %v", c.Name, i, err)
 			}
 			for b := range owned {
-				if rng, ok := strings.CutPrefix(b, MetadataNamespace+"/"); ok {
+				if rng, ok := strings.CutPrefix(b, lab.MetadataNamespace+"/"); ok {
 					held[rng]++
 					if want := c.Broker(i).ServiceURL; owner[rng] != "" && owner[rng] != want {
 						t.Errorf("%s: bundle %s listed by broker-%d, looked up on %s", c.Name, rng, i, owner[rng])
@@ -152,11 +154,11 @@ func TestTopologyOffsetsBundlesOwned(t *testing.T) {
 		spread := map[string][]string{}
 		for rng, url := range owner {
 			if held[rng] != 1 {
-				t.Errorf("%s: bundle %s of %s owned by %d brokers", c.Name, rng, MetadataNamespace, held[rng])
+				t.Errorf("%s: bundle %s of %s owned by %d brokers", c.Name, rng, lab.MetadataNamespace, held[rng])
 			}
 			spread[url] = append(spread[url], rng)
 		}
-		t.Logf("%s: %d bundles of %s hold the %d offsets partitions; owners: %v", c.Name, len(owner), MetadataNamespace, OffsetsTopicPartitions, spread)
+		t.Logf("%s: %d bundles of %s hold the %d offsets partitions; owners: %v", c.Name, len(owner), lab.MetadataNamespace, lab.OffsetsTopicPartitions, spread)
 	}
 }
 
@@ -166,12 +168,12 @@ func TestTopologyReplicationFullMesh(t *testing.T) {
 	l := multiBrokerLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	names := ClusterNames(l.Clusters)
+	names := lab.ClusterNames(l.Clusters)
 	for _, c := range l.Clusters {
-		a, _ := NewAdmin(c)
-		for _, ns := range []string{DefaultNamespace, MetadataNamespace} {
+		a, _ := lab.NewAdmin(c)
+		for _, ns := range []string{lab.DefaultNamespace, lab.MetadataNamespace} {
 			repl, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, ns)
-			if err != nil || !sameSet(repl, names) {
+			if err != nil || !lab.SameSet(repl, names) {
 				t.Fatalf("%s: %s replicates to %v (%v), want %v", c.Name, ns, repl, err, names)
 			}
 		}
@@ -180,7 +182,7 @@ func TestTopologyReplicationFullMesh(t *testing.T) {
 	for _, src := range l.Clusters {
 		key := run + "-from-" + src.Name
 		pc := pulsarClient(t, src.ServiceURLs())
-		prod, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: Topic1, DisableBatching: true})
+		prod, err := pc.CreateProducer(pulsar.ProducerOptions{Topic: lab.Topic1, DisableBatching: true})
 		if err != nil {
 			t.Fatalf("%s: producer: %v", src.Name, err)
 		}
@@ -198,7 +200,7 @@ func TestTopologyReplicationFullMesh(t *testing.T) {
 				want[run+"-from-"+src.Name] = true
 			}
 		}
-		rd, err := pc.CreateReader(pulsar.ReaderOptions{Topic: Topic1 + "-partition-0", StartMessageID: pulsar.EarliestMessageID()})
+		rd, err := pc.CreateReader(pulsar.ReaderOptions{Topic: lab.Topic1 + "-partition-0", StartMessageID: pulsar.EarliestMessageID()})
 		if err != nil {
 			t.Fatalf("%s: reader: %v", dst.Name, err)
 		}
@@ -243,7 +245,7 @@ func TestTopologyStopStartOneBroker(t *testing.T) {
 	last := c.BrokerCount() - 1
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	before, _ := l.State.Process(c.Name, RoleBroker, last)
+	before, _ := l.State.Process(c.Name, lab.RoleBroker, last)
 	if err := l.StopBroker(ctx, c.Name, last); err != nil {
 		t.Fatal(err)
 	}
@@ -253,15 +255,15 @@ func TestTopologyStopStartOneBroker(t *testing.T) {
 			_ = l.StartBroker(context.Background(), c.Name, last)
 		}
 	})
-	st, err := ReadState(l.Paths.StateFile())
+	st, err := lab.ReadState(l.Paths.StateFile())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, _ := st.Process(c.Name, RoleBroker, last)
-	if ps == nil || !ps.Stopped || IsLabJVM(ps.PID, c.Name) || portInUse(c.Broker(last).Ports.Web) {
-		t.Fatalf("%s broker-%d after StopBroker: %+v, web port open %v", c.Name, last, ps, portInUse(c.Broker(last).Ports.Web))
+	ps, _ := st.Process(c.Name, lab.RoleBroker, last)
+	if ps == nil || !ps.Stopped || lab.IsLabJVM(ps.PID, c.Name) || lab.PortInUse(c.Broker(last).Ports.Web) {
+		t.Fatalf("%s broker-%d after StopBroker: %+v, web port open %v", c.Name, last, ps, lab.PortInUse(c.Broker(last).Ports.Web))
 	}
-	if r, err := Status(ctx, Options{Root: l.Paths.Root}); err == nil {
+	if r, err := lab.Status(ctx, lab.Options{Root: l.Paths.Root}); err == nil {
 		for _, cs := range r.Clusters {
 			if cs.Name == c.Name && cs.Health == nil {
 				t.Errorf("%s: status calls it healthy with broker-%d stopped", c.Name, last)
@@ -269,13 +271,13 @@ func TestTopologyStopStartOneBroker(t *testing.T) {
 		}
 	}
 	live := c.Broker(0)
-	if err := CheckHealth(ctx, live); err != nil {
+	if err := lab.CheckHealth(ctx, live); err != nil {
 		t.Errorf("%s broker-0 with broker-%d stopped: %v", c.Name, last, err)
 	}
-	a, _ := NewAdmin(live)
+	a, _ := lab.NewAdmin(live)
 	t0 := time.Now()
-	for p := 0; p < OffsetsTopicPartitions; p++ {
-		tn := mustTopic(t, fmt.Sprintf("%s-partition-%d", OffsetsTopic, p))
+	for p := 0; p < lab.OffsetsTopicPartitions; p++ {
+		tn := mustTopic(t, fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, p))
 		for {
 			look, err := a.Topics().LookupWithContext(ctx, tn)
 			if err == nil && look.BrokerURL != c.Broker(last).ServiceURL {
@@ -293,12 +295,12 @@ func TestTopologyStopStartOneBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted = true
-	st, _ = ReadState(l.Paths.StateFile())
-	ps, _ = st.Process(c.Name, RoleBroker, last)
-	if ps == nil || ps.Stopped || !isLabProcess(ps.PID, c.Name, ps.ID()) || ps.PID == before.PID {
+	st, _ = lab.ReadState(l.Paths.StateFile())
+	ps, _ = st.Process(c.Name, lab.RoleBroker, last)
+	if ps == nil || ps.Stopped || !lab.IsLabProcess(ps.PID, c.Name, ps.ID()) || ps.PID == before.PID {
 		t.Fatalf("%s broker-%d after StartBroker: %+v", c.Name, last, ps)
 	}
-	if err := CheckHealth(ctx, c.Broker(last)); err != nil {
+	if err := lab.CheckHealth(ctx, c.Broker(last)); err != nil {
 		t.Errorf("%s broker-%d after StartBroker: %v", c.Name, last, err)
 	}
 	t.Logf("%s: broker-%d started again as pid %d, healthy after %.1fs", c.Name, last, ps.PID, ps.ReadySeconds)

@@ -29,11 +29,12 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 // copyConfig writes the lab's config to a file of its own (another operator's config) whose
 // offsets topic is in metadataNS instead of __kafka.
@@ -118,7 +119,7 @@ func reloadArgs(cfg, trail string, parts string, extra ...string) []string {
 func TestE2ELeaseTwoProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 type member struct {
@@ -46,8 +46,8 @@ func TestJSONAndYAMLGolden(t *testing.T) {
 	if err := output.WriteYAML(&y, sample()); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "testdata/doc.json.golden", j.Bytes())
-	testutil.Golden(t, "testdata/doc.yaml.golden", y.Bytes())
+	clitest.Golden(t, "testdata/doc.json.golden", j.Bytes())
+	clitest.Golden(t, "testdata/doc.yaml.golden", y.Bytes())
 }
 
 func TestNDJSON(t *testing.T) {
@@ -55,7 +55,7 @@ func TestNDJSON(t *testing.T) {
 	w := output.NewNDJSONWriter(&b)
 	_ = w.Write(map[string]any{"kind": "offset_commit", "offset": 1})
 	_ = w.Write(map[string]any{"kind": "group_tombstone", "group": "<g>"})
-	testutil.Golden(t, "testdata/records.ndjson.golden", b.Bytes())
+	clitest.Golden(t, "testdata/records.ndjson.golden", b.Bytes())
 }
 
 func tableRows(tp *output.TablePrinter) {
@@ -81,7 +81,7 @@ func TestTableGolden(t *testing.T) {
 		if tty {
 			name = "table.tty"
 		}
-		testutil.Golden(t, "testdata/"+name+".golden", b.Bytes())
+		clitest.Golden(t, "testdata/"+name+".golden", b.Bytes())
 	}
 }
 

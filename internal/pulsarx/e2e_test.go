@@ -17,9 +17,10 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 type e2eCluster struct {
 	lab.Cluster
@@ -33,7 +34,7 @@ func setupLab(t *testing.T) (scus, wus *e2eCluster) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

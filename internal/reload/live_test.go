@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // committing is a group that keeps committing on the cluster written to, as KoP's commit

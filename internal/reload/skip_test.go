@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // The standby (scus in these tests: the plan's cluster) holds a commit replicated from wus.

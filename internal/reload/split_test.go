@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // splitPlan plans the reload of a stale group of offsets partition 3 (KoP serves 500, the

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 

@@ -10,13 +10,13 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -96,7 +96,7 @@ func TestCheckJSONGolden(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `"exitCode": 1`) {
 		t.Errorf("exit %d", code)
 	}
-	testutil.Golden(t, "testdata/check.json", []byte(out))
+	clitest.Golden(t, "testdata/check.json", []byte(out))
 }
 
 func TestCheckTableAndHint(t *testing.T) {
@@ -147,7 +147,7 @@ func TestCheckClusterDownOthersCorrect(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d", code)
 	}
-	testutil.Golden(t, "testdata/check-wus-down.json", []byte(out))
+	clitest.Golden(t, "testdata/check-wus-down.json", []byte(out))
 }
 
 func TestPrometheusTextfileGolden(t *testing.T) {
@@ -160,7 +160,7 @@ func TestPrometheusTextfileGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "testdata/check.prom", b)
+	clitest.Golden(t, "testdata/check.prom", b)
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	if len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
@@ -177,7 +177,7 @@ func TestPersistedOnly(t *testing.T) {
 func TestNewCmdCheckFlags(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
-	got, err := testutil.ParseOptions(f, NewCmdCheck, "--group", "a*", "--group", "b", "--topic", "topic-1", "--source", "scus",
+	got, err := clitest.ParseOptions(f, NewCmdCheck, "--group", "a*", "--group", "b", "--topic", "topic-1", "--source", "scus",
 		"--fail-on", "stale_cache,diverged", "--alignment-max-messages", "5000", "--prometheus-file", "/tmp/x.prom", "-o", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		t.Errorf("%+v", got)
 	}
 	for _, args := range [][]string{{"--fail-on", "nope"}, {"--alignment", "--persisted-only"}, {"--alignment-max-messages", "-1"}, {"extra"}} {
-		if _, err := testutil.ParseOptions(f, NewCmdCheck, args...); cmdutil.ExitCode(err) != 2 {
+		if _, err := clitest.ParseOptions(f, NewCmdCheck, args...); cmdutil.ExitCode(err) != 2 {
 			t.Errorf("%v: %v", args, err)
 		}
 	}

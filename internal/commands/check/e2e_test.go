@@ -27,16 +27,16 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 type e2eLab struct {
 	l     *lab.Lab
@@ -48,7 +48,7 @@ func setup(t *testing.T) *e2eLab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}
@@ -95,8 +95,8 @@ func (e *e2eLab) writeConfig(t *testing.T, ns, dead string) string {
 // runCheck runs `kop-offsets --config cfg check args...` in-process and decodes its JSON.
 func runCheck(t *testing.T, cfg string, args ...string) (survey.Report, int, string) {
 	t.Helper()
-	f, s := testutil.NewFactory("test", false)
-	r := testutil.Run(context.Background(), cmdutil.NewTestRoot(f, NewCmdCheck(f, nil)), s,
+	f, s := clitest.NewFactory("test", false)
+	r := clitest.Run(context.Background(), clitest.NewTestRoot(f, NewCmdCheck(f, nil)), s,
 		append([]string{"--config", cfg, "--timeout", "5s", "check", "-o", "json"}, args...)...)
 	code := r.Code
 	var rep survey.Report

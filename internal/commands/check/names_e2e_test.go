@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -53,8 +52,8 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	ctx := context.Background()
 	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-names")
 
-	f, s := testutil.NewFactory("test", false)
-	r := testutil.Run(ctx, cmdutil.NewTestRoot(f, NewCmdCheck(f, nil)), s,
+	f, s := clitest.NewFactory("test", false)
+	r := clitest.Run(ctx, clitest.NewTestRoot(f, NewCmdCheck(f, nil)), s,
 		"--config", e.writeNamedConfig(t, nsLocal, false), "--timeout", "5s", "check", "--persisted-only", "-o", "json")
 	msg := fmt.Sprint(r.Err)
 	if r.Code != 2 || !strings.Contains(msg, `Pulsar calls this cluster "scus"`) || !strings.Contains(msg, `expects "east"`) ||

@@ -76,15 +76,3 @@ func BindGlobalFlags(cmd *cobra.Command, fl *GlobalFlags) {
 	pf.DurationVar(&fl.Timeout, "timeout", fl.Timeout, "timeout of each request to a cluster (dial timeout: the smaller of 5s and this)")
 	pf.BoolVar(&fl.Verbose, "verbose", false, "log what is done to stderr")
 }
-
-// NewTestRoot returns a stand-in root for tests of one command: the global flags bound to
-// f.Flags, errors silenced, output to f.IOStreams, flag errors as *FlagError.
-func NewTestRoot(f *Factory, cmds ...*cobra.Command) *cobra.Command {
-	root := &cobra.Command{Use: "kop-offsets", SilenceErrors: true, SilenceUsage: true}
-	BindGlobalFlags(root, f.Flags)
-	root.SetOut(f.IOStreams.Out)
-	root.SetErr(f.IOStreams.ErrOut)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &FlagError{Err: err} })
-	root.AddCommand(cmds...)
-	return root
-}

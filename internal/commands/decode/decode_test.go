@@ -18,7 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 var ts = time.Date(2025, 3, 4, 5, 6, 7, 891e6, time.UTC)
@@ -75,8 +75,8 @@ func TestNewCmdDecodeFlags(t *testing.T) {
 		{args: []string{"x"}, err: `unexpected argument "x"`},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", tt.tty)
-		got := testutil.ParseFlags(t, f, NewCmdDecode, tt.err, tt.args...)
+		f, _ := clitest.NewFactory("x", tt.tty)
+		got := clitest.ParseFlags(t, f, NewCmdDecode, tt.err, tt.args...)
 		if got == nil {
 			continue
 		}
@@ -102,7 +102,7 @@ func TestDecodeInputGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		testutil.Golden(t, "testdata/input."+string(f)+".golden", []byte(out))
+		clitest.Golden(t, "testdata/input."+string(f)+".golden", []byte(out))
 		if want := "decoded 6 messages, 6 records: 1 offset_commit, 1 offset_tombstone, 1 group_metadata, 1 placeholder, 2 undecodable\n"; errOut != want {
 			t.Errorf("%s: stderr %q, want %q", f, errOut, want)
 		}
@@ -118,7 +118,7 @@ func TestDecodeInputFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "testdata/input.ndjson.golden", []byte(out))
+	clitest.Golden(t, "testdata/input.ndjson.golden", []byte(out))
 
 	_, _, err = run(t, &Options{Format: output.NDJSON, Input: filepath.Join(t.TempDir(), "absent")}, "")
 	if cmdutil.ExitCode(err) != 2 || !strings.Contains(err.Error(), "--input") {
@@ -173,7 +173,7 @@ func TestDecodeFlagsInput(t *testing.T) {
 	if err != nil || out != outHex {
 		t.Errorf("hex differs from base64: %v\n%s\n%s", err, out, outHex)
 	}
-	testutil.Golden(t, "testdata/flags.ndjson.golden", []byte(out))
+	clitest.Golden(t, "testdata/flags.ndjson.golden", []byte(out))
 
 	// URL-safe base64 without padding is accepted too.
 	outURL, _, err := run(t, &Options{Format: output.NDJSON, Value: base64.RawURLEncoding.EncodeToString(m[1])}, "")

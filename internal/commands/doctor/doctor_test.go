@@ -12,11 +12,11 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 func TestNewCmdDoctorFlags(t *testing.T) {
@@ -39,8 +39,8 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 		{args: []string{"--topic", ""}, err: "--topic must not be empty"},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", false)
-		got := testutil.ParseFlags(t, f, NewCmdDoctor, tt.err, tt.args...)
+		f, _ := clitest.NewFactory("x", false)
+		got := clitest.ParseFlags(t, f, NewCmdDoctor, tt.err, tt.args...)
 		if got == nil {
 			continue
 		}
@@ -130,7 +130,7 @@ func TestDoctorRunLabGolden(t *testing.T) {
 		if cmdutil.ExitCode(err) != tc.exit || (err != nil && !cmdutil.IsSilent(err)) {
 			t.Errorf("%s: err %v, want silent exit %d", tc.name, err, tc.exit)
 		}
-		testutil.Golden(t, "testdata/"+tc.name+".golden", out.Bytes())
+		clitest.Golden(t, "testdata/"+tc.name+".golden", out.Bytes())
 	}
 	wusDown = false
 }

@@ -17,12 +17,11 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
 // The lab as it is, in either mode. Without KoP (no KOP_NAR) each cluster must have exactly
@@ -36,8 +35,8 @@ func TestMain(m *testing.M) { labtest.Main(m) }
 // runDoctor runs `kop-offsets --config <lab> doctor -o json args...` and decodes the result.
 func runDoctor(t *testing.T, l *lab.Lab, args ...string) (Result, int) {
 	t.Helper()
-	f, s := testutil.NewFactory("e2e", false)
-	r := testutil.Run(context.Background(), cmdutil.NewTestRoot(f, NewCmdDoctor(f, nil)), s,
+	f, s := clitest.NewFactory("e2e", false)
+	r := clitest.Run(context.Background(), clitest.NewTestRoot(f, NewCmdDoctor(f, nil)), s,
 		append([]string{"--config", l.ConfigPath, "--timeout", "10s", "doctor", "-o", "json"}, args...)...)
 	code := r.Code
 	var res Result

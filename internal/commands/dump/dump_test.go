@@ -12,14 +12,14 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 var ts = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -58,8 +58,8 @@ func TestNewCmdDumpFlags(t *testing.T) {
 		{args: []string{"extra"}, err: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", false)
-		got := testutil.ParseFlags(t, f, NewCmdDump, tt.err, tt.args...)
+		f, _ := clitest.NewFactory("x", false)
+		got := clitest.ParseFlags(t, f, NewCmdDump, tt.err, tt.args...)
 		if got == nil {
 			continue
 		}
@@ -137,10 +137,10 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 
 func runDump(t *testing.T, args []string, readers map[string]*fakeReader, clusters []config.Cluster) (string, string, *pulsarx.ReaderOptions, error) {
 	t.Helper()
-	f, s := testutil.NewFactory("x", false)
+	f, s := clitest.NewFactory("x", false)
 	var ro pulsarx.ReaderOptions
 	var runErr error
-	root := cmdutil.NewTestRoot(f, NewCmdDump(f, func(o *Options) error {
+	root := clitest.NewTestRoot(f, NewCmdDump(f, func(o *Options) error {
 		o.Clusters = func() ([]config.Cluster, error) { return clusters, nil }
 		o.NewReader = func(cl config.Cluster, r pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
 			ro = r
@@ -149,7 +149,7 @@ func runDump(t *testing.T, args []string, readers map[string]*fakeReader, cluste
 		runErr = dumpRun(context.Background(), o)
 		return runErr
 	}))
-	r := testutil.Run(context.Background(), root, s, append([]string{"dump"}, args...)...)
+	r := clitest.Run(context.Background(), root, s, append([]string{"dump"}, args...)...)
 	if !errors.Is(r.Err, runErr) {
 		t.Fatalf("%v: parse error %v", args, r.Err)
 	}
@@ -162,7 +162,7 @@ func TestDumpAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "testdata/all.ndjson.golden", []byte(out))
+	clitest.Golden(t, "testdata/all.ndjson.golden", []byte(out))
 	want := "scus: read 9 messages of 8 partitions, wrote 9 records (5 offset_commit, 1 offset_tombstone, 1 group_metadata, 1 placeholder, 1 undecodable)\n" +
 		"wus: read 1 messages of 8 partitions, wrote 1 records (1 offset_commit)\n"
 	if errOut != want {
@@ -183,7 +183,7 @@ func TestDumpGroupReadsOnlyItsPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "testdata/group.table.golden", []byte(out))
+	clitest.Golden(t, "testdata/group.table.golden", []byte(out))
 	for p, n := range readers["scus"].Reads {
 		if p != 7 && n > 0 {
 			t.Errorf("scus: partition %d read", p)
@@ -239,7 +239,7 @@ func TestDumpCompacted(t *testing.T) {
 	if !ro.Compacted || !ro.From.Equal(ts) {
 		t.Errorf("reader options %+v", ro)
 	}
-	testutil.Golden(t, "testdata/compacted.json.golden", []byte(out))
+	clitest.Golden(t, "testdata/compacted.json.golden", []byte(out))
 	var recs []Record
 	if err := json.Unmarshal([]byte(out), &recs); err != nil {
 		t.Fatal(err)

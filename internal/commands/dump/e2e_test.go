@@ -18,17 +18,18 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 // run executes kop-offsets with args against the lab and returns stdout, stderr and the exit code.
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	f, s := testutil.NewFactory("e2e", false)
+	f, s := clitest.NewFactory("e2e", false)
 	s.In.WriteString(stdin)
-	r := testutil.Run(context.Background(), root.NewCmdRoot(f), s, args...)
+	r := clitest.Run(context.Background(), root.NewCmdRoot(f), s, args...)
 	return r.Out, r.ErrOut, r.Code
 }
 
@@ -67,7 +68,7 @@ func parse(t *testing.T, ndjson string) []record {
 func TestE2EDumpReplicatedCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

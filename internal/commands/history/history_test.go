@@ -12,7 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestNewCmdHistoryFlags(t *testing.T) {
@@ -31,8 +31,8 @@ func TestNewCmdHistoryFlags(t *testing.T) {
 		{args: []string{"x"}, err: `unexpected argument "x"`},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", false)
-		got := testutil.ParseFlags(t, f, NewCmdHistory, tt.err, tt.args...)
+		f, _ := clitest.NewFactory("x", false)
+		got := clitest.ParseFlags(t, f, NewCmdHistory, tt.err, tt.args...)
 		if got == nil {
 			continue
 		}
@@ -66,9 +66,9 @@ func trail() string {
 	return b.String()
 }
 
-func run(t *testing.T, format output.Format, files fstest.MapFS, mod func(*Options)) (testutil.Streams, error) {
+func run(t *testing.T, format output.Format, files fstest.MapFS, mod func(*Options)) (clitest.Streams, error) {
 	t.Helper()
-	f, s := testutil.NewFactory("x", false)
+	f, s := clitest.NewFactory("x", false)
 	opts := &Options{IO: f.IOStreams, Format: format, Open: files.Open, Now: func() time.Time { return now }, File: "audit.jsonl"}
 	if mod != nil {
 		mod(opts)

@@ -14,10 +14,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/lab/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
 func TestMain(m *testing.M) { labtest.Main(m) }
@@ -35,10 +35,10 @@ func TestE2ELocate(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // let the replicator write to wus, which loads the bundle there
 
-	f, s := testutil.NewFactory("e2e", false)
+	f, s := clitest.NewFactory("e2e", false)
 	out, errOut := s.Out, s.ErrOut
 	start := time.Now()
-	err := testutil.Execute(ctx, root.NewCmdRoot(f), "--config", l.ConfigPath, "locate", "G", "-o", "json")
+	err := clitest.Execute(ctx, root.NewCmdRoot(f), "--config", l.ConfigPath, "locate", "G", "-o", "json")
 	t.Logf("locate G took %v:\n%s%s", time.Since(start), out, errOut)
 	if cmdutil.ExitCode(err) != 0 {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)

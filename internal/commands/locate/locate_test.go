@@ -20,7 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestNewCmdLocateFlags(t *testing.T) {
@@ -39,8 +39,8 @@ func TestNewCmdLocateFlags(t *testing.T) {
 		{args: []string{"G", "-o", "ndjson"}, err: `invalid output format "ndjson"`},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", false)
-		got := testutil.ParseFlags(t, f, NewCmdLocate, tt.err, tt.args...)
+		f, _ := clitest.NewFactory("x", false)
+		got := clitest.ParseFlags(t, f, NewCmdLocate, tt.err, tt.args...)
 		if got == nil {
 			continue
 		}
@@ -97,7 +97,7 @@ func TestLocateOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		testutil.Golden(t, "testdata/offline."+string(f)+".golden", out.Bytes())
+		clitest.Golden(t, "testdata/offline."+string(f)+".golden", out.Bytes())
 	}
 }
 
@@ -201,7 +201,7 @@ func TestLocateOnline(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v %s", err, errOut)
 	}
-	testutil.Golden(t, "testdata/online.json.golden", out.Bytes())
+	clitest.Golden(t, "testdata/online.json.golden", out.Bytes())
 	var rows []Location
 	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
@@ -224,7 +224,7 @@ func TestLocateOnline(t *testing.T) {
 	if err := locateRun(context.Background(), onlineOpts(ios, output.Table, []string{"G", "a"}, cluster("scus", ts.URL))); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Golden(t, "testdata/online.table.golden", []byte(strings.ReplaceAll(out.String(), ts.URL, "URL")))
+	clitest.Golden(t, "testdata/online.table.golden", []byte(strings.ReplaceAll(out.String(), ts.URL, "URL")))
 }
 
 func TestLocateBundleMismatchAndUnreachable(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 type idle struct{}
@@ -216,7 +216,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--group", "G", "--max-bundles", "0"}, false},
 		{[]string{"--group", "G", "--wait", "0s"}, false},
 	} {
-		got, err := testutil.ParseOptions(f, NewCmdReload, tc.args...)
+		got, err := clitest.ParseOptions(f, NewCmdReload, tc.args...)
 		if (err == nil) != tc.ok {
 			t.Errorf("%v: err %v", tc.args, err)
 		}

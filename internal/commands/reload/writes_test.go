@@ -18,7 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 // guarded makes the harness's sessions take the lease of broker and write the trail at
@@ -157,7 +157,7 @@ func TestWriteFlags(t *testing.T) {
 		{args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, err: "--no-lease cannot be combined"},
 		{args: []string{"--group", "G", "--lease-wait", "-1s"}, err: "--lease-wait must not be negative"},
 	} {
-		got := testutil.ParseFlags(t, f, NewCmdReload, tc.err, tc.args...)
+		got := clitest.ParseFlags(t, f, NewCmdReload, tc.err, tc.args...)
 		if got != nil && got.Writes != tc.want {
 			t.Errorf("%v: %+v, want %+v", tc.args, got.Writes, tc.want)
 		}

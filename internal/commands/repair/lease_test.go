@@ -14,7 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestRepairLeaseHeldElsewhere(t *testing.T) {
@@ -52,13 +52,13 @@ func TestRepairLeaseHeldElsewhere(t *testing.T) {
 }
 
 func TestRepairWriteFlags(t *testing.T) {
-	f, _ := testutil.NewFactory("test", false)
-	o, err := testutil.ParseOptions(f, NewCmdRepair, "--no-lease", "--audit-file", "/var/log/a.jsonl")
+	f, _ := clitest.NewFactory("test", false)
+	o, err := clitest.ParseOptions(f, NewCmdRepair, "--no-lease", "--audit-file", "/var/log/a.jsonl")
 	if err != nil || !o.Writes.NoLease || o.Writes.AuditFile != "/var/log/a.jsonl" {
 		t.Errorf("%+v %v", o, err)
 	}
-	f, _ = testutil.NewFactory("test", false)
-	if _, err := testutil.ParseOptions(f, NewCmdRepair, "--lease-wait", "-1s"); cmdutil.OutcomeOf(err) != outcome.Usage {
+	f, _ = clitest.NewFactory("test", false)
+	if _, err := clitest.ParseOptions(f, NewCmdRepair, "--lease-wait", "-1s"); cmdutil.OutcomeOf(err) != outcome.Usage {
 		t.Errorf("negative --lease-wait: %v", err)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -22,7 +21,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -192,8 +192,8 @@ func TestRepairLock(t *testing.T) {
 
 // --group and --topic reach both checks; an unknown flag no longer (issue 13).
 func TestRepairScope(t *testing.T) {
-	f, _ := testutil.NewFactory("test", false)
-	o, err := testutil.ParseOptions(f, NewCmdRepair, "--group", "orders-*", "--group", "billing", "--topic", "topic-1", "--yes")
+	f, _ := clitest.NewFactory("test", false)
+	o, err := clitest.ParseOptions(f, NewCmdRepair, "--group", "orders-*", "--group", "billing", "--topic", "topic-1", "--yes")
 	if err != nil {
 		t.Fatal(err)
 	}

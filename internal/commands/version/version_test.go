@@ -6,7 +6,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/buildinfo"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestVersionRun(t *testing.T) {
@@ -34,8 +34,8 @@ func TestNewCmdVersionLdflags(t *testing.T) {
 	old := buildinfo.Version
 	buildinfo.Version = "v9.9.9"
 	defer func() { buildinfo.Version = old }()
-	f, _ := testutil.NewFactory("x", false)
-	got, err := testutil.ParseOptions(f, NewCmdVersion, "-o", "json")
+	f, _ := clitest.NewFactory("x", false)
+	got, err := clitest.ParseOptions(f, NewCmdVersion, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ package watch
 // truthfully and what is asserted is the persisted side, the replication metrics and the
 // process's survival. Offset commits are written with internal/kopcommit, which writes what
 // KoP's writer would write. The test stops wus by pid, so it must stay the only e2e test of
-// this package (this process's lab is then dead); a later package's lab.Ensure finds wus not
+// this package (this process's lab is then dead); a later package's labrun.Ensure finds wus not
 // running and starts the lab over.
 
 import (
@@ -34,9 +34,10 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 // syncBuf is a bytes.Buffer safe for the process's writer and the test's reader.
 type syncBuf struct {
@@ -124,7 +125,7 @@ func TestE2EWatch(t *testing.T) {
 	ctx := context.Background()
 	lctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(lctx)
+	l, err := labrun.Ensure(lctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
@@ -62,7 +63,7 @@ func TestSoak(t *testing.T) {
 	ctx := context.Background()
 	lctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(lctx)
+	l, err := labrun.Ensure(lctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
 	}

@@ -13,13 +13,13 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
 func TestFlags(t *testing.T) {
-	f, _ := testutil.NewFactory("test", false)
-	o := testutil.ParseFlags(t, f, NewCmdWatch, "", "--group", "orders-*", "--topic", "t1", "--interval", "5s",
+	f, _ := clitest.NewFactory("test", false)
+	o := clitest.ParseFlags(t, f, NewCmdWatch, "", "--group", "orders-*", "--topic", "t1", "--interval", "5s",
 		"--resync", "1m", "--listen", "0.0.0.0:9999", "--repair", "--dry-run", "--max-bundles", "3", "--cooldown", "2m",
 		"--row-series", "not-ok")
 	if o.Interval != 5*time.Second || o.Resync != time.Minute || o.Listen != "0.0.0.0:9999" || !o.Repair || !o.DryRun ||
@@ -27,7 +27,7 @@ func TestFlags(t *testing.T) {
 		o.MaxBundles != 3 || o.Cooldown != 2*time.Minute || o.Groups[0] != "orders-*" || o.Topics[0] != "t1" {
 		t.Errorf("%+v", o)
 	}
-	o = testutil.ParseFlags(t, f, NewCmdWatch, "")
+	o = clitest.ParseFlags(t, f, NewCmdWatch, "")
 	if o.Listen != DefaultListen || o.Interval != watch.DefaultInterval || o.Repair || o.RowSeries != "all" {
 		t.Errorf("defaults %+v", o)
 	}
@@ -44,7 +44,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--row-series", "some"}, "--row-series"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
-		testutil.ParseFlags(t, f, NewCmdWatch, tc.want, tc.args...)
+		clitest.ParseFlags(t, f, NewCmdWatch, tc.want, tc.args...)
 	}
 }
 
@@ -63,7 +63,7 @@ func (idleTailer) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 }
 
 func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
-	f, s := testutil.NewFactory("test", false)
+	f, s := clitest.NewFactory("test", false)
 	addr := make(chan string, 1)
 	var got *Options
 	cmd := NewCmdWatch(f, func(o *Options) error { got = o; return nil })

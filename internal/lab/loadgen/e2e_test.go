@@ -17,9 +17,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
-func TestMain(m *testing.M) { lab.Main(m) }
+func TestMain(m *testing.M) { labrun.Main(m) }
 
 // TestWritePulsarReplays loads a small, uniquely named load into scus's offsets topic and reads
 // it back with the product's reader and KoP's replay: every record decodes and every live key
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) { lab.Main(m) }
 func TestWritePulsarReplays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	l, err := lab.Ensure(ctx)
+	l, err := labrun.Ensure(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestNewCmdCheckFlags(t *testing.T) {
@@ -31,8 +31,8 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		{args: []string{"extra"}, err: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", tt.tty)
-		got := testutil.ParseFlags(t, f, NewCmdCheck, tt.err, tt.args...)
+		f, _ := clitest.NewFactory("x", tt.tty)
+		got := clitest.ParseFlags(t, f, NewCmdCheck, tt.err, tt.args...)
 		if got == nil {
 			continue
 		}
@@ -99,7 +99,7 @@ func TestCheckRunTable(t *testing.T) {
 		t.Errorf("%d probes, want 5 (wus has no kafka)", p.calls.Load())
 	}
 	got := latencyRE.ReplaceAllString(out.String(), "N.Nms")
-	testutil.Golden(t, "testdata/check.tty.golden", []byte(got))
+	clitest.Golden(t, "testdata/check.tty.golden", []byte(got))
 	if errOut.String() != "2 of 5 endpoints failed\n" {
 		t.Errorf("stderr %q", errOut)
 	}
@@ -112,7 +112,7 @@ func TestCheckRunAllOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := regexp.MustCompile(`latencyMs: [\d.]+`).ReplaceAllString(out.String(), "latencyMs: N")
-	testutil.Golden(t, "testdata/check-ok.yaml.golden", []byte(got))
+	clitest.Golden(t, "testdata/check-ok.yaml.golden", []byte(got))
 }
 
 func TestCheckRunPreflightContactsNothing(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/testutil"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestNewCmdViewFlags(t *testing.T) {
@@ -26,8 +26,8 @@ func TestNewCmdViewFlags(t *testing.T) {
 		{[]string{"--bogus"}, true, "", 2},
 	}
 	for _, tt := range tests {
-		f, _ := testutil.NewFactory("x", tt.tty)
-		got, err := testutil.ParseOptions(f, NewCmdView, tt.args...)
+		f, _ := clitest.NewFactory("x", tt.tty)
+		got, err := clitest.ParseOptions(f, NewCmdView, tt.args...)
 		if code := cmdutil.ExitCode(err); code != tt.code {
 			t.Errorf("%v: exit %d (%v), want %d", tt.args, code, err, tt.code)
 			continue
