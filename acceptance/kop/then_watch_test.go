@@ -75,10 +75,7 @@ func TestWatchRepairHealsStory(t *testing.T) {
 // repair --cluster wus still reloads wus (no member there is touched) and wus serves what
 // scus committed.
 func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "standby")
-	group := labtest.Name("standby-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group)
+	topic, group, part := settledGroup(t, "standby")
 	labtest.Produce(t, theLab.Cluster("scus"), topic, 50)
 	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 50)
 	labtest.Commit(t, theLab, "scus", group, topic, 10)

@@ -404,9 +404,9 @@ func TestRepairReloadsStaleBundleThenCooldown(t *testing.T) {
 	}
 }
 
-func TestRepairPolicyRefusals(t *testing.T) {
-	// Two stale groups in different bundles, max one bundle per interval.
-	var g1, g2 string
+// twoBundles returns two groups whose offsets partitions differ, so that they sit in two
+// bundles.
+func twoBundles() (g1, g2 string) {
 	for _, g := range []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"} {
 		switch {
 		case g1 == "":
@@ -415,6 +415,12 @@ func TestRepairPolicyRefusals(t *testing.T) {
 			g2 = g
 		}
 	}
+	return g1, g2
+}
+
+func TestRepairPolicyRefusals(t *testing.T) {
+	// Two stale groups in different bundles, max one bundle per interval.
+	g1, g2 := twoBundles()
 	t.Run("max bundles", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true})
 		staleOnWus(e, g1)
@@ -489,15 +495,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 
 func TestRepairStopsAtShutdown(t *testing.T) {
 	e := newEnv(t, Options{Repair: true, MaxBundles: 5})
-	var g1, g2 string
-	for _, g := range []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"} {
-		switch {
-		case g1 == "":
-			g1 = g
-		case loader.PartitionFor(g, nParts) != loader.PartitionFor(g1, nParts) && g2 == "":
-			g2 = g
-		}
-	}
+	g1, g2 := twoBundles()
 	staleOnWus(e, g1)
 	staleOnWus(e, g2)
 	e.start()
