@@ -33,15 +33,7 @@ func TestWatchRepairHealsStory(t *testing.T) {
 		}
 	}()
 
-	start := time.Now()
-	labtest.Commit(t, theLab, "scus", group, topic, 10900)
-	for labtest.Served(t, theLab, "wus", group, topic) != "10900" {
-		if time.Since(start) > 40*time.Second {
-			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", labtest.Served(t, theLab, "wus", group, topic), time.Since(start))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Logf("wus serves 10900 %s after the commit on scus, healed by watch --repair", time.Since(start).Round(100*time.Millisecond))
+	labtest.CommitHealedOnWus(t, theLab, group, topic, 10900, 40*time.Second)
 	// The reload is counted once its verification ends, and the episode once watch's next
 	// cycle sees KoP serve the replicated commit: a moment after KoP serves again.
 	var metrics string
