@@ -418,22 +418,30 @@ func twoBundles() (g1, g2 string) {
 	return g1, g2
 }
 
+// reloadsOneOfTwo makes g1 and g2 stale on wus and cycles e until it reloads (what names the
+// wait): it must have reloaded one bundle only (why says why, after the reloads) and refused
+// the other for reason.
+func reloadsOneOfTwo(t *testing.T, e *env, g1, g2, what, why, reason string) {
+	t.Helper()
+	staleOnWus(e, g1)
+	staleOnWus(e, g2)
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil(what, func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
+	if got := e.reloader.reloads(); len(got) != 1 {
+		t.Errorf("reloads %v%s", got, why)
+	}
+	if refusals(e, reason) < 1 {
+		t.Errorf("no %s refusal", reason)
+	}
+}
+
 func TestRepairPolicyRefusals(t *testing.T) {
 	// Two stale groups in different bundles, max one bundle per interval.
 	g1, g2 := twoBundles()
 	t.Run("max bundles", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true})
-		staleOnWus(e, g1)
-		staleOnWus(e, g2)
-		e.start()
-		e.cycleUntilReady()
-		e.cycleUntil("stale", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
-		if got := e.reloader.reloads(); len(got) != 1 {
-			t.Errorf("reloads %v, want 1 (--max-bundles 1)", got)
-		}
-		if refusals(e, "max_bundles") < 1 {
-			t.Error("no max_bundles refusal")
-		}
+		reloadsOneOfTwo(t, e, g1, g2, "stale", ", want 1 (--max-bundles 1)", "max_bundles")
 	})
 	t.Run("backlog", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true})
@@ -479,17 +487,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 	t.Run("failed reload stops the cycle", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true, MaxBundles: 5})
 		e.reloader.result = reload.BundleCacheDiffers
-		staleOnWus(e, g1)
-		staleOnWus(e, g2)
-		e.start()
-		e.cycleUntilReady()
-		e.cycleUntil("reload", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
-		if got := e.reloader.reloads(); len(got) != 1 {
-			t.Errorf("reloads %v: the second bundle must wait after a failure", got)
-		}
-		if refusals(e, "earlier_bundle_failed") < 1 {
-			t.Error("no earlier_bundle_failed refusal")
-		}
+		reloadsOneOfTwo(t, e, g1, g2, "reload", ": the second bundle must wait after a failure", "earlier_bundle_failed")
 	})
 }
 
