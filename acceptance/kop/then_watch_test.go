@@ -76,18 +76,7 @@ func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 
 	// A live member on scus consumes everything and commits 50.
 	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for n := 0; n < 40; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumer on scus: %v", ctx.Err())
-		}
-		n += fs.NumRecords()
-	}
-	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatal(err)
-	}
+	consumeAndCommit(t, cl, 40)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 	if got := labtest.Served(t, theLab, "wus", group, topic); got != "10" {
 		t.Fatalf("wus serves %s before the repair, want the stale 10", got)
@@ -136,18 +125,7 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	// L's live member on scus resumes at its committed 10, consumes the other 40 and commits 50.
 	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(live), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer ccancel()
-	for n := 0; n < 40; {
-		fs := cl.PollFetches(cctx)
-		if cctx.Err() != nil {
-			t.Fatalf("consumer on scus: %v", cctx.Err())
-		}
-		n += fs.NumRecords()
-	}
-	if err := cl.CommitUncommittedOffsets(cctx); err != nil {
-		t.Fatal(err)
-	}
+	consumeAndCommit(t, cl, 40)
 
 	start := time.Now()
 	for labtest.Served(t, theLab, "wus", live, topic) != "50" {
@@ -175,5 +153,23 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	}
 	if got := labtest.Served(t, theLab, "scus", txnGroup, in); got != "600" {
 		t.Fatalf("scus serves %s for the exactly-once group with watch --repair running, want 600", got)
+	}
+}
+
+// consumeAndCommit polls cl, a member on scus, until it got n records (within two minutes),
+// and commits what it consumed.
+func consumeAndCommit(t *testing.T, cl *kgo.Client, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumer on scus: %v", ctx.Err())
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
