@@ -185,7 +185,10 @@ func TestIncrementalFollowing(t *testing.T) {
 	}
 }
 
-func TestReplicatedCommitStaleness(t *testing.T) {
+// ordersAgreeAt500 starts a watcher on both clusters where group orders committed 500 on scus,
+// replicated to wus, and both KoPs serve it, and cycles it until wus's persisted 500 is seen.
+func ordersAgreeAt500(t *testing.T) *env {
+	t.Helper()
 	e := newEnv(t, Options{})
 	e.scus.commit("", commit("orders", 0, 500))
 	e.wus.commit("scus", commit("orders", 0, 500))
@@ -194,6 +197,11 @@ func TestReplicatedCommitStaleness(t *testing.T) {
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
+	return e
+}
+
+func TestReplicatedCommitStaleness(t *testing.T) {
+	e := ordersAgreeAt500(t)
 
 	// The user's story: scus commits 10900, it replicates to wus, KoP on wus keeps 500.
 	e.scus.commit("", commit("orders", 0, 10900))
@@ -258,14 +266,7 @@ func scrape(t *testing.T, w *Watcher, path string) string {
 }
 
 func TestClusterDownOthersUnaffected(t *testing.T) {
-	e := newEnv(t, Options{})
-	e.scus.commit("", commit("orders", 0, 500))
-	e.wus.commit("scus", commit("orders", 0, 500))
-	e.kScus.Set("orders", "topic-1", 0, 500)
-	e.kWus.Set("orders", "topic-1", 0, 500)
-	e.start()
-	e.cycleUntilReady()
-	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
+	e := ordersAgreeAt500(t)
 
 	e.wus.setDown(errDown)
 	e.scus.commit("", commit("orders", 0, 600))
