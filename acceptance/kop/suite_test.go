@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
@@ -185,4 +186,15 @@ func javaConsumeFirst(t *testing.T, cluster, group, topic string) int64 {
 	}
 	t.Fatalf("%s: java consumer printed no record", cluster)
 	return -1
+}
+
+// settledGroup makes a fresh topic and a group named after it (name+"-group"), settles the
+// group (labtest.Settle), and returns them with the group's offsets partition.
+func settledGroup(t *testing.T, name string) (topic, group string, part int32) {
+	t.Helper()
+	topic = labtest.NewTopic(t, theLab, name)
+	group = labtest.Name(name + "-group")
+	part = loader.PartitionFor(group, lab.OffsetsTopicPartitions)
+	labtest.Settle(t, theLab, group)
+	return topic, group, part
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
@@ -26,10 +25,7 @@ import (
 // it serves no offset at all while its topic holds 500; check calls it stale_cache and a
 // reload of wus makes it serve 500.
 func TestOtherFormNoOffset(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "other-form")
-	group := labtest.Name("other-form-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group)
+	topic, group, part := settledGroup(t, "other-form")
 	labtest.Produce(t, theLab.Cluster("scus"), topic, 600)
 	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 600)
 
@@ -62,9 +58,7 @@ func TestOtherFormNoOffset(t *testing.T) {
 // --refuse-live, and reloaded by default (its member pauses; TestLiveGroupUnloadCost measures
 // by how much).
 func TestLiveGroupOnTarget(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "live")
-	group := labtest.Name("live-group")
-	labtest.Settle(t, theLab, group)
+	topic, group, _ := settledGroup(t, "live")
 	wus := theLab.Cluster("wus")
 	labtest.Produce(t, wus, topic, 20)
 	labtest.Commit(t, theLab, "wus", group, topic, 5)
@@ -144,10 +138,7 @@ func waitGroupState(t *testing.T, c lab.Cluster, group, state string) {
 // and check calls them coordinator_unavailable. reload refuses such a group (its activity is
 // unknown) unless --allow-active, and that bundle reload brings it back.
 func TestSingleTopicUnload(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "single-unload")
-	group := labtest.Name("single-unload-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group) // loads the partition again at the end, whatever happens
+	topic, group, part := settledGroup(t, "single-unload") // its Settle loads the partition again at the end, whatever happens
 	wus := theLab.Cluster("wus")
 	labtest.Produce(t, wus, topic, 50)
 	labtest.Commit(t, theLab, "wus", group, topic, 42)
@@ -194,10 +185,7 @@ func TestSingleTopicUnload(t *testing.T) {
 // so the same committed offset denotes different records on the two clusters; check calls
 // the row misaligned and translates it.
 func TestMisaligned(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "misaligned")
-	group := labtest.Name("misaligned-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group)
+	topic, group, part := settledGroup(t, "misaligned")
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
 	labtest.Produce(t, scus, topic, 100)
 	labtest.WaitEndOffset(t, wus, topic, 100)

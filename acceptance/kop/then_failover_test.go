@@ -12,7 +12,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
@@ -26,10 +25,7 @@ import (
 //   - failover makes wus serve 50, a Kafka consumer on wus starts exactly at k-50, and
 //     scus still serves its own 60, also after a reload of its bundle.
 func TestFailoverShiftedCopies(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "shifted")
-	group := labtest.Name("shifted-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group)
+	topic, group, part := settledGroup(t, "shifted")
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
 	produceLocal(t, scus, topic, 10)
 	labtest.WaitEndOffset(t, scus, topic, 10)

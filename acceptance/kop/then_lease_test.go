@@ -61,7 +61,7 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
 		t.Fatalf("wus serves %s while the lease is held elsewhere, want the stale 500", got)
 	}
-	if n := len(readTrail(t, trail)); n != 0 {
+	if n := len(labtest.ReadTrail(t, trail)); n != 0 {
 		t.Fatalf("%d writes recorded while the lease was held elsewhere", n)
 	}
 
@@ -84,7 +84,7 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	}
 
 	// The trail: who wrote, and never two at once.
-	recs := readTrail(t, trail)
+	recs := labtest.ReadTrail(t, trail)
 	writers := map[int]string{}
 	type span struct {
 		pid        int
@@ -199,13 +199,4 @@ func (s *syncBuffer) String() string {
 	s.lock()
 	defer func() { <-s.ch }()
 	return s.mu.String()
-}
-
-func readTrail(t *testing.T, p string) []audit.Record {
-	t.Helper()
-	recs, err := audit.ReadFile(p, audit.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
 }

@@ -75,11 +75,8 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 // partition); the record is then removed (an empty message with its key, and compaction)
 // and a reload brings the offset back.
 func TestPoisonedPartitionPredicted(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "poison")
-	group := labtest.Name("poison-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
+	topic, group, part := settledGroup(t, "poison")
 	wus := theLab.Cluster("wus")
-	labtest.Settle(t, theLab, group)
 	labtest.Commit(t, theLab, "wus", group, topic, 42)
 	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
 		t.Fatalf("wus serves %s, want 42", got)

@@ -33,15 +33,7 @@ func TestWatchRepairHealsStory(t *testing.T) {
 		}
 	}()
 
-	start := time.Now()
-	labtest.Commit(t, theLab, "scus", group, topic, 10900)
-	for labtest.Served(t, theLab, "wus", group, topic) != "10900" {
-		if time.Since(start) > 40*time.Second {
-			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", labtest.Served(t, theLab, "wus", group, topic), time.Since(start))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Logf("wus serves 10900 %s after the commit on scus, healed by watch --repair", time.Since(start).Round(100*time.Millisecond))
+	labtest.CommitHealedOnWus(t, theLab, group, topic, 10900, 40*time.Second)
 	// The reload is counted once its verification ends, and the episode once watch's next
 	// cycle sees KoP serve the replicated commit: a moment after KoP serves again.
 	var metrics string
@@ -75,10 +67,7 @@ func TestWatchRepairHealsStory(t *testing.T) {
 // repair --cluster wus still reloads wus (no member there is touched) and wus serves what
 // scus committed.
 func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
-	topic := labtest.NewTopic(t, theLab, "standby")
-	group := labtest.Name("standby-group")
-	part := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group)
+	topic, group, part := settledGroup(t, "standby")
 	labtest.Produce(t, theLab.Cluster("scus"), topic, 50)
 	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 50)
 	labtest.Commit(t, theLab, "scus", group, topic, 10)
@@ -87,18 +76,7 @@ func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 
 	// A live member on scus consumes everything and commits 50.
 	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	for n := 0; n < 40; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consumer on scus: %v", ctx.Err())
-		}
-		n += fs.NumRecords()
-	}
-	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatal(err)
-	}
+	consumeAndCommit(t, cl, 40)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 	if got := labtest.Served(t, theLab, "wus", group, topic); got != "10" {
 		t.Fatalf("wus serves %s before the repair, want the stale 10", got)
@@ -147,18 +125,7 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	// L's live member on scus resumes at its committed 10, consumes the other 40 and commits 50.
 	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(live), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer ccancel()
-	for n := 0; n < 40; {
-		fs := cl.PollFetches(cctx)
-		if cctx.Err() != nil {
-			t.Fatalf("consumer on scus: %v", cctx.Err())
-		}
-		n += fs.NumRecords()
-	}
-	if err := cl.CommitUncommittedOffsets(cctx); err != nil {
-		t.Fatal(err)
-	}
+	consumeAndCommit(t, cl, 40)
 
 	start := time.Now()
 	for labtest.Served(t, theLab, "wus", live, topic) != "50" {
@@ -186,5 +153,23 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	}
 	if got := labtest.Served(t, theLab, "scus", txnGroup, in); got != "600" {
 		t.Fatalf("scus serves %s for the exactly-once group with watch --repair running, want 600", got)
+	}
+}
+
+// consumeAndCommit polls cl, a member on scus, until it got n records (within two minutes),
+// and commits what it consumed.
+func consumeAndCommit(t *testing.T, cl *kgo.Client, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumer on scus: %v", ctx.Err())
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -93,15 +93,7 @@ func TestTopologyUserStory(t *testing.T) {
 			t.Errorf("watch exit %d after cancel", code)
 		}
 	}()
-	ws := time.Now()
-	labtest.Commit(t, l, "scus", group, topic, 10901)
-	for labtest.Served(t, l, "wus", group, topic) != "10901" {
-		if time.Since(ws) > 90*time.Second {
-			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", labtest.Served(t, l, "wus", group, topic), time.Since(ws))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Logf("wus serves 10901 %s after the commit on scus, healed by watch --repair", time.Since(ws).Round(100*time.Millisecond))
+	labtest.CommitHealedOnWus(t, l, group, topic, 10901, 90*time.Second)
 	var metrics string
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		metrics = labtest.Get(t, "http://"+listen+"/metrics")

@@ -206,6 +206,16 @@ func staleBehindKoP(ctx context.Context, t *testing.T, l *lab.Lab, c lab.Cluster
 	return g, plan, ex, logs
 }
 
+// executeOwned executes plan (executeVerified) and checks that bundle of public/__kafka has an
+// owner afterwards, both on the cluster and in the execution's report.
+func executeOwned(ctx context.Context, t *testing.T, c lab.Cluster, bundle string, plan *reload.Plan, executor *reload.Executor, logs *[]string) {
+	t.Helper()
+	b := executeVerified(ctx, t, plan, executor, logs).Bundles[0]
+	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
+		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
+	}
+}
+
 // executeVerified carries out plan's one executable bundle, logs what it did, and fails the
 // test unless it ended verified with the group fresh, exit 0.
 func executeVerified(ctx context.Context, t *testing.T, plan *reload.Plan, executor *reload.Executor, logs *[]string) *reload.Execution {
@@ -246,10 +256,7 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 	}
 	t.Logf("bundle %s: planned on %s, moved to %s (now %s)", bundle, was, dest, ownerOf(ctx, t, c, "public/__kafka", bundle))
 
-	b := executeVerified(ctx, t, plan, executor, logs).Bundles[0]
-	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
-		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
-	}
+	executeOwned(ctx, t, c, bundle, plan, executor, logs)
 }
 
 // A stale group's bundle is unloaded by someone else between the plan and the execution
@@ -270,10 +277,7 @@ func TestTopologyReloadAfterTheBundleWasShed(t *testing.T) {
 	}
 	t.Logf("bundle %s: planned on %s, unloaded by the test; owner now %q", bundle, was, ownerOf(ctx, t, c, "public/__kafka", bundle))
 
-	b := executeVerified(ctx, t, plan, executor, logs).Bundles[0]
-	if now := ownerOf(ctx, t, c, "public/__kafka", bundle); now == "" || b.Owner == "" {
-		t.Errorf("owner after the reload: %q, reported %q", now, b.Owner)
-	}
+	executeOwned(ctx, t, c, bundle, plan, executor, logs)
 }
 
 // A stale group's bundle of public/__kafka is split between the plan and the execution

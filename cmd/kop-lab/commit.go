@@ -28,13 +28,9 @@ func commit(ctx context.Context, args []string) error {
 	if *offset < 0 {
 		return errors.New("commit: --offset is required and must be >= 0")
 	}
-	all, err := lab.CurrentClusters(lab.Options{})
+	_, target, err := currentCluster("commit", *cluster)
 	if err != nil {
 		return err
-	}
-	target := findCluster(all, *cluster)
-	if target == nil {
-		return fmt.Errorf("commit: unknown lab cluster %q (%v)", *cluster, lab.ClusterNames(all))
 	}
 	if *via == "auto" {
 		*via = "pulsar"

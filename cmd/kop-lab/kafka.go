@@ -33,11 +33,16 @@ func runningCluster(ctx context.Context, name string) (lab.Cluster, error) {
 	return lab.Cluster{}, fmt.Errorf("unknown lab cluster %q (%v)", name, statusNames(r))
 }
 
-func needKoP(c lab.Cluster, what string) error {
-	if !c.KoP {
-		return fmt.Errorf("%s: %s needs KoP, and the lab runs without it (bring a NAR: KOP_NAR=/path/to/kop.nar kop-lab up)", c.Name, what)
+// runningKoP is the running lab cluster name, which what needs to run KoP.
+func runningKoP(ctx context.Context, name, what string) (lab.Cluster, error) {
+	c, err := runningCluster(ctx, name)
+	if err != nil {
+		return lab.Cluster{}, err
 	}
-	return nil
+	if !c.KoP {
+		return lab.Cluster{}, fmt.Errorf("%s: %s needs KoP, and the lab runs without it (bring a NAR: KOP_NAR=/path/to/kop.nar kop-lab up)", c.Name, what)
+	}
+	return c, nil
 }
 
 // produce writes --count records to --topic through a cluster's KoP (franz-go), creating
@@ -50,11 +55,8 @@ func produce(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, err := runningCluster(ctx, *cluster)
+	c, err := runningKoP(ctx, *cluster, "produce")
 	if err != nil {
-		return err
-	}
-	if err := needKoP(c, "produce"); err != nil {
 		return err
 	}
 	tn, err := utils.GetTopicName("persistent://" + lab.DefaultNamespace + "/" + *topic)
@@ -108,11 +110,8 @@ func consume(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, err := runningCluster(ctx, *cluster)
+	c, err := runningKoP(ctx, *cluster, "consume")
 	if err != nil {
-		return err
-	}
-	if err := needKoP(c, "consume"); err != nil {
 		return err
 	}
 	cl, err := lab.KafkaClient(c, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic), kgo.DisableAutoCommit(),
@@ -150,11 +149,8 @@ func refresh(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, err := runningCluster(ctx, *cluster)
+	c, err := runningKoP(ctx, *cluster, "refresh")
 	if err != nil {
-		return err
-	}
-	if err := needKoP(c, "refresh"); err != nil {
 		return err
 	}
 	p := loader.PartitionFor(*group, lab.OffsetsTopicPartitions)

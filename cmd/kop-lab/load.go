@@ -38,13 +38,9 @@ func load(ctx context.Context, args []string) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	all, err := lab.CurrentClusters(lab.Options{})
+	all, target, err := currentCluster("load", *cluster)
 	if err != nil {
 		return err
-	}
-	target := findCluster(all, *cluster)
-	if target == nil {
-		return fmt.Errorf("load: unknown lab cluster %q (%v)", *cluster, lab.ClusterNames(all))
 	}
 	if *via != "pulsar" && *via != "kafka" {
 		return fmt.Errorf("load: --via %q: want pulsar or kafka", *via)
@@ -73,15 +69,23 @@ func load(ctx context.Context, args []string) error {
 	return nil
 }
 
-// findCluster is the lab cluster named name (the last of that name), or nil.
-func findCluster(all []lab.Cluster, name string) *lab.Cluster {
+// currentCluster reads the lab's current clusters and picks the one named name (the last of
+// that name); what names the command in the error when there is none.
+func currentCluster(what, name string) ([]lab.Cluster, *lab.Cluster, error) {
+	all, err := lab.CurrentClusters(lab.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
 	var target *lab.Cluster
 	for i := range all {
 		if all[i].Name == name {
 			target = &all[i]
 		}
 	}
-	return target
+	if target == nil {
+		return nil, nil, fmt.Errorf("%s: unknown lab cluster %q (%v)", what, name, lab.ClusterNames(all))
+	}
+	return all, target, nil
 }
 
 // createLoadTopics creates the load's topics on every lab cluster.

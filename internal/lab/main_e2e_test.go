@@ -3,7 +3,6 @@
 package lab_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +20,7 @@ func TestMain(m *testing.M) { labrun.Main(m) }
 
 func ensureLab(t *testing.T) *lab.Lab {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	l, err := labrun.Ensure(ctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
-	return l
+	return labrun.MustEnsure(t, 20*time.Minute)
 }
 
 type testWriter struct{ t *testing.T }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
+	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -41,10 +42,7 @@ func TestTopologyEveryBrokerAnswers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, c := range l.Clusters {
-		a, err := lab.NewAdmin(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := mustAdmin(t, c)
 		active, err := a.Brokers().GetActiveBrokersWithContext(ctx, c.Name)
 		if err != nil {
 			t.Fatalf("%s: active brokers: %v", c.Name, err)
@@ -77,6 +75,16 @@ func TestTopologyEveryBrokerAnswers(t *testing.T) {
 	}
 }
 
+// mustAdmin is the lab's admin client of c; the test stops when there is none.
+func mustAdmin(t *testing.T, c lab.Cluster) pulsaradmin.Client {
+	t.Helper()
+	a, err := lab.NewAdmin(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // kafkaBrokers sends one Metadata request to c's Kafka listener alone and returns how many
 // brokers the answer lists.
 func kafkaBrokers(ctx context.Context, c lab.Cluster) (int, error) {
@@ -103,10 +111,7 @@ func TestTopologyOffsetsBundlesOwned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for _, c := range l.Clusters {
-		a, err := lab.NewAdmin(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := mustAdmin(t, c)
 		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, lab.MetadataNamespace)
 		if err != nil || !lab.MetadataBundlesOK(pol.Bundles) {
 			t.Fatalf("%s: bundles of %s: %+v %v", c.Name, lab.MetadataNamespace, pol, err)

@@ -194,7 +194,7 @@ func TestE2ELeaseTwoProcesses(t *testing.T) {
 	if code := exitCode(err); code != 0 && code != 3 && code != 4 {
 		t.Fatalf("B exit %d", code)
 	}
-	recs := read(t, trailB)
+	recs := labtest.ReadTrail(t, trailB)
 	if len(recs) == 0 || recs[0].Action != audit.ActionUnload || recs[0].Who.PID != b.Process.Pid {
 		t.Fatalf("B's trail %+v: B did not write after A died", recs)
 	}
@@ -230,18 +230,9 @@ func exitCode(err error) int {
 	return -1
 }
 
-func read(t *testing.T, p string) []audit.Record {
-	t.Helper()
-	recs, err := audit.ReadFile(p, audit.Filter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
-}
-
 func count(t *testing.T, p, action string) int {
 	n := 0
-	for _, r := range read(t, p) {
+	for _, r := range labtest.ReadTrail(t, p) {
 		if action == "" || r.Action == action {
 			n++
 		}

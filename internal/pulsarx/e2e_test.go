@@ -32,12 +32,7 @@ type e2eCluster struct {
 
 func setupLab(t *testing.T) (scus, wus *e2eCluster) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	l, err := labrun.Ensure(ctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
+	l := labrun.MustEnsure(t, 6*time.Minute)
 	mk := func(name string) *e2eCluster {
 		c := l.Cluster(name)
 		a, err := NewAdmin(name, pulsaradmin.Config{WebServiceURL: c.AdminURL})

@@ -226,6 +226,19 @@ func (k *kopModel) unloaded() {
 	}
 }
 
+// executeOnModel plans the reload of g on scus, its KoP the model k, and executes it with
+// Executor.Wait wait.
+func executeOnModel(t *testing.T, fa *fakes.Admin, rd *fakes.MemReader, k *kopModel, g string, wait time.Duration) *Execution {
+	t.Helper()
+	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
+		Plan(context.Background(), Request{Groups: []string{g}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: wait, PollInterval: 10 * time.Millisecond}).
+		Execute(context.Background(), pl, pl.Executable())
+}
+
 func TestExecutePacedUnloads(t *testing.T) {
 	g := groupIn("g", 3, 8)
 	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: g, Topic: topic1, Partition: 0, Offset: 10900})
@@ -243,14 +256,7 @@ func TestExecutePacedUnloads(t *testing.T) {
 			}
 			k.mu.Unlock()
 		}
-		pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
-			Plan(context.Background(), Request{Groups: []string{g}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 200 * time.Millisecond, PollInterval: 10 * time.Millisecond}).
-			Execute(context.Background(), pl, pl.Executable())
-		return ex, fa
+		return executeOnModel(t, fa, rd, k, g, 200*time.Millisecond), fa
 	}
 	t.Run("a partition left unloaded is unloaded and looked up again", func(t *testing.T) {
 		ex, fa := run(t, 1) // the second unload heals it
@@ -277,13 +283,7 @@ func TestExecuteFailedUnloadIsChecked(t *testing.T) {
 	fa := fakes.NewAdmin("scus")
 	fa.UnloadErr[b2] = errors.New("500 Internal Server Error")
 	k := &kopModel{cache: map[string][]TopicOffset{}, stuck: map[int32]int{}} // KoP dropped the groups
-	pl, err := (&Planner{Cluster: scus, Admin: fa, Reader: rd, Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}, Fetcher: k}).
-		Plan(context.Background(), Request{Groups: []string{g}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ex := (&Executor{Cluster: scus, Admin: fa, Fetcher: k, Reader: rd, Wait: 100 * time.Millisecond, PollInterval: 10 * time.Millisecond}).
-		Execute(context.Background(), pl, pl.Executable())
+	ex := executeOnModel(t, fa, rd, k, g, 100*time.Millisecond)
 	b := ex.Bundles[0]
 	if ex.ExitCode != 3 || b.Status != BundleUnloadFailed || !b.Loaded || !strings.Contains(b.Error, "KoP drops a bundle's groups even when its unload fails") {
 		t.Fatalf("exit %d %+v", ex.ExitCode, b)

@@ -22,6 +22,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -62,13 +63,7 @@ func (h *history) serve(group string, p int32, off int64) { h.serveTopic(group, 
 func (h *history) serveTopic(group, topic string, p int32, off int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cache[group] == nil {
-		h.cache[group] = map[string]map[int32]int64{}
-	}
-	if h.cache[group][topic] == nil {
-		h.cache[group][topic] = map[int32]int64{}
-	}
-	h.cache[group][topic][p] = off
+	fakes.PutOffset(h.cache, group, topic, p, off)
 }
 
 // drop makes KoP forget group.

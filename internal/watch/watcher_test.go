@@ -185,7 +185,10 @@ func TestIncrementalFollowing(t *testing.T) {
 	}
 }
 
-func TestReplicatedCommitStaleness(t *testing.T) {
+// ordersAgreeAt500 starts a watcher on both clusters where group orders committed 500 on scus,
+// replicated to wus, and both KoPs serve it, and cycles it until wus's persisted 500 is seen.
+func ordersAgreeAt500(t *testing.T) *env {
+	t.Helper()
 	e := newEnv(t, Options{})
 	e.scus.commit("", commit("orders", 0, 500))
 	e.wus.commit("scus", commit("orders", 0, 500))
@@ -194,6 +197,11 @@ func TestReplicatedCommitStaleness(t *testing.T) {
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
+	return e
+}
+
+func TestReplicatedCommitStaleness(t *testing.T) {
+	e := ordersAgreeAt500(t)
 
 	// The user's story: scus commits 10900, it replicates to wus, KoP on wus keeps 500.
 	e.scus.commit("", commit("orders", 0, 10900))
@@ -258,14 +266,7 @@ func scrape(t *testing.T, w *Watcher, path string) string {
 }
 
 func TestClusterDownOthersUnaffected(t *testing.T) {
-	e := newEnv(t, Options{})
-	e.scus.commit("", commit("orders", 0, 500))
-	e.wus.commit("scus", commit("orders", 0, 500))
-	e.kScus.Set("orders", "topic-1", 0, 500)
-	e.kWus.Set("orders", "topic-1", 0, 500)
-	e.start()
-	e.cycleUntilReady()
-	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
+	e := ordersAgreeAt500(t)
 
 	e.wus.setDown(errDown)
 	e.scus.commit("", commit("orders", 0, 600))
@@ -404,9 +405,9 @@ func TestRepairReloadsStaleBundleThenCooldown(t *testing.T) {
 	}
 }
 
-func TestRepairPolicyRefusals(t *testing.T) {
-	// Two stale groups in different bundles, max one bundle per interval.
-	var g1, g2 string
+// twoBundles returns two groups whose offsets partitions differ, so that they sit in two
+// bundles.
+func twoBundles() (g1, g2 string) {
 	for _, g := range []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"} {
 		switch {
 		case g1 == "":
@@ -415,19 +416,33 @@ func TestRepairPolicyRefusals(t *testing.T) {
 			g2 = g
 		}
 	}
+	return g1, g2
+}
+
+// reloadsOneOfTwo makes g1 and g2 stale on wus and cycles e until it reloads (what names the
+// wait): it must have reloaded one bundle only (why says why, after the reloads) and refused
+// the other for reason.
+func reloadsOneOfTwo(t *testing.T, e *env, g1, g2, what, why, reason string) {
+	t.Helper()
+	staleOnWus(e, g1)
+	staleOnWus(e, g2)
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil(what, func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
+	if got := e.reloader.reloads(); len(got) != 1 {
+		t.Errorf("reloads %v%s", got, why)
+	}
+	if refusals(e, reason) < 1 {
+		t.Errorf("no %s refusal", reason)
+	}
+}
+
+func TestRepairPolicyRefusals(t *testing.T) {
+	// Two stale groups in different bundles, max one bundle per interval.
+	g1, g2 := twoBundles()
 	t.Run("max bundles", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true})
-		staleOnWus(e, g1)
-		staleOnWus(e, g2)
-		e.start()
-		e.cycleUntilReady()
-		e.cycleUntil("stale", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
-		if got := e.reloader.reloads(); len(got) != 1 {
-			t.Errorf("reloads %v, want 1 (--max-bundles 1)", got)
-		}
-		if refusals(e, "max_bundles") < 1 {
-			t.Error("no max_bundles refusal")
-		}
+		reloadsOneOfTwo(t, e, g1, g2, "stale", ", want 1 (--max-bundles 1)", "max_bundles")
 	})
 	t.Run("backlog", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true})
@@ -473,31 +488,13 @@ func TestRepairPolicyRefusals(t *testing.T) {
 	t.Run("failed reload stops the cycle", func(t *testing.T) {
 		e := newEnv(t, Options{Repair: true, MaxBundles: 5})
 		e.reloader.result = reload.BundleCacheDiffers
-		staleOnWus(e, g1)
-		staleOnWus(e, g2)
-		e.start()
-		e.cycleUntilReady()
-		e.cycleUntil("reload", func(*survey.Report) bool { return len(e.reloader.reloads()) > 0 })
-		if got := e.reloader.reloads(); len(got) != 1 {
-			t.Errorf("reloads %v: the second bundle must wait after a failure", got)
-		}
-		if refusals(e, "earlier_bundle_failed") < 1 {
-			t.Error("no earlier_bundle_failed refusal")
-		}
+		reloadsOneOfTwo(t, e, g1, g2, "reload", ": the second bundle must wait after a failure", "earlier_bundle_failed")
 	})
 }
 
 func TestRepairStopsAtShutdown(t *testing.T) {
 	e := newEnv(t, Options{Repair: true, MaxBundles: 5})
-	var g1, g2 string
-	for _, g := range []string{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7"} {
-		switch {
-		case g1 == "":
-			g1 = g
-		case loader.PartitionFor(g, nParts) != loader.PartitionFor(g1, nParts) && g2 == "":
-			g2 = g
-		}
-	}
+	g1, g2 := twoBundles()
 	staleOnWus(e, g1)
 	staleOnWus(e, g2)
 	e.start()

@@ -131,13 +131,19 @@ func (k *KoP) Fetcher(t testing.TB, wait time.Duration, opts ...kgo.Opt) *kop.Fe
 func (k *KoP) Set(group, topic string, p int32, off int64) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.cache[group] == nil {
-		k.cache[group] = map[string]map[int32]int64{}
+	PutOffset(k.cache, group, topic, p, off)
+}
+
+// PutOffset sets cache[group][topic][p] to off, making the inner maps it needs: the cache of
+// a fake KoP, group -> topic -> partition -> offset.
+func PutOffset(cache map[string]map[string]map[int32]int64, group, topic string, p int32, off int64) {
+	if cache[group] == nil {
+		cache[group] = map[string]map[int32]int64{}
 	}
-	if k.cache[group][topic] == nil {
-		k.cache[group][topic] = map[int32]int64{}
+	if cache[group][topic] == nil {
+		cache[group][topic] = map[int32]int64{}
 	}
-	k.cache[group][topic][p] = off
+	cache[group][topic][p] = off
 }
 
 // Drop forgets the cached offsets of group (KoP unloaded it, or it expired).

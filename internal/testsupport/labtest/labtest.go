@@ -22,6 +22,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -215,4 +216,14 @@ func StartBroker(t testing.TB, l *lab.Lab, c string, i int) {
 	if err := l.StartBroker(ctx, c, i); err != nil {
 		t.Fatalf("start %s broker-%d: %v", c, i, err)
 	}
+}
+
+// ReadTrail is every record of the audit trail file p; the test stops when it cannot be read.
+func ReadTrail(t testing.TB, p string) []audit.Record {
+	t.Helper()
+	recs, err := audit.ReadFile(p, audit.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -284,4 +285,20 @@ func WaitReady(t testing.TB, url string, ended func() error) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// CommitHealedOnWus commits offset for group on scus and waits, up to limit, until KoP on wus
+// serves it, healed by the watch --repair the test runs; the test fails when it does not.
+func CommitHealedOnWus(t testing.TB, l *lab.Lab, group, topic string, offset int64, limit time.Duration) {
+	t.Helper()
+	want := strconv.FormatInt(offset, 10)
+	start := time.Now()
+	Commit(t, l, "scus", group, topic, offset)
+	for Served(t, l, "wus", group, topic) != want {
+		if time.Since(start) > limit {
+			t.Fatalf("wus still serves %s %s after the commit on scus, with watch --repair running", Served(t, l, "wus", group, topic), time.Since(start))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("wus serves %s %s after the commit on scus, healed by watch --repair", want, time.Since(start).Round(100*time.Millisecond))
 }

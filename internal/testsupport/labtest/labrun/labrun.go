@@ -51,6 +51,22 @@ var ensured struct {
 // KeepFromEnv reports KOP_LAB_KEEP=1.
 func KeepFromEnv() bool { return os.Getenv("KOP_LAB_KEEP") == "1" }
 
+// MustEnsure is Ensure within timeout for a test (a *testing.T): when the lab cannot be had,
+// the test stops with "lab: " and the error.
+func MustEnsure(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, timeout time.Duration) *lab.Lab {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	l, err := Ensure(ctx)
+	if err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	return l
+}
+
 // Ensure returns the running lab, starting it if needed, for tests. Several test processes may
 // call it at once; the lab starts once per `go test` run. Options come from the environment
 // (KOP, KOP_VERSION, KOP_LAB_KEEP, KOP_LAB_START_TIMEOUT). Call Release (or use Main) at the end.
