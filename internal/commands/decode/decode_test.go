@@ -75,13 +75,9 @@ func TestNewCmdDecodeFlags(t *testing.T) {
 		{args: []string{"x"}, err: `unexpected argument "x"`},
 	}
 	for _, tt := range tests {
-		f, _ := clitest.NewFactory("x", tt.tty)
-		got := clitest.ParseFlags(t, f, NewCmdDecode, tt.err, tt.args...)
-		if got == nil {
-			continue
-		}
-		if got.Format != tt.format || got.Input != tt.want.Input || got.Key != tt.want.Key || got.Value != tt.want.Value ||
-			got.Hex != tt.want.Hex || got.Strict != tt.want.Strict || got.KeySet != tt.want.KeySet || got.ValueSet != tt.want.ValueSet {
+		got := clitest.ParseArgs(t, NewCmdDecode, tt.tty, tt.err, tt.args...)
+		if got != nil && (got.Format != tt.format || got.Input != tt.want.Input || got.Key != tt.want.Key || got.Value != tt.want.Value ||
+			got.Hex != tt.want.Hex || got.Strict != tt.want.Strict || got.KeySet != tt.want.KeySet || got.ValueSet != tt.want.ValueSet) {
 			t.Errorf("%v: got %+v format %s", tt.args, got, got.Format)
 		}
 	}

@@ -58,12 +58,8 @@ func TestNewCmdDumpFlags(t *testing.T) {
 		{args: []string{"extra"}, err: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		f, _ := clitest.NewFactory("x", false)
-		got := clitest.ParseFlags(t, f, NewCmdDump, tt.err, tt.args...)
-		if got == nil {
-			continue
-		}
-		if !tt.check(got) {
+		got := clitest.ParseArgs(t, NewCmdDump, false, tt.err, tt.args...)
+		if got != nil && !tt.check(got) {
 			t.Errorf("%v: %+v", tt.args, got)
 		}
 	}

@@ -6,12 +6,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -19,10 +16,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
-	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
-func TestMain(m *testing.M) { labrun.Main(m) }
+func TestMain(m *testing.M) { labtest.Main(m) }
 
 // run executes kop-offsets with args against the lab and returns stdout, stderr and the exit code.
 func run(t *testing.T, stdin string, args ...string) (string, string, int) {
@@ -68,22 +65,13 @@ func parse(t *testing.T, ndjson string) []record {
 func TestE2EDumpReplicatedCommits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	l, err := labrun.Ensure(ctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
+	l := labtest.Lab(t)
 	cfg := "--config=" + l.ConfigPath
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: l.Cluster("scus").ServiceURL, OperationTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	w := kop.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
-	defer w.Close()
+	w := labtest.Writer(t, l.Cluster("scus"))
 
 	const group = "G"
 	wantPart := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	topic := fmt.Sprintf("persistent://public/default/kop-offsets-e2e-dump-%d", time.Now().UnixNano())
+	topic := "persistent://public/default/" + labtest.Name("kop-offsets-e2e-dump")
 	commitTime := time.Now().UTC().Truncate(time.Millisecond)
 	for i := int32(0); i < 3; i++ {
 		p, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: topic, Partition: i, Offset: 10900 + int64(i), CommitTime: commitTime})

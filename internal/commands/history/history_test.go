@@ -31,13 +31,9 @@ func TestNewCmdHistoryFlags(t *testing.T) {
 		{args: []string{"x"}, err: `unexpected argument "x"`},
 	}
 	for _, tt := range tests {
-		f, _ := clitest.NewFactory("x", false)
-		got := clitest.ParseFlags(t, f, NewCmdHistory, tt.err, tt.args...)
-		if got == nil {
-			continue
-		}
-		if got.File != tt.want.File || strings.Join(got.Clusters, ",") != strings.Join(tt.want.Clusters, ",") ||
-			strings.Join(got.Groups, ",") != strings.Join(tt.want.Groups, ",") || got.Since != tt.want.Since {
+		got := clitest.ParseArgs(t, NewCmdHistory, false, tt.err, tt.args...)
+		if got != nil && (got.File != tt.want.File || strings.Join(got.Clusters, ",") != strings.Join(tt.want.Clusters, ",") ||
+			strings.Join(got.Groups, ",") != strings.Join(tt.want.Groups, ",") || got.Since != tt.want.Since) {
 			t.Errorf("%v: got %+v", tt.args, got)
 		}
 	}

@@ -39,12 +39,8 @@ func TestNewCmdLocateFlags(t *testing.T) {
 		{args: []string{"G", "-o", "ndjson"}, err: `invalid output format "ndjson"`},
 	}
 	for _, tt := range tests {
-		f, _ := clitest.NewFactory("x", false)
-		got := clitest.ParseFlags(t, f, NewCmdLocate, tt.err, tt.args...)
-		if got == nil {
-			continue
-		}
-		if len(got.Groups) != tt.groups || got.Offline != tt.offline || got.Format != tt.format || got.Admin == nil {
+		got := clitest.ParseArgs(t, NewCmdLocate, false, tt.err, tt.args...)
+		if got != nil && (len(got.Groups) != tt.groups || got.Offline != tt.offline || got.Format != tt.format || got.Admin == nil) {
 			t.Errorf("%v: %+v", tt.args, got)
 		}
 	}

@@ -31,12 +31,8 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		{args: []string{"extra"}, err: `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
-		f, _ := clitest.NewFactory("x", tt.tty)
-		got := clitest.ParseFlags(t, f, NewCmdCheck, tt.err, tt.args...)
-		if got == nil {
-			continue
-		}
-		if got.Format != tt.format || got.Timeout != tt.timeout || got.Prober == nil {
+		got := clitest.ParseArgs(t, NewCmdCheck, tt.tty, tt.err, tt.args...)
+		if got != nil && (got.Format != tt.format || got.Timeout != tt.timeout || got.Prober == nil) {
 			t.Errorf("%v: %+v", tt.args, got)
 		}
 	}
