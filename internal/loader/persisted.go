@@ -341,13 +341,6 @@ func Merge(parts ...*PersistedOffsets) *PersistedOffsets {
 func sortOffsets(s []CommittedOffset) {
 	slices.SortFunc(s, func(a, b CommittedOffset) int {
 		return cmp.Or(strings.Compare(a.Group, b.Group), strings.Compare(a.Topic, b.Topic),
-			cmp.Compare(a.Partition, b.Partition), cmp.Compare(ptrOr(a.ProducerID), ptrOr(b.ProducerID)))
+			cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Producer(), b.Producer()))
 	})
-}
-
-func ptrOr(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
 }

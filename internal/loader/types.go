@@ -125,6 +125,15 @@ type CommittedOffset struct {
 	Origin string `json:"origin,omitempty"`
 }
 
+// Producer is the producer of a transactional offset, -1 for one committed outside a
+// transaction.
+func (c CommittedOffset) Producer() int64 {
+	if c.ProducerID == nil {
+		return -1
+	}
+	return *c.ProducerID
+}
+
 // Group is one group as KoP would load it.
 type Group struct {
 	Group            string     `json:"group"`
