@@ -18,22 +18,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// GroupFetch is KoP's answer for one group.
-type GroupFetch struct {
-	// Offsets by topic (as KoP answered it) and partition; partitions KoP answered with -1
-	// are absent.
-	Offsets map[string]map[int32]int64
-	// Unavailable: KoP kept answering "loading" / "not coordinator" for the retry window.
-	Unavailable bool
-	// Err: another failure for this group (Unavailable is false).
-	Err error
-}
+// GroupFetch is KoP's answer for one group: the verdict's input, which this package fills.
+type GroupFetch = verdict.GroupFetch
 
 // ListedGroup is one group as ListGroups/DescribeGroups see it.
 type ListedGroup struct {

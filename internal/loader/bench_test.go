@@ -46,8 +46,8 @@ func TestReplayAllocs(t *testing.T) {
 	if testing.Short() {
 		t.Skip()
 	}
-	msgs := [][]byte{commitMsg(t, "G", t1, 0, 1), commitMsg(t, "G", t1, 1, 2),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 2)})}
+	msgs := [][]byte{offsetlogtest.CommitMsg(t, "G", t1, 0, 1), offsetlogtest.CommitMsg(t, "G", t1, 1, 2),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(1, 2)})}
 	r := NewReplayer(0, OrderingKoP)
 	for _, v := range msgs {
 		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: v})
@@ -71,7 +71,7 @@ func BenchmarkGroupOffsetsAllGroups(b *testing.B) {
 			r := NewReplayer(0, OrderingKoP)
 			for g := 0; g < groups; g++ {
 				for tp := int32(0); tp < 5; tp++ {
-					_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(b, batchOpts{}, offsetRec("g-"+itoa(g), tp, int64(g)))})
+					_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(b, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("g-"+itoa(g), tp, int64(g)))})
 				}
 			}
 			names := make([]string, groups)
@@ -102,12 +102,12 @@ func BenchmarkReplayKeys(b *testing.B) {
 			msgs := make([]Message, 0, keys/5)
 			for g := range keys / 5 {
 				name := "load-g-" + itoa(g)
-				recs := make([]kv, 5)
+				recs := make([]offsetlogtest.KV, 5)
 				for p := range recs {
-					recs[p] = kv{offsetKeyBytes(1, name, "persistent://public/default/load-t-"+itoa(g%100), int32(p)),
-						offsetValueBytes(1, 1000+int64(p), -1, "", 1700000000000, -1)}
+					recs[p] = offsetlogtest.KV{offsetlogtest.OffsetKey(1, name, "persistent://public/default/load-t-"+itoa(g%100), int32(p)),
+						offsetlogtest.OffsetValue(1, 1000+int64(p), -1, "", 1700000000000, -1)}
 				}
-				msgs = append(msgs, Message{Key: []byte(name), Value: buildBatch(b, batchOpts{}, recs...)})
+				msgs = append(msgs, Message{Key: []byte(name), Value: offsetlogtest.BuildBatch(b, offsetlogtest.BatchOpts{}, recs...)})
 			}
 			var perKey float64
 			b.ReportAllocs()

@@ -3,9 +3,11 @@ package loader
 import (
 	"context"
 	"errors"
-	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"strings"
 	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 )
 
 const t1 = "persistent://public/default/topic-1"
@@ -44,10 +46,10 @@ func mustOffset(t *testing.T, p *PersistedOffsets, group string, part int32) int
 
 func TestReplayLastValueWinsAndTombstones(t *testing.T) {
 	p := replayBoth(t, OrderingKoP,
-		buildBatch(t, batchOpts{}, offsetRec("G", 0, 100), offsetRec("G", 1, 5)),
-		buildBatch(t, batchOpts{}, offsetRec("G", 0, 10900)),
-		buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "G", t1, 1), nil}),
-		buildBatch(t, batchOpts{}, offsetRec("H", 0, 1)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 100), offsetlogtest.OffsetRec("G", 1, 5)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 10900)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "G", t1, 1), nil}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("H", 0, 1)),
 	)
 	if got := mustOffset(t, p, "G", 0); got != 10900 {
 		t.Errorf("G/0 = %d", got)
@@ -70,19 +72,19 @@ func TestReplayLastValueWinsAndTombstones(t *testing.T) {
 
 func TestReplayGroupTombstoneKeepsOffsets(t *testing.T) {
 	p := replayBoth(t, OrderingKoP,
-		buildBatch(t, batchOpts{}, offsetRec("G", 0, 5)),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 2)}),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 1)}),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("X"), groupValueBytes(1, 1)}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 5)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(1, 2)}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(1, 1)}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("X"), offsetlogtest.GroupValue(1, 1)}),
 	)
 	g, _ := p.Group("G")
 	if !g.HasMetadata || g.State != GroupStable || len(g.Members) != 1 || *g.Generation != 7 || g.Offsets != 1 {
 		t.Fatalf("group %s", mustJSON(t, g))
 	}
 	p = replayBoth(t, OrderingKoP,
-		buildBatch(t, batchOpts{}, offsetRec("G", 0, 5)),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 2)}),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), nil}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 5)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(1, 2)}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("G"), nil}),
 	)
 	if got := mustOffset(t, p, "G", 0); got != 5 {
 		t.Errorf("offset %d", got)
@@ -95,22 +97,24 @@ func TestReplayGroupTombstoneKeepsOffsets(t *testing.T) {
 		t.Errorf("removed %v", rg)
 	}
 	// metadata without members: Empty
-	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, kv{groupKeyBytes("E"), groupValueBytes(2, 0)}))
+	p = replayBoth(t, OrderingKoP, offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("E"), offsetlogtest.GroupValue(2, 0)}))
 	if g, _ := p.Group("E"); g.State != GroupEmpty || !g.HasMetadata {
 		t.Errorf("empty group %s", mustJSON(t, g))
 	}
 }
 
 func TestReplayTransactions(t *testing.T) {
-	txn := func(pid int64, recs ...kv) []byte { return buildBatch(t, batchOpts{Txn: true, PID: pid}, recs...) }
+	txn := func(pid int64, recs ...offsetlogtest.KV) []byte {
+		return offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, PID: pid}, recs...)
+	}
 	marker := func(pid int64, commit bool) []byte {
-		return buildBatch(t, batchOpts{Txn: true, Control: true, PID: pid}, kv{controlKey(commit), controlValue()})
+		return offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, Control: true, PID: pid}, offsetlogtest.KV{offsetlogtest.ControlKey(commit), offsetlogtest.ControlValue()})
 	}
 	msgs := [][]byte{
-		txn(1, offsetRec("G", 0, 50), offsetRec("G", 1, 51)), // pid 1: commits
-		txn(2, offsetRec("G", 2, 60)),                        // pid 2: aborts
-		txn(3, offsetRec("G", 3, 70)),                        // pid 3: never finishes
-		buildBatch(t, batchOpts{}, offsetRec("G", 1, 40)),    // plain commit of G/1 before pid 1's marker
+		txn(1, offsetlogtest.OffsetRec("G", 0, 50), offsetlogtest.OffsetRec("G", 1, 51)),            // pid 1: commits
+		txn(2, offsetlogtest.OffsetRec("G", 2, 60)),                                                 // pid 2: aborts
+		txn(3, offsetlogtest.OffsetRec("G", 3, 70)),                                                 // pid 3: never finishes
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 1, 40)), // plain commit of G/1 before pid 1's marker
 		marker(2, false),
 		marker(1, true),
 	}
@@ -143,7 +147,7 @@ func TestReplayTransactions(t *testing.T) {
 		t.Errorf("log ordering: G/1 = %d, want 40", got)
 	}
 	// ...and a transaction written after a plain commit replaces it only in log order.
-	later := [][]byte{buildBatch(t, batchOpts{}, offsetRec("G", 1, 40)), txn(1, offsetRec("G", 1, 51)), marker(1, true)}
+	later := [][]byte{offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 1, 40)), txn(1, offsetlogtest.OffsetRec("G", 1, 51)), marker(1, true)}
 	if got := mustOffset(t, replayBoth(t, OrderingLog, later...), "G", 1); got != 51 {
 		t.Errorf("log ordering: G/1 = %d, want 51", got)
 	}
@@ -151,7 +155,7 @@ func TestReplayTransactions(t *testing.T) {
 		t.Errorf("KoP ordering: G/1 = %d, want 40", got)
 	}
 	// a transactional tombstone removes the pending offset only
-	p = replayBoth(t, OrderingKoP, txn(1, offsetRec("G", 0, 50)), txn(1, kv{offsetKeyBytes(1, "G", t1, 0), nil}), marker(1, true))
+	p = replayBoth(t, OrderingKoP, txn(1, offsetlogtest.OffsetRec("G", 0, 50)), txn(1, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "G", t1, 0), nil}), marker(1, true))
 	if _, ok := p.Lookup("G", t1, 0); ok {
 		t.Error("txn tombstone ignored")
 	}
@@ -159,10 +163,10 @@ func TestReplayTransactions(t *testing.T) {
 
 func TestReplayPlaceholdersAndErrors(t *testing.T) {
 	r := NewReplayer(3, OrderingKoP)
-	good := commitMsg(t, "G", t1, 0, 1)
+	good := offsetlogtest.CommitMsg(t, "G", t1, 0, 1)
 	bad := append([]byte(nil), good...)
 	bad[len(bad)-1] ^= 1 // breaks the record framing (and the CRC)
-	badCRC := append([]byte(nil), commitMsg(t, "G", t1, 7, 70)...)
+	badCRC := append([]byte(nil), offsetlogtest.CommitMsg(t, "G", t1, 7, 70)...)
 	badCRC[batchOffCRC] ^= 0xff // the CRC alone: KoP never checks it and loads the batch
 	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: nil})
 	_ = r.ApplyMessage(Message{Key: nil, Value: good}) // KoP skips keyless messages
@@ -172,7 +176,7 @@ func TestReplayPlaceholdersAndErrors(t *testing.T) {
 	if err := r.ApplyMessage(Message{MessageID: "9:10:3:-1", Key: []byte("k"), Value: badCRC}); err != nil {
 		t.Errorf("bad CRC: err %v, want it read as KoP does", err)
 	}
-	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "G", t1, 5), []byte{0, 9}}, offsetRec("G", 6, 6))})
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "G", t1, 5), []byte{0, 9}}, offsetlogtest.OffsetRec("G", 6, 6))})
 	p := r.Result()
 	c := p.Counts
 	if c.Messages != 5 || c.Placeholders != 2 || c.Keyless != 1 || c.Undecodable != 2 || c.OffsetCommits != 2 || c.BadCRC != 2 {
@@ -217,8 +221,8 @@ func (f fakeReader) ReadPartition(_ context.Context, p int32, fn func(Message) e
 
 func TestReplayPartitionAndMerge(t *testing.T) {
 	fr := fakeReader{
-		0: {{Key: []byte("k"), Value: commitMsg(t, "A", t1, 0, 1)}},
-		1: {{Key: []byte("k"), Value: commitMsg(t, "B", t1, 0, 2)}, {Key: []byte("k")}},
+		0: {{Key: []byte("k"), Value: offsetlogtest.CommitMsg(t, "A", t1, 0, 1)}},
+		1: {{Key: []byte("k"), Value: offsetlogtest.CommitMsg(t, "B", t1, 0, 2)}, {Key: []byte("k")}},
 	}
 	var parts []*PersistedOffsets
 	for p := int32(0); p < 2; p++ {
@@ -241,12 +245,14 @@ func TestReplayPartitionAndMerge(t *testing.T) {
 }
 
 func TestReplayKoPLoaderQuirks(t *testing.T) {
-	txn := func(pid int64, recs ...kv) []byte { return buildBatch(t, batchOpts{Txn: true, PID: pid}, recs...) }
+	txn := func(pid int64, recs ...offsetlogtest.KV) []byte {
+		return offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, PID: pid}, recs...)
+	}
 	ctl := func(pid int64, typ int16) []byte {
-		return buildBatch(t, batchOpts{Control: true, Txn: true, PID: pid}, kv{[]byte{0, 0, byte(typ >> 8), byte(typ)}, []byte{0, 0, 0, 0, 0, 0}})
+		return offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Control: true, Txn: true, PID: pid}, offsetlogtest.KV{[]byte{0, 0, byte(typ >> 8), byte(typ)}, []byte{0, 0, 0, 0, 0, 0}})
 	}
 	// A control record of another type than COMMIT drops the producer's pending offsets.
-	p := replayBoth(t, OrderingKoP, txn(4, offsetRec("G", 0, 10)), ctl(4, 7), txn(4, offsetRec("G", 1, 11)), ctl(4, 1))
+	p := replayBoth(t, OrderingKoP, txn(4, offsetlogtest.OffsetRec("G", 0, 10)), ctl(4, 7), txn(4, offsetlogtest.OffsetRec("G", 1, 11)), ctl(4, 1))
 	if _, ok := p.Lookup("G", t1, 0); ok {
 		t.Error("offset of a transaction ended by an unknown control type was applied")
 	}
@@ -257,13 +263,13 @@ func TestReplayKoPLoaderQuirks(t *testing.T) {
 		t.Errorf("counts %+v, load failures %v", p.Counts, p.LoadFailures())
 	}
 	// A record without a key inside a batch is skipped, not a failure.
-	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, kv{nil, []byte{0, 1}}, offsetRec("G", 2, 20)))
+	p = replayBoth(t, OrderingKoP, offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{nil, []byte{0, 1}}, offsetlogtest.OffsetRec("G", 2, 20)))
 	if got := mustOffset(t, p, "G", 2); got != 20 || p.Counts.KeylessRecords != 1 || len(p.LoadFailures()) != 0 {
 		t.Errorf("G/2 = %d, counts %+v, failures %v", got, p.Counts, p.LoadFailures())
 	}
 	// An offset value v3 is applied as Kafka would, but KoP's load of the partition fails.
-	v3 := kv{offsetKeyBytes(1, "H", t1, 0), offsetValueBytes(3, 33, 5, "", 1700000000000, -1)}
-	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, offsetRec("G", 3, 30)), buildBatch(t, batchOpts{}, v3))
+	v3 := offsetlogtest.KV{offsetlogtest.OffsetKey(1, "H", t1, 0), offsetlogtest.OffsetValue(3, 33, 5, "", 1700000000000, -1)}
+	p = replayBoth(t, OrderingKoP, offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 3, 30)), offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, v3))
 	f, ok := p.LoadFailure(7)
 	if !ok || f.MessageID != "1:1:7:-1" || !strings.Contains(f.Reason, "offset value v3") {
 		t.Fatalf("load failure %+v %v", f, ok)
@@ -275,7 +281,7 @@ func TestReplayKoPLoaderQuirks(t *testing.T) {
 		t.Errorf("Lookup G/3 = %d, want 30 (what the topic holds)", got)
 	}
 	// Pending transactional offsets stay visible beside the prediction.
-	p = replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, offsetRec("G", 0, 5)), txn(9, offsetRec("G", 0, 600)))
+	p = replayBoth(t, OrderingKoP, offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 5)), txn(9, offsetlogtest.OffsetRec("G", 0, 600)))
 	if c, ok := p.PendingOffset("G", t1, 0); !ok || c.Offset != 600 {
 		t.Errorf("pending %+v %v", c, ok)
 	}
@@ -292,7 +298,7 @@ func TestGroupOffsetsIndexed(t *testing.T) {
 		r := NewReplayer(p, OrderingKoP)
 		for g := 0; g < 50; g++ {
 			for tp := int32(0); tp < 3; tp++ {
-				_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec(groupName(p, g), tp, int64(g*10)+int64(tp)))})
+				_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec(groupName(p, g), tp, int64(g*10)+int64(tp)))})
 			}
 		}
 		parts = append(parts, r.Result())
@@ -321,7 +327,7 @@ func groupName(p int32, g int) string { return "g-" + itoa(int(p)) + "-" + itoa(
 // A replayed group without members says so in JSON ("members": []), as a decoded one does
 // (offsetlog's TestGroupWithoutMembersJSON).
 func TestReplayedGroupWithoutMembersJSON(t *testing.T) {
-	p := replayBoth(t, OrderingKoP, buildBatch(t, batchOpts{}, kv{groupKeyBytes("G"), groupValueBytes(1, 0)}))
+	p := replayBoth(t, OrderingKoP, offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(1, 0)}))
 	if gs := mustJSON(t, p.Groups()); !strings.Contains(gs, `"members":[]`) {
 		t.Errorf("replayed group: %s", gs)
 	}

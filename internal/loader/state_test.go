@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 )
 
 // A long-lived Replayer (watch) must not grow with group-name churn: a group whose offsets
@@ -12,15 +14,15 @@ func TestReplayerForgetsDeletedGroups(t *testing.T) {
 	r := NewReplayer(0, OrderingKoP)
 	round := func(i int) {
 		g := "churn-" + itoa(i)
-		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{},
-			offsetRec(g, 0, 1), offsetRec(g, 1, 2), kv{groupKeyBytes(g), groupValueBytes(1, 1)})})
-		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, g, t1, 0), nil},
-			kv{offsetKeyBytes(1, g, t1, 1), nil}, kv{groupKeyBytes(g), nil})})
+		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{},
+			offsetlogtest.OffsetRec(g, 0, 1), offsetlogtest.OffsetRec(g, 1, 2), offsetlogtest.KV{offsetlogtest.GroupKey(g), offsetlogtest.GroupValue(1, 1)})})
+		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.OffsetKey(1, g, t1, 0), nil},
+			offsetlogtest.KV{offsetlogtest.OffsetKey(1, g, t1, 1), nil}, offsetlogtest.KV{offsetlogtest.GroupKey(g), nil})})
 		// a transaction that ends in ABORT leaves nothing either
-		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{Txn: true, PID: 5}, offsetRec(g+"-t", 0, 3))})
-		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{Txn: true, Control: true, PID: 5}, kv{controlKey(false), controlValue()})})
+		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, PID: 5}, offsetlogtest.OffsetRec(g+"-t", 0, 3))})
+		_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, Control: true, PID: 5}, offsetlogtest.KV{offsetlogtest.ControlKey(false), offsetlogtest.ControlValue()})})
 	}
-	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec("stays", 0, 9))})
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("stays", 0, 9))})
 	for i := range 50 {
 		round(i)
 	}
@@ -48,11 +50,11 @@ func TestReplayerForgetsDeletedGroups(t *testing.T) {
 // moves the state and leaves an empty Replayer.
 func TestResultSnapshotAndFinish(t *testing.T) {
 	r := NewReplayer(3, OrderingKoP)
-	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec("G", 0, 1), kv{groupKeyBytes("G"), groupValueBytes(1, 1)})})
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 1), offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(1, 1)})})
 	snap := r.Result()
-	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec("G", 0, 2), offsetRec("H", 0, 7),
-		kv{groupKeyBytes("G"), groupValueBytes(2, 3)})})
-	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "G", t1, 0), nil})})
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("G", 0, 2), offsetlogtest.OffsetRec("H", 0, 7),
+		offsetlogtest.KV{offsetlogtest.GroupKey("G"), offsetlogtest.GroupValue(2, 3)})})
+	_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "G", t1, 0), nil})})
 	if c, ok := snap.Lookup("G", t1, 0); !ok || c.Offset != 1 || snap.Len() != 1 {
 		t.Errorf("snapshot changed: %+v %v len %d", c, ok, snap.Len())
 	}
@@ -79,12 +81,12 @@ func TestEachLiveKeepsMessages(t *testing.T) {
 	r.KeepMessages(false)
 	at := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 	msgs := [][]byte{
-		buildBatch(t, batchOpts{}, offsetRec("B", 0, 1), offsetRec("A", 1, 2)),
-		buildBatch(t, batchOpts{}, kv{groupKeyBytes("B"), groupValueBytes(1, 1)}, offsetRec("B", 0, 3)),
-		buildBatch(t, batchOpts{Txn: true, PID: 4}, offsetRec("A", 0, 4)),
-		buildBatch(t, batchOpts{Txn: true, Control: true, PID: 4}, kv{controlKey(true), controlValue()}),
-		buildBatch(t, batchOpts{}, offsetRec("C", 0, 5)),
-		buildBatch(t, batchOpts{}, kv{offsetKeyBytes(1, "C", t1, 0), nil}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("B", 0, 1), offsetlogtest.OffsetRec("A", 1, 2)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.GroupKey("B"), offsetlogtest.GroupValue(1, 1)}, offsetlogtest.OffsetRec("B", 0, 3)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, PID: 4}, offsetlogtest.OffsetRec("A", 0, 4)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{Txn: true, Control: true, PID: 4}, offsetlogtest.KV{offsetlogtest.ControlKey(true), offsetlogtest.ControlValue()}),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec("C", 0, 5)),
+		offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "C", t1, 0), nil}),
 	}
 	for i, v := range msgs {
 		_ = r.ApplyMessage(Message{Partition: 2, MessageID: "1:" + itoa(i) + ":2:-1", PublishTime: at.Add(time.Duration(i) * time.Second), Key: []byte("k"), Value: v})
@@ -116,7 +118,7 @@ func TestAllOffsetsSortedAcrossPartitions(t *testing.T) {
 		r := NewReplayer(p, OrderingKoP)
 		for g := 0; g < 20; g++ {
 			name := "g-" + itoa((g*7+int(p))%20) + "-" + itoa(int(p))
-			_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec(name, 2, 1), offsetRec(name, 1, 1))})
+			_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec(name, 2, 1), offsetlogtest.OffsetRec(name, 1, 1))})
 		}
 		parts = append(parts, r.Finish())
 	}
@@ -143,7 +145,7 @@ func TestPersistedOffsetsConcurrentReads(t *testing.T) {
 	for p := int32(0); p < 2; p++ {
 		r := NewReplayer(p, OrderingKoP)
 		for g := range 30 {
-			_ = r.ApplyMessage(Message{Key: []byte("k"), Value: buildBatch(t, batchOpts{}, offsetRec(groupName(p, g), 0, int64(g)), offsetRec(groupName(p, g), 1, 1))})
+			_ = r.ApplyMessage(Message{Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.OffsetRec(groupName(p, g), 0, int64(g)), offsetlogtest.OffsetRec(groupName(p, g), 1, 1))})
 		}
 		parts = append(parts, r.Finish())
 	}

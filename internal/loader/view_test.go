@@ -3,6 +3,8 @@ package loader
 import (
 	"slices"
 	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 )
 
 // TestViewIsResultWithoutACopy: a View between feeds reads as the Result of the same
@@ -11,8 +13,8 @@ import (
 // fed since, not of the View's index.
 func TestViewIsResultWithoutACopy(t *testing.T) {
 	r := NewReplayer(7, OrderingKoP)
-	feed := func(i int, recs ...kv) {
-		_ = r.ApplyMessage(Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"), Value: buildBatch(t, batchOpts{}, recs...)})
+	feed := func(i int, recs ...offsetlogtest.KV) {
+		_ = r.ApplyMessage(Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"), Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, recs...)})
 	}
 	same := func(step string, v *PersistedOffsets) {
 		t.Helper()
@@ -30,13 +32,13 @@ func TestViewIsResultWithoutACopy(t *testing.T) {
 			}
 		}
 	}
-	feed(0, offsetRec("G", 0, 100), offsetRec("G", 1, 5), offsetRec("H", 0, 1))
+	feed(0, offsetlogtest.OffsetRec("G", 0, 100), offsetlogtest.OffsetRec("G", 1, 5), offsetlogtest.OffsetRec("H", 0, 1))
 	same("first", r.View())
 	if !r.View().HasGroup("G") {
 		t.Fatal("the view does not hold G")
 	}
-	feed(1, offsetRec("G", 0, 200), offsetRec("K", 3, 9))
-	feed(2, kv{offsetKeyBytes(1, "H", t1, 0), nil})
+	feed(1, offsetlogtest.OffsetRec("G", 0, 200), offsetlogtest.OffsetRec("K", 3, 9))
+	feed(2, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "H", t1, 0), nil})
 	v := r.View()
 	same("after more", v)
 	if got := mustOffset(t, v, "G", 0); got != 200 {
@@ -45,13 +47,13 @@ func TestViewIsResultWithoutACopy(t *testing.T) {
 	if _, ok := v.Lookup("H", t1, 0); ok || v.HasGroup("H") {
 		t.Error("H survived its tombstone in the view")
 	}
-	feed(3, offsetRec("G", 2, 7))
+	feed(3, offsetlogtest.OffsetRec("G", 2, 7))
 	if got := mustOffset(t, r.Result(), "G", 2); got != 7 {
 		t.Errorf("Result after a View: G/2 = %d", got)
 	}
-	feed(4, offsetRec("G", 3, 8))
+	feed(4, offsetlogtest.OffsetRec("G", 3, 8))
 	_ = r.View().Len() // an index of this state, before the next feed
-	feed(5, offsetRec("G", 4, 9))
+	feed(5, offsetlogtest.OffsetRec("G", 4, 9))
 	if p := r.Finish(); p.Len() != 6 || mustOffset(t, p, "G", 4) != 9 {
 		t.Errorf("Finish after a View: %s", mustJSON(t, p.Offsets()))
 	}

@@ -49,14 +49,7 @@ func BenchmarkDecode(b *testing.B) {
 // record stores, gzip through Read) against the reader-based slow paths and against
 // refDecode, the decoder as it was before them: same values, same errors, same JSON.
 func FuzzFastPath(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
-		f.Add(s.Key, s.Value, s.Fix)
-	}
-	f.Fuzz(func(t *testing.T, key, value []byte, fix bool) {
-		if fix {
-			value = append([]byte(nil), value...)
-			fixCRC(value)
-		}
+	offsetlogtest.Fuzz(f, func(t *testing.T, key, value []byte) {
 		got, gerr := Decode(key, value)
 		want, werr := refDecode(key, value)
 		if g, w := zstdDetail(fmt.Sprint(gerr)), zstdDetail(fmt.Sprint(werr)); g != w {

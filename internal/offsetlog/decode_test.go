@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -413,14 +414,7 @@ func mustDecode(t *testing.T, v []byte) []Record {
 	return recs
 }
 
-func mustJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
+var mustJSON = offsetlogtest.MustJSON
 
 func TestDecodeConcurrent(t *testing.T) {
 	var vals [][]byte

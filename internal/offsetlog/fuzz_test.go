@@ -8,18 +8,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func FuzzDecode(f *testing.F) {
-	for _, s := range fuzzSeeds(f) {
-		f.Add(s.Key, s.Value, s.Fix)
-	}
-	f.Fuzz(func(t *testing.T, key, value []byte, fix bool) {
-		if fix {
-			value = append([]byte(nil), value...)
-			fixCRC(value)
-		}
+	offsetlogtest.Fuzz(f, func(t *testing.T, key, value []byte) {
 		recs, err := Decode(key, value)
 		undecodable := 0
 		for _, r := range recs {

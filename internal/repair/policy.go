@@ -97,7 +97,7 @@ func Select(rows []verdict.Row, unserved []survey.UnservedPartition, write []str
 				}
 			case st == verdict.StatusOK || st == "" || st == verdict.StatusExpiring:
 			default:
-				row.Reason = reload.LeaveReason(st)
+				row.Reason = LeaveReason(st)
 				if c := cr.Cell(cl); c.Error != "" {
 					row.Reason += ": " + c.Error
 				} else if st == verdict.StatusMisaligned && c.Detail != "" {

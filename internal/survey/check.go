@@ -13,7 +13,6 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
-	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -43,34 +42,6 @@ type Options struct {
 // DefaultExpiryWarning is the window of the expiring status: a day before KoP expires an
 // offset that has not been committed again (KoP's default retention is 3 days).
 const DefaultExpiryWarning = 24 * time.Hour
-
-// Report is the document `check -o json` prints (cli.md: "A check row").
-type Report struct {
-	SchemaVersion int            `json:"schemaVersion"`
-	Clusters      []string       `json:"clusters"`
-	Source        *string        `json:"source"`
-	Rows          []verdict.Row  `json:"rows"`
-	Errors        []ClusterError `json:"errors,omitempty"`
-	// Unserved are the offsets partitions KoP does not serve on a cluster (every group of
-	// them gets NOT_COORDINATOR or "loading" for the whole --coordinator-wait), apart from
-	// the rows they leave coordinator_unavailable.
-	Unserved []UnservedPartition `json:"unserved,omitempty"`
-	Warnings []string            `json:"warnings,omitempty"`
-	Summary  map[string]int      `json:"summary"`
-	ExitCode outcome.Outcome     `json:"exitCode"`
-}
-
-// UnservedPartition is an offsets partition KoP does not serve on one cluster.
-type UnservedPartition struct {
-	Cluster          string `json:"cluster"`
-	OffsetsPartition int32  `json:"offsetsPartition"`
-	// Answer is what KoP kept answering for a probe group of the partition.
-	Answer string `json:"answer"`
-	// Owner is the broker that owns the partition's bundle (none: no broker owns it; the
-	// next lookup assigns it), when it could be read.
-	Owner string `json:"owner,omitempty"`
-	Fix   string `json:"fix"`
-}
 
 // literalGroups returns the group filter when it names groups only (no glob), else nil.
 func literalGroups(globs []string) []string {
@@ -455,158 +426,10 @@ func (ru *run) finish() {
 	rep.ExitCode = verdict.ExitCode(rep.Summary, len(rep.Errors) > 0, len(rep.Unserved) > 0, ru.o.FailOn)
 }
 
-var reportMu sync.Mutex
-
-func (r *Report) addErr(e ClusterError) {
-	reportMu.Lock()
-	defer reportMu.Unlock()
-	r.Errors = append(r.Errors, e)
-}
-
-func (r *Report) addWarning(w string) {
-	reportMu.Lock()
-	defer reportMu.Unlock()
-	r.Warnings = append(r.Warnings, w)
-	slices.Sort(r.Warnings)
-}
-
 func parallel(states []*clusterState, fn func(*clusterState)) {
 	var wg sync.WaitGroup
 	for _, s := range states {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(s)
-		}()
+		wg.Go(func() { fn(s) })
 	}
 	wg.Wait()
-}
-
-// probeGroups are the probe groups of the offsets partitions this check looks at: those of
-// the literal groups, else every partition.
-func (s *clusterState) probeGroups(o Options) []string {
-	if s.partitions <= 0 {
-		return nil
-	}
-	var parts []int32
-	if lit := literalGroups(o.Groups); lit != nil {
-		for _, g := range lit {
-			parts = append(parts, loader.PartitionFor(g, s.partitions))
-		}
-		slices.Sort(parts)
-		parts = slices.Compact(parts)
-	} else {
-		for p := range s.partitions {
-			parts = append(parts, p)
-		}
-	}
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		out[i] = loader.ProbeGroup(p, s.partitions)
-	}
-	return out
-}
-
-// readPersisted replays the offsets partitions that hold the selected groups.
-func (s *clusterState) readPersisted(ctx context.Context, o Options) {
-	n, err := s.c.Reader.Partitions(ctx)
-	if err != nil {
-		s.pErr = err
-		return
-	}
-	s.partitions = n
-	var parts []int32
-	if lit := literalGroups(o.Groups); lit != nil {
-		set := map[int32]bool{}
-		for _, g := range lit {
-			set[loader.PartitionFor(g, n)] = true
-		}
-		parts = slices.Sorted(maps.Keys(set))
-	} else {
-		for p := range n {
-			parts = append(parts, p)
-		}
-	}
-	views, err := replayPartitions(ctx, s.c.Reader, parts, o.Concurrency)
-	if err != nil {
-		s.pErr = err
-		return
-	}
-	// One view per partition, not merged: a merge would hold every key twice for a moment.
-	s.persisted = make([]*loader.PersistedOffsets, n)
-	for i, p := range parts {
-		s.persisted[p] = views[i]
-	}
-}
-
-// noOffsets is the view of an offsets partition that was not replayed: no selected group
-// lives there.
-var noOffsets = loader.Merge()
-
-// view is the loader view of the offsets partition holding group.
-func (s *clusterState) view(group string) *loader.PersistedOffsets {
-	if v := s.reread[group]; v != nil {
-		return v
-	}
-	if s.partitions > 0 {
-		if v := s.persisted[loader.PartitionFor(group, s.partitions)]; v != nil {
-			return v
-		}
-	}
-	return noOffsets
-}
-
-// views are the replayed offsets partitions' views.
-func (s *clusterState) views() []*loader.PersistedOffsets {
-	var out []*loader.PersistedOffsets
-	for _, v := range s.persisted {
-		if v != nil {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// ReplayPartitions replays partitions of reader, at most concurrency at once, and merges them.
-func ReplayPartitions(ctx context.Context, reader loader.OffsetTopicReader, parts []int32, concurrency int) (*loader.PersistedOffsets, error) {
-	views, err := replayPartitions(ctx, reader, parts, concurrency)
-	if err != nil {
-		return nil, err
-	}
-	return loader.Merge(views...), nil
-}
-
-// replayPartitions replays partitions of reader, at most concurrency at once.
-func replayPartitions(ctx context.Context, reader loader.OffsetTopicReader, parts []int32, concurrency int) ([]*loader.PersistedOffsets, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	results := make([]*loader.PersistedOffsets, len(parts))
-	errs := make([]error, len(parts))
-	sem := make(chan struct{}, max(concurrency, 1))
-	var wg sync.WaitGroup
-	for i, p := range parts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			results[i], errs[i] = loader.ReplayPartition(ctx, reader, p, loader.OrderingKoP)
-			if errs[i] != nil {
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	// The first failure cancelled the others: report it, not their cancellations.
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return nil, err
-		}
-	}
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return results, nil
 }

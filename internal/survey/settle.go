@@ -3,9 +3,10 @@ package survey
 import (
 	"context"
 	"fmt"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 	"maps"
 	"slices"
+
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )

@@ -293,7 +293,7 @@ func (j *Judge) persistedCell(view *loader.PersistedOffsets, s *Side, k Key, cel
 		pv, loaded := pc.Offset, cell.Persisted
 		ob.Pending, cell.Persisted = &pv, &pv
 		cell.CommitTimestamp = output.NewTime(pc.CommitTimestamp.Time())
-		cell.Predicted = &Prediction{Offset: loaded, Reason: fmt.Sprintf("a transactional commit (producer %d) the loader leaves pending: its COMMIT marker is invisible to readers", ptrOr(pc.ProducerID))}
+		cell.Predicted = &Prediction{Offset: loaded, Reason: fmt.Sprintf("a transactional commit (producer %d) the loader leaves pending: its COMMIT marker is invisible to readers", pc.Producer())}
 	}
 	if s.Partitions > 0 {
 		if f, failed := view.LoadFailure(loader.PartitionFor(k.Group, s.Partitions)); failed {
@@ -410,11 +410,4 @@ func DefaultFailOn() []Status {
 	return slices.DeleteFunc(slices.Clone(Statuses), func(s Status) bool {
 		return s == StatusOK || s == StatusExpiring
 	})
-}
-
-func ptrOr(p *int64) int64 {
-	if p == nil {
-		return -1
-	}
-	return *p
 }

@@ -3,12 +3,14 @@ package watch
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/repair"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // repair reloads, under the policy, the bundles holding the stale_cache rows of c among
@@ -24,25 +26,9 @@ import (
 //   - report, not refuse, groups live on other clusters only (the plan's LiveElsewhere):
 //     the cache will lag again.
 func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
-	behind := map[string]int64{}
-	var stale []string
-	clusters := w.clusterNames()
-	for _, g := range asked {
-		for r := range w.rows[g].Rows(clusters, w.displayNamespace()) {
-			cell := r.Cell(c.Name)
-			if !repair.Reloads(cell.Status) {
-				continue
-			}
-			if _, ok := behind[g]; !ok {
-				stale = append(stale, g)
-			}
-			b := behind[g]
-			if cell.Cached != nil && cell.Persisted != nil {
-				b = max(b, *cell.Persisted-*cell.Cached)
-			}
-			behind[g] = b
-		}
-	}
+	clusters, ns := w.clusterNames(), w.displayNamespace()
+	rows := func(g string) iter.Seq[verdict.Row] { return w.rows[g].Rows(clusters, ns) }
+	stale, behind := repair.Targets(asked, rows, c.Name)
 	if len(stale) == 0 {
 		return
 	}
@@ -71,7 +57,7 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 		return
 	}
 	done, stopped := 0, false
-	now := w.o.Now()
+	gates := repair.Gates{Last: repair.Cooldown(c.lastReload), Now: w.o.Now(), Cooldown: w.o.Cooldown, MaxBundles: w.o.MaxBundles}
 	guard, guarded := c.Reloader.(WriteGuard)
 	var guardErr error // the guard's refusal: every bundle of the cycle is refused
 	defer func() {
@@ -81,15 +67,10 @@ func (w *Watcher) repair(ctx context.Context, c *clusterRT, asked []string) {
 	}()
 	for _, pb := range plan.Bundles {
 		bg := repair.BundleGroups(plan, pb, groups)
-		ago, cooling := repair.Cooldown(c.lastReload).Wait(pb.Range, now, w.o.Cooldown)
+		reason, detail := gates.Refuse(plan, pb, c.Name, done)
 		switch {
-		case pb.Refused:
-			w.refuse(c, repair.RefusalReason(plan, pb), pb.Range, bg, pb.Reason)
-		case cooling:
-			w.refuse(c, "cooldown", pb.Range, bg, fmt.Sprintf("reloaded %s ago (cooldown %s)",
-				ago.Round(time.Second), w.o.Cooldown))
-		case done >= w.o.MaxBundles:
-			w.refuse(c, "max_bundles", pb.Range, bg, fmt.Sprintf("%d bundle(s) already reloaded on %s this interval (--max-bundles)", done, c.Name))
+		case reason != "":
+			w.refuse(c, reason, pb.Range, bg, detail)
 		case stopped:
 			w.refuse(c, "earlier_bundle_failed", pb.Range, bg, "an earlier bundle of this cycle did not end verified")
 		case ctx.Err() != nil:

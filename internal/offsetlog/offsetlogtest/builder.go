@@ -7,6 +7,7 @@ package offsetlogtest
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"hash/crc32"
 	"strconv"
 	"testing"
@@ -220,4 +221,14 @@ func CommitMsg(tb testing.TB, group, topic string, partition int32, offset int64
 // OffsetRec is a v1 offset commit record of group on persistent://public/default/topic-1.
 func OffsetRec(group string, part int32, offset int64) KV {
 	return KV{OffsetKey(1, group, "persistent://public/default/topic-1", part), OffsetValue(1, offset, -1, "", 1700000000000+offset, -1)}
+}
+
+// MustJSON is v as JSON, failing t when it does not encode.
+func MustJSON(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -51,3 +51,18 @@ func Seeds(tb testing.TB) []Seed {
 	seeds = append(seeds, Seed{"two-batches", k, two, false})
 	return seeds
 }
+
+// Fuzz fuzzes fn from the Seeds: a key and a value, the value's batch CRCs fixed when the
+// input asks for it (so that mutations get past the CRC check).
+func Fuzz(f *testing.F, fn func(t *testing.T, key, value []byte)) {
+	for _, s := range Seeds(f) {
+		f.Add(s.Key, s.Value, s.Fix)
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte, fix bool) {
+		if fix {
+			value = append([]byte(nil), value...)
+			FixCRC(value)
+		}
+		fn(t, key, value)
+	})
+}
