@@ -13,40 +13,25 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
-
-// SourceOptions say which sides a Connect must build.
-type SourceOptions struct {
-	Cached          bool // build a Fetcher (KoP)
-	Copies          bool // build an align.Source (KoP) for alignment
-	CoordinatorWait time.Duration
-	Describe        bool // describe groups (groups command)
-}
-
-// ConnectFunc builds the sources of one cluster; release frees them. Errors are
-// configuration errors (exit 2): nothing is contacted yet.
-type ConnectFunc func(cl config.Cluster, so SourceOptions) (c survey.Cluster, release func(), err error)
 
 // Options of `check`.
 type Options struct {
 	IO       *iostreams.IOStreams
 	Format   output.Format
 	Clusters func() ([]config.Cluster, error)
-	Connect  ConnectFunc
+	Connect  shared.ConnectFunc
 
 	Groups          []string
 	Topics          []string
@@ -157,7 +142,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 				return cmdutil.FlagErrorf("--coordinator-wait must be positive")
 			}
 			if opts.Connect == nil {
-				opts.Connect = FactoryConnect(f)
+				opts.Connect = shared.FactoryConnect(f)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -222,33 +207,6 @@ func ParseFailOn(vals []string) ([]verdict.Status, error) {
 	return out, nil
 }
 
-// BuildSources resolves the clusters and builds their sources. Errors are exit 2.
-func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc, so SourceOptions) ([]survey.Cluster, func(), error) {
-	cls, err := clusters()
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []survey.Cluster
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	for _, cl := range cls {
-		c, closeFn, err := connect(cl, so)
-		if err != nil {
-			closeAll()
-			return nil, nil, cmdutil.ConfigError(err)
-		}
-		out = append(out, c)
-		if closeFn != nil {
-			closers = append(closers, closeFn)
-		}
-	}
-	return out, closeAll, nil
-}
-
 func checkRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -266,8 +224,8 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if opts.Source != "" && !slices.Contains(config.Names(cls), opts.Source) {
 		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(config.Names(cls), ", "))
 	}
-	sources, closeAll, err := BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
-		SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
+	sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
+		shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
 	if err != nil {
 		return err
 	}
@@ -517,69 +475,4 @@ func (h *hints) addOne(s string) {
 	}
 	h.seen[s] = true
 	h.list = append(h.list, s)
-}
-
-// FactoryConnect builds real sources from the Factory: a pulsarx.Reader and Admin for the
-// persisted side and replication stats, kadm for KoP.
-func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
-	return func(cl config.Cluster, so SourceOptions) (survey.Cluster, func(), error) {
-		admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		cfg, err := f.Config()
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		names, err := adminutil.ReplicationNames(admin, cl, cfg, f.Flags.Timeout)
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		pc, err := f.PulsarClient(cl)
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		closers := []func(){pc.Close}
-		c := survey.Cluster{
-			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-			Reader:      adminutil.LoaderReader(cl, pc, admin, names),
-			Replication: survey.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
-			Owner:       partitionOwner(admin, cl),
-		}
-		if so.Cached || so.Describe {
-			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
-			if err != nil {
-				pc.Close()
-				return survey.Cluster{}, nil, err
-			}
-			closers = append(closers, kc.Close)
-			c.Fetcher = &kop.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
-		}
-		if so.Copies {
-			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
-		}
-		return c, func() {
-			for _, fn := range closers {
-				fn()
-			}
-		}, nil
-	}
-}
-
-// partitionOwner names the broker owning an offsets partition's bundle from the brokers'
-// ownership lists (adminutil.Owners): it never looks a topic up, which would make a broker
-// take the bundle.
-func partitionOwner(admin *pulsarx.Admin, cl config.Cluster) func(context.Context, int32) (string, error) {
-	owners := adminutil.NewOwners(admin, cl.Name)
-	return func(ctx context.Context, p int32) (string, error) {
-		b, err := admin.BundleForTopic(ctx, pulsarx.PartitionTopic(cl.OffsetsTopic(), p))
-		if err != nil {
-			return "", err
-		}
-		o, ok, err := owners.Owner(ctx, cl.Tenant+"/"+cl.MetadataNamespace, b.Range)
-		if err != nil || !ok {
-			return "", err
-		}
-		return o.Broker, nil
-	}
 }

@@ -14,9 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -42,13 +41,13 @@ type Options struct {
 	// configured cluster (the check always compares all of them).
 	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
 	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error)
-	NewSession reloadcmd.SessionFunc
+	NewSession shared.SessionFunc
 	Confirm    func(string) (bool, error)
 
 	LockFile string
 	Scope
-	reloadcmd.Flags
-	Writes reloadcmd.Writes
+	shared.Flags
+	Writes shared.Writes
 }
 
 // Scope narrows what repair checks and reloads: --group and --topic globs, as in check.
@@ -185,7 +184,7 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 				return sel, cfg.Clusters, err
 			}
 			opts.Check = FactoryCheck(f)
-			opts.NewSession = reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
+			opts.NewSession = shared.NewSessionFunc(f, func(format string, a ...any) {
 				f.Logger().Debug(fmt.Sprintf(format, a...))
 			}, opts.Writes)
 			if runF != nil {
@@ -198,9 +197,9 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
 	fl.StringArrayVar(&opts.Groups, "group", nil, "only these groups: name or glob (path.Match), repeatable (default: every group)")
 	fl.StringArrayVar(&opts.Topics, "topic", nil, "only rows of these topics: name or glob, short or full name, repeatable")
-	reloadcmd.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
+	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
-	reloadcmd.BindWriteFlags(fl, &opts.Writes, true)
+	shared.BindWriteFlags(fl, &opts.Writes, true)
 	return cmd
 }
 
@@ -208,8 +207,8 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 // included) over all clusters and returns its report.
 func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*survey.Report, error) {
 	return func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
-		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
-			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true, Copies: true})
+		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return all, nil },
+			shared.FactoryConnect(f), shared.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +221,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := reloadcmd.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
 	write, all, err := opts.Targets()
@@ -334,7 +333,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	cr.Plan = plan
-	res := reloadcmd.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, reloadcmd.RunOptions{
+	res := shared.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, shared.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
 		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "repair: stale_cache rows and unserved offsets partitions",
 	})
@@ -355,10 +354,10 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	if opts.Format == output.Table {
-		_ = reloadcmd.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
+		_ = shared.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
 		fmt.Fprintln(opts.IO.Out)
 	}
-	fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
+	fmt.Fprintln(opts.IO.ErrOut, shared.Summary(cl.Name, res.Execution))
 	if res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.WriteFailed {
 		r.raise(res.ExitCode)
 	}
