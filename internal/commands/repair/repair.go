@@ -104,13 +104,7 @@ func DefaultLockFile() string {
 	return filepath.Join(os.TempDir(), "kop-offsets-repair.lock")
 }
 
-// NewCmdRepair returns `repair`. runF replaces the run function in tests.
-func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams}
-	cmd := &cobra.Command{
-		Use:   "repair",
-		Short: "Check, reload exactly the bundles holding stale_cache rows, check again",
-		Long: strings.TrimSpace(`
+var repairLong = strings.TrimSpace(`
 Run 'check' over every configured cluster, reload (as 'kop-offsets reload' does: bundle
 unload, lookup, verification) exactly the bundles that hold stale_cache rows on the
 clusters repair may write to (--cluster; default all), then run 'check' again.
@@ -155,15 +149,25 @@ finds no stale row, no unserved partition and no coordinator_unavailable row); 1
 unserved partitions or coordinator_unavailable rows remain (refused, beyond --max-bundles, or
 still there after the reload), or misaligned rows were left; 2 usage error, no --yes
 without a terminal, declined; 3 an endpoint failed, or the lock or a cluster's writer
-lease is held; 4 a reload did not achieve its goal (the cache still differs after --wait).`),
-		Example: cmdutil.Examples(`
+lease is held; 4 a reload did not achieve its goal (the cache still differs after --wait).`)
+
+var repairExamples = cmdutil.Examples(`
   kop-offsets repair --dry-run
   kop-offsets repair --cluster wus --yes
   # refresh one group on the standby before failing it over
   kop-offsets repair --cluster wus --group orders-consumer --yes
   # crontab: every 10 minutes, unattended
-  */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`),
-		Args: cmdutil.NoArgs,
+  */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`)
+
+// NewCmdRepair returns `repair`. runF replaces the run function in tests.
+func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "repair",
+		Short:   "Check, reload exactly the bundles holding stale_cache rows, check again",
+		Long:    repairLong,
+		Example: repairExamples,
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Validate(); err != nil {
 				return err
