@@ -179,14 +179,7 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
 				return err
 			}
-			opts.Targets = func() ([]config.Cluster, []config.Cluster, error) {
-				cfg, err := f.Config()
-				if err != nil {
-					return nil, nil, err
-				}
-				sel, err := f.Clusters()
-				return sel, cfg.Clusters, err
-			}
+			opts.Targets = shared.Targets(f)
 			opts.Check = FactoryCheck(f)
 			opts.NewSession = shared.NewSessionFunc(f, func(format string, a ...any) {
 				f.Logger().Debug(fmt.Sprintf(format, a...))

@@ -155,3 +155,16 @@ func Confirm(ios *iostreams.IOStreams, question string) (bool, error) {
 	a := strings.ToLower(strings.TrimSpace(line.String()))
 	return a == "y" || a == "yes", nil
 }
+
+// Targets returns the clusters a command selected (--cluster; default all) with every
+// configured cluster.
+func Targets(f *cmdutil.Factory) func() ([]config.Cluster, []config.Cluster, error) {
+	return func() ([]config.Cluster, []config.Cluster, error) {
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, nil, err
+		}
+		sel, err := f.Clusters()
+		return sel, cfg.Clusters, err
+	}
+}

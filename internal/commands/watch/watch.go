@@ -142,14 +142,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			}
 			opts.Timeout = f.Flags.Timeout
 			if opts.Targets == nil {
-				opts.Targets = func() ([]config.Cluster, []config.Cluster, error) {
-					cfg, err := f.Config()
-					if err != nil {
-						return nil, nil, err
-					}
-					sel, err := f.Clusters()
-					return sel, cfg.Clusters, err
-				}
+				opts.Targets = shared.Targets(f)
 			}
 			if opts.Build == nil {
 				opts.Build = FactoryBuild(f)
