@@ -63,13 +63,7 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	t.Logf("unmapped: exit %d: %v", r.Code, r.Err)
 
 	group := "renamed-lag-group"
-	part := loader.PartitionFor(group, 8)
-	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kop.NewWriter(e.pc["scus"], topic, 8)
-	defer w.Close()
-	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
-		t.Fatal(err)
-	}
+	_, partTopic, w := e.commitOne(t, topic, group, 10)
 	e.waitReplicated(t, partTopic, time.Minute)
 	cfg := e.writeNamedConfig(t, nsLocal, true)
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--source", "east")
