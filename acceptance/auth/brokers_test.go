@@ -6,16 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"testing"
-	"time"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+	"net/http"
+	"testing"
+	"time"
 )
 
 // TestSeveralBrokersDoctorLocateReload is what several brokers per cluster change for the
@@ -166,7 +164,7 @@ func bundleOf(ctx context.Context, t *testing.T, c lab.Cluster, p int32) string 
 // ownerOf is the broker owning bundle of public/__kafka on c now, from the brokers' lists.
 func ownerOf(ctx context.Context, t *testing.T, c lab.Cluster, bundle string) string {
 	t.Helper()
-	o, ok, err := adminutil.NewOwners(labtest.PulsarxAdmin(t, c), c.Name).Owner(ctx, lab.MetadataNamespace, bundle)
+	o, ok, err := pulsarx.NewOwners(labtest.PulsarxAdmin(t, c), c.Name).Owner(ctx, lab.MetadataNamespace, bundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -33,6 +30,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestMain asks for two brokers per cluster unless KOP_LAB_BROKERS says otherwise: without
@@ -159,7 +157,7 @@ func put(t *testing.T, url string) {
 // ownerOf is the broker owning bundle now, from the brokers' ownership lists.
 func ownerOf(ctx context.Context, t *testing.T, c lab.Cluster, ns, bundle string) string {
 	t.Helper()
-	o, ok, err := adminutil.NewOwners(labtest.PulsarxAdmin(t, c), c.Name).Owner(ctx, ns, bundle)
+	o, ok, err := pulsarx.NewOwners(labtest.PulsarxAdmin(t, c), c.Name).Owner(ctx, ns, bundle)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,47 +6,30 @@ package check
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
-
-// SourceOptions say which sides a Connect must build.
-type SourceOptions struct {
-	Cached          bool // build a Fetcher (KoP)
-	Copies          bool // build an align.Source (KoP) for alignment
-	CoordinatorWait time.Duration
-	Describe        bool // describe groups (groups command)
-}
-
-// ConnectFunc builds the sources of one cluster; release frees them. Errors are
-// configuration errors (exit 2): nothing is contacted yet.
-type ConnectFunc func(cl config.Cluster, so SourceOptions) (c survey.Cluster, release func(), err error)
 
 // Options of `check`.
 type Options struct {
 	IO       *iostreams.IOStreams
 	Format   output.Format
 	Clusters func() ([]config.Cluster, error)
-	Connect  ConnectFunc
+	Connect  shared.ConnectFunc
 
 	Groups          []string
 	Topics          []string
@@ -157,7 +140,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 				return cmdutil.FlagErrorf("--coordinator-wait must be positive")
 			}
 			if opts.Connect == nil {
-				opts.Connect = FactoryConnect(f)
+				opts.Connect = shared.FactoryConnect(f)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -222,33 +205,6 @@ func ParseFailOn(vals []string) ([]verdict.Status, error) {
 	return out, nil
 }
 
-// BuildSources resolves the clusters and builds their sources. Errors are exit 2.
-func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc, so SourceOptions) ([]survey.Cluster, func(), error) {
-	cls, err := clusters()
-	if err != nil {
-		return nil, nil, err
-	}
-	var out []survey.Cluster
-	var closers []func()
-	closeAll := func() {
-		for _, c := range closers {
-			c()
-		}
-	}
-	for _, cl := range cls {
-		c, closeFn, err := connect(cl, so)
-		if err != nil {
-			closeAll()
-			return nil, nil, cmdutil.ConfigError(err)
-		}
-		out = append(out, c)
-		if closeFn != nil {
-			closers = append(closers, closeFn)
-		}
-	}
-	return out, closeAll, nil
-}
-
 func checkRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -266,8 +222,8 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if opts.Source != "" && !slices.Contains(config.Names(cls), opts.Source) {
 		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(config.Names(cls), ", "))
 	}
-	sources, closeAll, err := BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
-		SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
+	sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
+		shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
 	if err != nil {
 		return err
 	}
@@ -315,271 +271,4 @@ func checkRun(ctx context.Context, opts *Options) error {
 		}
 	}
 	return cmdutil.SilentError(rep.ExitCode)
-}
-
-// reportWriter writes a check's rows as they come: the table (piped: row by row; on a
-// terminal the columns need every row), the JSON document (row by row, the bytes of the
-// whole document), YAML (the whole document at the end), and the Prometheus series.
-type reportWriter struct {
-	opts     *Options
-	clusters []string
-	rows     int
-	hints    hints
-	series   *promexport.Series // with --prometheus-file
-	table    *output.TablePrinter
-	json     *output.JSONStream
-	held     []verdict.Row // YAML
-}
-
-func newReportWriter(opts *Options, clusters []string) (*reportWriter, error) {
-	w := &reportWriter{opts: opts, clusters: clusters}
-	if opts.PrometheusFile != "" {
-		s, err := promexport.New()
-		if err != nil {
-			return nil, cmdutil.UsageError(err)
-		}
-		w.series = s
-	}
-	switch opts.Format {
-	case output.JSON:
-		w.json = output.NewJSONStream(opts.IO.Out, "rows")
-		if err := w.json.Begin(w.head()); err != nil {
-			return nil, err
-		}
-	case output.Table, "":
-		w.table = output.NewTablePrinter(opts.IO).StreamPiped()
-		w.table.AddHeader(tableHeader(clusters)...)
-	}
-	return w, nil
-}
-
-// head is the report as far as it is known before the rows: what precedes them in JSON.
-func (w *reportWriter) head() *survey.Report {
-	rep := &survey.Report{SchemaVersion: 1, Clusters: w.clusters, Rows: []verdict.Row{}}
-	if w.opts.Source != "" {
-		rep.Source = &w.opts.Source
-	}
-	return rep
-}
-
-func (w *reportWriter) row(r *verdict.Row) error {
-	w.rows++
-	w.hints.add(r, w.clusters)
-	if w.series != nil {
-		w.series.AddRow(r)
-	}
-	switch {
-	case w.json != nil:
-		return w.json.Write(r)
-	case w.table != nil:
-		tableRow(w.table, r, w.clusters, w.opts.IO, !w.opts.PersistedOnly)
-	default:
-		w.held = append(w.held, *r)
-	}
-	return nil
-}
-
-func (w *reportWriter) finish(rep *survey.Report) error {
-	switch {
-	case w.json != nil:
-		return w.json.End(rep)
-	case w.table != nil:
-		return w.table.Render()
-	}
-	rep.Rows = append(rep.Rows, w.held...)
-	return output.Print(w.opts.IO, w.opts.Format, rep, nil)
-}
-
-// CellText renders a cell as "cached/persisted": "-" absent, "?" unknown (not asked or failed).
-func CellText(c verdict.Cell, cachedAsked bool) string {
-	cached := "?"
-	switch {
-	case c.Cached != nil:
-		cached = fmt.Sprint(*c.Cached)
-	case cachedAsked && c.Status != verdict.StatusError && c.Status != verdict.StatusCoordinatorUnavailable:
-		cached = "-"
-	}
-	persisted := "-"
-	switch {
-	case c.Persisted != nil && c.Translated != nil && *c.Translated != *c.Persisted:
-		// The number names another message here: show where the group really is.
-		persisted = fmt.Sprintf("%d(=%d here)", *c.Persisted, *c.Translated)
-	case c.Persisted != nil:
-		persisted = fmt.Sprint(*c.Persisted)
-	case strings.HasPrefix(c.Error, "offsets topic unreadable"):
-		persisted = "?"
-	}
-	return cached + "/" + persisted
-}
-
-func tableHeader(clusters []string) []string {
-	header := []string{"GROUP", "TOPIC", "PARTITION", "OFFSETS-PARTITION"}
-	for _, c := range clusters {
-		header = append(header, strings.ToUpper(c)+" CACHED/PERSISTED")
-	}
-	return append(header, "LAG", "STATUS")
-}
-
-func tableRow(tp *output.TablePrinter, r *verdict.Row, clusters []string, io *iostreams.IOStreams, cachedAsked bool) {
-	tp.AddField(r.Group)
-	tp.AddField(r.Topic)
-	tp.AddField(strconv.Itoa(int(r.Partition)))
-	tp.AddField(strconv.Itoa(int(r.OffsetsPartition)))
-	var lags []string
-	for _, c := range clusters {
-		cell := r.Cell(c)
-		txt := CellText(cell, cachedAsked)
-		if cell.Status != verdict.StatusOK {
-			txt += " " + strings.ToUpper(string(cell.Status))
-		}
-		tp.AddField(txt)
-		if cell.Lag != nil {
-			lags = append(lags, fmt.Sprintf("%s:%d", c, *cell.Lag))
-		}
-	}
-	lag := "-"
-	if len(lags) > 0 {
-		lag = strings.Join(lags, " ")
-	}
-	tp.AddField(lag)
-	st := strings.ToUpper(string(r.Status))
-	if tp.IsTTY() {
-		st = io.ColorScheme().Status(st)
-	}
-	tp.AddField(st)
-	tp.EndRow()
-}
-
-// writeFooter prints the summary line, the cluster errors and the hints.
-func writeFooter(w io.Writer, rep *survey.Report, rows int, hints []string) {
-	var parts []string
-	for _, st := range verdict.Statuses {
-		if n := rep.Summary[string(st)]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToUpper(string(st))))
-		}
-	}
-	if len(parts) == 0 {
-		parts = []string{"no offsets found"}
-	}
-	noun := "rows"
-	if rows == 1 {
-		noun = "row"
-	}
-	fmt.Fprintf(w, "\n%d %s: %s (exit %d)\n", rows, noun, strings.Join(parts, ", "), rep.ExitCode)
-	for _, e := range rep.Errors {
-		fmt.Fprintf(w, "error: %s\n", e.Error)
-	}
-	for _, u := range rep.Unserved {
-		owner := ""
-		if u.Owner != "" {
-			owner = "; bundle owner: " + u.Owner
-		}
-		fmt.Fprintf(w, "unserved: cluster %s: KoP does not serve offsets partition %d (it keeps answering %s%s): its groups can neither join nor commit; fix: %s\n",
-			u.Cluster, u.OffsetsPartition, u.Answer, owner, u.Fix)
-	}
-	for _, wn := range rep.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
-	}
-	for _, h := range hints {
-		fmt.Fprintf(w, "hint: %s\n", h)
-	}
-}
-
-// hints are the next commands to run, per status found (at most 10).
-type hints struct {
-	list []string
-	seen map[string]bool
-}
-
-func (h *hints) add(r *verdict.Row, clusters []string) {
-	for _, c := range clusters {
-		switch r.Cell(c).Status {
-		case verdict.StatusStaleCache:
-			h.addOne(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
-		case verdict.StatusReplicationLag:
-			h.addOne(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor --cluster %s", c, c))
-		case verdict.StatusDiverged, verdict.StatusMissing:
-			h.addOne(fmt.Sprintf("kop-offsets dump --cluster %s --group %s   # history of the group's commits on %s", c, r.Group, c))
-		case verdict.StatusCoordinatorUnavailable:
-			h.addOne(fmt.Sprintf("kop-offsets locate %s --cluster %s   # who should own the group's offsets partition", r.Group, c))
-		case verdict.StatusMisaligned:
-			h.addOne(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
-		}
-	}
-}
-
-func (h *hints) addOne(s string) {
-	if len(h.list) >= 10 || h.seen[s] {
-		return
-	}
-	if h.seen == nil {
-		h.seen = map[string]bool{}
-	}
-	h.seen[s] = true
-	h.list = append(h.list, s)
-}
-
-// FactoryConnect builds real sources from the Factory: a pulsarx.Reader and Admin for the
-// persisted side and replication stats, kadm for KoP.
-func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
-	return func(cl config.Cluster, so SourceOptions) (survey.Cluster, func(), error) {
-		admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		cfg, err := f.Config()
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		names, err := adminutil.ReplicationNames(admin, cl, cfg, f.Flags.Timeout)
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		pc, err := f.PulsarClient(cl)
-		if err != nil {
-			return survey.Cluster{}, nil, err
-		}
-		closers := []func(){pc.Close}
-		c := survey.Cluster{
-			Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-			Reader:      adminutil.LoaderReader(cl, pc, admin, names),
-			Replication: survey.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
-			Owner:       partitionOwner(admin, cl),
-		}
-		if so.Cached || so.Describe {
-			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
-			if err != nil {
-				pc.Close()
-				return survey.Cluster{}, nil, err
-			}
-			closers = append(closers, kc.Close)
-			c.Fetcher = &kop.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
-		}
-		if so.Copies {
-			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
-		}
-		return c, func() {
-			for _, fn := range closers {
-				fn()
-			}
-		}, nil
-	}
-}
-
-// partitionOwner names the broker owning an offsets partition's bundle from the brokers'
-// ownership lists (adminutil.Owners): it never looks a topic up, which would make a broker
-// take the bundle.
-func partitionOwner(admin *pulsarx.Admin, cl config.Cluster) func(context.Context, int32) (string, error) {
-	owners := adminutil.NewOwners(admin, cl.Name)
-	return func(ctx context.Context, p int32) (string, error) {
-		b, err := admin.BundleForTopic(ctx, pulsarx.PartitionTopic(cl.OffsetsTopic(), p))
-		if err != nil {
-			return "", err
-		}
-		o, ok, err := owners.Owner(ctx, cl.Tenant+"/"+cl.MetadataNamespace, b.Range)
-		if err != nil || !ok {
-			return "", err
-		}
-		return o.Broker, nil
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -42,7 +43,7 @@ func c(group string, off int64) kop.OffsetCommit {
 }
 
 // scenario: the user's case (wus cache 500, persisted 10900) plus a lagging group.
-func scenario(deadWus bool) (func() ([]config.Cluster, error), ConnectFunc) {
+func scenario(deadWus bool) (func() ([]config.Cluster, error), shared.ConnectFunc) {
 	clusters := func() ([]config.Cluster, error) {
 		return []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}, {Name: "wus", KafkaNamespace: "public/default"}}, nil
 	}
@@ -52,7 +53,7 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), ConnectFunc) {
 		wus.Err = &testError{"cluster wus: get partitioned metadata of persistent://public/__kafka/__consumer_offsets: unreachable: connection refused"}
 	}
 	leo := map[string]map[int32]int64{"topic-1": {0: 11000}}
-	connect := func(cl config.Cluster, so SourceOptions) (survey.Cluster, func(), error) {
+	connect := func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
 		out := survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace}
 		switch cl.Name {
 		case "scus":

@@ -276,17 +276,10 @@ func adminDo(t *testing.T, method, url string, body any) {
 // backlog drains and the row is ok.
 func TestE2EReplicationLag(t *testing.T) {
 	e := setup(t)
-	ctx := context.Background()
 	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-lag")
 
 	group := "lagging-group"
-	part := loader.PartitionFor(group, 8)
-	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kop.NewWriter(e.pc["scus"], topic, 8)
-	defer w.Close()
-	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
-		t.Fatal(err)
-	}
+	_, partTopic, w := e.commitOne(t, topic, group, 10)
 	e.waitReplicated(t, partTopic, time.Minute)
 	cfg := e.writeConfig(t, nsLocal, "")
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--source", "scus")
@@ -316,6 +309,20 @@ func TestE2EReplicationLag(t *testing.T) {
 // commitUnderBacklog holds back scus's replicators of namespace ns, commits 20, 30 and 40 for
 // group with w on scus, and waits for a real backlog toward wus on partTopic (the group's
 // offsets partition). It returns the backlog and the func that lifts the throttle.
+// commitOne writes group's commit of topic-1 partition 0 at offset to the offsets topic
+// topic of scus, and returns the group's offsets partition, its topic and the writer
+// (closed when the test ends).
+func (e *e2eLab) commitOne(t *testing.T, topic, group string, offset int64) (int32, string, *kop.Writer) {
+	t.Helper()
+	part := loader.PartitionFor(group, 8)
+	w := kop.NewWriter(e.pc["scus"], topic, 8)
+	t.Cleanup(w.Close)
+	if _, _, err := w.Commit(context.Background(), kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: offset}); err != nil {
+		t.Fatal(err)
+	}
+	return part, fmt.Sprintf("%s-partition-%d", topic, part), w
+}
+
 func (e *e2eLab) commitUnderBacklog(t *testing.T, w *kop.Writer, ns, partTopic, group string) (int64, func()) {
 	t.Helper()
 	unthrottle := e.throttleReplicators(t, "scus", ns, partTopic)
@@ -585,19 +592,12 @@ func TestE2EDiverged(t *testing.T) {
 // reads its own (empty) offsets partition, and wus's cell is missing.
 func TestE2EMissing(t *testing.T) {
 	e := setup(t)
-	ctx := context.Background()
 	nsLocal, ns, topic := e.ownNamespace(t, "kop-e2e-miss")
 	if err := e.admin["scus"].Namespaces().SetNamespaceReplicationClusters(ns, []string{"scus"}); err != nil {
 		t.Fatalf("scus: replication clusters of %s: %v", ns, err)
 	}
 	group := fmt.Sprintf("missing-group-%d", time.Now().UnixNano())
-	part := loader.PartitionFor(group, 8)
-	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kop.NewWriter(e.pc["scus"], topic, 8)
-	defer w.Close()
-	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 42}); err != nil {
-		t.Fatal(err)
-	}
+	part, partTopic, _ := e.commitOne(t, topic, group, 42)
 	// No replicator toward wus: nothing is or will be in flight.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		r, ok := e.replication(t, "scus", "wus", partTopic)

@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/kop"
-	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -63,13 +60,7 @@ func TestE2EConfigNamesDifferFromPulsar(t *testing.T) {
 	t.Logf("unmapped: exit %d: %v", r.Code, r.Err)
 
 	group := "renamed-lag-group"
-	part := loader.PartitionFor(group, 8)
-	partTopic := fmt.Sprintf("%s-partition-%d", topic, part)
-	w := kop.NewWriter(e.pc["scus"], topic, 8)
-	defer w.Close()
-	if _, _, err := w.Commit(ctx, kop.OffsetCommit{Group: group, Topic: lab.Topic1, Partition: 0, Offset: 10}); err != nil {
-		t.Fatal(err)
-	}
+	_, partTopic, w := e.commitOne(t, topic, group, 10)
 	e.waitReplicated(t, partTopic, time.Minute)
 	cfg := e.writeNamedConfig(t, nsLocal, true)
 	rep, code, _ := runCheck(t, cfg, "--persisted-only", "--source", "east")

@@ -9,11 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -21,6 +18,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Options of `doctor`.
@@ -199,7 +198,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 // BuildCluster makes the audit's view of a configured cluster: a pulsarx.Admin with the
 // cluster's auth and TLS, each call bounded by timeout.
 func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, error) {
-	a, err := adminutil.NewAdmin(cl, timeout)
+	a, err := shared.NewAdmin(cl, timeout)
 	if err != nil {
 		return nil, err
 	}

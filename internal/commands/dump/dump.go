@@ -8,16 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/spf13/cobra"
 )
 
 // DefaultConcurrency is the default number of partitions read at once per cluster.
@@ -108,7 +107,7 @@ func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 // factoryReader opens a pulsarx.Reader with the Factory's clients.
 func factoryReader(f *cmdutil.Factory) NewReaderFunc {
 	return func(cl config.Cluster, ro pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
-		admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
+		admin, err := shared.NewAdmin(cl, f.Flags.Timeout)
 		if err != nil {
 			return nil, nil, err
 		}

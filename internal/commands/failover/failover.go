@@ -9,15 +9,13 @@ import (
 	"io"
 	"strings"
 
-	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
@@ -25,7 +23,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
@@ -124,7 +121,7 @@ Exit codes: 0 every selected row served at its translated offset; 1 rows refused
 				opts.Session = FactorySession(f, opts)
 			}
 			if opts.Confirm == nil {
-				opts.Confirm = func(q string) (bool, error) { return reloadcmd.Confirm(opts.IO, q) }
+				opts.Confirm = func(q string) (bool, error) { return shared.Confirm(opts.IO, q) }
 			}
 			if runF != nil {
 				return runF(opts)
@@ -148,7 +145,7 @@ func run(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := reloadcmd.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
 	cfg, err := opts.Config()
@@ -298,56 +295,26 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 				closers[i]()
 			}
 		}
-		var toClient pulsar.Client // the target's, for the writer too
-		cfg, err := f.Config()
-		if err != nil {
+		if _, err := f.Config(); err != nil {
 			return nil, err
 		}
-		var names map[string]string // Pulsar name -> config name, after each side's own is checked
-		side := func(cl config.Cluster) (fo.Side, *pulsarx.Admin, error) {
-			adm, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
-			if err != nil {
-				return fo.Side{}, nil, err
-			}
-			if names, err = adminutil.ReplicationNames(adm, cl, cfg, f.Flags.Timeout); err != nil {
-				return fo.Side{}, nil, err
-			}
-			pc, err := f.PulsarClient(cl)
-			if err != nil {
-				return fo.Side{}, nil, err
-			}
-			closers = append(closers, pc.Close)
-			if cl.Name == to.Name {
-				toClient = pc
-			}
-			s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Reader: adminutil.LoaderReader(cl, pc, adm, names)}
-			kc, err := f.KafkaClient(cl)
-			switch {
-			case errors.Is(err, connect.ErrNotConfigured):
-			case err != nil:
-				return fo.Side{}, nil, err
-			default:
-				closers = append(closers, kc.Close)
-				s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
-			}
-			return s, adm, nil
-		}
-		src, srcAdmin, err := side(from)
+		src, srcPulsar, err := dialSide(f, from, &closers)
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
-		dst, _, err := side(to)
+		dst, dstPulsar, err := dialSide(f, to, &closers)
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
+		// Pulsar name -> config name, after each side's own is checked.
+		toClient, names := dstPulsar.Client, dstPulsar.Names
 		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{}}
 		for _, cl := range []config.Cluster{from, to} {
 			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(o ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, o...) }}
 		}
-		rs, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) })(to, all)
+		rs, err := shared.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) })(to, all)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -364,10 +331,32 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		closers = append(closers, w.Close)
 		return &Session{
 			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
-				Backlog: fo.AdminBacklog{Replication: survey.AdminReplication{Admin: srcAdmin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
+				Backlog: fo.AdminBacklog{Replication: survey.AdminReplication{Admin: srcPulsar.Admin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			Close: closeAll,
 		}, nil
 	}
+}
+
+// dialSide wires one side of a failover: its offsets topic through a non-durable reader
+// (after its Pulsar name is checked) and its KoP through kadm when it has kafkaBootstrap.
+// What it opens is appended to closers.
+func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side, *shared.PulsarSide, error) {
+	ps, err := shared.DialPulsar(f, cl, true)
+	if err != nil {
+		return fo.Side{}, nil, err
+	}
+	*closers = append(*closers, ps.Client.Close)
+	s := fo.Side{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: ps.Reader}
+	kc, err := f.KafkaClient(cl)
+	switch {
+	case errors.Is(err, connect.ErrNotConfigured):
+	case err != nil:
+		return fo.Side{}, nil, err
+	default:
+		*closers = append(*closers, kc.Close)
+		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+	}
+	return s, ps, nil
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -22,7 +22,7 @@ type Options struct {
 	IO            *iostreams.IOStreams
 	Format        output.Format
 	Clusters      func() ([]config.Cluster, error)
-	Connect       checkcmd.ConnectFunc
+	Connect       shared.ConnectFunc
 	Groups        []string
 	PersistedOnly bool
 }
@@ -52,7 +52,7 @@ could not be reached (what could be read is still listed).`),
 				return err
 			}
 			if opts.Connect == nil {
-				opts.Connect = checkcmd.FactoryConnect(f)
+				opts.Connect = shared.FactoryConnect(f)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -69,7 +69,7 @@ func groupsRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	sources, closeAll, err := checkcmd.BuildSources(opts.Clusters, opts.Connect, checkcmd.SourceOptions{Describe: !opts.PersistedOnly})
+	sources, closeAll, err := shared.BuildSources(opts.Clusters, opts.Connect, shared.SourceOptions{Describe: !opts.PersistedOnly})
 	if err != nil {
 		return err
 	}

@@ -11,16 +11,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/cobra"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/spf13/cobra"
 )
 
 // Admin is what locate asks a cluster; *Cluster (over pulsarx.Admin) implements it.
@@ -33,27 +32,27 @@ type Admin interface {
 	BrokerBundleForTopic(ctx context.Context, topic string) (pulsarx.Bundle, error)
 	// BundleOwner is the broker owning the bundle now; ok is false when none does. It must
 	// not make a broker take the bundle.
-	BundleOwner(ctx context.Context, namespace, bundleRange string) (owner adminutil.BundleOwner, ok bool, err error)
+	BundleOwner(ctx context.Context, namespace, bundleRange string) (owner pulsarx.BundleOwner, ok bool, err error)
 }
 
-// Cluster adapts pulsarx.Admin and adminutil.Owners to Admin.
+// Cluster adapts pulsarx.Admin and pulsarx.Owners to Admin.
 type Cluster struct {
 	*pulsarx.Admin
-	Owners *adminutil.Owners
+	Owners *pulsarx.Owners
 }
 
 // BundleOwner implements Admin.
-func (c *Cluster) BundleOwner(ctx context.Context, namespace, bundleRange string) (adminutil.BundleOwner, bool, error) {
+func (c *Cluster) BundleOwner(ctx context.Context, namespace, bundleRange string) (pulsarx.BundleOwner, bool, error) {
 	return c.Owners.Owner(ctx, namespace, bundleRange)
 }
 
 // FailedBrokers implements brokerFailures.
-func (c *Cluster) FailedBrokers() []adminutil.BrokerError { return c.Owners.FailedBrokers() }
+func (c *Cluster) FailedBrokers() []pulsarx.BrokerError { return c.Owners.FailedBrokers() }
 
 // brokerFailures is optionally implemented by an Admin: the brokers whose ownership lists
 // could not be read (their bundles' owners are unknown; the other rows are answered).
 type brokerFailures interface {
-	FailedBrokers() []adminutil.BrokerError
+	FailedBrokers() []pulsarx.BrokerError
 }
 
 // Options of `locate`.
@@ -160,11 +159,11 @@ broker did not answer, or its bundles disagree with the broker (the row says why
 // defaultAdmin asks the cluster's admin API through pulsarx.Admin.
 func defaultAdmin(timeout time.Duration) func(config.Cluster) (Admin, error) {
 	return func(cl config.Cluster) (Admin, error) {
-		a, err := adminutil.NewAdmin(cl, timeout)
+		a, err := shared.NewAdmin(cl, timeout)
 		if err != nil {
 			return nil, err
 		}
-		return &Cluster{Admin: a, Owners: adminutil.NewOwners(a, cl.Name)}, nil
+		return &Cluster{Admin: a, Owners: pulsarx.NewOwners(a, cl.Name)}, nil
 	}
 }
 

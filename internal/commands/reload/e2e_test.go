@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands"
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -95,7 +94,7 @@ type topicView struct {
 func (e *env) observe(t *testing.T) brokerView {
 	t.Helper()
 	ctx := context.Background()
-	owners := adminutil.NewOwners(e.admin, "scus")
+	owners := pulsarx.NewOwners(e.admin, "scus")
 	v := brokerView{Owned: map[string]string{}, Topics: map[int32]topicView{}}
 	bundles, err := e.admin.Bundles(ctx, ns)
 	if err != nil {

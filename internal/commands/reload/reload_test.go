@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -65,16 +66,16 @@ func newHarness(t *testing.T) *harness {
 	h.opts = &Options{
 		IO: ios, Format: output.Table,
 		Target: func() (config.Cluster, []config.Cluster, error) { return scus, []config.Cluster{scus}, nil },
-		NewSession: func(target config.Cluster, all []config.Cluster) (*Session, error) {
+		NewSession: func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
 			h.sessions++
-			ref := Ref(target)
-			return &Session{
+			ref := shared.Ref(target)
+			return &shared.Session{
 				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}}, Fetcher: fresh{rd}},
 				Executor: &reload.Executor{Cluster: ref, Admin: h.admin, Reader: rd, Fetcher: fresh{rd}, PollInterval: time.Millisecond},
 				Close:    func() {},
 			}, nil
 		},
-		Groups: []string{"G"}, Flags: Flags{MaxBundles: 1, Wait: time.Second},
+		Groups: []string{"G"}, Flags: shared.Flags{MaxBundles: 1, Wait: time.Second},
 	}
 	return h
 }
@@ -233,13 +234,13 @@ func TestWriteExecutionNamesTheSplit(t *testing.T) {
 	ex := &reload.Execution{Bundles: []reload.BundleResult{{Range: planned, Status: reload.BundleVerified, Unloaded: true, Loaded: true,
 		SplitInto: []string{part}}}, Unloaded: []string{part}}
 	var b bytes.Buffer
-	if err := WriteExecution(&b, false, nil, ex); err != nil {
+	if err := shared.WriteExecution(&b, false, nil, ex); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "split since the plan: unloaded "+part+" in its place") {
 		t.Errorf("table:\n%s", b.String())
 	}
-	if s := Summary("scus", ex); !strings.Contains(s, "unloaded bundles: "+part+";") {
+	if s := shared.Summary("scus", ex); !strings.Contains(s, "unloaded bundles: "+part+";") {
 		t.Errorf("summary: %s", s)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -25,14 +26,12 @@ import (
 // file, as NewSessionFunc's do.
 func guarded(h *harness, broker lease.Broker, file string) {
 	base := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
 		s, err := base(target, all)
 		if err != nil {
 			return nil, err
 		}
-		s.guard(Writes{AuditFile: file}, target, broker, nil)
-		closeAll := s.Close
-		s.Close = func() { s.AfterWrite(); s.closeTrail(); closeAll() }
+		s.Guard(shared.Writes{AuditFile: file}, target, broker, nil)
 		return s, nil
 	}
 }
@@ -145,15 +144,15 @@ func TestWriteFlags(t *testing.T) {
 	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
 	for _, tc := range []struct {
 		args []string
-		want Writes
+		want shared.Writes
 		err  string
 	}{
-		{args: []string{"--group", "G"}, want: Writes{AuditFile: DefaultWrites().AuditFile}},
+		{args: []string{"--group", "G"}, want: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile}},
 		{args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
-			want: Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}},
-		{args: []string{"--group", "G", "--no-lease"}, want: Writes{NoLease: true, AuditFile: DefaultWrites().AuditFile}},
+			want: shared.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}},
+		{args: []string{"--group", "G", "--no-lease"}, want: shared.Writes{NoLease: true, AuditFile: shared.DefaultWrites().AuditFile}},
 		{args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
-			want: Writes{AuditFile: DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}},
+			want: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}},
 		{args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, err: "--no-lease cannot be combined"},
 		{args: []string{"--group", "G", "--lease-wait", "-1s"}, err: "--lease-wait must not be negative"},
 	} {
@@ -161,12 +160,6 @@ func TestWriteFlags(t *testing.T) {
 		if got != nil && got.Writes != tc.want {
 			t.Errorf("%v: %+v, want %+v", tc.args, got.Writes, tc.want)
 		}
-	}
-	if got := (Writes{LeaseTopic: "persistent://{tenant}/locks/kop"}).topic(config.Cluster{Tenant: "t1"}); got != "persistent://t1/locks/kop" {
-		t.Errorf("topic %s", got)
-	}
-	if got := (Writes{}).topic(config.Cluster{Tenant: "t1"}); got != "persistent://t1/kop-offsets/writer-lease" {
-		t.Errorf("default topic %s", got)
 	}
 }
 

@@ -14,9 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -42,13 +41,13 @@ type Options struct {
 	// configured cluster (the check always compares all of them).
 	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
 	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error)
-	NewSession reloadcmd.SessionFunc
+	NewSession shared.SessionFunc
 	Confirm    func(string) (bool, error)
 
 	LockFile string
 	Scope
-	reloadcmd.Flags
-	Writes reloadcmd.Writes
+	shared.Flags
+	Writes shared.Writes
 }
 
 // Scope narrows what repair checks and reloads: --group and --topic globs, as in check.
@@ -105,13 +104,7 @@ func DefaultLockFile() string {
 	return filepath.Join(os.TempDir(), "kop-offsets-repair.lock")
 }
 
-// NewCmdRepair returns `repair`. runF replaces the run function in tests.
-func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams}
-	cmd := &cobra.Command{
-		Use:   "repair",
-		Short: "Check, reload exactly the bundles holding stale_cache rows, check again",
-		Long: strings.TrimSpace(`
+var repairLong = strings.TrimSpace(`
 Run 'check' over every configured cluster, reload (as 'kop-offsets reload' does: bundle
 unload, lookup, verification) exactly the bundles that hold stale_cache rows on the
 clusters repair may write to (--cluster; default all), then run 'check' again.
@@ -156,15 +149,25 @@ finds no stale row, no unserved partition and no coordinator_unavailable row); 1
 unserved partitions or coordinator_unavailable rows remain (refused, beyond --max-bundles, or
 still there after the reload), or misaligned rows were left; 2 usage error, no --yes
 without a terminal, declined; 3 an endpoint failed, or the lock or a cluster's writer
-lease is held; 4 a reload did not achieve its goal (the cache still differs after --wait).`),
-		Example: cmdutil.Examples(`
+lease is held; 4 a reload did not achieve its goal (the cache still differs after --wait).`)
+
+var repairExamples = cmdutil.Examples(`
   kop-offsets repair --dry-run
   kop-offsets repair --cluster wus --yes
   # refresh one group on the standby before failing it over
   kop-offsets repair --cluster wus --group orders-consumer --yes
   # crontab: every 10 minutes, unattended
-  */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`),
-		Args: cmdutil.NoArgs,
+  */10 * * * * kop-offsets repair --yes -o json >> /var/log/kop-offsets-repair.json`)
+
+// NewCmdRepair returns `repair`. runF replaces the run function in tests.
+func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams}
+	cmd := &cobra.Command{
+		Use:     "repair",
+		Short:   "Check, reload exactly the bundles holding stale_cache rows, check again",
+		Long:    repairLong,
+		Example: repairExamples,
+		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.Validate(); err != nil {
 				return err
@@ -176,16 +179,9 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
 				return err
 			}
-			opts.Targets = func() ([]config.Cluster, []config.Cluster, error) {
-				cfg, err := f.Config()
-				if err != nil {
-					return nil, nil, err
-				}
-				sel, err := f.Clusters()
-				return sel, cfg.Clusters, err
-			}
+			opts.Targets = shared.Targets(f)
 			opts.Check = FactoryCheck(f)
-			opts.NewSession = reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
+			opts.NewSession = shared.NewSessionFunc(f, func(format string, a ...any) {
 				f.Logger().Debug(fmt.Sprintf(format, a...))
 			}, opts.Writes)
 			if runF != nil {
@@ -198,9 +194,9 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
 	fl.StringArrayVar(&opts.Groups, "group", nil, "only these groups: name or glob (path.Match), repeatable (default: every group)")
 	fl.StringArrayVar(&opts.Topics, "topic", nil, "only rows of these topics: name or glob, short or full name, repeatable")
-	reloadcmd.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
+	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
-	reloadcmd.BindWriteFlags(fl, &opts.Writes, true)
+	shared.BindWriteFlags(fl, &opts.Writes, true)
 	return cmd
 }
 
@@ -208,8 +204,8 @@ lease is held; 4 a reload did not achieve its goal (the cache still differs afte
 // included) over all clusters and returns its report.
 func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*survey.Report, error) {
 	return func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
-		sources, closeAll, err := checkcmd.BuildSources(func() ([]config.Cluster, error) { return all, nil },
-			checkcmd.FactoryConnect(f), checkcmd.SourceOptions{Cached: true, Copies: true})
+		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return all, nil },
+			shared.FactoryConnect(f), shared.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +218,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := reloadcmd.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
 	write, all, err := opts.Targets()
@@ -334,7 +330,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	cr.Plan = plan
-	res := reloadcmd.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, reloadcmd.RunOptions{
+	res := shared.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, shared.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
 		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "repair: stale_cache rows and unserved offsets partitions",
 	})
@@ -355,10 +351,10 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	if opts.Format == output.Table {
-		_ = reloadcmd.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
+		_ = shared.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
 		fmt.Fprintln(opts.IO.Out)
 	}
-	fmt.Fprintln(opts.IO.ErrOut, reloadcmd.Summary(cl.Name, res.Execution))
+	fmt.Fprintln(opts.IO.ErrOut, shared.Summary(cl.Name, res.Execution))
 	if res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.WriteFailed {
 		r.raise(res.ExitCode)
 	}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -77,7 +77,7 @@ func newHarness(t *testing.T) *harness {
 	wus.Name = "wus"
 	h.opts = &Options{
 		IO: ios, Format: output.Table, LockFile: filepath.Join(t.TempDir(), "repair.lock"),
-		Flags: reloadcmd.Flags{Yes: true, MaxBundles: 1, Wait: time.Second},
+		Flags: shared.Flags{Yes: true, MaxBundles: 1, Wait: time.Second},
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},
@@ -99,10 +99,10 @@ func newHarness(t *testing.T) *harness {
 					{Cluster: "wus", Status: "diverged"}, {Cluster: "scus", Status: "stale_cache"}}}, // scus is not written to
 			}}, nil
 		},
-		NewSession: func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
-			ref := reloadcmd.Ref(target)
+		NewSession: func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+			ref := shared.Ref(target)
 			admin := h.admin
-			return &reloadcmd.Session{
+			return &shared.Session{
 				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}, "wus": idle{}}, Fetcher: h.kop},
 				Executor: &reload.Executor{Cluster: ref, Admin: admin, Reader: rd, Fetcher: h.kop,
 					PollInterval: time.Millisecond},
@@ -163,7 +163,7 @@ func TestRepairStaleRemainsExit1(t *testing.T) {
 	// A refused bundle (live group) leaves the row stale: exit 1.
 	h = newHarness(t)
 	base := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*reloadcmd.Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
 		s, err := base(target, all)
 		s.Planner.Describers = map[string]reload.GroupDescriber{"wus": nil} // KoP unknown
 		return s, err

@@ -121,10 +121,12 @@ func waitSeries(t *testing.T, base, series string, timeout time.Duration, cond f
 
 func eq(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
 
-func TestE2EWatch(t *testing.T) {
-	ctx := context.Background()
-	lctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
-	defer cancel()
+// labWriter ensures the lab, builds the binary and opens a writer on scus's offsets
+// topic; all of it is released when the test ends.
+func labWriter(t *testing.T) (*lab.Lab, string, *kop.Writer) {
+	t.Helper()
+	lctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	t.Cleanup(cancel)
 	l, err := labrun.Ensure(lctx)
 	if err != nil {
 		t.Fatalf("lab: %v", err)
@@ -134,9 +136,15 @@ func TestE2EWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pc.Close()
+	t.Cleanup(pc.Close)
 	wr := kop.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
-	defer wr.Close()
+	t.Cleanup(wr.Close)
+	return l, bin, wr
+}
+
+func TestE2EWatch(t *testing.T) {
+	ctx := context.Background()
+	l, bin, wr := labWriter(t)
 	group := fmt.Sprintf("e2e-watch-%d", time.Now().UnixNano())
 	commitScus := func(off int64) {
 		t.Helper()

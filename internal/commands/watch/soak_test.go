@@ -27,11 +27,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
@@ -61,20 +58,7 @@ func TestSoak(t *testing.T) {
 		rate, _ = strconv.Atoi(v)
 	}
 	ctx := context.Background()
-	lctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
-	defer cancel()
-	l, err := labrun.Ensure(lctx)
-	if err != nil {
-		t.Fatalf("lab: %v", err)
-	}
-	bin := buildBinary(t)
-	pc, err := pulsar.NewClient(pulsar.ClientOptions{URL: l.Cluster("scus").ServiceURL, OperationTimeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	wr := kop.NewWriter(pc, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
-	defer wr.Close()
+	l, bin, wr := labWriter(t)
 
 	prefix := fmt.Sprintf("soak-%d-", time.Now().UnixNano())
 	const groups = 200

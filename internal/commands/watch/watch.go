@@ -15,12 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -28,6 +24,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // DefaultListen is the default of --listen: loopback only; expose it on purpose.
@@ -59,7 +57,7 @@ type Options struct {
 	CoordinatorWait time.Duration
 	Timeout         time.Duration
 	RowSeries       string
-	Writes          reloadcmd.Writes
+	Writes          shared.Writes
 }
 
 // watchLong is the long help of the command.
@@ -144,14 +142,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			}
 			opts.Timeout = f.Flags.Timeout
 			if opts.Targets == nil {
-				opts.Targets = func() ([]config.Cluster, []config.Cluster, error) {
-					cfg, err := f.Config()
-					if err != nil {
-						return nil, nil, err
-					}
-					sel, err := f.Clusters()
-					return sel, cfg.Clusters, err
-				}
+				opts.Targets = shared.Targets(f)
 			}
 			if opts.Build == nil {
 				opts.Build = FactoryBuild(f)
@@ -176,7 +167,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "with --repair: how long to wait, per bundle, for KoP to serve the persisted offsets")
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", 5*time.Second, "how long to retry groups KoP is loading or not coordinating")
 	fl.StringVar(&opts.RowSeries, "row-series", string(watch.RowSeriesAll), "rows /metrics writes series of: all, not-ok (rows whose status is not ok) or none (kop_offsets_watch_rows counts them)")
-	reloadcmd.BindWriteFlags(fl, &opts.Writes, false)
+	shared.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
 }
 
@@ -306,31 +297,16 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 		}
 		var out []watch.Cluster
 		for _, cl := range sel {
-			admin, err := adminutil.NewAdmin(cl, f.Flags.Timeout)
+			ps, err := shared.DialPulsar(f, cl, true)
 			if err != nil {
 				release()
 				return nil, nil, cmdutil.ConfigError(err)
 			}
-			cfg, err := f.Config()
-			if err != nil {
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			}
-			names, err := adminutil.ReplicationNames(admin, cl, cfg, f.Flags.Timeout)
-			if err != nil {
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			}
-			pc, err := f.PulsarClient(cl)
-			if err != nil {
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			}
-			closers = append(closers, pc.Close)
+			closers = append(closers, ps.Client.Close)
 			wc := watch.Cluster{
 				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Tailer:      adminutil.LoaderReader(cl, pc, admin, names),
-				Replication: survey.AdminReplication{Admin: admin, OffsetsTopic: cl.OffsetsTopic(), Names: names},
+				Tailer:      ps.Reader,
+				Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
 			}
 			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
 			switch {
@@ -345,7 +321,7 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
 			}
 			if o.Repair {
-				sess, err := reloadcmd.NewSessionFunc(f, func(format string, a ...any) {
+				sess, err := shared.NewSessionFunc(f, func(format string, a ...any) {
 					o.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
 				}, o.Writes)(cl, all)
 				if err != nil {

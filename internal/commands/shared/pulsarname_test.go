@@ -1,4 +1,4 @@
-package adminutil
+package shared
 
 import (
 	"context"

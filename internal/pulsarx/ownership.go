@@ -1,6 +1,4 @@
-// Package adminutil builds a pulsarx.Admin for a configured cluster, and answers which
-// broker owns a namespace bundle without making any broker take it.
-package adminutil
+package pulsarx
 
 import (
 	"context"
@@ -9,30 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
-
-	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/connect"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
-
-// NewAdmin returns the admin client of cl with a per-call timeout, over the project's one
-// admin transport (connect.AdminTransport: auth, TLS, timeouts). Secrets are resolved now;
-// configuration errors are *config.Error (exit 2).
-func NewAdmin(cl config.Cluster, timeout time.Duration) (*pulsarx.Admin, error) {
-	rt, err := connect.AdminTransport(cl, connect.Options{RequestTimeout: timeout})
-	if err != nil {
-		return nil, err
-	}
-	a, err := pulsarx.NewAdminWithTransport(cl.Name, cl.AdminURL, rt)
-	if err != nil {
-		return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth", Err: err}
-	}
-	if timeout > 0 {
-		a.SetTimeout(timeout)
-	}
-	return a, nil
-}
 
 // BundleOwner is the broker that owns a bundle, from the brokers' own ownership lists.
 type BundleOwner struct {
@@ -100,14 +75,14 @@ type Owners struct {
 	loaded  bool
 }
 
-// BrokerLister is what Owners asks a cluster's admin API; *pulsarx.Admin implements it.
+// BrokerLister is what Owners asks a cluster's admin API; *Admin implements it.
 type BrokerLister interface {
 	Clusters(ctx context.Context) ([]string, error)
 	ActiveBrokers(ctx context.Context, cluster string) ([]string, error)
 	OwnedBundles(ctx context.Context, cluster, broker string) (map[string]bool, error)
 }
 
-var _ BrokerLister = (*pulsarx.Admin)(nil)
+var _ BrokerLister = (*Admin)(nil)
 
 // NewOwners answers ownership through admin. name is the configured cluster name; it is
 // used as the Pulsar cluster name when the cluster knows it (with authorization off any name

@@ -1,4 +1,4 @@
-package reload
+package shared
 
 import (
 	"errors"
@@ -11,14 +11,12 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
-	"github.com/kop-offsets/kop-offsets/internal/commands/adminutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -63,16 +61,12 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 				closers[i]()
 			}
 		}
-		adm, err := adminutil.NewAdmin(target, f.Flags.Timeout)
+		ps, err := DialPulsar(f, target, false)
 		if err != nil {
 			return nil, err
 		}
-		pc, err := f.PulsarClient(target)
-		if err != nil {
-			return nil, err
-		}
+		adm, pc, rd := ps.Admin, ps.Client, ps.Reader
 		closers = append(closers, pc.Close)
-		rd := pulsarx.NewReader(target.Name, pc, adm, target.Tenant, target.MetadataNamespace, pulsarx.LoaderView)
 		ds := map[string]reload.GroupDescriber{}
 		var fetcher reload.OffsetFetcher
 		// Offsets replicated from another cluster are translated through both clusters'
@@ -100,14 +94,10 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 		s := &Session{
 			Planner:  &reload.Planner{Cluster: ref, Admin: adm, Reader: rd, Describers: ds, Fetcher: fetcher, Aligner: aligner},
 			Executor: &reload.Executor{Cluster: ref, Admin: adm, Fetcher: fetcher, Reader: rd, Log: logf},
+			Close:    closeAll,
 			logf:     logf,
 		}
-		s.guard(writes, target, lease.Pulsar{Client: pc, Admin: adm}, audit.PulsarPublisher(pc))
-		s.Close = func() {
-			s.AfterWrite()
-			s.closeTrail()
-			closeAll()
-		}
+		s.Guard(writes, target, lease.Pulsar{Client: pc, Admin: adm}, audit.PulsarPublisher(pc))
 		return s, nil
 	}
 }
@@ -164,4 +154,17 @@ func Confirm(ios *iostreams.IOStreams, question string) (bool, error) {
 	}
 	a := strings.ToLower(strings.TrimSpace(line.String()))
 	return a == "y" || a == "yes", nil
+}
+
+// Targets returns the clusters a command selected (--cluster; default all) with every
+// configured cluster.
+func Targets(f *cmdutil.Factory) func() ([]config.Cluster, []config.Cluster, error) {
+	return func() ([]config.Cluster, []config.Cluster, error) {
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, nil, err
+		}
+		sel, err := f.Clusters()
+		return sel, cfg.Clusters, err
+	}
 }

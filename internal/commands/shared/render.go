@@ -1,4 +1,4 @@
-package reload
+package shared
 
 import (
 	"fmt"

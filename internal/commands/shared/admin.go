@@ -1,4 +1,4 @@
-package adminutil
+package shared
 
 import (
 	"context"
@@ -6,8 +6,27 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
+
+// NewAdmin returns the admin client of cl with a per-call timeout, over the project's one
+// admin transport (connect.AdminTransport: auth, TLS, timeouts). Secrets are resolved now;
+// configuration errors are *config.Error (exit 2).
+func NewAdmin(cl config.Cluster, timeout time.Duration) (*pulsarx.Admin, error) {
+	rt, err := connect.AdminTransport(cl, connect.Options{RequestTimeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	a, err := pulsarx.NewAdminWithTransport(cl.Name, cl.AdminURL, rt)
+	if err != nil {
+		return nil, &config.Error{Cluster: cl.Name, Field: "pulsarAuth", Err: err}
+	}
+	if timeout > 0 {
+		a.SetTimeout(timeout)
+	}
+	return a, nil
+}
 
 // ClusterNamer reads a cluster's own name from its brokers (*pulsarx.Admin).
 type ClusterNamer interface {

@@ -1,4 +1,4 @@
-package reload
+package shared
 
 import (
 	"context"
@@ -164,9 +164,20 @@ func (s *Session) onAuditError(err error) {
 	}
 }
 
-// guard wraps the executor's admin of s: UnloadBundle takes the lease (when on) and every
+// Guard wraps the executor's admin of s: UnloadBundle takes the lease (when on) and every
 // unload and lookup is recorded. broker holds the target's lock topic; publish opens the
-// audit topic (with --audit-topic).
+// audit topic (with --audit-topic). s.Close then gives the lease back and closes the trail
+// before what it closed until now.
+func (s *Session) Guard(w Writes, target config.Cluster, broker lease.Broker, publish func(context.Context, string) (audit.Publisher, error)) {
+	s.guard(w, target, broker, publish)
+	closeAll := s.Close
+	s.Close = func() {
+		s.AfterWrite()
+		s.closeTrail()
+		closeAll()
+	}
+}
+
 func (s *Session) guard(w Writes, target config.Cluster, broker lease.Broker, publish func(context.Context, string) (audit.Publisher, error)) {
 	s.who = audit.Self()
 	if w.AuditFile != "" {
