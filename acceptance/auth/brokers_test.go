@@ -6,14 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
-	"net/http"
-	"testing"
-	"time"
 )
 
 // TestSeveralBrokersDoctorLocateReload is what several brokers per cluster change for the

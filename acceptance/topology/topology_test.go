@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -30,7 +32,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestMain asks for two brokers per cluster unless KOP_LAB_BROKERS says otherwise: without

@@ -18,11 +18,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // GroupFetch is KoP's answer for one group: the verdict's input, which this package fills.

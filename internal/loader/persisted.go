@@ -8,6 +8,7 @@ import (
 	"sync"
 )
 
+// PersistedOffsets is what an offsets topic holds after replaying it as KoP's loader does:
 // offsets by group/topic/partition and groups, with counts of what was read. It views the
 // replayed states of its partitions (no copy) and is read-only: several goroutines may read it.
 type PersistedOffsets struct {

@@ -295,5 +295,3 @@ func ReplayPartition(ctx context.Context, reader OffsetTopicReader, partition in
 	}
 	return r.Finish(), nil
 }
-
-// PersistedOffsets is what an offsets topic holds after replaying it as KoP's loader does:

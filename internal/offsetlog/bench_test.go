@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/gzip"
-	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 )
 
 func benchCopy(b *testing.B, codec int16) {

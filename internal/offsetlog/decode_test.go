@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 )
 
 func decodeOne(t *testing.T, value []byte) Record {

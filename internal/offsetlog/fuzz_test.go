@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog/offsetlogtest"
 )
 
 func FuzzDecode(f *testing.F) {

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -18,8 +21,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Options of `doctor`.

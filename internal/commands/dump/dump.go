@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -16,7 +18,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/spf13/cobra"
 )
 
 // DefaultConcurrency is the default number of partitions read at once per cluster.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -19,7 +21,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/spf13/cobra"
 )
 
 // Admin is what locate asks a cluster; *Cluster (over pulsarx.Admin) implements it.

@@ -83,7 +83,7 @@ func writePlanGroups(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *rel
 		row := []string{g.Group, strconv.Itoa(int(g.OffsetsPartition)), g.Bundle, yesNo(g.Requested), served, FormatOffsets(g.Persisted)}
 		for _, c := range plan.Clusters {
 			a := g.Activity[c]
-			if _, seen := errs[c]; !seen && a.Error != "" && !(a.Status == reload.ActivityLive && a.Members != nil) {
+			if _, seen := errs[c]; !seen && a.Error != "" && (a.Status != reload.ActivityLive || a.Members == nil) {
 				errs[c] = a.Error
 			}
 			row = append(row, activityCell(tty, cs, a))

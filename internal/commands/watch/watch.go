@@ -15,6 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -24,8 +27,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
-	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // DefaultListen is the default of --listen: loopback only; expose it on purpose.

@@ -102,9 +102,7 @@ func consumerSubscription(topics ...string) []byte {
 
 func consumerAssignment(tps ...kmsg.ConsumerMemberAssignmentTopic) []byte {
 	a := kmsg.ConsumerMemberAssignment{Version: 1}
-	for _, tp := range tps {
-		a.Topics = append(a.Topics, tp)
-	}
+	a.Topics = append(a.Topics, tps...)
 	return a.AppendTo(nil)
 }
 
