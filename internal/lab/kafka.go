@@ -96,7 +96,7 @@ func fullTopic(s string) string {
 }
 
 // Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka
-// path when KoP runs (KoP writes the record and caches it), else with kopcommit, byte for byte
+// path when KoP runs (KoP writes the record and caches it), else with kop's commit writer, byte for byte
 // what KoP would write into the offsets topic. It returns the offsets partition of the group.
 func (l *Lab) Commit(ctx context.Context, name string, c kop.OffsetCommit) (int32, error) {
 	cl := l.Cluster(name)

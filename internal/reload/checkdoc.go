@@ -10,9 +10,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
-// CheckDocument is the part of `check -o json` (cli.md, "A check row") that reload and
-// repair read: reload --from-check takes the stale_cache rows of one cluster from it, and
-// repair reads the check engine's result in the same shape.
+// CheckDocument is the part of `check -o json` (cli.md, "A check row") that
+// reload --from-check reads from a file: the stale_cache rows of one cluster. In-process,
+// repair takes the survey's rows as values instead.
 type CheckDocument struct {
 	SchemaVersion int        `json:"schemaVersion"`
 	Clusters      []string   `json:"clusters"`

@@ -45,7 +45,7 @@ type GroupCell struct {
 
 // Groups lists every group per cluster (KoP's ListGroups + DescribeGroups: the cached side)
 // joined with the groups of the offsets topic (persisted side). Set Describe on the
-// kafkafetch.Fetchers to get states and member counts.
+// kop.Fetchers to get states and member counts.
 func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concurrency int) *GroupsReport {
 	rep := &GroupsReport{SchemaVersion: 1, Groups: []GroupRow{}}
 	states := make([]*clusterState, len(clusters))

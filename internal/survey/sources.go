@@ -44,7 +44,7 @@ type Cluster struct {
 	Copies align.Source
 }
 
-// ListedGroup is one group as KoP lists it (package kafkafetch).
+// ListedGroup is one group as KoP lists it (package kop).
 type ListedGroup = kop.ListedGroup
 
 // ReplicationSource reports the replicators of one offsets partition of this cluster,

@@ -10,7 +10,7 @@ import (
 )
 
 // answer is KoP's last answer for one group, held compact: its offsets in one slice sorted
-// by topic and partition, not kafkafetch's map per topic (about 250 bytes per key for groups
+// by topic and partition, not kop.Fetcher's map per topic (about 250 bytes per key for groups
 // of five topics, against 32).
 type answer struct {
 	offs        []cachedOffset
@@ -49,7 +49,7 @@ func byKey(x, y cachedOffset) int {
 	return cmp.Or(strings.Compare(x.topic, y.topic), cmp.Compare(x.partition, y.partition))
 }
 
-// fetch is the answer in kafkafetch's shape, for the row engine (topics in full names).
+// fetch is the answer in kop.Fetcher's shape, for the row engine (topics in full names).
 func (a answer) fetch() verdict.GroupFetch {
 	f := verdict.GroupFetch{Err: a.err, Unavailable: a.unavailable}
 	if a.offs != nil {

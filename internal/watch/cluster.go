@@ -51,7 +51,7 @@ func (c *clusterRT) partitions() (int32, []*partition) {
 	return c.n, c.parts
 }
 
-// cachedSide is Side.Cached of c: the answers in kafkafetch's shape, each rebuilt once for
+// cachedSide is Side.Cached of c: the answers in kop.Fetcher's shape, each rebuilt once for
 // the rows of its group (the engine asks once per row).
 func (c *clusterRT) cachedSide() func(string) (verdict.GroupFetch, bool) {
 	var last string

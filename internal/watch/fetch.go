@@ -69,7 +69,7 @@ func (w *Watcher) fetchCached(ctx, cctx context.Context, c *clusterRT, groups []
 		}
 		c.cached[g] = newAnswer(f, c.KafkaNamespace, names)
 	}
-	// Each answer is compacted as it comes: a resync asks every group, and kafkafetch's
+	// Each answer is compacted as it comes: a resync asks every group, and kop.Fetcher's
 	// maps of every group at once were watch's largest peak (about 260 B per key).
 	c.Fetcher.EachOffsets(cctx, groups, keep)
 	for _, g := range groups {

@@ -1,6 +1,6 @@
 // Package check implements `kop-offsets check`: cached vs persisted offsets, on each cluster
-// and across clusters. The work is done by internal/check; this package binds flags, builds
-// the sources from the Factory and renders the report.
+// and across clusters. The work is done by internal/survey and internal/verdict; this
+// package binds flags, builds the sources from the Factory and renders the report.
 package check
 
 import (

@@ -200,8 +200,8 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	return cmd
 }
 
-// FactoryCheck runs the check engine (internal/check, as `check` does, cached side
-// included) over all clusters and returns its report.
+// FactoryCheck runs the check engine (internal/survey and internal/verdict, as `check`
+// does, cached side included) over all clusters and returns its report.
 func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*survey.Report, error) {
 	return func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
 		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return all, nil },

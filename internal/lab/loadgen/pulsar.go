@@ -17,7 +17,7 @@ import (
 
 // PulsarOptions tune WritePulsar.
 type PulsarOptions struct {
-	// Batching lets the producers pack several messages into one Pulsar entry. kopcommit's
+	// Batching lets the producers pack several messages into one Pulsar entry. kop's commit
 	// Writer sends one message per entry, as KoP does; a reader (KoP's or ours) sees the same
 	// messages either way, but entries differ, so measurements of reads use the default (false).
 	Batching bool
