@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+var _ RangeSource = (*KafkaSource)(nil)
+
 // KafkaSource reads a cluster's copies through its KoP listeners with a direct partition
 // consumer (no group: nothing is committed).
 type KafkaSource struct {
@@ -23,6 +25,11 @@ type KafkaSource struct {
 
 // Scan implements Source.
 func (k *KafkaSource) Scan(ctx context.Context, topic string, partition int32, fn func(Record) bool) (Bounds, error) {
+	return k.ScanFrom(ctx, topic, partition, 0, fn)
+}
+
+// ScanFrom implements RangeSource.
+func (k *KafkaSource) ScanFrom(ctx context.Context, topic string, partition int32, from int64, fn func(Record) bool) (Bounds, error) {
 	admin, err := k.NewClient()
 	if err != nil {
 		return Bounds{}, err
@@ -49,10 +56,11 @@ func (k *KafkaSource) Scan(ctx context.Context, topic string, partition int32, f
 		return Bounds{}, fmt.Errorf("partition %d of %s not found", partition, topic)
 	}
 	b := Bounds{Start: s.Offset, End: e.Offset}
-	if b.End <= b.Start {
+	first := max(from, b.Start)
+	if b.End <= first {
 		return b, nil
 	}
-	cl, err := k.NewClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(b.Start)}}))
+	cl, err := k.NewClient(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(first)}}))
 	if err != nil {
 		return b, err
 	}
@@ -69,7 +77,7 @@ func (k *KafkaSource) Scan(ctx context.Context, topic string, partition int32, f
 			return b, err
 		}
 		if pctx.Err() != nil && fs.NumRecords() == 0 {
-			return b, fmt.Errorf("no record for %s between offsets %d and %d (log end %d)", idle, b.Start, b.End, b.End)
+			return b, fmt.Errorf("no record for %s between offsets %d and %d (log end %d)", idle, first, b.End, b.End)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) {
