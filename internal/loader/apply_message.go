@@ -26,6 +26,7 @@ func (r *Replayer) ApplyMessage(m Message) error {
 	if m.ReplicatedFrom != "" {
 		r.origin = r.st.origin(m.ReplicatedFrom)
 	}
+	r.kept, r.keptN = m.Kept, 0
 	if ms := r.st.msgs; ms != nil {
 		r.msg = ms.add(m)
 		ms.ref(r.msg) // held while the message is applied
@@ -157,6 +158,21 @@ func (r *Replayer) offsetCommit(group, topic string, txn bool, pid int64, e entr
 	s.loaded.setMetadata(slot, metadata)
 	s.loaded.setPID(slot, -1)
 	s.setMsg(slot, r.msg)
+	s.loaded.setKept(slot, r.keptEntry(e))
+}
+
+// keptEntry is the kept translation of the record being applied, nil when its message has
+// no kept mark (or the mark lists fewer records).
+func (r *Replayer) keptEntry(e entry) *keptEntry {
+	if r.kept == nil {
+		return nil
+	}
+	i := r.keptN
+	r.keptN++
+	if i >= len(r.kept.Sources) {
+		return nil
+	}
+	return &keptEntry{source: r.kept.Sources[i], offset: e.offset, at: r.kept.At.UnixMilli(), from: r.st.origin(r.kept.From), current: true}
 }
 
 func (r *Replayer) offsetTombstone(group, topic string, partition int32, txn bool, pid int64) {

@@ -71,6 +71,9 @@ type Replayer struct {
 	loadFail *LoadFailure
 	origin   uint16 // ReplicatedFrom of the message being applied (state.origins)
 	msg      uint32 // the message being applied, when messages are kept
+	// kept: the kept-translation mark of the message being applied; keptN its records seen.
+	kept  *KeptMark
+	keptN int
 }
 
 // NewReplayer returns a Replayer for one offsets partition.

@@ -19,6 +19,8 @@ type Message struct {
 	// written on the cluster it was read from. A committed offset counts in its origin's
 	// numbering of the data topic.
 	ReplicatedFrom string
+	// Kept marks a kept translation (kept.go); nil for every other message.
+	Kept *KeptMark
 }
 
 // OffsetTopicReader reads the offsets topic of one cluster. Implementations never create

@@ -181,6 +181,7 @@ func (s *state) marker(pid int64, commit bool) {
 			s.loaded.setMetadata(slot, pe.metadata)
 			s.loaded.setPID(slot, pid)
 			s.setMsg(slot, pe.msg)
+			s.loaded.setKept(slot, nil)
 		}
 	}
 	for _, pe := range t {
@@ -239,7 +240,11 @@ func (s *state) loadedOffset(slot uint32) CommittedOffset {
 	if !ok {
 		pid = -1
 	}
-	return s.committed(s.loaded.at(slot), s.loaded.meta[slot], pid)
+	c := s.committed(s.loaded.at(slot), s.loaded.meta[slot], pid)
+	if k, ok := s.loaded.kept[slot]; ok {
+		c.Kept = &Kept{From: s.origins[k.from], Source: k.source, Offset: k.offset, At: offsetlog.Millis(k.at), Current: k.current}
+	}
+	return c
 }
 
 // group returns group id as KoP would load it.

@@ -51,10 +51,11 @@ type table struct {
 	free   []uint32
 	meta   map[uint32]string // non-empty metadata by slot
 	pid    map[uint32]int64  // producer of an offset that came from a transaction, by slot
+	kept   map[uint32]keptEntry
 }
 
 func newTable() table {
-	return table{index: map[entryKey]uint32{}, used: 1, meta: map[uint32]string{}, pid: map[uint32]int64{}}
+	return table{index: map[entryKey]uint32{}, used: 1, meta: map[uint32]string{}, pid: map[uint32]int64{}, kept: map[uint32]keptEntry{}}
 }
 
 func (t *table) at(slot uint32) *entry { return &t.chunks[slot>>chunkBits][slot&(chunkSize-1)] }
@@ -89,6 +90,9 @@ func (t *table) release(slot uint32) {
 	if len(t.pid) > 0 {
 		delete(t.pid, slot)
 	}
+	if len(t.kept) > 0 {
+		delete(t.kept, slot)
+	}
 	t.free = append(t.free, slot)
 }
 
@@ -119,9 +123,23 @@ func (t *table) setPID(slot uint32, pid int64) {
 	}
 }
 
+// setKept records a kept translation for slot (k nil: an ordinary commit, which makes an
+// earlier kept translation no longer current).
+func (t *table) setKept(slot uint32, k *keptEntry) {
+	switch {
+	case k != nil:
+		t.kept[slot] = *k
+	case len(t.kept) > 0:
+		if e, ok := t.kept[slot]; ok && e.current {
+			e.current = false
+			t.kept[slot] = e
+		}
+	}
+}
+
 func (t *table) clone() table {
 	c := *t
-	c.index, c.meta, c.pid, c.free = maps.Clone(t.index), maps.Clone(t.meta), maps.Clone(t.pid), slices.Clone(t.free)
+	c.index, c.meta, c.pid, c.kept, c.free = maps.Clone(t.index), maps.Clone(t.meta), maps.Clone(t.pid), maps.Clone(t.kept), slices.Clone(t.free)
 	c.chunks = make([][]entry, len(t.chunks))
 	for i, ch := range t.chunks {
 		c.chunks[i] = slices.Clone(ch)

@@ -123,6 +123,8 @@ type CommittedOffset struct {
 	// cluster read): the offset counts in Origin's numbering of the topic, which is this
 	// cluster's only while both copies hold the same messages in the same order.
 	Origin string `json:"origin,omitempty"`
+	// Kept is the newest translation watch kept for this key here (kept.go), nil if none.
+	Kept *Kept `json:"kept,omitempty"`
 }
 
 // Producer is the producer of a transactional offset, -1 for one committed outside a

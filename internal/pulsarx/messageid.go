@@ -29,7 +29,11 @@ func (p entryPos) BatchSize() int32 { return 0 }
 func (p entryPos) String() string { return fmt.Sprintf("%d:%d", p.ledger, p.entry) }
 
 func (r *Reader) toMessage(partition int32, msg pulsar.Message) loader.Message {
+	// A kept translation (watch) says so in its properties; one whose mark does not parse is
+	// replayed as the ordinary commit it also is.
+	kept, _ := loader.ParseKeptMark(msg.Properties())
 	return loader.Message{
+		Kept:        kept,
 		Partition:   partition,
 		MessageID:   formatID(msg.ID(), partition),
 		PublishTime: msg.PublishTime(),
