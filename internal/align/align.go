@@ -93,6 +93,10 @@ type Translation struct {
 	// was read of the target (a source offset).
 	Unmatched      int64  `json:"unmatched"`
 	FirstUnmatched *int64 `json:"firstUnmatched,omitempty"`
+	// Behind: the target does not hold the last message the group consumed (yet: the
+	// replication of the data is behind), so Translated is the target's log end and rises
+	// as the messages arrive.
+	Behind bool `json:"behind,omitempty"`
 }
 
 // Aligned reports whether the number means the same position on both clusters.
@@ -235,6 +239,8 @@ func (m *Map) Translate(o int64) (Translation, error) {
 	if k := sort.Search(len(m.missing), func(j int) bool { return m.missing[j] >= o }); k > 0 {
 		f := m.missing[0]
 		t.FirstUnmatched = &f
+		// The last message consumed is among those the target lacks.
+		t.Behind = i == len(m.prefMax) && consumed > 0 && m.missing[k-1] == m.srcOffs[consumed-1]
 	}
 	return t, nil
 }

@@ -54,6 +54,10 @@ type Tracker struct {
 	// extra: the target holds a message at t+k that the source's copy does not (yet).
 	extra  bool
 	srcEnd int64 // the source's log end at the last read
+	// provisional: the anchor is Behind, so the Map's answers rise when the target's copy
+	// grows (dstEnd: its log end when the Map was built).
+	provisional bool
+	dstEnd      int64
 	stats  TrackerStats
 }
 
@@ -104,6 +108,11 @@ func (tr *Tracker) Translate(ctx context.Context, o int64) (Translation, error) 
 			return Translation{}, err
 		}
 	}
+	if tr.provisional {
+		if err := tr.refresh(ctx, max(o, tr.s)); err != nil {
+			return Translation{}, err
+		}
+	}
 	if o <= tr.m.UpTo {
 		return tr.m.Translate(o)
 	}
@@ -137,6 +146,7 @@ func (tr *Tracker) lockstep(o int64) Translation {
 	}
 	// Every verified target message was consumed; the next is the first not consumed.
 	t.Translated, t.TargetOnly = tr.t+tr.k, tr.extra
+	t.Behind = !tr.extra && tr.s+tr.k < min(o, tr.srcEnd)
 	if o > tr.srcEnd && !tr.extra {
 		// Past the source's log end: positions of messages not yet written, which
 		// replication appends in the same order on both sides (as Map.Translate).
@@ -160,12 +170,30 @@ func (tr *Tracker) build(ctx context.Context, upTo int64) error {
 	tr.s, tr.t, tr.k = upTo, a.Translated, 0
 	tr.stuck, tr.broken, tr.extra = a.TargetOnly, false, false
 	tr.srcEnd = m.Source.End
+	tr.provisional, tr.dstEnd = a.Behind, m.Target.End
 	if tr.stuck {
 		// The message at t is not among the source's first upTo: every later offset
 		// translates to t while the source's later messages are not it either.
 		tr.stuckID, err = tr.firstID(ctx, tr.t)
 	}
 	return err
+}
+
+// refresh builds the Map again, up to upTo, when its anchor is provisional and the target's
+// copy grew since.
+func (tr *Tracker) refresh(ctx context.Context, upTo int64) error {
+	dst, ok := tr.Dst.(RangeSource)
+	if !ok {
+		return tr.build(ctx, upTo)
+	}
+	b, err := dst.ScanFrom(ctx, tr.Topic, tr.Partition, math.MaxInt64, func(Record) bool { return false })
+	if err != nil {
+		return fmt.Errorf("cluster %s: log end of %s[%d]: %w", tr.To, tr.Topic, tr.Partition, err)
+	}
+	if b.End == tr.dstEnd {
+		return nil
+	}
+	return tr.build(ctx, upTo)
 }
 
 // firstID is the identity of the target's message at offset off.

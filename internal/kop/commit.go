@@ -42,6 +42,8 @@ type OffsetCommit struct {
 	Tombstone bool
 	// NoExpiry writes expireTimestamp -1 instead of KoP's commit time + retention.
 	NoExpiry bool
+	// ExpireTime, when set, is the expireTimestamp written (a kept translation: the source's).
+	ExpireTime time.Time
 }
 
 // KoPOffsetsRetention is KoP's default offsetsRetentionMinutes (3 days).
@@ -78,6 +80,8 @@ func EncodeValue(c OffsetCommit) []byte {
 	expire := ts.Add(KoPOffsetsRetention).UnixMilli()
 	if c.NoExpiry {
 		expire = -1
+	} else if !c.ExpireTime.IsZero() {
+		expire = c.ExpireTime.UnixMilli()
 	}
 	v := kmsg.OffsetCommitValue{Version: 1, Offset: c.Offset, LeaderEpoch: -1, Metadata: c.Metadata,
 		CommitTimestamp: ts.UnixMilli(), ExpireTimestamp: expire}
@@ -191,8 +195,38 @@ func (w *Writer) CommitRequest(ctx context.Context, cs []OffsetCommit) (int32, p
 	return w.send(ctx, p, prod, key, v)
 }
 
+// Keep publishes a kept translation of one group (loader.KeptMark: mark.Sources are the
+// source offsets of cs, in order) to the group's partition, with replication disabled
+// whatever Local says: it is this cluster's numbering and must never reach another cluster.
+// Each commit keeps its CommitTime and ExpireTime.
+func (w *Writer) Keep(ctx context.Context, cs []OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
+	if len(mark.Sources) != len(cs) {
+		return 0, nil, fmt.Errorf("kopcommit: %d source offsets for %d commits", len(mark.Sources), len(cs))
+	}
+	key, v, err := EncodeKeep(cs)
+	if err != nil {
+		return 0, nil, err
+	}
+	p := loader.PartitionFor(cs[0].Group, w.partitions)
+	prod, err := w.producer(p)
+	if err != nil {
+		return p, nil, err
+	}
+	return w.sendMsg(ctx, p, prod, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()})
+}
+
+// EncodeKeep is EncodeRequest for a kept translation: each commit keeps its CommitTime
+// (the source's), so that it expires with the source's commit.
+func EncodeKeep(cs []OffsetCommit) (pulsarKey, value []byte, err error) {
+	return encodeRequest(cs, time.Now(), true)
+}
+
 func (w *Writer) send(ctx context.Context, p int32, prod pulsar.Producer, key, value []byte) (int32, pulsar.MessageID, error) {
-	id, err := prod.Send(ctx, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: value, DisableReplication: w.Local})
+	return w.sendMsg(ctx, p, prod, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: value, DisableReplication: w.Local})
+}
+
+func (w *Writer) sendMsg(ctx context.Context, p int32, prod pulsar.Producer, m *pulsar.ProducerMessage) (int32, pulsar.MessageID, error) {
+	id, err := prod.Send(ctx, m)
 	if err != nil {
 		return p, nil, fmt.Errorf("send to %s-partition-%d: %w", w.topic, p, err)
 	}

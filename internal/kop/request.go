@@ -15,6 +15,12 @@ import (
 // and sends it as one message keyed with the group's PulsarKey. All commits must be of the
 // same group and none a tombstone (an OffsetCommit request never deletes).
 func EncodeRequest(cs []OffsetCommit, ts time.Time) (pulsarKey, value []byte, err error) {
+	return encodeRequest(cs, ts, false)
+}
+
+// encodeRequest is EncodeRequest; own keeps each commit's CommitTime (a kept translation
+// carries the source's commit and expiry times, so that it expires with the source's).
+func encodeRequest(cs []OffsetCommit, ts time.Time, own bool) (pulsarKey, value []byte, err error) {
 	if len(cs) == 0 {
 		return nil, nil, errors.New("kopcommit: an offset commit request needs at least one partition")
 	}
@@ -26,7 +32,9 @@ func EncodeRequest(cs []OffsetCommit, ts time.Time) (pulsarKey, value []byte, er
 		if c.Tombstone {
 			return nil, nil, errors.New("kopcommit: an offset commit request holds no tombstone")
 		}
-		c.CommitTime = ts
+		if !own || c.CommitTime.IsZero() {
+			c.CommitTime = ts
+		}
 		rec := kmsg.Record{OffsetDelta: int32(i), Key: EncodeKey(c), Value: EncodeValue(c)}
 		body := rec.AppendTo(nil)[1:] // a zero Length is one varint byte
 		rec.Length = int32(len(body))

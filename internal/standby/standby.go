@@ -1,0 +1,213 @@
+// Package standby keeps, on each cluster, what landing the groups replicated to it takes:
+// for every commit that reached the cluster through the replicated offsets topic, the
+// commit's offset translated into this cluster's numbering (package align, no-skip rule),
+// written back into the cluster's own offsets topic in KoP's format with replication
+// disabled and a mark that names the source commit (loader.KeptMark). Any load of the
+// cluster, whatever triggers it, then serves numbers that skip nothing, and the cluster alone
+// knows which of its offsets were checked against the source and when, so that a failover
+// runs when the source is gone (docs/failover.md).
+package standby
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
+)
+
+// Writer writes a kept translation into the cluster's offsets topic (*kop.Writer).
+type Writer interface {
+	Keep(ctx context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error)
+}
+
+var _ Writer = (*kop.Writer)(nil)
+
+// Keeper keeps the translations of one cluster. Not safe for concurrent use: watch's cycle
+// calls it.
+type Keeper struct {
+	// Cluster is the cluster kept (the target of the replicated commits).
+	Cluster string
+	// KafkaNamespace turns the stored topic names into the Kafka names both clusters know.
+	KafkaNamespace string
+	// Sources reads every cluster's data topics (this one included).
+	Sources map[string]align.Source
+	Writer  Writer
+	// MaxMessages bounds a first read of a copy (0: align.DefaultMaxMessages).
+	MaxMessages int64
+	Now         func() time.Time
+
+	trackers map[trackerKey]*align.Tracker
+	// behind: keys whose kept translation stopped at the end of what this cluster held of
+	// the messages the group consumed (replication behind): translated again while the
+	// source's commit stays the newest, until it names the message.
+	behind map[verdict.Key]int64
+}
+
+type trackerKey struct {
+	from, topic string
+	partition   int32
+}
+
+// Want returns the offsets of one group that want a kept translation: the newest commit of
+// the key here was replicated from another cluster and is not translated yet, or its kept
+// translation stopped short (replication behind).
+func (k *Keeper) Want(offsets []loader.CommittedOffset) []loader.CommittedOffset {
+	var out []loader.CommittedOffset
+	for _, co := range offsets {
+		switch {
+		case co.Origin != "" && co.Origin != k.Cluster:
+			out = append(out, co)
+		case co.Kept != nil && co.Kept.Current && co.Origin == "":
+			if src, ok := k.behind[verdict.Key{Group: co.Group, Topic: co.Topic, Partition: co.Partition}]; ok && src == co.Kept.Source {
+				// The kept translation stands in for the source's commit co.Kept.Source.
+				co.Offset, co.Origin = co.Kept.Source, co.Kept.From
+				out = append(out, co)
+			}
+		}
+	}
+	return out
+}
+
+// Kept is one translation written.
+type Kept struct {
+	Key        verdict.Key
+	From       string
+	Source     int64 // the commit on From
+	Translated int64 // what was written here
+	// Behind: this cluster did not hold every message the group consumed yet; translated
+	// again next time.
+	Behind bool
+}
+
+// Result is what Keep did for one group.
+type Result struct {
+	Kept   []Kept
+	Errors []error // each names the cluster, group, topic and partition
+}
+
+// Keep translates want (from Want) and writes one kept translation per source cluster.
+// up reports whether a cluster answers; a source that does not is left for later (its
+// offsets stay as replicated). Nothing is written for a key whose translation failed.
+func (k *Keeper) Keep(ctx context.Context, group string, want []loader.CommittedOffset, up func(cluster string) bool) Result {
+	var res Result
+	byFrom := map[string][]loader.CommittedOffset{}
+	for _, co := range want {
+		byFrom[co.Origin] = append(byFrom[co.Origin], co)
+	}
+	for _, from := range slices.Sorted(maps.Keys(byFrom)) {
+		if !up(from) {
+			continue
+		}
+		cos := byFrom[from]
+		slices.SortFunc(cos, func(a, b loader.CommittedOffset) int {
+			return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
+		var commits []kop.OffsetCommit
+		mark := loader.KeptMark{From: from, At: k.now()}
+		var kept []Kept
+		for _, co := range cos {
+			t, err := k.translate(ctx, from, co)
+			if err != nil {
+				res.Errors = append(res.Errors, fmt.Errorf("cluster %s: keep group %s %s[%d] (%d from %s): %w", k.Cluster, group, loader.ShortName(co.Topic, k.KafkaNamespace), co.Partition, co.Offset, from, err))
+				continue
+			}
+			if co.Kept != nil && co.Kept.Current && co.Kept.Source == co.Offset && co.Kept.Offset == t.Translated {
+				continue // kept again for replication behind, and nothing more arrived
+			}
+			commits = append(commits, commitOf(co, t.Translated))
+			mark.Sources = append(mark.Sources, co.Offset)
+			kept = append(kept, Kept{Key: verdict.Key{Group: group, Topic: co.Topic, Partition: co.Partition}, From: from, Source: co.Offset, Translated: t.Translated, Behind: t.Behind})
+		}
+		if len(commits) == 0 {
+			continue
+		}
+		if _, _, err := k.Writer.Keep(ctx, commits, mark); err != nil {
+			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: write the kept translation of group %s (from %s): %w", k.Cluster, group, from, err))
+			continue
+		}
+		for _, kt := range kept {
+			if kt.Behind {
+				k.remember(kt.Key, kt.Source)
+			} else {
+				delete(k.behind, kt.Key)
+			}
+		}
+		res.Kept = append(res.Kept, kept...)
+	}
+	return res
+}
+
+// Behind reports the groups whose kept translations stopped short, to be kept again.
+func (k *Keeper) Behind() []string {
+	var out []string
+	for key := range k.behind {
+		out = append(out, key.Group)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (k *Keeper) remember(key verdict.Key, source int64) {
+	if k.behind == nil {
+		k.behind = map[verdict.Key]int64{}
+	}
+	k.behind[key] = source
+}
+
+func (k *Keeper) translate(ctx context.Context, from string, co loader.CommittedOffset) (align.Translation, error) {
+	topic := loader.ShortName(co.Topic, k.KafkaNamespace)
+	key := trackerKey{from, topic, co.Partition}
+	tr := k.trackers[key]
+	if tr == nil {
+		src, dst := k.Sources[from], k.Sources[k.Cluster]
+		if src == nil || dst == nil {
+			return align.Translation{}, fmt.Errorf("no Kafka listener to read %s[%d] through on %s or %s", topic, co.Partition, from, k.Cluster)
+		}
+		tr = &align.Tracker{From: from, To: k.Cluster, Topic: topic, Partition: co.Partition, Src: src, Dst: dst, MaxMessages: k.MaxMessages}
+		if k.trackers == nil {
+			k.trackers = map[trackerKey]*align.Tracker{}
+		}
+		k.trackers[key] = tr
+	}
+	return tr.Translate(ctx, co.Offset)
+}
+
+// Stats sums what the trackers read: the cost of keeping (docs/failover.md).
+func (k *Keeper) Stats() align.TrackerStats {
+	var s align.TrackerStats
+	for _, tr := range k.trackers {
+		t := tr.Stats()
+		s.Builds += t.Builds
+		s.SourceReads += t.SourceReads
+		s.TargetReads += t.TargetReads
+		s.Translations += t.Translations
+	}
+	return s
+}
+
+// commitOf is co with its offset translated, times and metadata kept.
+func commitOf(co loader.CommittedOffset, translated int64) kop.OffsetCommit {
+	c := kop.OffsetCommit{Group: co.Group, Topic: co.Topic, Partition: co.Partition, Offset: translated, Metadata: co.Metadata, CommitTime: co.CommitTimestamp.Time()}
+	if co.ExpireTimestamp != nil {
+		c.ExpireTime = co.ExpireTimestamp.Time()
+	} else {
+		c.NoExpiry = true
+	}
+	return c
+}
+
+func (k *Keeper) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,181 @@
+package standby
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+)
+
+const topic = "persistent://public/default/orders"
+
+// copyOf is one cluster's copy of the topic's partition 0: identities in offset order.
+type copyOf struct{ ids []uint64 }
+
+func (c *copyOf) Scan(ctx context.Context, t string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
+	return c.ScanFrom(ctx, t, p, 0, fn)
+}
+
+func (c *copyOf) ScanFrom(_ context.Context, _ string, _ int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
+	for i := from; i < int64(len(c.ids)); i++ {
+		if !fn(align.Record{Offset: i, ID: c.ids[i]}) {
+			break
+		}
+	}
+	return align.Bounds{End: int64(len(c.ids))}, nil
+}
+
+func ids(from, to uint64) []uint64 {
+	var out []uint64
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// target is the kept cluster's offsets partition of the group: what replicated and what
+// the Keeper wrote, replayed as KoP's loader (and watch) read it.
+type target struct {
+	t      *testing.T
+	r      *loader.Replayer
+	seq    int
+	writes int
+}
+
+func newTarget(t *testing.T) *target { return &target{t: t, r: loader.NewReplayer(0, loader.OrderingKoP)} }
+
+func (w *target) replicate(offset int64) {
+	m := kop.Message(0, w.seq, kop.OffsetCommit{Group: "G", Topic: topic, Partition: 0, Offset: offset, CommitTime: time.UnixMilli(1_000)})
+	m.ReplicatedFrom = "scus"
+	w.seq++
+	if err := w.r.ApplyMessage(m); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *target) Keep(_ context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
+	key, v, err := kop.EncodeKeep(cs)
+	if err != nil {
+		return 0, nil, err
+	}
+	w.writes++
+	m := loader.Message{MessageID: fmt.Sprintf("1:%d:0:-1", w.seq), Key: key, Value: v, Kept: &mark}
+	w.seq++
+	return 0, nil, w.r.ApplyMessage(m)
+}
+
+func (w *target) offsets() []loader.CommittedOffset { return w.r.Result().Offsets() }
+
+func (w *target) offset() loader.CommittedOffset {
+	c, ok := w.r.Result().Lookup("G", topic, 0)
+	if !ok {
+		w.t.Fatal("no offset for G")
+	}
+	return c
+}
+
+func keeper(src, dst *copyOf, w Writer) *Keeper {
+	return &Keeper{Cluster: "wus", KafkaNamespace: "public/default", Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: w,
+		Now: func() time.Time { return time.UnixMilli(5_000) }}
+}
+
+func keep(t *testing.T, k *Keeper, w *target, up bool) Result {
+	t.Helper()
+	res := k.Keep(context.Background(), "G", k.Want(w.offsets()), func(string) bool { return up })
+	for _, err := range res.Errors {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestKeepAligned(t *testing.T) {
+	src, dst := &copyOf{ids(0, 1000)}, &copyOf{ids(0, 1000)}
+	w := newTarget(t)
+	k := keeper(src, dst, w)
+	w.replicate(900)
+	res := keep(t, k, w, true)
+	c := w.offset()
+	if len(res.Kept) != 1 || c.Offset != 900 || c.Origin != "" || c.Kept == nil || !c.Kept.Current || c.Kept.Source != 900 || c.Kept.From != "scus" {
+		t.Fatalf("kept %+v; offset %+v kept %+v", res.Kept, c, c.Kept)
+	}
+	if c.CommitTimestamp != 1_000 {
+		t.Fatalf("commit time %d, want the source's 1000", c.CommitTimestamp)
+	}
+	// Kept: nothing more to do until the next replicated commit.
+	if want := k.Want(w.offsets()); len(want) != 0 {
+		t.Fatalf("kept offsets wanted again: %+v", want)
+	}
+}
+
+func TestKeepMisaligned(t *testing.T) {
+	// 300 messages on scus that never replicated: scus 6000 is wus 5700.
+	src := &copyOf{append(ids(1<<40, 1<<40+300), ids(0, 6500)...)}
+	dst := &copyOf{ids(0, 6500)}
+	w := newTarget(t)
+	k := keeper(src, dst, w)
+	for _, o := range []int64{6000, 6100, 6250} {
+		w.replicate(o)
+		keep(t, k, w, true)
+		if c := w.offset(); c.Offset != o-300 || c.Kept.Source != o {
+			t.Fatalf("replicated %d: kept %d (source %d), want %d", o, c.Offset, c.Kept.Source, o-300)
+		}
+	}
+	if st := k.Stats(); st.Builds != 1 {
+		t.Fatalf("%d builds for three commits, want 1 (then incremental)", st.Builds)
+	}
+}
+
+func TestKeepSourceDown(t *testing.T) {
+	w := newTarget(t)
+	k := keeper(&copyOf{ids(0, 10)}, &copyOf{ids(0, 10)}, w)
+	w.replicate(8)
+	if res := keep(t, k, w, false); len(res.Kept) != 0 || w.writes != 0 {
+		t.Fatalf("kept with the source down: %+v", res)
+	}
+	if c := w.offset(); c.Origin != "scus" || c.Kept != nil {
+		t.Fatalf("offset changed: %+v", c)
+	}
+}
+
+func TestKeepOwnCommitsAlone(t *testing.T) {
+	w := newTarget(t)
+	k := keeper(&copyOf{ids(0, 10)}, &copyOf{ids(0, 10)}, w)
+	if err := w.r.ApplyMessage(kop.Message(0, 0, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 5})); err != nil {
+		t.Fatal(err)
+	}
+	if want := k.Want(w.offsets()); len(want) != 0 {
+		t.Fatalf("the cluster's own commit wanted: %+v", want)
+	}
+}
+
+// TestKeepBehind: the commit replicated before the data it names; the kept translation is
+// the log end as held, then rises as the messages arrive, without rewriting in between.
+func TestKeepBehind(t *testing.T) {
+	src, dst := &copyOf{ids(0, 100)}, &copyOf{ids(0, 60)}
+	w := newTarget(t)
+	k := keeper(src, dst, w)
+	w.replicate(100)
+	res := keep(t, k, w, true)
+	if len(res.Kept) != 1 || !res.Kept[0].Behind || w.offset().Offset != 60 {
+		t.Fatalf("behind: %+v, offset %d", res.Kept, w.offset().Offset)
+	}
+	if g := k.Behind(); len(g) != 1 || g[0] != "G" {
+		t.Fatalf("Behind() = %v", g)
+	}
+	writes := w.writes
+	keep(t, k, w, true) // nothing arrived: nothing written
+	if w.writes != writes {
+		t.Fatalf("rewrote an unchanged translation")
+	}
+	dst.ids = ids(0, 100)
+	keep(t, k, w, true)
+	if c := w.offset(); c.Offset != 100 || len(k.Behind()) != 0 {
+		t.Fatalf("after the data arrived: offset %d, behind %v", c.Offset, k.Behind())
+	}
+}
