@@ -58,7 +58,7 @@ type Tracker struct {
 	// grows (dstEnd: its log end when the Map was built).
 	provisional bool
 	dstEnd      int64
-	stats  TrackerStats
+	stats       TrackerStats
 }
 
 // Stats returns what the Tracker read so far.

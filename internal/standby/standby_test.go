@@ -48,7 +48,9 @@ type target struct {
 	writes int
 }
 
-func newTarget(t *testing.T) *target { return &target{t: t, r: loader.NewReplayer(0, loader.OrderingKoP)} }
+func newTarget(t *testing.T) *target {
+	return &target{t: t, r: loader.NewReplayer(0, loader.OrderingKoP)}
+}
 
 func (w *target) replicate(offset int64) {
 	m := kop.Message(0, w.seq, kop.OffsetCommit{Group: "G", Topic: topic, Partition: 0, Offset: offset, CommitTime: time.UnixMilli(1_000)})
