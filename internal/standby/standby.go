@@ -50,6 +50,8 @@ type Keeper struct {
 	// the messages the group consumed (replication behind): translated again while the
 	// source's commit stays the newest, until it names the message.
 	behind map[verdict.Key]int64
+	// again: groups left for a source that did not answer, or whose keeping failed.
+	again map[string]struct{}
 }
 
 type trackerKey struct {
@@ -99,12 +101,14 @@ type Result struct {
 // offsets stay as replicated). Nothing is written for a key whose translation failed.
 func (k *Keeper) Keep(ctx context.Context, group string, want []loader.CommittedOffset, up func(cluster string) bool) Result {
 	var res Result
+	delete(k.again, group)
 	byFrom := map[string][]loader.CommittedOffset{}
 	for _, co := range want {
 		byFrom[co.Origin] = append(byFrom[co.Origin], co)
 	}
 	for _, from := range slices.Sorted(maps.Keys(byFrom)) {
 		if !up(from) {
+			k.retry(group)
 			continue
 		}
 		cos := byFrom[from]
@@ -118,6 +122,7 @@ func (k *Keeper) Keep(ctx context.Context, group string, want []loader.Committed
 			t, err := k.translate(ctx, from, co)
 			if err != nil {
 				res.Errors = append(res.Errors, fmt.Errorf("cluster %s: keep group %s %s[%d] (%d from %s): %w", k.Cluster, group, loader.ShortName(co.Topic, k.KafkaNamespace), co.Partition, co.Offset, from, err))
+				k.retry(group)
 				continue
 			}
 			if co.Kept != nil && co.Kept.Current && co.Kept.Source == co.Offset && co.Kept.Offset == t.Translated {
@@ -132,6 +137,7 @@ func (k *Keeper) Keep(ctx context.Context, group string, want []loader.Committed
 		}
 		if _, _, err := k.Writer.Keep(ctx, commits, mark); err != nil {
 			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: write the kept translation of group %s (from %s): %w", k.Cluster, group, from, err))
+			k.retry(group)
 			continue
 		}
 		for _, kt := range kept {
@@ -146,14 +152,28 @@ func (k *Keeper) Keep(ctx context.Context, group string, want []loader.Committed
 	return res
 }
 
-// Behind reports the groups whose kept translations stopped short, to be kept again.
-func (k *Keeper) Behind() []string {
+// Again reports the groups to keep again though nothing of theirs changed: kept short
+// (replication of the data behind), left for a source that did not answer, or failed.
+func (k *Keeper) Again() []string {
 	var out []string
 	for key := range k.behind {
 		out = append(out, key.Group)
 	}
+	for g := range k.again {
+		out = append(out, g)
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Done forgets group in Again: it wants nothing kept any more.
+func (k *Keeper) Done(group string) { delete(k.again, group) }
+
+func (k *Keeper) retry(group string) {
+	if k.again == nil {
+		k.again = map[string]struct{}{}
+	}
+	k.again[group] = struct{}{}
 }
 
 func (k *Keeper) remember(key verdict.Key, source int64) {

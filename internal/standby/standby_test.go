@@ -11,33 +11,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 const topic = "persistent://public/default/orders"
-
-// copyOf is one cluster's copy of the topic's partition 0: identities in offset order.
-type copyOf struct{ ids []uint64 }
-
-func (c *copyOf) Scan(ctx context.Context, t string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
-	return c.ScanFrom(ctx, t, p, 0, fn)
-}
-
-func (c *copyOf) ScanFrom(_ context.Context, _ string, _ int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
-	for i := from; i < int64(len(c.ids)); i++ {
-		if !fn(align.Record{Offset: i, ID: c.ids[i]}) {
-			break
-		}
-	}
-	return align.Bounds{End: int64(len(c.ids))}, nil
-}
-
-func ids(from, to uint64) []uint64 {
-	var out []uint64
-	for i := from; i < to; i++ {
-		out = append(out, i)
-	}
-	return out
-}
 
 // target is the kept cluster's offsets partition of the group: what replicated and what
 // the Keeper wrote, replayed as KoP's loader (and watch) read it.
@@ -82,7 +59,7 @@ func (w *target) offset() loader.CommittedOffset {
 	return c
 }
 
-func keeper(src, dst *copyOf, w Writer) *Keeper {
+func keeper(src, dst *fakes.Copy, w Writer) *Keeper {
 	return &Keeper{Cluster: "wus", KafkaNamespace: "public/default", Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: w,
 		Now: func() time.Time { return time.UnixMilli(5_000) }}
 }
@@ -97,7 +74,7 @@ func keep(t *testing.T, k *Keeper, w *target, up bool) Result {
 }
 
 func TestKeepAligned(t *testing.T) {
-	src, dst := &copyOf{ids(0, 1000)}, &copyOf{ids(0, 1000)}
+	src, dst := fakes.NewCopy(0, 1000), fakes.NewCopy(0, 1000)
 	w := newTarget(t)
 	k := keeper(src, dst, w)
 	w.replicate(900)
@@ -117,8 +94,9 @@ func TestKeepAligned(t *testing.T) {
 
 func TestKeepMisaligned(t *testing.T) {
 	// 300 messages on scus that never replicated: scus 6000 is wus 5700.
-	src := &copyOf{append(ids(1<<40, 1<<40+300), ids(0, 6500)...)}
-	dst := &copyOf{ids(0, 6500)}
+	src := fakes.NewCopy(1<<40, 1<<40+300)
+	src.Append(0, 6500)
+	dst := fakes.NewCopy(0, 6500)
 	w := newTarget(t)
 	k := keeper(src, dst, w)
 	for _, o := range []int64{6000, 6100, 6250} {
@@ -135,7 +113,7 @@ func TestKeepMisaligned(t *testing.T) {
 
 func TestKeepSourceDown(t *testing.T) {
 	w := newTarget(t)
-	k := keeper(&copyOf{ids(0, 10)}, &copyOf{ids(0, 10)}, w)
+	k := keeper(fakes.NewCopy(0, 10), fakes.NewCopy(0, 10), w)
 	w.replicate(8)
 	if res := keep(t, k, w, false); len(res.Kept) != 0 || w.writes != 0 {
 		t.Fatalf("kept with the source down: %+v", res)
@@ -147,7 +125,7 @@ func TestKeepSourceDown(t *testing.T) {
 
 func TestKeepOwnCommitsAlone(t *testing.T) {
 	w := newTarget(t)
-	k := keeper(&copyOf{ids(0, 10)}, &copyOf{ids(0, 10)}, w)
+	k := keeper(fakes.NewCopy(0, 10), fakes.NewCopy(0, 10), w)
 	if err := w.r.ApplyMessage(kop.Message(0, 0, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 5})); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +137,7 @@ func TestKeepOwnCommitsAlone(t *testing.T) {
 // TestKeepBehind: the commit replicated before the data it names; the kept translation is
 // the log end as held, then rises as the messages arrive, without rewriting in between.
 func TestKeepBehind(t *testing.T) {
-	src, dst := &copyOf{ids(0, 100)}, &copyOf{ids(0, 60)}
+	src, dst := fakes.NewCopy(0, 100), fakes.NewCopy(0, 60)
 	w := newTarget(t)
 	k := keeper(src, dst, w)
 	w.replicate(100)
@@ -167,17 +145,17 @@ func TestKeepBehind(t *testing.T) {
 	if len(res.Kept) != 1 || !res.Kept[0].Behind || w.offset().Offset != 60 {
 		t.Fatalf("behind: %+v, offset %d", res.Kept, w.offset().Offset)
 	}
-	if g := k.Behind(); len(g) != 1 || g[0] != "G" {
-		t.Fatalf("Behind() = %v", g)
+	if g := k.Again(); len(g) != 1 || g[0] != "G" {
+		t.Fatalf("Again() = %v", g)
 	}
 	writes := w.writes
 	keep(t, k, w, true) // nothing arrived: nothing written
 	if w.writes != writes {
 		t.Fatalf("rewrote an unchanged translation")
 	}
-	dst.ids = ids(0, 100)
+	dst.Append(60, 100)
 	keep(t, k, w, true)
-	if c := w.offset(); c.Offset != 100 || len(k.Behind()) != 0 {
-		t.Fatalf("after the data arrived: offset %d, behind %v", c.Offset, k.Behind())
+	if c := w.offset(); c.Offset != 100 || len(k.Again()) != 0 {
+		t.Fatalf("after the data arrived: offset %d, behind %v", c.Offset, k.Again())
 	}
 }

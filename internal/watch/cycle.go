@@ -63,7 +63,11 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	w.m.setReport(snap)
 	ready := w.replayed()
 	w.ready.Store(ready)
-	// 6. Repair, only once every cluster that answers has replayed its offsets topic.
+	// 6. Kept translations, then repair, only once every cluster that answers has replayed
+	// its offsets topic.
+	if ready {
+		w.keep(ctx, dirty)
+	}
 	if w.o.Repair && ready {
 		for _, c := range w.clusters {
 			if c.Reloader != nil && c.up {

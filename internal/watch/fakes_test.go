@@ -3,10 +3,13 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -27,6 +30,7 @@ type memTail struct {
 	down   error // Partitions fails (admin down)
 	tailEr error // Tail fails at once
 	tails  map[int32]int
+	kept   int // kept translations written (Keep)
 }
 
 func newMemTail(n int32) *memTail {
@@ -41,10 +45,29 @@ func (m *memTail) commit(from string, cs ...kop.OffsetCommit) {
 	for _, c := range cs {
 		p := loader.PartitionFor(c.Group, m.n)
 		msg := kop.Message(p, len(m.msgs[p]), c)
+		msg.ReplicatedFrom = from // as pulsarx sets both
 		m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg, ReplicatedFrom: from})
 	}
 	close(m.wake)
 	m.wake = make(chan struct{})
+}
+
+// keep is a standby.Writer that appends the kept translation to the tail, as Pulsar would
+// deliver it to the cluster's own readers.
+func (m *memTail) Keep(_ context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
+	key, v, err := kop.EncodeKeep(cs)
+	if err != nil {
+		return 0, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := loader.PartitionFor(cs[0].Group, m.n)
+	msg := loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(m.msgs[p]), p), Key: key, Value: v, Kept: &mark}
+	m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg})
+	m.kept++
+	close(m.wake)
+	m.wake = make(chan struct{})
+	return p, nil, nil
 }
 
 func (m *memTail) setDown(err error) {

@@ -33,6 +33,8 @@ const (
 	MetricArrivalsDropped = "kop_offsets_watch_arrivals_dropped_total"
 	MetricLastCycle       = "kop_offsets_watch_last_cycle_timestamp_seconds"
 	MetricRows            = "kop_offsets_watch_rows"
+	MetricKept            = "kop_offsets_watch_kept_translations_total"
+	MetricKeepReads       = "kop_offsets_watch_keep_messages_read_total"
 )
 
 // Metrics are watch's own collectors (Registry), plus the series of the latest report in
@@ -59,6 +61,8 @@ type Metrics struct {
 	staleCommits    *prometheus.GaugeVec
 	dropped         *prometheus.CounterVec
 	lastCycle       prometheus.Gauge
+	kept            *prometheus.CounterVec
+	keepReads       *prometheus.CounterVec
 
 	report atomic.Pointer[snapshot] // the last cycle's; kop_offsets_watch_rows and the rows' series are read from it
 }
@@ -107,10 +111,14 @@ func NewMetrics() *Metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricArrivalsDropped,
 			Help: "Replicated commits not tracked for staleness because too many arrived within one cycle."}, c),
 		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricLastCycle, Help: "Unix time of the end of the last cycle."}),
+		kept: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricKept,
+			Help: "Kept translations of replicated commits (--keep-translations), by source cluster and result (written; behind: written, the data not all replicated yet; dry_run). Failures count in kop_offsets_watch_errors_total{endpoint=keep}."}, []string{cl, "from", "result"}),
+		keepReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricKeepReads,
+			Help: "Data-topic messages read to keep translations, by the copy read (source, target): the cost of keeping."}, []string{cl, "copy"}),
 	}
 	m.Registry.MustRegister(m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
-		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, rowsCollector{m},
+		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

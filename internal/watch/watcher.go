@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -27,6 +28,9 @@ type Cluster struct {
 	Fetcher survey.OffsetFetcher
 	// Reloader writes to this cluster (--repair). Nil: watch never writes here.
 	Reloader Reloader
+	// Keeper keeps the translations of the commits replicated here (--keep-translations).
+	// Nil: none is kept.
+	Keeper *standby.Keeper
 }
 
 // Defaults of Options.

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -25,6 +26,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
@@ -59,6 +61,9 @@ type Options struct {
 	Timeout         time.Duration
 	RowSeries       string
 	Writes          shared.Writes
+	// KeepTranslations writes kept translations on the selected clusters (package standby).
+	KeepTranslations bool
+	AlignmentMax     int64
 }
 
 // watchLong is the long help of the command.
@@ -103,6 +108,16 @@ and counted in kop_offsets_watch_reloads_refused_total{reason}:
   lease_failed           the writer lease could not be taken (lock topic, cluster down)
 --dry-run logs what it would reload and writes nothing.
 
+--keep-translations makes the selected clusters standbys that are right on their own: after
+every commit that replicates to one of them, watch translates its offset into that
+cluster's numbering (the first message the group has not consumed on the source, read
+through both clusters' KoP listeners, incrementally) and writes it back into the cluster's
+offsets topic in KoP's format, with replication disabled and the source's commit named in
+the message's properties. Any load of the cluster then serves numbers that skip nothing,
+and 'failover --to' lands every group there when the source is gone (docs/failover.md).
+Only commits whose source answers are kept; kop_offsets_watch_kept_translations_total
+counts them. --dry-run logs what it would keep.
+
 One writer per cluster: before a cycle's first unload on a cluster, --repair takes the
 cluster's writer lease (an exclusive producer on --lease-topic, default
 persistent://<tenant>/kop-offsets/writer-lease), and gives it back after the cycle's last,
@@ -125,7 +140,8 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
   kop-offsets watch --listen 0.0.0.0:9464 --interval 15s
   kop-offsets watch --row-series not-ok          # a million keys: only the rows to act on
   kop-offsets watch --repair --cluster wus --dry-run
-  kop-offsets watch --repair --group 'orders-*' --max-bundles 2 --cooldown 5m`),
+  kop-offsets watch --repair --group 'orders-*' --max-bundles 2 --cooldown 5m
+  kop-offsets watch --keep-translations --cluster wus   # wus: a standby right without scus`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(); err != nil {
@@ -161,7 +177,9 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.DurationVar(&opts.Resync, "resync", watch.DefaultResync, "time between two full sweeps (every group asked)")
 	fl.StringVar(&opts.Listen, "listen", DefaultListen, "address of the HTTP server (/metrics, /healthz, /readyz)")
 	fl.BoolVar(&opts.Repair, "repair", false, "reload bundles holding stale_cache rows, under the policy")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --repair: log what would be reloaded, write nothing")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --repair or --keep-translations: log what would be reloaded or kept, write nothing")
+	fl.BoolVar(&opts.KeepTranslations, "keep-translations", false, "after each commit replicated to a selected cluster, write its translated offset there (replication disabled): the standby is right without the source")
+	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "with --keep-translations: messages read at most per copy of a topic partition for its first translation")
 	fl.BoolVar(&opts.RefuseLive, "refuse-live", false, "with --repair: leave bundles with groups live on the cluster written to (by default they are reloaded: their members pause while KoP loads)")
 	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded per cluster and interval")
 	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
@@ -186,8 +204,10 @@ func (o *Options) validate() error {
 		return cmdutil.FlagErrorf("--wait must be positive, got %s", o.Wait)
 	case o.CoordinatorWait <= 0:
 		return cmdutil.FlagErrorf("--coordinator-wait must be positive, got %s", o.CoordinatorWait)
-	case o.DryRun && !o.Repair:
-		return cmdutil.FlagErrorf("--dry-run only applies to --repair")
+	case o.DryRun && !o.Repair && !o.KeepTranslations:
+		return cmdutil.FlagErrorf("--dry-run only applies to --repair and --keep-translations")
+	case o.AlignmentMax <= 0:
+		return cmdutil.FlagErrorf("--alignment-max-messages must be positive, got %d", o.AlignmentMax)
 	}
 	if err := o.Writes.Validate(); err != nil {
 		return err
@@ -258,7 +278,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 		names = append(names, c.Name)
 	}
 	opts.Logger.Info("watch started", "listen", ln.Addr().String(), "clusters", names, "interval", opts.Interval.String(),
-		"resync", opts.Resync.String(), "repair", opts.Repair, "dryRun", opts.DryRun)
+		"resync", opts.Resync.String(), "repair", opts.Repair, "keepTranslations", opts.KeepTranslations, "dryRun", opts.DryRun)
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -297,6 +317,10 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 			}
 		}
 		var out []watch.Cluster
+		var copies map[string]align.Source
+		if o.KeepTranslations {
+			copies = dataCopies(f, all)
+		}
 		for _, cl := range sel {
 			ps, err := shared.DialPulsar(f, cl, true)
 			if err != nil {
@@ -336,6 +360,11 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				rs := watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
 				rs.Planner.RefuseLive = o.RefuseLive
 				wc.Reloader = watch.GuardedReloader{Reloader: rs, Guard: sess}
+			}
+			if o.KeepTranslations {
+				w := &keepWriter{client: ps.Client, reader: ps.Reader, topic: cl.OffsetsTopic()}
+				closers = append(closers, w.Close)
+				wc.Keeper = &standby.Keeper{Cluster: cl.Name, KafkaNamespace: cl.KafkaNamespace, Sources: copies, Writer: w, MaxMessages: o.AlignmentMax}
 			}
 			out = append(out, wc)
 		}

@@ -1,0 +1,84 @@
+package watch
+
+import (
+	"context"
+	"slices"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
+)
+
+// keep writes, on every cluster with a Keeper, the kept translations of the commits that
+// replicated there since the last cycle (the groups that changed) and of those kept short
+// (replication of the data behind), while their source answers (package standby).
+func (w *Watcher) keep(ctx context.Context, dirty [][]string) {
+	up := func(name string) bool {
+		for _, c := range w.clusters {
+			if c.Name == name {
+				return c.up
+			}
+		}
+		return false
+	}
+	for i, c := range w.clusters {
+		if c.Keeper == nil || !c.up {
+			continue
+		}
+		before := c.Keeper.Stats()
+		groups := append(slices.Clone(dirty[i]), c.Keeper.Again()...)
+		slices.Sort(groups)
+		for _, g := range slices.Compact(groups) {
+			if ctx.Err() != nil {
+				return
+			}
+			w.keepGroup(ctx, c, g, up)
+		}
+		after := c.Keeper.Stats()
+		w.m.keepReads.WithLabelValues(c.Name, "source").Add(float64(after.SourceReads - before.SourceReads))
+		w.m.keepReads.WithLabelValues(c.Name, "target").Add(float64(after.TargetReads - before.TargetReads))
+	}
+}
+
+func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func(string) bool) {
+	if !verdict.MatchAny(w.o.Groups, g) {
+		return
+	}
+	p := c.partitionOf(g)
+	if p == nil {
+		return
+	}
+	var offs []loader.CommittedOffset
+	for co := range p.offsetsOf(g) {
+		if verdict.MatchAny(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
+			offs = append(offs, co)
+		}
+	}
+	want := c.Keeper.Want(offs)
+	if len(want) == 0 {
+		c.Keeper.Done(g)
+		return
+	}
+	if w.o.DryRun {
+		for _, co := range want {
+			if up(co.Origin) {
+				w.m.kept.WithLabelValues(c.Name, co.Origin, "dry_run").Inc()
+				w.log.Info("would keep a translation (dry run)", "cluster", c.Name, "group", g, "topic", loader.ShortName(co.Topic, c.KafkaNamespace), "partition", co.Partition, "from", co.Origin, "offset", co.Offset)
+			}
+		}
+		return
+	}
+	res := c.Keeper.Keep(ctx, g, want, up)
+	for _, k := range res.Kept {
+		result := "written"
+		if k.Behind {
+			result = "behind"
+		}
+		w.m.kept.WithLabelValues(c.Name, k.From, result).Inc()
+		w.log.Debug("kept a translation", "cluster", c.Name, "group", g, "topic", loader.ShortName(k.Key.Topic, c.KafkaNamespace),
+			"partition", k.Key.Partition, "from", k.From, "source", k.Source, "translated", k.Translated, "behind", k.Behind)
+	}
+	for _, err := range res.Errors {
+		w.m.errors.WithLabelValues(c.Name, "keep").Inc()
+		w.log.Warn("translation not kept", "cluster", c.Name, "group", g, "err", err.Error())
+	}
+}

@@ -1,0 +1,81 @@
+package watch
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/standby"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
+)
+
+// keptEnv is ordersAgreeAt500 with wus kept: topic-1 holds 300 messages on scus that never
+// replicated, so scus offset N is wus offset N-300.
+func keptEnv(t *testing.T, o Options) *env {
+	t.Helper()
+	e := newEnv(t, o)
+	src := fakes.NewCopy(1<<40, 1<<40+300)
+	src.Append(0, 20_000)
+	dst := fakes.NewCopy(0, 20_000)
+	e.w.clusters[1].Keeper = &standby.Keeper{Cluster: "wus", KafkaNamespace: "public/default",
+		Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: e.wus}
+	e.scus.commit("", commit("orders", 0, 800))
+	e.wus.commit("scus", commit("orders", 0, 800))
+	e.kScus.Set("orders", "topic-1", 0, 800)
+	e.kWus.Set("orders", "topic-1", 0, 500)
+	e.start()
+	e.cycleUntilReady()
+	return e
+}
+
+func TestKeepTranslationsOnTheStandby(t *testing.T) {
+	e := keptEnv(t, Options{})
+	// The replicated 800 is kept as wus's 500 and read back by wus's follower.
+	e.cycleUntil("kept 800", persistedIs("orders", "wus", 500))
+	if e.wus.kept != 1 {
+		t.Fatalf("%d kept translations written, want 1", e.wus.kept)
+	}
+	// A newer commit replicates: kept too, one write each, none for scus's own commits.
+	e.scus.commit("", commit("orders", 0, 10900))
+	e.wus.commit("scus", commit("orders", 0, 10900))
+	e.cycleUntil("kept 10900", persistedIs("orders", "wus", 10600))
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if e.wus.kept != 2 || e.scus.kept != 0 {
+		t.Fatalf("kept translations: wus %d (want 2), scus %d (want 0)", e.wus.kept, e.scus.kept)
+	}
+	if n := testutil.ToFloat64(e.w.m.kept.WithLabelValues("wus", "scus", "written")); n != 2 {
+		t.Fatalf("kept metric %v, want 2", n)
+	}
+}
+
+func TestKeepTranslationsDryRun(t *testing.T) {
+	e := keptEnv(t, Options{DryRun: true})
+	for range 5 {
+		e.w.Cycle(e.ctx)
+	}
+	if e.wus.kept != 0 {
+		t.Fatalf("dry run wrote %d kept translations", e.wus.kept)
+	}
+	if n := testutil.ToFloat64(e.w.m.kept.WithLabelValues("wus", "scus", "dry_run")); n < 1 {
+		t.Fatalf("dry-run metric %v", n)
+	}
+}
+
+func TestKeepTranslationsWaitForTheSource(t *testing.T) {
+	e := keptEnv(t, Options{})
+	e.cycleUntil("kept 800", persistedIs("orders", "wus", 500))
+	e.scus.setDown(errDown)
+	e.wus.commit("scus", commit("orders", 0, 10900))
+	e.cycleUntil("replicated 10900", persistedIs("orders", "wus", 10900))
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if e.wus.kept != 1 {
+		t.Fatalf("kept with the source down: %d writes", e.wus.kept)
+	}
+	e.scus.setDown(nil)
+	e.cycleUntil("kept once scus is back", persistedIs("orders", "wus", 10600))
+}
