@@ -183,8 +183,11 @@ func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
 		if v, ok := c[1][tp{r.Topic, r.Partition}]; ok {
 			p.SourceServes = &v
 		}
-		if r.Translation != nil {
+		switch {
+		case r.Translation != nil:
 			p.Message = r.Translation.String()
+		case plan.SourceDown != "":
+			p.Message = r.Why
 		}
 		p.OK = p.TargetServes != nil && *p.TargetServes == p.Translated
 		p.SourceKept = p.SourceServes != nil && *p.SourceServes == p.Source

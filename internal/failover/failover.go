@@ -16,6 +16,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -51,6 +52,10 @@ type Planner struct {
 	// AcceptLoss writes the translated offset even where the target's own newer commit
 	// would be replaced.
 	AcceptLoss bool
+	// SourceDown is why From did not answer: the plan then lands each group on the
+	// translation kept on the target (planKept) and reads nothing of From.
+	SourceDown error
+	Now        func() time.Time
 }
 
 // Scope selects groups and topics (globs, as in check); none: every group written on From.
@@ -74,6 +79,8 @@ type Row struct {
 	PersistedOrigin string `json:"persistedOrigin,omitempty"`
 	// Served is what KoP on To serves now.
 	Served *int64 `json:"served"`
+	// Kept is the newest translation watch kept for the row on To (--keep-translations).
+	Kept *loader.Kept `json:"kept,omitempty"`
 	// Action: write (the translated offset goes into To's offsets topic), reload (To's
 	// topic already holds it, KoP does not serve it), none (already served), refused.
 	Action string `json:"action"`
@@ -95,6 +102,8 @@ type Plan struct {
 	Rows []Row  `json:"rows"`
 	// Blocked is a reason that refuses the whole failover (replication behind).
 	Blocked string `json:"blocked,omitempty"`
+	// SourceDown: From did not answer; the rows land on the translations kept on To.
+	SourceDown string `json:"sourceDown,omitempty"`
 }
 
 // Groups returns the groups with rows of the given actions.
@@ -123,6 +132,9 @@ func (p *Plan) Count(action string) int {
 // Plan reads both offsets topics, asks both KoPs, translates, and decides each row.
 // Nothing is written.
 func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
+	if pl.SourceDown != nil {
+		return pl.planKept(ctx, sc)
+	}
 	plan := &Plan{From: pl.From.Name, To: pl.To.Name, Rows: []Row{}}
 	src, err := replayAll(ctx, pl.From)
 	if err != nil {
@@ -255,14 +267,9 @@ func (pl *Planner) decide(r *Row, res align.Result, translated bool, act reload.
 		return ActionRefused, "alignment unknown: the copies of the topic could not be compared (no Kafka listener)"
 	case res.Err != nil:
 		return ActionRefused, "alignment unknown: " + res.Err.Error()
-	case pl.To.Groups == nil:
-		return ActionRefused, fmt.Sprintf("cluster %s has no kafkaBootstrap: the group is not proven idle there", pl.To.Name)
-	case actErr != nil:
-		return ActionRefused, fmt.Sprintf("the group's activity on %s is unknown: %v", pl.To.Name, actErr)
-	case act.Err != nil:
-		return ActionRefused, fmt.Sprintf("the group's activity on %s is unknown: %v", pl.To.Name, act.Err)
-	case act.Members > 0:
-		return ActionRefused, fmt.Sprintf("the group has %d live members on %s: stop them first (a live group commits its own offsets there)", act.Members, pl.To.Name)
+	}
+	if reason := pl.targetIdle(act, actErr); reason != "" {
+		return ActionRefused, reason
 	}
 	t := *r.Translated
 	own := r.Persisted != nil && (r.PersistedOrigin == "" || r.PersistedOrigin == pl.To.Name)
@@ -277,6 +284,21 @@ func (pl *Planner) decide(r *Row, res align.Result, translated bool, act reload.
 		return ActionReload, "the offsets topic holds it, KoP does not serve it: " + why
 	}
 	return ActionWrite, why
+}
+
+// targetIdle is why the group is not proven idle on the target ("" when it is).
+func (pl *Planner) targetIdle(act reload.GroupActivity, actErr error) string {
+	switch {
+	case pl.To.Groups == nil:
+		return fmt.Sprintf("cluster %s has no kafkaBootstrap: the group is not proven idle there", pl.To.Name)
+	case actErr != nil:
+		return fmt.Sprintf("the group's activity on %s is unknown: %v", pl.To.Name, actErr)
+	case act.Err != nil:
+		return fmt.Sprintf("the group's activity on %s is unknown: %v", pl.To.Name, act.Err)
+	case act.Members > 0:
+		return fmt.Sprintf("the group has %d live members on %s: stop them first (a live group commits its own offsets there)", act.Members, pl.To.Name)
+	}
+	return ""
 }
 
 func replayAll(ctx context.Context, s Side) (*loader.PersistedOffsets, error) {

@@ -2,13 +2,16 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
@@ -162,4 +165,53 @@ func TestApply(t *testing.T) {
 		t.Fatalf("not served: %+v", res)
 	}
 
+}
+
+// TestPlanSourceDown: scus is gone. wus holds, for g, the translation watch kept of scus's
+// 60 (wus 50), then scus's 70 replicated untranslated; for h, scus's 40 with no kept
+// translation; for k, the kept translation is the newest.
+func TestPlanSourceDown(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	dst := fakes.NewMemReader(8).
+		Replicated("scus", kop.OffsetCommit{Group: "g", Topic: topic1, Offset: 60}).
+		Kept(loader.KeptMark{From: "scus", Sources: []int64{60}, At: at}, kop.OffsetCommit{Group: "g", Topic: topic1, Offset: 50}).
+		Replicated("scus", kop.OffsetCommit{Group: "g", Topic: topic1, Offset: 70}).
+		Replicated("scus", kop.OffsetCommit{Group: "h", Topic: topic1, Offset: 40}).
+		Replicated("scus", kop.OffsetCommit{Group: "k", Topic: topic1, Offset: 30}).
+		Kept(loader.KeptMark{From: "scus", Sources: []int64{30}, At: at}, kop.OffsetCommit{Group: "k", Topic: topic1, Offset: 20})
+	wk := fakes.NewKoP(t)
+	wk.Set("k", "topic-1", 0, 20)
+	src := fakes.NewMemReader(8)
+	src.Err = errors.New("i/o timeout")
+	pl := &Planner{
+		From:       Side{Name: "scus", KafkaNamespace: "public/default", Reader: src},
+		To:         Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, wk)},
+		SourceDown: src.Err, Now: func() time.Time { return at.Add(90 * time.Second) },
+	}
+	plan, err := pl.Plan(context.Background(), Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.SourceDown == "" || len(plan.Rows) != 3 {
+		t.Fatalf("plan %+v", plan)
+	}
+	g, h, k := plan.Rows[0], plan.Rows[1], plan.Rows[2]
+	if g.Action != ActionWrite || *g.Translated != 50 || g.Source != 70 || !strings.Contains(g.Why, "newer commit 70 could not be translated") || !strings.Contains(g.Why, "1m30s ago") {
+		t.Fatalf("g: %+v (%s)", g, g.Why)
+	}
+	if h.Action != ActionRefused || h.Translated != nil || !strings.Contains(h.Why, "no kept translation of scus's 40") {
+		t.Fatalf("h: %+v (%s)", h, h.Why)
+	}
+	if k.Action != ActionNone || *k.Translated != 20 || k.Source != 30 {
+		t.Fatalf("k: %+v (%s)", k, k.Why)
+	}
+	if src.Reads[0]+src.Reads[1] > 0 {
+		t.Fatal("the source was read")
+	}
+	// Members of g on wus: refused, as with the source up.
+	wk.SetMembers("g", 1)
+	plan, _ = pl.Plan(context.Background(), Scope{Groups: []string{"g"}})
+	if r := plan.Rows[0]; r.Action != ActionRefused || !strings.Contains(r.Why, "live members") {
+		t.Fatalf("g with members: %+v", r)
+	}
 }

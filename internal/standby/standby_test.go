@@ -59,7 +59,12 @@ func (w *target) offset() loader.CommittedOffset {
 	return c
 }
 
-func keeper(src, dst *fakes.Copy, w Writer) *Keeper {
+// copies is one cluster's copy of the topic.
+func copies(ids []uint64) fakes.MemCopies {
+	return fakes.MemCopies{Topics: map[string][]uint64{"orders": ids}}
+}
+
+func keeper(src, dst fakes.MemCopies, w Writer) *Keeper {
 	return &Keeper{Cluster: "wus", KafkaNamespace: "public/default", Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: w,
 		Now: func() time.Time { return time.UnixMilli(5_000) }}
 }
@@ -74,7 +79,7 @@ func keep(t *testing.T, k *Keeper, w *target, up bool) Result {
 }
 
 func TestKeepAligned(t *testing.T) {
-	src, dst := fakes.NewCopy(0, 1000), fakes.NewCopy(0, 1000)
+	src, dst := copies(fakes.Sequence(0, 1000)), copies(fakes.Sequence(0, 1000))
 	w := newTarget(t)
 	k := keeper(src, dst, w)
 	w.replicate(900)
@@ -94,9 +99,8 @@ func TestKeepAligned(t *testing.T) {
 
 func TestKeepMisaligned(t *testing.T) {
 	// 300 messages on scus that never replicated: scus 6000 is wus 5700.
-	src := fakes.NewCopy(1<<40, 1<<40+300)
-	src.Append(0, 6500)
-	dst := fakes.NewCopy(0, 6500)
+	src := copies(append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 6500)...))
+	dst := copies(fakes.Sequence(0, 6500))
 	w := newTarget(t)
 	k := keeper(src, dst, w)
 	for _, o := range []int64{6000, 6100, 6250} {
@@ -113,7 +117,7 @@ func TestKeepMisaligned(t *testing.T) {
 
 func TestKeepSourceDown(t *testing.T) {
 	w := newTarget(t)
-	k := keeper(fakes.NewCopy(0, 10), fakes.NewCopy(0, 10), w)
+	k := keeper(copies(fakes.Sequence(0, 10)), copies(fakes.Sequence(0, 10)), w)
 	w.replicate(8)
 	if res := keep(t, k, w, false); len(res.Kept) != 0 || w.writes != 0 {
 		t.Fatalf("kept with the source down: %+v", res)
@@ -125,7 +129,7 @@ func TestKeepSourceDown(t *testing.T) {
 
 func TestKeepOwnCommitsAlone(t *testing.T) {
 	w := newTarget(t)
-	k := keeper(fakes.NewCopy(0, 10), fakes.NewCopy(0, 10), w)
+	k := keeper(copies(fakes.Sequence(0, 10)), copies(fakes.Sequence(0, 10)), w)
 	if err := w.r.ApplyMessage(kop.Message(0, 0, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 5})); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +141,7 @@ func TestKeepOwnCommitsAlone(t *testing.T) {
 // TestKeepBehind: the commit replicated before the data it names; the kept translation is
 // the log end as held, then rises as the messages arrive, without rewriting in between.
 func TestKeepBehind(t *testing.T) {
-	src, dst := fakes.NewCopy(0, 100), fakes.NewCopy(0, 60)
+	src, dst := copies(fakes.Sequence(0, 100)), copies(fakes.Sequence(0, 60))
 	w := newTarget(t)
 	k := keeper(src, dst, w)
 	w.replicate(100)
@@ -153,7 +157,7 @@ func TestKeepBehind(t *testing.T) {
 	if w.writes != writes {
 		t.Fatalf("rewrote an unchanged translation")
 	}
-	dst.Append(60, 100)
+	dst.Topics["orders"] = fakes.Sequence(0, 100)
 	keep(t, k, w, true)
 	if c := w.offset(); c.Offset != 100 || len(k.Again()) != 0 {
 		t.Fatalf("after the data arrived: offset %d, behind %v", c.Offset, k.Again())

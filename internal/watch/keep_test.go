@@ -15,9 +15,8 @@ import (
 func keptEnv(t *testing.T, o Options) *env {
 	t.Helper()
 	e := newEnv(t, o)
-	src := fakes.NewCopy(1<<40, 1<<40+300)
-	src.Append(0, 20_000)
-	dst := fakes.NewCopy(0, 20_000)
+	src := fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 20_000)...)}}
+	dst := fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 20_000)}}
 	e.w.clusters[1].Keeper = &standby.Keeper{Cluster: "wus", KafkaNamespace: "public/default",
 		Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: e.wus}
 	e.scus.commit("", commit("orders", 0, 800))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -91,6 +92,12 @@ shows what the target and the source serve and which message sits at the transla
 Commits the group makes later on the source replicate in the source's numbering again:
 failover is a point in time, run it when the group moves (docs/failover.md).
 
+When the source does not answer (its region is gone), the source is asked once, within
+--timeout, and not again: each row lands on the translation 'watch --keep-translations'
+kept on the target, with its age; what the source committed after it could not be checked,
+so the group re-reads what it consumed since. A row without a kept translation is refused
+by name. Run 'watch --keep-translations' while both clusters answer to have them.
+
 Exit codes: 0 every selected row served at its translated offset; 1 rows refused or left;
 2 usage; 3 a cluster could not be reached; 4 a write or the reload did not achieve its goal.`),
 		Example: cmdutil.Examples(`
@@ -99,6 +106,9 @@ Exit codes: 0 every selected row served at its translated offset; 1 rows refused
 
   # one group, one topic
   kop-offsets failover --from scus --to wus --group orders --topic payments --yes
+
+  # scus is gone: land every group on wus from the translations kept there
+  kop-offsets failover --from scus --to wus --yes
 
   # every group written on scus (two clusters configured: --from is the other one)
   kop-offsets failover --to wus -o json --yes`),
@@ -247,6 +257,9 @@ func writePlan(w io.Writer, plan *fo.Plan) {
 	if plan.Blocked != "" {
 		fmt.Fprintf(w, "Blocked: %s\n", plan.Blocked)
 	}
+	if plan.SourceDown != "" {
+		fmt.Fprintf(w, "Source %s did not answer (%s): each row lands on the translation kept on %s, nothing newer was checked\n", plan.From, plan.SourceDown, plan.To)
+	}
 	tp := output.NewTablePrinterTo(w, false)
 	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.From)+" COMMITTED", strings.ToUpper(plan.To)+" TRANSLATED",
 		strings.ToUpper(plan.To)+" SERVES/PERSISTED", "ACTION", "WHY")
@@ -298,10 +311,20 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		if _, err := f.Config(); err != nil {
 			return nil, err
 		}
-		src, srcPulsar, err := dialSide(f, from, &closers)
-		if err != nil {
-			closeAll()
-			return nil, err
+		// The source is asked once, within the request timeout; one that does not answer is
+		// not asked again: the failover lands on the translations kept on the target.
+		srcDown := probe(f, from)
+		var src fo.Side
+		var srcPulsar *shared.PulsarSide
+		if srcDown == nil {
+			var err error
+			if src, srcPulsar, err = dialSide(f, from, &closers); err != nil {
+				closeAll()
+				return nil, err
+			}
+		} else {
+			src = fo.Side{Name: from.Name, KafkaNamespace: from.KafkaNamespace}
+			fmt.Fprintf(opts.IO.ErrOut, "cluster %s did not answer (%v): landing on the translations kept on %s\n", from.Name, srcDown, to.Name)
 		}
 		dst, dstPulsar, err := dialSide(f, to, &closers)
 		if err != nil {
@@ -309,7 +332,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			return nil, err
 		}
 		// Pulsar name -> config name, after each side's own is checked.
-		toClient, names := dstPulsar.Client, dstPulsar.Names
+		toClient := dstPulsar.Client
 		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{}}
 		for _, cl := range []config.Cluster{from, to} {
 			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(o ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, o...) }}
@@ -321,6 +344,12 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		}
 		closers = append(closers, rs.Close)
 		rs.Planner.AcceptLoss = opts.AcceptLoss
+		if srcDown != nil {
+			rs.Planner.Describers[from.Name] = nil // its activity is unknown: reported, not asked
+			if a, ok := rs.Planner.Aligner.(*align.Aligner); ok {
+				a.Sources[from.Name] = align.Unreachable{Cluster: from.Name, Err: srcDown}
+			}
+		}
 		n, err := dst.Reader.Partitions(context.Background())
 		if err != nil {
 			closeAll()
@@ -329,14 +358,37 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		w := kop.NewWriter(toClient, to.OffsetsTopic(), n)
 		w.Local = true
 		closers = append(closers, w.Close)
+		planner := &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss, SourceDown: srcDown}
+		if srcDown == nil {
+			planner.Backlog = fo.AdminBacklog{Replication: survey.AdminReplication{Admin: srcPulsar.Admin, OffsetsTopic: from.OffsetsTopic(), Names: dstPulsar.Names}, Target: to.Name}
+		}
 		return &Session{
-			Planner: &fo.Planner{From: src, To: dst, Aligner: aligner, AcceptLoss: opts.AcceptLoss,
-				Backlog: fo.AdminBacklog{Replication: survey.AdminReplication{Admin: srcPulsar.Admin, OffsetsTopic: from.OffsetsTopic(), Names: names}, Target: to.Name}},
+			Planner: planner,
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			Close: closeAll,
 		}, nil
 	}
+}
+
+// probe asks cl's admin API for its offsets topic within the request timeout: nil when it
+// answers, else what went wrong (a configuration error is not a cluster that is gone: it is
+// returned by dialSide as before).
+func probe(f *cmdutil.Factory, cl config.Cluster) error {
+	adm, err := shared.NewAdmin(cl, f.Flags.Timeout)
+	if err != nil {
+		return nil
+	}
+	timeout := f.Flags.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := adm.PartitionedTopicPartitions(ctx, cl.OffsetsTopic()); err != nil {
+		return fmt.Errorf("admin API: %w", err)
+	}
+	return nil
 }
 
 // dialSide wires one side of a failover: its offsets topic through a non-durable reader

@@ -15,21 +15,28 @@ type MemCopies struct {
 }
 
 // Scan implements align.Source.
-func (m MemCopies) Scan(ctx context.Context, topic string, _ int32, fn func(align.Record) bool) (align.Bounds, error) {
+func (m MemCopies) Scan(ctx context.Context, topic string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
+	return m.ScanFrom(ctx, topic, p, m.Start, fn)
+}
+
+// ScanFrom implements align.RangeSource.
+func (m MemCopies) ScanFrom(ctx context.Context, topic string, _ int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
 	ids, ok := m.Topics[topic]
 	if !ok {
 		return align.Bounds{}, fmt.Errorf("topic %s not found", topic)
 	}
-	for i, id := range ids {
+	for i := max(from-m.Start, 0); i < int64(len(ids)); i++ {
 		if ctx.Err() != nil {
 			return align.Bounds{}, ctx.Err()
 		}
-		if !fn(align.Record{Offset: m.Start + int64(i), ID: id}) {
+		if !fn(align.Record{Offset: m.Start + i, ID: ids[i]}) {
 			break
 		}
 	}
 	return align.Bounds{Start: m.Start, End: m.Start + int64(len(ids))}, nil
 }
+
+var _ align.RangeSource = MemCopies{}
 
 // Sequence returns the identities from, from+1, ... to-1: the same numbers on two clusters
 // are the same messages.

@@ -49,6 +49,17 @@ func (r *MemReader) Replicated(from string, cs ...kop.OffsetCommit) *MemReader {
 	return r
 }
 
+// Kept adds a kept translation as watch writes it (kop.Writer.Keep): cs of one group, their
+// source offsets on cluster from in mark.Sources.
+func (r *MemReader) Kept(mark loader.KeptMark, cs ...kop.OffsetCommit) *MemReader {
+	key, v, err := kop.EncodeKeep(cs)
+	if err != nil {
+		panic(err) // a test's own commits
+	}
+	n, _ := r.Partitions(context.Background())
+	return r.Append(loader.PartitionFor(cs[0].Group, n), loader.Message{Key: key, Value: v, Kept: &mark})
+}
+
 // Append adds a raw message to a partition (a message id is filled in when empty).
 func (r *MemReader) Append(partition int32, m loader.Message) *MemReader {
 	r.mu.Lock()
