@@ -39,13 +39,21 @@ func guarded(h *harness, broker lease.Broker, file string) {
 var jump = lease.Holder{Who: audit.Who{Host: "jump-1", User: "ops", PID: 4242, Command: "kop-offsets repair --yes"},
 	Since: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
 
-func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
-	h := newHarness(t)
-	h.opts.Yes = true
+// heldElsewhere guards h with a broker whose lease jump holds and a trail in a temporary
+// directory, and returns the broker and the trail's path.
+func heldElsewhere(t *testing.T, h *harness) (*lease.MemBroker, string) {
+	t.Helper()
 	b := &lease.MemBroker{}
 	b.Hold(jump)
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	guarded(h, b, file)
+	return b, file
+}
+
+func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Yes = true
+	_, file := heldElsewhere(t, h)
 	err := reloadRun(context.Background(), h.opts)
 	if cmdutil.OutcomeOf(err) != outcome.Unreachable {
 		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
@@ -100,10 +108,7 @@ func TestReloadTakesTheLeaseAndRecordsEachWrite(t *testing.T) {
 func TestReloadDryRunTakesNoLease(t *testing.T) {
 	h := newHarness(t)
 	h.opts.DryRun = true
-	b := &lease.MemBroker{}
-	b.Hold(jump)
-	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	guarded(h, b, file)
+	b, file := heldElsewhere(t, h)
 	if err := reloadRun(context.Background(), h.opts); err != nil {
 		t.Fatal(err)
 	}
@@ -172,10 +177,7 @@ func (c *commitsSeen) CommitRequest(context.Context, []kop.OffsetCommit) (int32,
 
 func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
 	h := newHarness(t)
-	b := &lease.MemBroker{}
-	b.Hold(jump)
-	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	guarded(h, b, file)
+	b, file := heldElsewhere(t, h)
 	s, err := h.opts.NewSession(config.Cluster{Name: "wus", Tenant: "public", MetadataNamespace: "__kafka"}, nil)
 	if err != nil {
 		t.Fatal(err)
