@@ -20,18 +20,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest/describe"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
-
-type idle struct{}
-
-func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.GroupActivity, error) {
-	out := map[string]reload.GroupActivity{}
-	for _, g := range gs {
-		out[g] = reload.GroupActivity{State: "Empty"}
-	}
-	return out, nil
-}
 
 // fresh serves whatever the reader holds (a KoP that loaded the topic).
 type fresh struct{ rd *fakes.MemReader }
@@ -70,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 			h.sessions++
 			ref := shared.Ref(target)
 			return &shared.Session{
-				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}}, Fetcher: fresh{rd}},
+				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": describe.Idle{}}, Fetcher: fresh{rd}},
 				Executor: &reload.Executor{Cluster: ref, Admin: h.admin, Reader: rd, Fetcher: fresh{rd}, PollInterval: time.Millisecond},
 				Close:    func() {},
 			}, nil
