@@ -194,28 +194,19 @@ func TestFromCheck(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
-	for _, tc := range []struct {
-		args []string
-		ok   bool
-	}{
-		{[]string{"--group", "G"}, true},
-		{[]string{"--partition", "3,7", "--group", "G"}, true},
-		{[]string{"--from-check", "x.json"}, true},
-		{nil, false},
-		{[]string{"--group", "G", "--from-check", "x.json"}, false},
-		{[]string{"--group", "G", "--max-bundles", "0"}, false},
-		{[]string{"--group", "G", "--wait", "0s"}, false},
-	} {
-		got, err := clitest.ParseOptions(f, NewCmdReload, tc.args...)
-		if (err == nil) != tc.ok {
-			t.Errorf("%v: err %v", tc.args, err)
-		}
-		if tc.ok && (got == nil || got.MaxBundles != DefaultMaxBundles || got.Wait != reload.DefaultWait) {
-			t.Errorf("%v: options %+v", tc.args, got)
-		}
+	defaults := Options{Flags: shared.Flags{MaxBundles: DefaultMaxBundles, Wait: reload.DefaultWait}}
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"--group", "G"}, Want: defaults},
+		{Args: []string{"--partition", "3,7", "--group", "G"}, Want: defaults},
+		{Args: []string{"--from-check", "x.json"}, Want: defaults},
+		{Args: nil, Err: "give --group and/or --partition, or --from-check"},
+		{Args: []string{"--group", "G", "--from-check", "x.json"}, Err: "give --group and/or --partition, or --from-check"},
+		{Args: []string{"--group", "G", "--max-bundles", "0"}, Err: "--max-bundles must be at least 1"},
+		{Args: []string{"--group", "G", "--wait", "0s"}, Err: "--wait must be positive"},
 	}
+	clitest.CheckFlags(t, NewCmdReload, tests, func(got, want *Options) bool {
+		return got.MaxBundles == want.MaxBundles && got.Wait == want.Wait
+	})
 }
 
 // A planned bundle split since the plan: the table and the summary name the parts unloaded in

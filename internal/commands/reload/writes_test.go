@@ -15,7 +15,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -145,27 +144,17 @@ func readTrail(t *testing.T, p string) []audit.Record {
 }
 
 func TestWriteFlags(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
-	for _, tc := range []struct {
-		args []string
-		want shared.Writes
-		err  string
-	}{
-		{args: []string{"--group", "G"}, want: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile}},
-		{args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
-			want: shared.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}},
-		{args: []string{"--group", "G", "--no-lease"}, want: shared.Writes{NoLease: true, AuditFile: shared.DefaultWrites().AuditFile}},
-		{args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
-			want: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}},
-		{args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, err: "--no-lease cannot be combined"},
-		{args: []string{"--group", "G", "--lease-wait", "-1s"}, err: "--lease-wait must not be negative"},
-	} {
-		got := clitest.ParseFlags(t, f, NewCmdReload, tc.err, tc.args...)
-		if got != nil && got.Writes != tc.want {
-			t.Errorf("%v: %+v, want %+v", tc.args, got.Writes, tc.want)
-		}
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"--group", "G"}, Want: Options{Writes: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile}}},
+		{Args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
+			Want: Options{Writes: shared.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}}},
+		{Args: []string{"--group", "G", "--no-lease"}, Want: Options{Writes: shared.Writes{NoLease: true, AuditFile: shared.DefaultWrites().AuditFile}}},
+		{Args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
+			Want: Options{Writes: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}}},
+		{Args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, Err: "--no-lease cannot be combined"},
+		{Args: []string{"--group", "G", "--lease-wait", "-1s"}, Err: "--lease-wait must not be negative"},
 	}
+	clitest.CheckFlags(t, NewCmdReload, tests, func(got, want *Options) bool { return got.Writes == want.Writes })
 }
 
 type commitsSeen struct{ n int }
