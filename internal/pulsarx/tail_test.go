@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
 func TestTailCatchesUpThenFollows(t *testing.T) {
@@ -29,13 +31,8 @@ func TestTailCatchesUpThenFollows(t *testing.T) {
 			return nil
 		}, func() { caughtAt = len(got) })
 	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Tail: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Tail did not return after cancel")
+	if err := clitest.Await(t, done, 5*time.Second, "Tail did not return after cancel"); err != nil {
+		t.Fatalf("Tail: %v", err)
 	}
 	if strings.Join(got, " ") != "a@ b@ late@scus" {
 		t.Errorf("messages: %v", got)

@@ -57,30 +57,21 @@ func inputFile() string {
 }
 
 func TestNewCmdDecodeFlags(t *testing.T) {
-	tests := []struct {
-		args   []string
-		tty    bool
-		want   Options
-		format output.Format
-		err    string
-	}{
-		{args: []string{"--input", "-"}, want: Options{Input: "-"}, format: output.NDJSON},
-		{args: []string{"--input", "f.ndjson", "--strict", "-o", "json"}, tty: true, want: Options{Input: "f.ndjson", Strict: true}, format: output.JSON},
-		{args: []string{"--key", "AA==", "--value", "AQ=="}, tty: true, want: Options{Key: "AA==", Value: "AQ==", KeySet: true, ValueSet: true}, format: output.Table},
-		{args: []string{"--hex", "--value", "00ff"}, want: Options{Value: "00ff", Hex: true, ValueSet: true}, format: output.NDJSON},
-		{args: nil, err: "give a message with --key and --value, or --input"},
-		{args: []string{"--input", "-", "--key", "AA=="}, err: "--input cannot be combined"},
-		{args: []string{"--input", "-", "--hex"}, err: "--hex applies to --key and --value"},
-		{args: []string{"--input", "-", "-o", "xml"}, err: `invalid output format "xml"`},
-		{args: []string{"x"}, err: `unexpected argument "x"`},
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"--input", "-"}, Want: Options{Input: "-", Format: output.NDJSON}},
+		{Args: []string{"--input", "f.ndjson", "--strict", "-o", "json"}, TTY: true, Want: Options{Input: "f.ndjson", Strict: true, Format: output.JSON}},
+		{Args: []string{"--key", "AA==", "--value", "AQ=="}, TTY: true, Want: Options{Key: "AA==", Value: "AQ==", KeySet: true, ValueSet: true, Format: output.Table}},
+		{Args: []string{"--hex", "--value", "00ff"}, Want: Options{Value: "00ff", Hex: true, ValueSet: true, Format: output.NDJSON}},
+		{Args: nil, Err: "give a message with --key and --value, or --input"},
+		{Args: []string{"--input", "-", "--key", "AA=="}, Err: "--input cannot be combined"},
+		{Args: []string{"--input", "-", "--hex"}, Err: "--hex applies to --key and --value"},
+		{Args: []string{"--input", "-", "-o", "xml"}, Err: `invalid output format "xml"`},
+		{Args: []string{"x"}, Err: `unexpected argument "x"`},
 	}
-	for _, tt := range tests {
-		got := clitest.ParseArgs(t, NewCmdDecode, tt.tty, tt.err, tt.args...)
-		if got != nil && (got.Format != tt.format || got.Input != tt.want.Input || got.Key != tt.want.Key || got.Value != tt.want.Value ||
-			got.Hex != tt.want.Hex || got.Strict != tt.want.Strict || got.KeySet != tt.want.KeySet || got.ValueSet != tt.want.ValueSet) {
-			t.Errorf("%v: got %+v format %s", tt.args, got, got.Format)
-		}
-	}
+	clitest.CheckFlags(t, NewCmdDecode, tests, func(got, want *Options) bool {
+		return got.Format == want.Format && got.Input == want.Input && got.Key == want.Key && got.Value == want.Value &&
+			got.Hex == want.Hex && got.Strict == want.Strict && got.KeySet == want.KeySet && got.ValueSet == want.ValueSet
+	})
 }
 
 func run(t *testing.T, o *Options, stdin string) (out, errOut string, err error) {

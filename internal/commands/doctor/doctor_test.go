@@ -20,32 +20,21 @@ import (
 )
 
 func TestNewCmdDoctorFlags(t *testing.T) {
-	tests := []struct {
-		args   []string
-		format output.Format
-		topics []string
-		groups []string
-		ret    time.Duration
-		kafka  time.Duration
-		err    string
-	}{
-		{args: nil, format: output.Table, ret: 72 * time.Hour, kafka: 5 * time.Second},
-		{args: []string{"--topic", "topic-1", "--topic", "public/x/y,z", "--group", "g1", "-o", "json"},
-			format: output.JSON, topics: []string{"topic-1", "public/x/y,z"}, groups: []string{"g1"}, ret: 72 * time.Hour, kafka: 5 * time.Second},
-		{args: []string{"-o", "yaml", "--offsets-retention", "168h", "--kafka-timeout", "2s"}, format: output.YAML, ret: 168 * time.Hour, kafka: 2 * time.Second},
-		{args: []string{"-o", "ndjson"}, err: `invalid output format "ndjson"`},
-		{args: []string{"extra"}, err: `unexpected argument "extra"`},
-		{args: []string{"--offsets-retention", "0s"}, err: "--offsets-retention must be positive"},
-		{args: []string{"--topic", ""}, err: "--topic must not be empty"},
+	tests := []clitest.FlagCase[Options]{
+		{Args: nil, Want: Options{Format: output.Table, OffsetsRetention: 72 * time.Hour, KafkaTimeout: 5 * time.Second}},
+		{Args: []string{"--topic", "topic-1", "--topic", "public/x/y,z", "--group", "g1", "-o", "json"},
+			Want: Options{Format: output.JSON, Topics: []string{"topic-1", "public/x/y,z"}, Groups: []string{"g1"}, OffsetsRetention: 72 * time.Hour, KafkaTimeout: 5 * time.Second}},
+		{Args: []string{"-o", "yaml", "--offsets-retention", "168h", "--kafka-timeout", "2s"}, Want: Options{Format: output.YAML, OffsetsRetention: 168 * time.Hour, KafkaTimeout: 2 * time.Second}},
+		{Args: []string{"-o", "ndjson"}, Err: `invalid output format "ndjson"`},
+		{Args: []string{"extra"}, Err: `unexpected argument "extra"`},
+		{Args: []string{"--offsets-retention", "0s"}, Err: "--offsets-retention must be positive"},
+		{Args: []string{"--topic", ""}, Err: "--topic must not be empty"},
 	}
-	for _, tt := range tests {
-		got := clitest.ParseArgs(t, NewCmdDoctor, false, tt.err, tt.args...)
-		if got != nil && (got.Format != tt.format || strings.Join(got.Topics, "|") != strings.Join(tt.topics, "|") ||
-			strings.Join(got.Groups, "|") != strings.Join(tt.groups, "|") || got.OffsetsRetention != tt.ret ||
-			got.KafkaTimeout != tt.kafka || got.Build == nil || got.Kafka == nil || got.GroupTopics == nil || got.Timeout != 15*time.Second) {
-			t.Errorf("%v: %+v", tt.args, got)
-		}
-	}
+	clitest.CheckFlags(t, NewCmdDoctor, tests, func(got, want *Options) bool {
+		return got.Format == want.Format && strings.Join(got.Topics, "|") == strings.Join(want.Topics, "|") &&
+			strings.Join(got.Groups, "|") == strings.Join(want.Groups, "|") && got.OffsetsRetention == want.OffsetsRetention &&
+			got.KafkaTimeout == want.KafkaTimeout && got.Build != nil && got.Kafka != nil && got.GroupTopics != nil && got.Timeout == 15*time.Second
+	})
 }
 
 // labAdmin answers like one cluster of the lab: Pulsar 4.0.8, KoP not loaded, public/__kafka

@@ -365,13 +365,8 @@ func TestDumpFollowStopsAtLimit(t *testing.T) {
 		}}
 	done := make(chan error, 1)
 	go func() { done <- dumpRun(context.Background(), opts) }()
-	select {
-	case err := <-done:
-		if err != nil || strings.Count(out.String(), "\n") != 2 {
-			t.Errorf("%v %q", err, out)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("--follow --limit did not stop")
+	if err := clitest.Await(t, done, 5*time.Second, "--follow --limit did not stop"); err != nil || strings.Count(out.String(), "\n") != 2 {
+		t.Errorf("%v %q", err, out)
 	}
 	// Without a limit, cancellation ends it cleanly.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -16,27 +16,20 @@ import (
 )
 
 func TestNewCmdHistoryFlags(t *testing.T) {
-	tests := []struct {
-		args []string
-		want Options
-		err  string
-	}{
-		{args: []string{"--file", "a.jsonl"}, want: Options{File: "a.jsonl"}},
-		{args: []string{"--file", "a", "--cluster", "wus,scus", "--group", "o-*", "--since", "24h"},
-			want: Options{File: "a", Clusters: []string{"wus", "scus"}, Groups: []string{"o-*"}, Since: "24h"}},
-		{args: []string{"--file", "a", "--since", "2026-12-01T00:00:00Z"}, want: Options{File: "a", Since: "2026-12-01T00:00:00Z"}},
-		{args: []string{"--since", "yesterday"}, err: "neither a duration"},
-		{args: []string{"--since", "-1h"}, err: "must not be negative"},
-		{args: []string{"-o", "ndjson"}, err: "invalid output format"},
-		{args: []string{"x"}, err: `unexpected argument "x"`},
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"--file", "a.jsonl"}, Want: Options{File: "a.jsonl"}},
+		{Args: []string{"--file", "a", "--cluster", "wus,scus", "--group", "o-*", "--since", "24h"},
+			Want: Options{File: "a", Clusters: []string{"wus", "scus"}, Groups: []string{"o-*"}, Since: "24h"}},
+		{Args: []string{"--file", "a", "--since", "2026-12-01T00:00:00Z"}, Want: Options{File: "a", Since: "2026-12-01T00:00:00Z"}},
+		{Args: []string{"--since", "yesterday"}, Err: "neither a duration"},
+		{Args: []string{"--since", "-1h"}, Err: "must not be negative"},
+		{Args: []string{"-o", "ndjson"}, Err: "invalid output format"},
+		{Args: []string{"x"}, Err: `unexpected argument "x"`},
 	}
-	for _, tt := range tests {
-		got := clitest.ParseArgs(t, NewCmdHistory, false, tt.err, tt.args...)
-		if got != nil && (got.File != tt.want.File || strings.Join(got.Clusters, ",") != strings.Join(tt.want.Clusters, ",") ||
-			strings.Join(got.Groups, ",") != strings.Join(tt.want.Groups, ",") || got.Since != tt.want.Since) {
-			t.Errorf("%v: got %+v", tt.args, got)
-		}
-	}
+	clitest.CheckFlags(t, NewCmdHistory, tests, func(got, want *Options) bool {
+		return got.File == want.File && strings.Join(got.Clusters, ",") == strings.Join(want.Clusters, ",") &&
+			strings.Join(got.Groups, ",") == strings.Join(want.Groups, ",") && got.Since == want.Since
+	})
 }
 
 var now = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)

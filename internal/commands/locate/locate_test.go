@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,26 +25,17 @@ import (
 )
 
 func TestNewCmdLocateFlags(t *testing.T) {
-	tests := []struct {
-		args    []string
-		groups  int
-		offline int32
-		format  output.Format
-		err     string
-	}{
-		{args: []string{"G"}, groups: 1, format: output.Table},
-		{args: []string{"G", "H", "--partitions", "50", "-o", "json"}, groups: 2, offline: 50, format: output.JSON},
-		{args: nil, err: "give at least one group"},
-		{args: []string{"G", "--partitions", "0"}, err: "--partitions must be at least 1"},
-		{args: []string{"G", "--partitions", "8", "--cluster", "scus"}, err: "cannot be combined with --cluster"},
-		{args: []string{"G", "-o", "ndjson"}, err: `invalid output format "ndjson"`},
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"G"}, Want: Options{Groups: []string{"G"}, Format: output.Table}},
+		{Args: []string{"G", "H", "--partitions", "50", "-o", "json"}, Want: Options{Groups: []string{"G", "H"}, Offline: 50, Format: output.JSON}},
+		{Args: nil, Err: "give at least one group"},
+		{Args: []string{"G", "--partitions", "0"}, Err: "--partitions must be at least 1"},
+		{Args: []string{"G", "--partitions", "8", "--cluster", "scus"}, Err: "cannot be combined with --cluster"},
+		{Args: []string{"G", "-o", "ndjson"}, Err: `invalid output format "ndjson"`},
 	}
-	for _, tt := range tests {
-		got := clitest.ParseArgs(t, NewCmdLocate, false, tt.err, tt.args...)
-		if got != nil && (len(got.Groups) != tt.groups || got.Offline != tt.offline || got.Format != tt.format || got.Admin == nil) {
-			t.Errorf("%v: %+v", tt.args, got)
-		}
-	}
+	clitest.CheckFlags(t, NewCmdLocate, tests, func(got, want *Options) bool {
+		return slices.Equal(got.Groups, want.Groups) && got.Offline == want.Offline && got.Format == want.Format && got.Admin != nil
+	})
 }
 
 // TestOfflineVectors checks Offline against the vectors computed with Java's String.hashCode

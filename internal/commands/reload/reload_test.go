@@ -20,18 +20,9 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest/describe"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
-
-type idle struct{}
-
-func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.GroupActivity, error) {
-	out := map[string]reload.GroupActivity{}
-	for _, g := range gs {
-		out[g] = reload.GroupActivity{State: "Empty"}
-	}
-	return out, nil
-}
 
 // fresh serves whatever the reader holds (a KoP that loaded the topic).
 type fresh struct{ rd *fakes.MemReader }
@@ -70,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 			h.sessions++
 			ref := shared.Ref(target)
 			return &shared.Session{
-				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}}, Fetcher: fresh{rd}},
+				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": describe.Idle{}}, Fetcher: fresh{rd}},
 				Executor: &reload.Executor{Cluster: ref, Admin: h.admin, Reader: rd, Fetcher: fresh{rd}, PollInterval: time.Millisecond},
 				Close:    func() {},
 			}, nil
@@ -203,28 +194,19 @@ func TestFromCheck(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
-	for _, tc := range []struct {
-		args []string
-		ok   bool
-	}{
-		{[]string{"--group", "G"}, true},
-		{[]string{"--partition", "3,7", "--group", "G"}, true},
-		{[]string{"--from-check", "x.json"}, true},
-		{nil, false},
-		{[]string{"--group", "G", "--from-check", "x.json"}, false},
-		{[]string{"--group", "G", "--max-bundles", "0"}, false},
-		{[]string{"--group", "G", "--wait", "0s"}, false},
-	} {
-		got, err := clitest.ParseOptions(f, NewCmdReload, tc.args...)
-		if (err == nil) != tc.ok {
-			t.Errorf("%v: err %v", tc.args, err)
-		}
-		if tc.ok && (got == nil || got.MaxBundles != DefaultMaxBundles || got.Wait != reload.DefaultWait) {
-			t.Errorf("%v: options %+v", tc.args, got)
-		}
+	defaults := Options{Flags: shared.Flags{MaxBundles: DefaultMaxBundles, Wait: reload.DefaultWait}}
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"--group", "G"}, Want: defaults},
+		{Args: []string{"--partition", "3,7", "--group", "G"}, Want: defaults},
+		{Args: []string{"--from-check", "x.json"}, Want: defaults},
+		{Args: nil, Err: "give --group and/or --partition, or --from-check"},
+		{Args: []string{"--group", "G", "--from-check", "x.json"}, Err: "give --group and/or --partition, or --from-check"},
+		{Args: []string{"--group", "G", "--max-bundles", "0"}, Err: "--max-bundles must be at least 1"},
+		{Args: []string{"--group", "G", "--wait", "0s"}, Err: "--wait must be positive"},
 	}
+	clitest.CheckFlags(t, NewCmdReload, tests, func(got, want *Options) bool {
+		return got.MaxBundles == want.MaxBundles && got.Wait == want.Wait
+	})
 }
 
 // A planned bundle split since the plan: the table and the summary name the parts unloaded in

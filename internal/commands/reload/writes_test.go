@@ -15,7 +15,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -39,13 +38,21 @@ func guarded(h *harness, broker lease.Broker, file string) {
 var jump = lease.Holder{Who: audit.Who{Host: "jump-1", User: "ops", PID: 4242, Command: "kop-offsets repair --yes"},
 	Since: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)}
 
-func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
-	h := newHarness(t)
-	h.opts.Yes = true
+// heldElsewhere guards h with a broker whose lease jump holds and a trail in a temporary
+// directory, and returns the broker and the trail's path.
+func heldElsewhere(t *testing.T, h *harness) (*lease.MemBroker, string) {
+	t.Helper()
 	b := &lease.MemBroker{}
 	b.Hold(jump)
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
 	guarded(h, b, file)
+	return b, file
+}
+
+func TestReloadRefusedWhileTheLeaseIsHeldElsewhere(t *testing.T) {
+	h := newHarness(t)
+	h.opts.Yes = true
+	_, file := heldElsewhere(t, h)
 	err := reloadRun(context.Background(), h.opts)
 	if cmdutil.OutcomeOf(err) != outcome.Unreachable {
 		t.Fatalf("exit %d (%v), want 3", cmdutil.ExitCode(err), err)
@@ -100,10 +107,7 @@ func TestReloadTakesTheLeaseAndRecordsEachWrite(t *testing.T) {
 func TestReloadDryRunTakesNoLease(t *testing.T) {
 	h := newHarness(t)
 	h.opts.DryRun = true
-	b := &lease.MemBroker{}
-	b.Hold(jump)
-	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	guarded(h, b, file)
+	b, file := heldElsewhere(t, h)
 	if err := reloadRun(context.Background(), h.opts); err != nil {
 		t.Fatal(err)
 	}
@@ -140,27 +144,17 @@ func readTrail(t *testing.T, p string) []audit.Record {
 }
 
 func TestWriteFlags(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios, Flags: &cmdutil.GlobalFlags{}}
-	for _, tc := range []struct {
-		args []string
-		want shared.Writes
-		err  string
-	}{
-		{args: []string{"--group", "G"}, want: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile}},
-		{args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
-			want: shared.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}},
-		{args: []string{"--group", "G", "--no-lease"}, want: shared.Writes{NoLease: true, AuditFile: shared.DefaultWrites().AuditFile}},
-		{args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
-			want: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}},
-		{args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, err: "--no-lease cannot be combined"},
-		{args: []string{"--group", "G", "--lease-wait", "-1s"}, err: "--lease-wait must not be negative"},
-	} {
-		got := clitest.ParseFlags(t, f, NewCmdReload, tc.err, tc.args...)
-		if got != nil && got.Writes != tc.want {
-			t.Errorf("%v: %+v, want %+v", tc.args, got.Writes, tc.want)
-		}
+	tests := []clitest.FlagCase[Options]{
+		{Args: []string{"--group", "G"}, Want: Options{Writes: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile}}},
+		{Args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
+			Want: Options{Writes: shared.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}}},
+		{Args: []string{"--group", "G", "--no-lease"}, Want: Options{Writes: shared.Writes{NoLease: true, AuditFile: shared.DefaultWrites().AuditFile}}},
+		{Args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
+			Want: Options{Writes: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}}},
+		{Args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, Err: "--no-lease cannot be combined"},
+		{Args: []string{"--group", "G", "--lease-wait", "-1s"}, Err: "--lease-wait must not be negative"},
 	}
+	clitest.CheckFlags(t, NewCmdReload, tests, func(got, want *Options) bool { return got.Writes == want.Writes })
 }
 
 type commitsSeen struct{ n int }
@@ -172,10 +166,7 @@ func (c *commitsSeen) CommitRequest(context.Context, []kop.OffsetCommit) (int32,
 
 func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
 	h := newHarness(t)
-	b := &lease.MemBroker{}
-	b.Hold(jump)
-	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	guarded(h, b, file)
+	b, file := heldElsewhere(t, h)
 	s, err := h.opts.NewSession(config.Cluster{Name: "wus", Tenant: "public", MetadataNamespace: "__kafka"}, nil)
 	if err != nil {
 		t.Fatal(err)

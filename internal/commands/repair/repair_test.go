@@ -22,19 +22,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest/describe"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
-
-type idle struct{}
-
-func (idle) DescribeGroups(_ context.Context, gs []string) (map[string]reload.GroupActivity, error) {
-	out := map[string]reload.GroupActivity{}
-	for _, g := range gs {
-		out[g] = reload.GroupActivity{State: "Empty"}
-	}
-	return out, nil
-}
 
 // staleKoP is a cache that is stale until the bundle of its group is unloaded.
 type staleKoP struct {
@@ -103,7 +94,7 @@ func newHarness(t *testing.T) *harness {
 			ref := shared.Ref(target)
 			admin := h.admin
 			return &shared.Session{
-				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": idle{}, "wus": idle{}}, Fetcher: h.kop},
+				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": describe.Idle{}, "wus": describe.Idle{}}, Fetcher: h.kop},
 				Executor: &reload.Executor{Cluster: ref, Admin: admin, Reader: rd, Fetcher: h.kop,
 					PollInterval: time.Millisecond},
 				Close: func() {},

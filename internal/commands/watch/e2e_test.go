@@ -34,6 +34,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
@@ -76,6 +77,63 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// watchProcess is the built binary running `watch`: the command, its exit and its stderr.
+type watchProcess struct {
+	cmd    *exec.Cmd
+	exited chan error
+	stderr *syncBuf
+}
+
+// startWatch starts bin with args, stdout discarded and stderr kept, and kills it when the
+// test ends if it still runs.
+func startWatch(t *testing.T, bin string, args ...string) *watchProcess {
+	t.Helper()
+	w := &watchProcess{cmd: exec.Command(bin, args...), exited: make(chan error, 1), stderr: newSyncBuf()}
+	w.cmd.Stdout, w.cmd.Stderr = io.Discard, w.stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { w.exited <- w.cmd.Wait() }()
+	t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			_ = w.cmd.Process.Kill()
+			if err := <-w.exited; err != nil {
+				t.Logf("watch killed: %v", err)
+			}
+		}
+	})
+	return w
+}
+
+// terminate sends SIGTERM and returns the exit's error; the test fails at once when watch
+// still runs 10s later.
+func (w *watchProcess) terminate(t *testing.T) error {
+	t.Helper()
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	return clitest.Await(t, w.exited, 10*time.Second, "watch still running 10s after SIGTERM")
+}
+
+// waitReady waits (2m at most) until watch at base answers /readyz: both clusters replayed
+// the offsets topic.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz not ready after 2m: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }
 
 // scrape returns the value of the series whose name and labels start with prefix
@@ -157,42 +215,16 @@ func TestE2EWatch(t *testing.T) {
 	addr := freeAddr(t)
 	base := "http://" + addr
 	const interval = 2 * time.Second
-	stderr := newSyncBuf()
-	cmd := exec.Command(bin, "--config", l.ConfigPath, "--timeout", "5s", "watch",
+	w := startWatch(t, bin, "--config", l.ConfigPath, "--timeout", "5s", "watch",
 		"--interval", interval.String(), "--listen", addr, "--group", group, "--coordinator-wait", "1s")
-	cmd.Stdout, cmd.Stderr = io.Discard, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			if err := <-exited; err != nil {
-				t.Logf("watch killed: %v", err)
-			}
-		}
+	stderr := w.stderr
+	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("watch stderr:\n%s", stderr.String())
 		}
-	}()
+	})
 
-	// Ready once both clusters replayed the offsets topic.
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not ready after 2m: %v", err)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	waitReady(t, base)
 	labels := func(cluster string) string {
 		return fmt.Sprintf(`{cluster=%q,group=%q,partition="0",topic="topic-1"}`, cluster, group)
 	}
@@ -262,16 +294,8 @@ func TestE2EWatch(t *testing.T) {
 
 	// SIGTERM: a clean end within a few seconds.
 	t0 := time.Now()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("watch exited with %v after SIGTERM", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("watch still running 10s after SIGTERM")
+	if err := w.terminate(t); err != nil {
+		t.Errorf("watch exited with %v after SIGTERM", err)
 	}
 	if d := time.Since(t0); d > 6*time.Second {
 		t.Errorf("watch took %s to stop after SIGTERM", d)

@@ -15,15 +15,11 @@ package watch
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,36 +60,9 @@ func TestSoak(t *testing.T) {
 	const groups = 200
 	addr := freeAddr(t)
 	base := "http://" + addr
-	stderr := newSyncBuf()
-	cmd := exec.Command(bin, "--config", l.ConfigPath, "--timeout", "5s", "watch",
+	w := startWatch(t, bin, "--config", l.ConfigPath, "--timeout", "5s", "watch",
 		"--interval", "5s", "--resync", "1m", "--listen", addr, "--group", prefix+"*", "--coordinator-wait", "1s")
-	cmd.Stdout, cmd.Stderr = io.Discard, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			if err := <-exited; err != nil {
-				t.Logf("watch killed: %v", err)
-			}
-		}
-	}()
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		resp, err := http.Get(base + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not ready after 2m")
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	waitReady(t, base)
 
 	// The load, in the background.
 	lctx2, stopLoad := context.WithCancel(ctx)
@@ -161,19 +130,11 @@ func TestSoak(t *testing.T) {
 		t.Errorf("wus read %.0f messages after the replay, %d were written on scus", last.msgs, written)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10s after SIGTERM")
+	if err := w.terminate(t); err != nil {
+		t.Errorf("exit after SIGTERM: %v", err)
 	}
 	var errorsLogged []string
-	for _, ln := range strings.Split(stderr.String(), "\n") {
+	for _, ln := range strings.Split(w.stderr.String(), "\n") {
 		if strings.Contains(ln, `"level":"ERROR"`) {
 			errorsLogged = append(errorsLogged, ln)
 		}

@@ -119,13 +119,8 @@ func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
 	}
 	t0 := time.Now()
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("watchRun: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("watchRun did not stop within 5s")
+	if err := clitest.Await(t, done, 5*time.Second, "watchRun did not stop within 5s"); err != nil {
+		t.Fatalf("watchRun: %v", err)
 	}
 	if d := time.Since(t0); d > 3*time.Second {
 		t.Errorf("stopped in %v", d)

@@ -17,25 +17,16 @@ import (
 )
 
 func TestNewCmdCheckFlags(t *testing.T) {
-	tests := []struct {
-		args    []string
-		tty     bool
-		format  output.Format
-		timeout time.Duration
-		err     string
-	}{
-		{args: nil, format: output.Table, timeout: 15 * time.Second},
-		{args: []string{"-o", "json", "--timeout", "3s"}, format: output.JSON, timeout: 3 * time.Second},
-		{args: []string{"--output=yaml"}, tty: true, format: output.YAML, timeout: 15 * time.Second},
-		{args: []string{"-o", "ndjson"}, err: `invalid output format "ndjson"`},
-		{args: []string{"extra"}, err: `unexpected argument "extra"`},
+	tests := []clitest.FlagCase[Options]{
+		{Args: nil, Want: Options{Format: output.Table, Timeout: 15 * time.Second}},
+		{Args: []string{"-o", "json", "--timeout", "3s"}, Want: Options{Format: output.JSON, Timeout: 3 * time.Second}},
+		{Args: []string{"--output=yaml"}, TTY: true, Want: Options{Format: output.YAML, Timeout: 15 * time.Second}},
+		{Args: []string{"-o", "ndjson"}, Err: `invalid output format "ndjson"`},
+		{Args: []string{"extra"}, Err: `unexpected argument "extra"`},
 	}
-	for _, tt := range tests {
-		got := clitest.ParseArgs(t, NewCmdCheck, tt.tty, tt.err, tt.args...)
-		if got != nil && (got.Format != tt.format || got.Timeout != tt.timeout || got.Prober == nil) {
-			t.Errorf("%v: %+v", tt.args, got)
-		}
-	}
+	clitest.CheckFlags(t, NewCmdCheck, tests, func(got, want *Options) bool {
+		return got.Format == want.Format && got.Timeout == want.Timeout && got.Prober != nil
+	})
 }
 
 type fakeProber struct {

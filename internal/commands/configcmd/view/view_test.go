@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -12,30 +11,15 @@ import (
 )
 
 func TestNewCmdViewFlags(t *testing.T) {
-	tests := []struct {
-		args   []string
-		tty    bool
-		format output.Format
-		code   int
-	}{
-		{nil, true, output.YAML, 0},
-		{nil, false, output.YAML, 0},
-		{[]string{"-o", "table"}, false, output.Table, 0},
-		{[]string{"-o", "json"}, true, output.JSON, 0},
-		{[]string{"-o", "ndjson"}, true, "", 2},
-		{[]string{"--bogus"}, true, "", 2},
+	tests := []clitest.FlagCase[Options]{
+		{Args: nil, TTY: true, Want: Options{Format: output.YAML}},
+		{Args: nil, TTY: false, Want: Options{Format: output.YAML}},
+		{Args: []string{"-o", "table"}, TTY: false, Want: Options{Format: output.Table}},
+		{Args: []string{"-o", "json"}, TTY: true, Want: Options{Format: output.JSON}},
+		{Args: []string{"-o", "ndjson"}, TTY: true, Err: `invalid output format "ndjson"`},
+		{Args: []string{"--bogus"}, TTY: true, Err: "unknown flag: --bogus"},
 	}
-	for _, tt := range tests {
-		f, _ := clitest.NewFactory("x", tt.tty)
-		got, err := clitest.ParseOptions(f, NewCmdView, tt.args...)
-		if code := cmdutil.ExitCode(err); code != tt.code {
-			t.Errorf("%v: exit %d (%v), want %d", tt.args, code, err, tt.code)
-			continue
-		}
-		if tt.code == 0 && (got == nil || got.Format != tt.format) {
-			t.Errorf("%v: %+v", tt.args, got)
-		}
-	}
+	clitest.CheckFlags(t, NewCmdView, tests, func(got, want *Options) bool { return got.Format == want.Format })
 }
 
 func TestViewRunTTYTable(t *testing.T) {
