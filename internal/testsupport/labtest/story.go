@@ -138,6 +138,15 @@ func Served(t testing.TB, l *lab.Lab, cluster, group, topic string) string {
 	return fmt.Sprint(off)
 }
 
+// WantServed stops the test unless KoP on cluster serves want for group's topic/0 (Served);
+// failure is the message, with a %s for what KoP serves.
+func WantServed(t testing.TB, l *lab.Lab, cluster, group, topic, want, failure string) {
+	t.Helper()
+	if got := Served(t, l, cluster, group, topic); got != want {
+		t.Fatalf(failure, got)
+	}
+}
+
 // Commit commits offset for group's topic/0 through cluster's KoP.
 func Commit(t testing.TB, l *lab.Lab, cluster, group, topic string, offset int64) {
 	t.Helper()
