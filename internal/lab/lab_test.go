@@ -82,12 +82,9 @@ func parseConf(t *testing.T, b []byte) map[string]string {
 func TestRenderBrokerConf(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := repoPaths(t)
-	tmpl, err := os.ReadFile(p.ConfTemplate())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := readTemplate(t, p.ConfTemplate())
 	wus := DefaultClusters()[1]
-	out, err := RenderBrokerConf(string(tmpl), p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
+	out, err := RenderBrokerConf(tmpl, p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +112,7 @@ func TestRenderBrokerConf(t *testing.T) {
 	}
 
 	wus.KoP = true
-	out, err = RenderBrokerConf(string(tmpl), p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
+	out, err = RenderBrokerConf(tmpl, p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,17 +174,7 @@ func TestRenderCLIConfig(t *testing.T) {
 	if !strings.Contains(string(out), "# KoP: off (KoP 4.0.6.5 not resolvable") {
 		t.Errorf("header does not say why KoP is off:\n%s", out)
 	}
-	var cfg struct {
-		Clusters []struct {
-			Name              string   `yaml:"name"`
-			AdminURL          string   `yaml:"adminURL"`
-			ServiceURL        string   `yaml:"serviceURL"`
-			KafkaBootstrap    []string `yaml:"kafkaBootstrap"`
-			Tenant            string   `yaml:"tenant"`
-			MetadataNamespace string   `yaml:"metadataNamespace"`
-			KafkaNamespace    string   `yaml:"kafkaNamespace"`
-		} `yaml:"clusters"`
-	}
+	var cfg cliConfig
 	if err := yaml.Unmarshal(out, &cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -183,13 +183,10 @@ func TestReusableFollowsKOPNAR(t *testing.T) {
 func TestRenderBrokerConfBYO(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := repoPaths(t)
-	tmpl, err := os.ReadFile(p.ConfTemplate())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := readTemplate(t, p.ConfTemplate())
 	c := DefaultClusters()[0]
 	c.KoP = true
-	out, err := RenderBrokerConf(string(tmpl), p, c, "3.3.6", KoPStatus{Version: "3.1.1.1", HandlerDir: p.BYONarDir()})
+	out, err := RenderBrokerConf(tmpl, p, c, "3.3.6", KoPStatus{Version: "3.1.1.1", HandlerDir: p.BYONarDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -324,20 +324,28 @@ func TestShapeMismatchRestarts(t *testing.T) {
 	}
 }
 
-// TestCLIConfigOfMultiBrokerLab: config.yaml of a 2-broker lab lists every broker's Kafka
-// listener and binary port, points adminURL at broker 0 (it takes one URL), and passes
-// kop-offsets' own validation.
-func TestCLIConfigOfMultiBrokerLab(t *testing.T) {
-	t.Setenv("KOP_LAB_PORT_OFFSET", "100")
-	cs := ClustersFor(Shape{Clusters: 3, Brokers: 2})
+// parsedCLIConfig renders config.yaml of cs with KoP 3.1.1.1 and parses it as kop-offsets
+// does; whose names the lab in the failure ("the lab's").
+func parsedCLIConfig(t *testing.T, cs []Cluster, whose string) (*config.Config, []byte) {
+	t.Helper()
 	out, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Enabled: true, Version: "3.1.1.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Parse(out, "config.yaml")
 	if err != nil {
-		t.Fatalf("kop-offsets rejects the lab's config: %v\n%s", err, out)
+		t.Fatalf("kop-offsets rejects %s config: %v\n%s", whose, err, out)
 	}
+	return cfg, out
+}
+
+// TestCLIConfigOfMultiBrokerLab: config.yaml of a 2-broker lab lists every broker's Kafka
+// listener and binary port, points adminURL at broker 0 (it takes one URL), and passes
+// kop-offsets' own validation.
+func TestCLIConfigOfMultiBrokerLab(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "100")
+	cs := ClustersFor(Shape{Clusters: 3, Brokers: 2})
+	cfg, out := parsedCLIConfig(t, cs, "the lab's")
 	if len(cfg.Clusters) != 3 {
 		t.Fatalf("%d clusters", len(cfg.Clusters))
 	}
