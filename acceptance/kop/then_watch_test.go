@@ -34,15 +34,10 @@ func TestWatchRepairHealsStory(t *testing.T) {
 	labtest.CommitHealedOnWus(t, theLab, group, topic, 10900, 40*time.Second)
 	// The reload is counted once its verification ends, and the episode once watch's next
 	// cycle sees KoP serve the replicated commit: a moment after KoP serves again.
-	var metrics string
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		metrics = labtest.Get(t, "http://"+listen+"/metrics")
+	metrics := labtest.WaitMetrics(t, listen, func(metrics string) bool {
 		served := regexp.MustCompile(`(?m)^kop_offsets_staleness_served_seconds_count\{cluster="wus"\} [1-9]`).MatchString(metrics)
-		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") && served || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+		return strings.Contains(metrics, "kop_offsets_watch_reloads_total{") && served
+	})
 	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
 		t.Errorf("no reload counted in /metrics:\n%s", labtest.Tail(metrics, 40))
 	}

@@ -88,14 +88,9 @@ func TestTopologyUserStory(t *testing.T) {
 		}
 	}()
 	labtest.CommitHealedOnWus(t, l, group, topic, 10901, 90*time.Second)
-	var metrics string
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		metrics = labtest.Get(t, "http://"+listen+"/metrics")
-		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	metrics := labtest.WaitMetrics(t, listen, func(metrics string) bool {
+		return strings.Contains(metrics, "kop_offsets_watch_reloads_total{")
+	})
 	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
 		t.Errorf("no reload counted in /metrics:\n%s", labtest.Tail(metrics, 40))
 	}

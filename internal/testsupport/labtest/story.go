@@ -254,6 +254,19 @@ func Get(t testing.TB, url string) string {
 	return string(b)
 }
 
+// WaitMetrics reads listen's /metrics every second until done says it holds what the test
+// waits for, or for 60 seconds, and returns the last answer.
+func WaitMetrics(t testing.TB, listen string, done func(metrics string) bool) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		metrics := Get(t, "http://"+listen+"/metrics")
+		if done(metrics) || time.Now().After(deadline) {
+			return metrics
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // Tail returns the last n lines of s and how many it returned.
 func Tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
