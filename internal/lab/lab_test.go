@@ -216,9 +216,7 @@ func TestStateRoundTrip(t *testing.T) {
 		out.KoP.MavenError != "[ERROR] e" || out.Version != StateVersion {
 		t.Errorf("round trip: %+v", out)
 	}
-	if err := os.WriteFile(path, []byte(`{"version": 99}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, path, `{"version": 99}`)
 	if _, err := ReadState(path); err == nil {
 		t.Error("state of another version accepted")
 	}
@@ -272,9 +270,7 @@ func TestResolveKoPFromCachedProbe(t *testing.T) {
 	if err != nil || st.Enabled || st.Reason != "KOP=off" {
 		t.Errorf("off: %+v %v", st, err)
 	}
-	if err := os.WriteFile(p.KoPNar("9.9"), []byte("nar"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, p.KoPNar("9.9"), "nar")
 	if _, err = ResolveKoP(context.Background(), p, KoPRequired, "9.9", &log); err == nil || !strings.Contains(err.Error(), p.KoPNar("9.9")) {
 		t.Errorf("a NAR that is not a zip: %v", err)
 	}

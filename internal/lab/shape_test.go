@@ -129,6 +129,14 @@ func readTemplate(t *testing.T, path string) string {
 	return string(b)
 }
 
+// writeTestFile writes content to path (mode 0644); the test stops when it cannot.
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRenderMultiBrokerConfs: each role's configuration of a 2-broker cluster names its own
 // ports and data, the brokers share the cluster's ZooKeeper, balance load, keep the bundles,
 // and each KoP listens on its broker's own Kafka port.
@@ -270,9 +278,7 @@ func TestStateRoundTripWithProcesses(t *testing.T) {
 	}
 
 	old := `{"version": 1, "pulsarVersion": "4.0.8", "clusters": [{"name": "scus", "ports": {"web": 18080, "broker": 16650, "bookie": 13181, "kafka": 19092}, "pid": 42, "logPath": "/l"}]}`
-	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, path, old)
 	out, err = ReadState(path)
 	if err != nil {
 		t.Fatal(err)
