@@ -187,15 +187,23 @@ func Settle(t testing.TB, l *lab.Lab, groups ...string) {
 	})
 }
 
-// StoryAt500 sets up the user's story up to its stale point: 10900 records on scus
-// replicated to wus, the group's commit of 500 on scus replicated, and wus's KoP loaded with
-// it. The names start with prefix.
-func StoryAt500(t testing.TB, l *lab.Lab, prefix string) (topic, group string, part int32) {
+// SettledGroup makes a fresh topic and a group named after it (prefix+"-group"), settles the
+// group (Settle), and returns them with the group's offsets partition.
+func SettledGroup(t testing.TB, l *lab.Lab, prefix string) (topic, group string, part int32) {
 	t.Helper()
 	topic = NewTopic(t, l, prefix)
 	group = Name(prefix + "-group")
 	part = loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	Settle(t, l, group)
+	return topic, group, part
+}
+
+// StoryAt500 sets up the user's story up to its stale point: 10900 records on scus
+// replicated to wus, the group's commit of 500 on scus replicated, and wus's KoP loaded with
+// it. The names start with prefix.
+func StoryAt500(t testing.TB, l *lab.Lab, prefix string) (topic, group string, part int32) {
+	t.Helper()
+	topic, group, part = SettledGroup(t, l, prefix)
 	Produce(t, l.Cluster("scus"), topic, 10900)
 	WaitEndOffset(t, l.Cluster("wus"), topic, 10900)
 	Commit(t, l, "scus", group, topic, 500)
