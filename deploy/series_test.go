@@ -92,10 +92,6 @@ func TestRegisteredProbe(t *testing.T) {
 // the template variables' queries.
 func dashboardExprs(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(dashboardFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var d struct {
 		Title  string `json:"title"`
 		Panels []struct {
@@ -112,9 +108,7 @@ func dashboardExprs(t *testing.T) []string {
 			} `json:"list"`
 		} `json:"templating"`
 	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatalf("%s: %v", dashboardFile, err)
-	}
+	decodeFile(t, dashboardFile, json.Unmarshal, &d)
 	var exprs []string
 	for _, p := range d.Panels {
 		if p.Type == "row" {
@@ -138,13 +132,22 @@ func dashboardExprs(t *testing.T) []string {
 	return exprs
 }
 
-// ruleExprs returns the expression of every alert in the rules file, by alert name.
-func ruleExprs(t *testing.T) map[string]string {
+// decodeFile decodes the file at path into v with unmarshal (json's or yaml's); the test
+// stops when it cannot be read or decoded.
+func decodeFile(t *testing.T, path string, unmarshal func([]byte, any) error, v any) {
 	t.Helper()
-	b, err := os.ReadFile(rulesFile)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// ruleExprs returns the expression of every alert in the rules file, by alert name.
+func ruleExprs(t *testing.T) map[string]string {
+	t.Helper()
 	var f struct {
 		Groups []struct {
 			Rules []struct {
@@ -153,9 +156,7 @@ func ruleExprs(t *testing.T) map[string]string {
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
-	if err := yaml.Unmarshal(b, &f); err != nil {
-		t.Fatalf("%s: %v", rulesFile, err)
-	}
+	decodeFile(t, rulesFile, yaml.Unmarshal, &f)
 	out := map[string]string{}
 	for _, g := range f.Groups {
 		for _, r := range g.Rules {

@@ -227,20 +227,27 @@ func waitKoPServesAll(t *testing.T, l *lab.Lab) {
 // no-permission role's.
 func userConfig(t *testing.T, l *lab.Lab) string {
 	t.Helper()
+	return editedConfig(t, l, filepath.Join(t.TempDir(), "user.yaml"), func(c *config.Cluster) {
+		a := l.Cluster(c.Name).Auth
+		c.PulsarAuth.TokenFile = a.Files.UserToken
+		c.KafkaAuth.SASL.Password = config.Secret("file:" + a.Files.UserKafkaPassword)
+	})
+}
+
+// editedConfig writes to path a copy of the lab's config with edit applied to each cluster.
+func editedConfig(t *testing.T, l *lab.Lab, path string, edit func(c *config.Cluster)) string {
+	t.Helper()
 	cfg, err := config.Load(l.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range cfg.Clusters {
-		a := l.Cluster(cfg.Clusters[i].Name).Auth
-		cfg.Clusters[i].PulsarAuth.TokenFile = a.Files.UserToken
-		cfg.Clusters[i].KafkaAuth.SASL.Password = config.Secret("file:" + a.Files.UserKafkaPassword)
+		edit(&cfg.Clusters[i])
 	}
 	b, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "user.yaml")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 )
@@ -80,24 +78,11 @@ func oauth2Config(t *testing.T, l *lab.Lab, is *issuer, secret string) string {
 	if err := os.WriteFile(keyFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(l.ConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cfg.Clusters {
-		pa := cfg.Clusters[i].PulsarAuth
+	return editedConfig(t, l, filepath.Join(dir, "oauth2.yaml"), func(c *config.Cluster) {
+		pa := c.PulsarAuth
 		pa.Token, pa.TokenFile = "", ""
 		pa.OAuth2 = &config.OAuth2{IssuerURL: is.URL, PrivateKey: keyFile, Audience: oauthAudience}
-	}
-	out, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "oauth2.yaml")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	})
 }
 
 // TestOAuth2ClientCredentials: with `pulsarAuth.oauth2` the commands get their token from the

@@ -4,12 +4,9 @@ package auth
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
 )
@@ -23,21 +20,9 @@ func TestSCRAMRefusedByKoPNamed(t *testing.T) {
 	if !l.KoP.Enabled {
 		t.Skip("needs KoP (KOP_NAR)")
 	}
-	cfg, err := config.Load(l.ConfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range cfg.Clusters {
-		cfg.Clusters[i].KafkaAuth.SASL.Mechanism = config.MechanismScramSHA256
-	}
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "scram.yaml")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := editedConfig(t, l, filepath.Join(t.TempDir(), "scram.yaml"), func(c *config.Cluster) {
+		c.KafkaAuth.SASL.Mechanism = config.MechanismScramSHA256
+	})
 
 	code, out, _ := runCLI(t, path, "--timeout", "30s", "--cluster", "scus", "doctor", "-o", "json")
 	var doc struct {

@@ -41,21 +41,15 @@ func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string
 	labtest.Commit(t, theLab, "scus", group, topic, 500)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 	labtest.LoadOn(t, theLab, "wus", group)
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
-		t.Fatalf("wus serves %s after loading, want 500", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "500", "wus serves %s after loading, want 500")
 
 	// 3. The group consumes to the end on scus and commits 10900; replicated.
 	labtest.Commit(t, theLab, "scus", group, topic, 10900)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 
 	// 4. wus still serves 500, while its offsets topic holds 10900.
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
-		t.Fatalf("wus serves %s after the replicated commit, want the stale 500", got)
-	}
-	if got := labtest.Served(t, theLab, "scus", group, topic); got != "10900" {
-		t.Fatalf("scus serves %s, want 10900", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "500", "wus serves %s after the replicated commit, want the stale 500")
+	labtest.WantServed(t, theLab, "scus", group, topic, "10900", "scus serves %s, want 10900")
 	rep, code := cli.Check(t, "--persisted-only", "--group", group)
 	r := labcli.Row(t, rep, group)
 	if code != 0 || labtest.Val(r.Cell("wus").Persisted) != "10900" || labtest.Val(r.Cell("scus").Persisted) != "10900" {
@@ -83,9 +77,7 @@ func story(t *testing.T, consume func(t *testing.T, cluster, group, topic string
 	if !slices.Contains(d.Clusters[0].Groups, group) {
 		t.Errorf("repair reloaded groups %v, not %s", d.Clusters[0].Groups, group)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "10900" {
-		t.Fatalf("wus serves %s after repair, want 10900", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "10900", "wus serves %s after repair, want 10900")
 	rep, code = cli.Check(t, "--group", group)
 	r = labcli.Row(t, rep, group)
 	if code != 0 || r.Status != verdict.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
@@ -188,13 +187,9 @@ func javaConsumeFirst(t *testing.T, cluster, group, topic string) int64 {
 	return -1
 }
 
-// settledGroup makes a fresh topic and a group named after it (name+"-group"), settles the
-// group (labtest.Settle), and returns them with the group's offsets partition.
+// settledGroup is labtest.SettledGroup on the suite's lab: a fresh topic, a settled group
+// named after it (name+"-group") and the group's offsets partition.
 func settledGroup(t *testing.T, name string) (topic, group string, part int32) {
 	t.Helper()
-	topic = labtest.NewTopic(t, theLab, name)
-	group = labtest.Name(name + "-group")
-	part = loader.PartitionFor(group, lab.OffsetsTopicPartitions)
-	labtest.Settle(t, theLab, group)
-	return topic, group, part
+	return labtest.SettledGroup(t, theLab, name)
 }

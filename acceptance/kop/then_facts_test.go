@@ -30,14 +30,10 @@ func TestOtherFormNoOffset(t *testing.T) {
 	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 600)
 
 	labtest.LoadOn(t, theLab, "wus", group) // wus serves the partition now, before any commit of the group
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "none" {
-		t.Fatalf("wus serves %s before any commit", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "none", "wus serves %s before any commit")
 	labtest.Commit(t, theLab, "scus", group, topic, 500)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "none" {
-		t.Fatalf("wus serves %s after the replicated commit, want no offset (loaded before it arrived)", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "none", "wus serves %s after the replicated commit, want no offset (loaded before it arrived)")
 	rep, code := cli.Check(t, "--group", group)
 	r := labcli.Row(t, rep, group)
 	w := r.Cell("wus")
@@ -49,9 +45,7 @@ func TestOtherFormNoOffset(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("reload: exit %d", code)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
-		t.Fatalf("wus serves %s after reload, want 500", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "500", "wus serves %s after reload, want 500")
 }
 
 // TestLiveGroupOnTarget: a group with a live member on wus is refused by reload under
@@ -105,9 +99,7 @@ func TestLiveGroupOnTarget(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("reload of a bundle with a live group: exit %d", code)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "5" {
-		t.Fatalf("wus serves %s after the reload, want 5", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "5", "wus serves %s after the reload, want 5")
 }
 
 // waitGroupState waits until KoP on c describes group in state.
@@ -142,9 +134,7 @@ func TestSingleTopicUnload(t *testing.T) {
 	wus := theLab.Cluster("wus")
 	labtest.Produce(t, wus, topic, 50)
 	labtest.Commit(t, theLab, "wus", group, topic, 42)
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
-		t.Fatalf("wus serves %s, want 42", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "42", "wus serves %s, want 42")
 	if err := rawOffsetFetch(t, wus, group); err != nil {
 		t.Fatalf("OffsetFetch before the unload: %v", err)
 	}
@@ -176,9 +166,7 @@ func TestSingleTopicUnload(t *testing.T) {
 	if code != 0 {
 		t.Errorf("reload after the single-topic unload: exit %d", code)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
-		t.Fatalf("wus serves %s after the bundle reload, want 42", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "42", "wus serves %s after the bundle reload, want 42")
 }
 
 // TestMisaligned: a record written on wus alone (not replicated) shifts wus's offsets by one,
@@ -201,9 +189,7 @@ func TestMisaligned(t *testing.T) {
 	labtest.Commit(t, theLab, "scus", group, topic, 120)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 	labtest.LoadOn(t, theLab, "wus", group) // wus serves 120 too: the numbers agree
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "120" {
-		t.Fatalf("wus serves %s, want 120", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "120", "wus serves %s, want 120")
 
 	rep, code := cli.Check(t, "--group", group, "--alignment=false")
 	if r := labcli.Row(t, rep, group); code != 0 || r.Status != verdict.StatusOK {

@@ -39,9 +39,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	labtest.LoadOn(t, theLab, "wus", group)
 	labtest.Commit(t, theLab, "scus", group, topic, 60)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "30" {
-		t.Fatalf("wus serves %s, want 30 (stale)", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "30", "wus serves %s, want 30 (stale)")
 
 	rep, code := cli.Check(t, "--group", group)
 	r := labcli.Row(t, rep, group)
@@ -60,9 +58,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	if code == 0 || !strings.Contains(out, `"skipped": 10`) {
 		t.Fatalf("reload of the misaligned row: exit %d, want a refusal naming 10 skipped messages", code)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "30" {
-		t.Fatalf("after repair and reload wus serves %s: they must not make it serve 60", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "30", "after repair and reload wus serves %s: they must not make it serve 60")
 
 	code, out = cli.Run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes", "-o", "json")
 	var doc struct {
@@ -87,20 +83,14 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	if code != 0 || len(doc.Result.Proof) != 1 || !doc.Result.Proof[0].OK || !doc.Result.Proof[0].SourceKept || labtest.Val(doc.Result.Proof[0].TargetServes) != "50" {
 		t.Fatalf("failover: exit %d, %+v", code, doc)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "50" {
-		t.Fatalf("wus serves %s after failover, want 50", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "50", "wus serves %s after failover, want 50")
 	first := labtest.FirstRecord(t, theLab, "wus", group, topic)
 	if first.Offset != 50 || string(first.Key) != "k-50" {
 		t.Fatalf("a consumer on wus starts at offset %d key %s, want 50 k-50 (the first message the group had not read on scus)", first.Offset, first.Key)
 	}
-	if got := labtest.Served(t, theLab, "scus", group, topic); got != "60" {
-		t.Fatalf("scus serves %s after the failover, want its own 60", got)
-	}
+	labtest.WantServed(t, theLab, "scus", group, topic, "60", "scus serves %s after the failover, want its own 60")
 	labtest.LoadOn(t, theLab, "scus", group)
-	if got := labtest.Served(t, theLab, "scus", group, topic); got != "60" {
-		t.Fatalf("scus serves %s after a reload of its bundle, want 60 (the target's record must not replicate)", got)
-	}
+	labtest.WantServed(t, theLab, "scus", group, topic, "60", "scus serves %s after a reload of its bundle, want 60 (the target's record must not replicate)")
 	// Each cluster holds its own number for the same message: compared in each numbering
 	// the row is ok.
 	rep, code = cli.Check(t, "--group", group)

@@ -58,9 +58,7 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	if !strings.Contains(w.stderr(), `held by \"kop-offsets reload --cluster wus --group other --yes\" (pid 99999, user alice, host operator-laptop)`) {
 		t.Errorf("watch's refusal does not name the holder:\n%s", labtest.Tail(w.stderr(), 10))
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
-		t.Fatalf("wus serves %s while the lease is held elsewhere, want the stale 500", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "500", "wus serves %s while the lease is held elsewhere, want the stale 500")
 	if n := len(labtest.ReadTrail(t, trail)); n != 0 {
 		t.Fatalf("%d writes recorded while the lease was held elsewhere", n)
 	}

@@ -63,9 +63,7 @@ func TestExactlyOnceGroupLeftAlone(t *testing.T) {
 	if code != 4 || !strings.Contains(outText, "would serve none") {
 		t.Errorf("reload of the transactional group's bundle: exit %d (want 4, refused with the loss named)", code)
 	}
-	if got := labtest.Served(t, theLab, "scus", group, in); got != "600" {
-		t.Fatalf("scus serves %s after repair and reload, want 600 still", got)
-	}
+	labtest.WantServed(t, theLab, "scus", group, in, "600", "scus serves %s after repair and reload, want 600 still")
 }
 
 // TestPoisonedPartitionPredicted: a record KoP cannot parse (raw bytes, not a record batch)
@@ -78,9 +76,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 	topic, group, part := settledGroup(t, "poison")
 	wus := theLab.Cluster("wus")
 	labtest.Commit(t, theLab, "wus", group, topic, 42)
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
-		t.Fatalf("wus serves %s, want 42", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "42", "wus serves %s, want 42")
 
 	partTopic := fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, part)
 	key := "kop-offsets-kopsuite-poison"
@@ -130,9 +126,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 			t.Errorf("repair bounced bundles %v on %s", cr.Execution.Unloaded, cr.Cluster)
 		}
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
-		t.Fatalf("wus serves %s after repair, want 42 (nothing reloaded)", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "42", "wus serves %s after repair, want 42 (nothing reloaded)")
 	if code, _ := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 4 {
 		t.Errorf("reload of the poisoned partition's bundle: exit %d, want 4 (refused)", code)
 	}
@@ -152,9 +146,7 @@ func TestPoisonedPartitionPredicted(t *testing.T) {
 	if code, _ := cli.Run(t, "--timeout", "10s", "reload", "--cluster", "wus", "--group", group, "--yes"); code != 0 {
 		t.Fatalf("reload after cleanup: exit %d", code)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "42" {
-		t.Fatalf("wus serves %s after cleanup and reload, want 42", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "42", "wus serves %s after cleanup and reload, want 42")
 }
 
 // compact triggers compaction of one topic on c and waits for it to succeed.

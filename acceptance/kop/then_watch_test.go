@@ -21,9 +21,7 @@ import (
 // with no command typed, and the staleness series has seen the episode.
 func TestWatchRepairHealsStory(t *testing.T) {
 	topic, group, _ := labtest.StoryAt500(t, theLab, "watch")
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "500" {
-		t.Fatalf("wus serves %s, want 500", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "500", "wus serves %s, want 500")
 
 	const listen = "127.0.0.1:19464"
 	stop := cli.StartWatch(t, listen, 15, group)
@@ -36,15 +34,10 @@ func TestWatchRepairHealsStory(t *testing.T) {
 	labtest.CommitHealedOnWus(t, theLab, group, topic, 10900, 40*time.Second)
 	// The reload is counted once its verification ends, and the episode once watch's next
 	// cycle sees KoP serve the replicated commit: a moment after KoP serves again.
-	var metrics string
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		metrics = labtest.Get(t, "http://"+listen+"/metrics")
+	metrics := labtest.WaitMetrics(t, listen, func(metrics string) bool {
 		served := regexp.MustCompile(`(?m)^kop_offsets_staleness_served_seconds_count\{cluster="wus"\} [1-9]`).MatchString(metrics)
-		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") && served || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+		return strings.Contains(metrics, "kop_offsets_watch_reloads_total{") && served
+	})
 	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
 		t.Errorf("no reload counted in /metrics:\n%s", labtest.Tail(metrics, 40))
 	}
@@ -78,16 +71,12 @@ func TestRepairStandbyWhileLiveOnPrimary(t *testing.T) {
 	cl := labtest.Kafka(t, theLab.Cluster("scus"), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
 	consumeAndCommit(t, cl, 40)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "10" {
-		t.Fatalf("wus serves %s before the repair, want the stale 10", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "10", "wus serves %s before the repair, want the stale 10")
 	code, d := cli.Repair(t, "--cluster", "wus", "--yes", "--group", group)
 	if code != 0 || len(d.Stale) == 0 {
 		t.Fatalf("repair of the standby with the group live on scus: exit %d, %+v", code, d)
 	}
-	if got := labtest.Served(t, theLab, "wus", group, topic); got != "50" {
-		t.Fatalf("wus serves %s after the repair, want 50 (what the live member committed on scus)", got)
-	}
+	labtest.WantServed(t, theLab, "wus", group, topic, "50", "wus serves %s after the repair, want 50 (what the live member committed on scus)")
 }
 
 // TestWatchRefusesExactlyOnceHealsStandby, with `watch --repair` running over both clusters:
@@ -151,9 +140,7 @@ func TestWatchRefusesExactlyOnceHealsStandby(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^kop_offsets_watch_reloads_refused_total\{cluster="scus",reason="would_lose_offsets"\} [1-9]`).MatchString(metrics) {
 		t.Error("watch did not count a refusal for lost offsets on scus")
 	}
-	if got := labtest.Served(t, theLab, "scus", txnGroup, in); got != "600" {
-		t.Fatalf("scus serves %s for the exactly-once group with watch --repair running, want 600", got)
-	}
+	labtest.WantServed(t, theLab, "scus", txnGroup, in, "600", "scus serves %s for the exactly-once group with watch --repair running, want 600")
 }
 
 // consumeAndCommit polls cl, a member on scus, until it got n records (within two minutes),

@@ -19,27 +19,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands"
-	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 func TestMain(m *testing.M) { labtest.Main(m) }
 
-// run runs kop-offsets in-process against the lab's config and logs what it did.
+// run runs kop-offsets in-process against the lab's config and logs what it did (labcli's
+// CLI.Run: 5 minutes at most).
 func run(t *testing.T, l *lab.Lab, args ...string) (int, string) {
 	t.Helper()
-	f, streams := labtest.Factory(l)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	code := commands.Run(ctx, f, root.NewCmdRoot(f), args)
-	t.Logf("$ kop-offsets %s -> exit %d in %s\n%s%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), streams.Out, streams.ErrOut)
-	return code, streams.Out.String()
+	return labcli.CLI{Lab: l}.Run(t, args...)
 }
 
 // rowOf is the check report's row of group, failing when there is not exactly one.

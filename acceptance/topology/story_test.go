@@ -39,12 +39,8 @@ func TestTopologyUserStory(t *testing.T) {
 
 	labtest.Commit(t, l, "scus", group, topic, 10900)
 	labtest.WaitReplicated(t, l, "scus", "wus", part)
-	if got := labtest.Served(t, l, "wus", group, topic); got != "500" {
-		t.Fatalf("wus serves %s after the replicated commit, want the stale 500", got)
-	}
-	if got := labtest.Served(t, l, "scus", group, topic); got != "10900" {
-		t.Fatalf("scus serves %s, want 10900", got)
-	}
+	labtest.WantServed(t, l, "wus", group, topic, "500", "wus serves %s after the replicated commit, want the stale 500")
+	labtest.WantServed(t, l, "scus", group, topic, "10900", "scus serves %s, want 10900")
 
 	// check names it.
 	rep, code := cli(l).Check(t, "--group", group)
@@ -69,9 +65,7 @@ func TestTopologyUserStory(t *testing.T) {
 	if len(d.Stale) != 1 {
 		t.Logf("repair found other stale rows on wus besides %s (left by earlier runs): %+v", group, d.Stale)
 	}
-	if got := labtest.Served(t, l, "wus", group, topic); got != "10900" {
-		t.Fatalf("wus serves %s after repair, want 10900", got)
-	}
+	labtest.WantServed(t, l, "wus", group, topic, "10900", "wus serves %s after repair, want 10900")
 	t.Logf("wus: offsets partition %d owned by broker-%d after the repair", part, brokerOf(ctx, t, l.Cluster("wus"), part))
 	rep, code = cli(l).Check(t, "--group", group)
 	if r := labcli.Row(t, rep, group); code != 0 || r.Status != verdict.StatusOK || labtest.Val(r.Cell("wus").Cached) != "10900" {
@@ -94,14 +88,9 @@ func TestTopologyUserStory(t *testing.T) {
 		}
 	}()
 	labtest.CommitHealedOnWus(t, l, group, topic, 10901, 90*time.Second)
-	var metrics string
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		metrics = labtest.Get(t, "http://"+listen+"/metrics")
-		if strings.Contains(metrics, "kop_offsets_watch_reloads_total{") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(time.Second)
-	}
+	metrics := labtest.WaitMetrics(t, listen, func(metrics string) bool {
+		return strings.Contains(metrics, "kop_offsets_watch_reloads_total{")
+	})
 	if !strings.Contains(metrics, "kop_offsets_watch_reloads_total{") {
 		t.Errorf("no reload counted in /metrics:\n%s", labtest.Tail(metrics, 40))
 	}

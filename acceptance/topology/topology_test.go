@@ -69,6 +69,16 @@ func severalBrokers(t *testing.T) (*lab.Lab, map[string][]string) {
 	return l, out
 }
 
+// scusOfSeveralBrokers is the start of a reload test on the multi-broker lab (severalBrokers):
+// 5 minutes to run, the lab, its cluster scus and each cluster's active brokers.
+func scusOfSeveralBrokers(t *testing.T) (context.Context, *lab.Lab, lab.Cluster, map[string][]string) {
+	t.Helper()
+	l, brokers := severalBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx, l, l.Cluster("scus"), brokers
+}
+
 // doctor reads every broker at its own address: each is reported reachable with KoP, KoP
 // advertises as many listeners as Pulsar has brokers, and no broker-level error is found.
 func TestTopologyDoctorEveryBroker(t *testing.T) {
@@ -233,10 +243,7 @@ func executeVerified(ctx context.Context, t *testing.T, plan *reload.Plan, execu
 // and verifies on whichever broker takes it: the group ends fresh and the report names the
 // owner of the last lookup.
 func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
-	l, brokers := severalBrokers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c := l.Cluster("scus")
+	ctx, l, c, brokers := scusOfSeveralBrokers(t)
 	adm := labtest.PulsarxAdmin(t, c)
 	_, plan, executor, logs := staleBehindKoP(ctx, t, l, c, "topology-moved")
 	bundle := plan.Executable()[0].Range
@@ -264,10 +271,7 @@ func TestTopologyReloadAfterTheBundleMoved(t *testing.T) {
 // executor's recheck, unload and lookup must still end with the bundle owned and the group
 // verified fresh (exit 0), whoever took it.
 func TestTopologyReloadAfterTheBundleWasShed(t *testing.T) {
-	l, _ := severalBrokers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c := l.Cluster("scus")
+	ctx, l, c, _ := scusOfSeveralBrokers(t)
 	_, plan, executor, logs := staleBehindKoP(ctx, t, l, c, "topology-shed")
 	bundle := plan.Executable()[0].Range
 	was := ownerOf(ctx, t, c, "public/__kafka", bundle)
@@ -285,10 +289,7 @@ func TestTopologyReloadAfterTheBundleWasShed(t *testing.T) {
 // unloads the parts of the planned bundle that hold its offsets partitions (never anything
 // outside it), says so (SplitInto, the log), and verifies: the group ends fresh, exit 0.
 func TestTopologyReloadAfterTheBundleSplit(t *testing.T) {
-	l, _ := severalBrokers(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c := l.Cluster("scus")
+	ctx, l, c, _ := scusOfSeveralBrokers(t)
 	adm := labtest.PulsarxAdmin(t, c)
 	g, plan, executor, logs := staleBehindKoP(ctx, t, l, c, "topology-split")
 	pb := plan.Executable()[0]

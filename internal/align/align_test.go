@@ -44,7 +44,14 @@ func cat(parts ...[]uint64) []uint64 {
 
 func translate(t *testing.T, src, dst *mem, o int64) Translation {
 	t.Helper()
-	m, err := Build(context.Background(), "scus", "wus", src, dst, "t", 0, o, 0)
+	return translateBetween(t, "scus", "wus", src, dst, o)
+}
+
+// translateBetween builds the map of t/0 from cluster from to cluster to up to o and
+// translates o; the test stops on an error.
+func translateBetween(t *testing.T, from, to string, src, dst *mem, o int64) Translation {
+	t.Helper()
+	m, err := Build(context.Background(), from, to, src, dst, "t", 0, o, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,14 +194,7 @@ func TestTranslateNeverSkips(t *testing.T) {
 		s, d := &mem{ids: src}, &mem{ids: dst, start: int64(rng.IntN(3))}
 		s.start = d.start
 		for o := s.start; o <= s.start+int64(n); o++ {
-			m, err := Build(context.Background(), "a", "b", s, d, "t", 0, o, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := m.Translate(o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := translateBetween(t, "a", "b", s, d, o)
 			t.Run("", func(t *testing.T) {
 				defer func() {
 					if t.Failed() {

@@ -40,13 +40,10 @@ var authKeys = []string{"authenticationEnabled", "authenticationProviders", "tok
 func TestRenderBrokerConfAuth(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "200")
 	p := repoPaths(t)
-	tmpl, err := os.ReadFile(p.ConfTemplate())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := readTemplate(t, p.ConfTemplate())
 	render := func(c Cluster) map[string]string {
 		t.Helper()
-		out, err := RenderBrokerConf(string(tmpl), p, c, DefaultPulsarVersion, KoPStatus{Version: "3.1.1.1"})
+		out, err := RenderBrokerConf(tmpl, p, c, DefaultPulsarVersion, KoPStatus{Version: "3.1.1.1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,14 +357,7 @@ func TestTwoBrokerAuthEndpoints(t *testing.T) {
 		t.Errorf("metadata setup of a plain cluster names TLS URLs: %s", plain)
 	}
 
-	out, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Enabled: true, Version: "3.1.1.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse(out, "config.yaml")
-	if err != nil {
-		t.Fatalf("kop-offsets rejects the 2x2 auth lab's config: %v\n%s", err, out)
-	}
+	cfg, _ := parsedCLIConfig(t, cs, "the 2x2 auth lab's")
 	w := cfg.Clusters[1]
 	if w.AdminURL != "https://127.0.0.1:28079" || w.ServiceURL != "pulsar+ssl://127.0.0.1:26649,127.0.0.1:26648" ||
 		strings.Join(w.KafkaBootstrap, ",") != "127.0.0.1:29092,127.0.0.1:29093" || w.PulsarAuth == nil || w.KafkaAuth == nil {

@@ -82,12 +82,9 @@ func parseConf(t *testing.T, b []byte) map[string]string {
 func TestRenderBrokerConf(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := repoPaths(t)
-	tmpl, err := os.ReadFile(p.ConfTemplate())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := readTemplate(t, p.ConfTemplate())
 	wus := DefaultClusters()[1]
-	out, err := RenderBrokerConf(string(tmpl), p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
+	out, err := RenderBrokerConf(tmpl, p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +112,7 @@ func TestRenderBrokerConf(t *testing.T) {
 	}
 
 	wus.KoP = true
-	out, err = RenderBrokerConf(string(tmpl), p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
+	out, err = RenderBrokerConf(tmpl, p, wus, DefaultPulsarVersion, KoPStatus{Version: "4.0.6.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,17 +174,7 @@ func TestRenderCLIConfig(t *testing.T) {
 	if !strings.Contains(string(out), "# KoP: off (KoP 4.0.6.5 not resolvable") {
 		t.Errorf("header does not say why KoP is off:\n%s", out)
 	}
-	var cfg struct {
-		Clusters []struct {
-			Name              string   `yaml:"name"`
-			AdminURL          string   `yaml:"adminURL"`
-			ServiceURL        string   `yaml:"serviceURL"`
-			KafkaBootstrap    []string `yaml:"kafkaBootstrap"`
-			Tenant            string   `yaml:"tenant"`
-			MetadataNamespace string   `yaml:"metadataNamespace"`
-			KafkaNamespace    string   `yaml:"kafkaNamespace"`
-		} `yaml:"clusters"`
-	}
+	var cfg cliConfig
 	if err := yaml.Unmarshal(out, &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -229,9 +216,7 @@ func TestStateRoundTrip(t *testing.T) {
 		out.KoP.MavenError != "[ERROR] e" || out.Version != StateVersion {
 		t.Errorf("round trip: %+v", out)
 	}
-	if err := os.WriteFile(path, []byte(`{"version": 99}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, path, `{"version": 99}`)
 	if _, err := ReadState(path); err == nil {
 		t.Error("state of another version accepted")
 	}
@@ -285,9 +270,7 @@ func TestResolveKoPFromCachedProbe(t *testing.T) {
 	if err != nil || st.Enabled || st.Reason != "KOP=off" {
 		t.Errorf("off: %+v %v", st, err)
 	}
-	if err := os.WriteFile(p.KoPNar("9.9"), []byte("nar"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, p.KoPNar("9.9"), "nar")
 	if _, err = ResolveKoP(context.Background(), p, KoPRequired, "9.9", &log); err == nil || !strings.Contains(err.Error(), p.KoPNar("9.9")) {
 		t.Errorf("a NAR that is not a zip: %v", err)
 	}

@@ -89,9 +89,7 @@ func TestInspectNar(t *testing.T) {
 func TestInspectNarRejects(t *testing.T) {
 	dir := t.TempDir()
 	notZip := filepath.Join(dir, "pulsar-protocol-handler-kafka-1.nar")
-	if err := os.WriteFile(notZip, []byte("this is not a zip"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, notZip, "this is not a zip")
 	for name, tc := range map[string]struct {
 		path string
 		want string
@@ -122,9 +120,7 @@ func TestResolveBYO(t *testing.T) {
 	if err := os.MkdirAll(p.BYONarDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.BYONarDir(), "pulsar-protocol-handler-kafka-old.nar"), []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, filepath.Join(p.BYONarDir(), "pulsar-protocol-handler-kafka-old.nar"), "old")
 	st, err := ResolveBYO(p, KoPAuto, src)
 	if err != nil {
 		t.Fatal(err)
@@ -183,13 +179,10 @@ func TestReusableFollowsKOPNAR(t *testing.T) {
 func TestRenderBrokerConfBYO(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "") // the fixed layout below
 	p := repoPaths(t)
-	tmpl, err := os.ReadFile(p.ConfTemplate())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := readTemplate(t, p.ConfTemplate())
 	c := DefaultClusters()[0]
 	c.KoP = true
-	out, err := RenderBrokerConf(string(tmpl), p, c, "3.3.6", KoPStatus{Version: "3.1.1.1", HandlerDir: p.BYONarDir()})
+	out, err := RenderBrokerConf(tmpl, p, c, "3.3.6", KoPStatus{Version: "3.1.1.1", HandlerDir: p.BYONarDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

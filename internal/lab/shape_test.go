@@ -129,6 +129,14 @@ func readTemplate(t *testing.T, path string) string {
 	return string(b)
 }
 
+// writeTestFile writes content to path (mode 0644); the test stops when it cannot.
+func writeTestFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRenderMultiBrokerConfs: each role's configuration of a 2-broker cluster names its own
 // ports and data, the brokers share the cluster's ZooKeeper, balance load, keep the bundles,
 // and each KoP listens on its broker's own Kafka port.
@@ -270,9 +278,7 @@ func TestStateRoundTripWithProcesses(t *testing.T) {
 	}
 
 	old := `{"version": 1, "pulsarVersion": "4.0.8", "clusters": [{"name": "scus", "ports": {"web": 18080, "broker": 16650, "bookie": 13181, "kafka": 19092}, "pid": 42, "logPath": "/l"}]}`
-	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestFile(t, path, old)
 	out, err = ReadState(path)
 	if err != nil {
 		t.Fatal(err)
@@ -324,20 +330,28 @@ func TestShapeMismatchRestarts(t *testing.T) {
 	}
 }
 
-// TestCLIConfigOfMultiBrokerLab: config.yaml of a 2-broker lab lists every broker's Kafka
-// listener and binary port, points adminURL at broker 0 (it takes one URL), and passes
-// kop-offsets' own validation.
-func TestCLIConfigOfMultiBrokerLab(t *testing.T) {
-	t.Setenv("KOP_LAB_PORT_OFFSET", "100")
-	cs := ClustersFor(Shape{Clusters: 3, Brokers: 2})
+// parsedCLIConfig renders config.yaml of cs with KoP 3.1.1.1 and parses it as kop-offsets
+// does; whose names the lab in the failure ("the lab's").
+func parsedCLIConfig(t *testing.T, cs []Cluster, whose string) (*config.Config, []byte) {
+	t.Helper()
 	out, err := RenderCLIConfig(cs, DefaultPulsarVersion, KoPStatus{Enabled: true, Version: "3.1.1.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Parse(out, "config.yaml")
 	if err != nil {
-		t.Fatalf("kop-offsets rejects the lab's config: %v\n%s", err, out)
+		t.Fatalf("kop-offsets rejects %s config: %v\n%s", whose, err, out)
 	}
+	return cfg, out
+}
+
+// TestCLIConfigOfMultiBrokerLab: config.yaml of a 2-broker lab lists every broker's Kafka
+// listener and binary port, points adminURL at broker 0 (it takes one URL), and passes
+// kop-offsets' own validation.
+func TestCLIConfigOfMultiBrokerLab(t *testing.T) {
+	t.Setenv("KOP_LAB_PORT_OFFSET", "100")
+	cs := ClustersFor(Shape{Clusters: 3, Brokers: 2})
+	cfg, out := parsedCLIConfig(t, cs, "the lab's")
 	if len(cfg.Clusters) != 3 {
 		t.Fatalf("%d clusters", len(cfg.Clusters))
 	}

@@ -38,11 +38,7 @@ func multiBrokerLab(t *testing.T) *lab.Lab {
 // own web port, the cluster lists all of them as active, and with KoP each broker's own Kafka
 // port answers a Metadata request.
 func TestTopologyEveryBrokerAnswers(t *testing.T) {
-	l := multiBrokerLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for _, c := range l.Clusters {
-		a := mustAdmin(t, c)
+	onEveryCluster(t, func(ctx context.Context, c lab.Cluster, a pulsaradmin.Client) {
 		active, err := a.Brokers().GetActiveBrokersWithContext(ctx, c.Name)
 		if err != nil {
 			t.Fatalf("%s: active brokers: %v", c.Name, err)
@@ -72,6 +68,17 @@ func TestTopologyEveryBrokerAnswers(t *testing.T) {
 			}
 			t.Logf("%s broker-%d: healthy on %s; KoP on %s answers Metadata listing %d broker(s)", c.Name, i, b.AdminURL, b.KafkaBootstrap, n)
 		}
+	})
+}
+
+// onEveryCluster runs check on each cluster of the multi-broker lab with its admin client, all
+// within 3 minutes.
+func onEveryCluster(t *testing.T, check func(ctx context.Context, c lab.Cluster, a pulsaradmin.Client)) {
+	l := multiBrokerLab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, c := range l.Clusters {
+		check(ctx, c, mustAdmin(t, c))
 	}
 }
 
@@ -107,11 +114,7 @@ func kafkaBrokers(ctx context.Context, c lab.Cluster) (int, error) {
 // partition names one of the cluster's brokers; the brokers' own ownership lists hold each
 // bundle exactly once. How the load manager spread them is logged.
 func TestTopologyOffsetsBundlesOwned(t *testing.T) {
-	l := multiBrokerLab(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	for _, c := range l.Clusters {
-		a := mustAdmin(t, c)
+	onEveryCluster(t, func(ctx context.Context, c lab.Cluster, a pulsaradmin.Client) {
 		pol, err := a.Namespaces().GetPoliciesWithContext(ctx, lab.MetadataNamespace)
 		if err != nil || !lab.MetadataBundlesOK(pol.Bundles) {
 			t.Fatalf("%s: bundles of %s: %+v %v", c.Name, lab.MetadataNamespace, pol, err)
@@ -164,7 +167,7 @@ func TestTopologyOffsetsBundlesOwned(t *testing.T) {
 			spread[url] = append(spread[url], rng)
 		}
 		t.Logf("%s: %d bundles of %s hold the %d offsets partitions; owners: %v", c.Name, len(owner), lab.MetadataNamespace, lab.OffsetsTopicPartitions, spread)
-	}
+	})
 }
 
 // TestTopologyReplicationFullMesh: a message written to topic-1 on each cluster arrives on

@@ -11,12 +11,11 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
-	"github.com/apache/pulsar-client-go/pulsaradmin"
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
 )
 
@@ -50,11 +49,7 @@ func TestWritePulsarReplays(t *testing.T) {
 	if st.Requests != 600 || st.Commits != s.Commits {
 		t.Fatalf("%+v", st)
 	}
-	a, err := lab.NewAdmin(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := pulsarx.NewReader(c.Name, client, counter{a}, "public", "__kafka", pulsarx.LoaderView)
+	rd := pulsarx.NewReader(c.Name, client, labtest.PulsarxAdmin(t, c), "public", "__kafka", pulsarx.LoaderView)
 	parts := map[int32]bool{}
 	for i := range s.Groups {
 		parts[loader.PartitionFor(s.GroupName(i), lab.OffsetsTopicPartitions)] = true
@@ -77,15 +72,4 @@ func TestWritePulsarReplays(t *testing.T) {
 		}
 	}
 	t.Logf("%s; read back from %d partitions", st, len(parts))
-}
-
-type counter struct{ a pulsaradmin.Client }
-
-func (c counter) PartitionedTopicPartitions(ctx context.Context, topic string) (int32, error) {
-	tn, err := utils.GetTopicName(topic)
-	if err != nil {
-		return 0, err
-	}
-	md, err := c.a.Topics().GetMetadataWithContext(ctx, *tn)
-	return int32(md.Partitions), err
 }

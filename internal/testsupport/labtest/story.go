@@ -138,6 +138,15 @@ func Served(t testing.TB, l *lab.Lab, cluster, group, topic string) string {
 	return fmt.Sprint(off)
 }
 
+// WantServed stops the test unless KoP on cluster serves want for group's topic/0 (Served);
+// failure is the message, with a %s for what KoP serves.
+func WantServed(t testing.TB, l *lab.Lab, cluster, group, topic, want, failure string) {
+	t.Helper()
+	if got := Served(t, l, cluster, group, topic); got != want {
+		t.Fatalf(failure, got)
+	}
+}
+
 // Commit commits offset for group's topic/0 through cluster's KoP.
 func Commit(t testing.TB, l *lab.Lab, cluster, group, topic string, offset int64) {
 	t.Helper()
@@ -178,15 +187,23 @@ func Settle(t testing.TB, l *lab.Lab, groups ...string) {
 	})
 }
 
-// StoryAt500 sets up the user's story up to its stale point: 10900 records on scus
-// replicated to wus, the group's commit of 500 on scus replicated, and wus's KoP loaded with
-// it. The names start with prefix.
-func StoryAt500(t testing.TB, l *lab.Lab, prefix string) (topic, group string, part int32) {
+// SettledGroup makes a fresh topic and a group named after it (prefix+"-group"), settles the
+// group (Settle), and returns them with the group's offsets partition.
+func SettledGroup(t testing.TB, l *lab.Lab, prefix string) (topic, group string, part int32) {
 	t.Helper()
 	topic = NewTopic(t, l, prefix)
 	group = Name(prefix + "-group")
 	part = loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 	Settle(t, l, group)
+	return topic, group, part
+}
+
+// StoryAt500 sets up the user's story up to its stale point: 10900 records on scus
+// replicated to wus, the group's commit of 500 on scus replicated, and wus's KoP loaded with
+// it. The names start with prefix.
+func StoryAt500(t testing.TB, l *lab.Lab, prefix string) (topic, group string, part int32) {
+	t.Helper()
+	topic, group, part = SettledGroup(t, l, prefix)
 	Produce(t, l.Cluster("scus"), topic, 10900)
 	WaitEndOffset(t, l.Cluster("wus"), topic, 10900)
 	Commit(t, l, "scus", group, topic, 500)
@@ -243,6 +260,19 @@ func Get(t testing.TB, url string) string {
 	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
+}
+
+// WaitMetrics reads listen's /metrics every second until done says it holds what the test
+// waits for, or for 60 seconds, and returns the last answer.
+func WaitMetrics(t testing.TB, listen string, done func(metrics string) bool) string {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		metrics := Get(t, "http://"+listen+"/metrics")
+		if done(metrics) || time.Now().After(deadline) {
+			return metrics
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // Tail returns the last n lines of s and how many it returned.
