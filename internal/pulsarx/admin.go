@@ -91,6 +91,47 @@ func (a *Admin) withTimeout(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(ctx, a.timeout)
 }
 
+// call runs fn within the Admin's timeout and wraps its error as an *AdminError of op on
+// target (a cancellation by the caller is returned unchanged, see wrap).
+func call[T any](ctx context.Context, a *Admin, op, target string, fn func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	v, err := fn(cctx)
+	if err != nil {
+		var zero T
+		return zero, a.wrap(ctx, op, target, err)
+	}
+	return v, nil
+}
+
+// do is call for a call that answers nothing but its error.
+func (a *Admin) do(ctx context.Context, op, target string, fn func(context.Context) error) error {
+	cctx, cancel := a.withTimeout(ctx)
+	defer cancel()
+	return a.wrap(ctx, op, target, fn(cctx))
+}
+
+// sortedList is call for a call that lists names: the list comes back sorted.
+func sortedList(ctx context.Context, a *Admin, op, target string, fn func(context.Context) ([]string, error)) ([]string, error) {
+	l, err := call(ctx, a, op, target, fn)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(l)
+	return l, nil
+}
+
+// onTopic is call for a call about one topic: topic is parsed first (a name that does not
+// parse is a 400 of op), and errors name the topic in full.
+func onTopic[T any](ctx context.Context, a *Admin, op, topic string, fn func(context.Context, utils.TopicName) (T, error)) (T, error) {
+	tn, err := a.topicName(op, topic)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return call(ctx, a, op, tn.String(), func(cctx context.Context) (T, error) { return fn(cctx, *tn) })
+}
+
 func (a *Admin) topicName(op, topic string) (*utils.TopicName, error) {
 	tn, err := utils.GetTopicName(topic)
 	if err != nil {
@@ -127,11 +168,11 @@ func (a *Admin) partitions(ctx context.Context, topic string, mustBePartitioned 
 	if err != nil {
 		return 0, err
 	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	md, err := a.client.Topics().GetMetadataWithContext(cctx, *tn)
+	md, err := call(ctx, a, op, tn.String(), func(cctx context.Context) (utils.PartitionedTopicMetadata, error) {
+		return a.client.Topics().GetMetadataWithContext(cctx, *tn)
+	})
 	if err != nil {
-		return 0, a.wrap(ctx, op, tn.String(), err)
+		return 0, err
 	}
 	if mustBePartitioned && md.Partitions <= 0 {
 		return 0, &AdminError{Cluster: a.cluster, Op: op, Target: tn.String(), Status: http.StatusNotFound,
@@ -229,11 +270,11 @@ func (a *Admin) CursorMarkDelete(ctx context.Context, topic, subscription string
 	if err != nil {
 		return 0, 0, false, err
 	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	st, err := a.client.Topics().GetInternalStatsWithContext(cctx, *tn)
+	st, err := call(ctx, a, op, tn.String(), func(cctx context.Context) (utils.PersistentTopicInternalStats, error) {
+		return a.client.Topics().GetInternalStatsWithContext(cctx, *tn)
+	})
 	if err != nil {
-		return 0, 0, false, a.wrap(ctx, op, tn.String(), err)
+		return 0, 0, false, err
 	}
 	c, found := st.Cursors[subscription]
 	if !found {
@@ -285,16 +326,5 @@ func isStatus(err error, code int) bool {
 
 // topicStats reads the stats of a non-partitioned topic or one partition.
 func (a *Admin) topicStats(ctx context.Context, topic string) (utils.TopicStats, error) {
-	const op = "get stats of"
-	tn, err := a.topicName(op, topic)
-	if err != nil {
-		return utils.TopicStats{}, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	st, err := a.client.Topics().GetStatsWithContext(cctx, *tn)
-	if err != nil {
-		return utils.TopicStats{}, a.wrap(ctx, op, tn.String(), err)
-	}
-	return st, nil
+	return onTopic(ctx, a, "get stats of", topic, a.client.Topics().GetStatsWithContext)
 }

@@ -7,24 +7,18 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
 // ActiveBrokers lists the active brokers of cluster (its Pulsar name) by broker id, the
 // "host:port" of each broker's web service (GET /admin/v2/brokers/{cluster}), sorted.
 func (a *Admin) ActiveBrokers(ctx context.Context, cluster string) ([]string, error) {
-	const op = "list active brokers of"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	bs, err := a.client.Brokers().GetActiveBrokersWithContext(cctx, cluster)
-	if err != nil {
-		return nil, a.wrap(ctx, op, cluster, err)
-	}
-	slices.Sort(bs)
-	return bs, nil
+	return sortedList(ctx, a, "list active brokers of", cluster, func(cctx context.Context) ([]string, error) {
+		return a.client.Brokers().GetActiveBrokersWithContext(cctx, cluster)
+	})
 }
 
 // ForBroker returns the admin API of one broker of the cluster, at its own web address
@@ -103,12 +97,11 @@ func (a *Admin) BrokerAddress(ctx context.Context, cluster, broker string) (stri
 // broker's ownership cache (GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces). It
 // does not make any broker take a bundle.
 func (a *Admin) OwnedBundles(ctx context.Context, cluster, broker string) (map[string]bool, error) {
-	const op = "list the bundles owned by broker"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	m, err := a.client.Brokers().GetOwnedNamespacesWithContext(cctx, cluster, broker)
+	m, err := call(ctx, a, "list the bundles owned by broker", broker, func(cctx context.Context) (map[string]utils.NamespaceOwnershipStatus, error) {
+		return a.client.Brokers().GetOwnedNamespacesWithContext(cctx, cluster, broker)
+	})
 	if err != nil {
-		return nil, a.wrap(ctx, op, broker, err)
+		return nil, err
 	}
 	out := make(map[string]bool, len(m))
 	for bundle, st := range m {
@@ -119,15 +112,7 @@ func (a *Admin) OwnedBundles(ctx context.Context, cluster, broker string) (map[s
 
 // Clusters lists the clusters this cluster knows (its own and the remote ones).
 func (a *Admin) Clusters(ctx context.Context) ([]string, error) {
-	const op = "list clusters"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	cl, err := a.client.Clusters().ListWithContext(cctx)
-	if err != nil {
-		return nil, a.wrap(ctx, op, "", err)
-	}
-	slices.Sort(cl)
-	return cl, nil
+	return sortedList(ctx, a, "list clusters", "", a.client.Clusters().ListWithContext)
 }
 
 // BrokerVersion is the Pulsar version of the broker behind the admin URL, e.g. "4.0.8".

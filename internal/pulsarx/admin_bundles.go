@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"strings"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
 // Bundles returns the bundles of namespace ("tenant/ns"), sorted by range. The broker fills
@@ -53,11 +55,11 @@ func (a *Admin) BrokerBundleForTopic(ctx context.Context, topic string) (Bundle,
 	if err != nil {
 		return Bundle{}, err
 	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	r, err := a.client.Topics().GetBundleRangeWithContext(cctx, *tn)
+	r, err := call(ctx, a, op, tn.String(), func(cctx context.Context) (string, error) {
+		return a.client.Topics().GetBundleRangeWithContext(cctx, *tn)
+	})
 	if err != nil {
-		return Bundle{}, a.wrap(ctx, op, tn.String(), err)
+		return Bundle{}, err
 	}
 	b, err := ParseBundleRange(strings.Trim(strings.TrimSpace(r), `"`))
 	if err != nil {
@@ -78,16 +80,9 @@ type Owner struct {
 // topic's bundle, the lookup makes one take it, and for KoP that loads every offsets
 // partition of the bundle into the group coordinator. That is the load lever of `reload`.
 func (a *Admin) LookupOwner(ctx context.Context, topic string) (Owner, error) {
-	const op = "look up"
-	tn, err := a.topicName(op, topic)
+	d, err := onTopic(ctx, a, "look up", topic, a.client.Topics().LookupWithContext)
 	if err != nil {
 		return Owner{}, err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	d, err := a.client.Topics().LookupWithContext(cctx, *tn)
-	if err != nil {
-		return Owner{}, a.wrap(ctx, op, tn.String(), err)
 	}
 	return Owner{BrokerURL: d.BrokerURL, BrokerURLTLS: d.BrokerURLTLS, HTTPURL: d.HTTPURL, HTTPURLTLS: d.HTTPURLTLS}, nil
 }
@@ -100,21 +95,16 @@ func (a *Admin) UnloadBundle(ctx context.Context, namespace, bundleRange string)
 	if _, err := ParseBundleRange(bundleRange); err != nil {
 		return &AdminError{Cluster: a.cluster, Op: op, Target: namespace + "/" + bundleRange, Status: http.StatusBadRequest, Err: err}
 	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	err := a.client.Namespaces().UnloadNamespaceBundleWithContext(cctx, namespace, bundleRange)
-	return a.wrap(ctx, op, namespace+"/"+bundleRange, err)
+	return a.do(ctx, op, namespace+"/"+bundleRange, func(cctx context.Context) error {
+		return a.client.Namespaces().UnloadNamespaceBundleWithContext(cctx, namespace, bundleRange)
+	})
 }
 
 // UnloadTopic unloads one topic (WRITE). On Pulsar 3.0+ KoP drops that partition's groups
 // but does not load them again until the bundle is loaded again (domain.md): not a reload.
 func (a *Admin) UnloadTopic(ctx context.Context, topic string) error {
-	const op = "unload topic"
-	tn, err := a.topicName(op, topic)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	return a.wrap(ctx, op, tn.String(), a.client.Topics().UnloadWithContext(cctx, *tn))
+	_, err := onTopic(ctx, a, "unload topic", topic, func(cctx context.Context, tn utils.TopicName) (struct{}, error) {
+		return struct{}{}, a.client.Topics().UnloadWithContext(cctx, tn)
+	})
+	return err
 }

@@ -10,29 +10,17 @@ import (
 
 // NamespaceReplicationClusters lists the replication clusters of namespace ("tenant/ns").
 func (a *Admin) NamespaceReplicationClusters(ctx context.Context, namespace string) ([]string, error) {
-	const op = "get replication clusters of"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	cl, err := a.client.Namespaces().GetNamespaceReplicationClustersWithContext(cctx, namespace)
-	if err != nil {
-		return nil, a.wrap(ctx, op, namespace, err)
-	}
-	slices.Sort(cl)
-	return cl, nil
+	return sortedList(ctx, a, "get replication clusters of", namespace, func(cctx context.Context) ([]string, error) {
+		return a.client.Namespaces().GetNamespaceReplicationClustersWithContext(cctx, namespace)
+	})
 }
 
 // TenantAllowedClusters lists the clusters tenant may use.
 func (a *Admin) TenantAllowedClusters(ctx context.Context, tenant string) ([]string, error) {
-	const op = "get tenant"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	t, err := a.client.Tenants().GetWithContext(cctx, tenant)
-	if err != nil {
-		return nil, a.wrap(ctx, op, tenant, err)
-	}
-	cl := slices.Clone(t.AllowedClusters)
-	slices.Sort(cl)
-	return cl, nil
+	return sortedList(ctx, a, "get tenant", tenant, func(cctx context.Context) ([]string, error) {
+		t, err := a.client.Tenants().GetWithContext(cctx, tenant)
+		return slices.Clone(t.AllowedClusters), err
+	})
 }
 
 // NamespacePolicy is what doctor needs of a namespace's policies. Nil pointers mean "not
@@ -73,11 +61,7 @@ func (a *Admin) policies(ctx context.Context, op, namespace string) (*utils.Poli
 	if _, err := a.nsName(op, namespace); err != nil {
 		return nil, err
 	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	p, err := a.client.Namespaces().GetPoliciesWithContext(cctx, namespace)
-	if err != nil {
-		return nil, a.wrap(ctx, op, namespace, err)
-	}
-	return p, nil
+	return call(ctx, a, op, namespace, func(cctx context.Context) (*utils.Policies, error) {
+		return a.client.Namespaces().GetPoliciesWithContext(cctx, namespace)
+	})
 }

@@ -8,10 +8,9 @@ import (
 // CreateNamespace creates namespace ("tenant/ns") with no policies: the broker replicates
 // it to its own cluster only. An existing namespace is not an error.
 func (a *Admin) CreateNamespace(ctx context.Context, namespace string) error {
-	const op = "create namespace"
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	err := a.wrap(ctx, op, namespace, a.client.Namespaces().CreateNamespaceWithContext(cctx, namespace))
+	err := a.do(ctx, "create namespace", namespace, func(cctx context.Context) error {
+		return a.client.Namespaces().CreateNamespaceWithContext(cctx, namespace)
+	})
 	if isStatus(err, http.StatusConflict) {
 		return nil
 	}
@@ -25,9 +24,9 @@ func (a *Admin) CreateTopic(ctx context.Context, topic string) error {
 	if err != nil {
 		return err
 	}
-	cctx, cancel := a.withTimeout(ctx)
-	defer cancel()
-	err = a.wrap(ctx, op, topic, a.client.Topics().CreateWithContext(cctx, *tn, 0))
+	err = a.do(ctx, op, topic, func(cctx context.Context) error {
+		return a.client.Topics().CreateWithContext(cctx, *tn, 0)
+	})
 	if isStatus(err, http.StatusConflict) {
 		return nil
 	}

@@ -152,7 +152,7 @@ func (e *Executor) defaults() {
 		e.Now = time.Now
 	}
 	if e.Sleep == nil {
-		e.Sleep = sleepCtx
+		e.Sleep = Sleep
 	}
 	if e.Log == nil {
 		e.Log = func(string, ...any) {}
@@ -160,7 +160,8 @@ func (e *Executor) defaults() {
 	e.Cluster = e.Cluster.withDefaults()
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx is done (then its error): the Executor's default Sleep.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

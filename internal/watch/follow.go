@@ -12,6 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -145,7 +146,7 @@ func (p *partition) waitRoom(ctx context.Context) {
 		p.mu.Lock()
 		n := len(p.queued)
 		p.mu.Unlock()
-		if n < maxQueued || !sleepCtx(ctx, 10*time.Millisecond) {
+		if n < maxQueued || reload.Sleep(ctx, 10*time.Millisecond) != nil {
 			return
 		}
 	}
@@ -193,17 +194,6 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 	return slices.Compact(dirty), all, arr, dropped, following, failing
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // startCluster learns the partition count (retrying with backoff while the cluster does
 // not answer) and starts one follower per offsets partition.
 func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitGroup) {
@@ -222,7 +212,7 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 		}
 		w.m.errors.WithLabelValues(c.Name, "admin").Inc()
 		w.log.Warn("offsets topic not readable; retrying", "cluster", c.Name, "err", err.Error(), "retryIn", backoff.String())
-		if !sleepCtx(ctx, backoff) {
+		if reload.Sleep(ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, w.o.MaxBackoff)
@@ -282,7 +272,7 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 		w.m.errors.WithLabelValues(c.Name, "pulsar").Inc()
 		w.log.Warn("offsets partition reader failed; replaying again", "cluster", c.Name, "partition", p.index,
 			"err", err.Error(), "retryIn", backoff.String())
-		if !sleepCtx(ctx, backoff) {
+		if reload.Sleep(ctx, backoff) != nil {
 			return
 		}
 		backoff = min(2*backoff, w.o.MaxBackoff)

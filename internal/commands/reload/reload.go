@@ -164,17 +164,11 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			if err := opts.Flags.Validate(); err != nil {
 				return err
 			}
-			if err := opts.Writes.Validate(); err != nil {
-				return err
-			}
 			var err error
-			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
+			if opts.Format, opts.NewSession, err = shared.WriteSetup(f, opts.Writes); err != nil {
 				return err
 			}
 			opts.Target = func() (config.Cluster, []config.Cluster, error) { return shared.Target(f) }
-			opts.NewSession = shared.NewSessionFunc(f, func(format string, a ...any) {
-				f.Logger().Debug(fmt.Sprintf(format, a...))
-			}, opts.Writes)
 			if runF != nil {
 				return runF(opts)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -42,6 +43,22 @@ type SessionFunc func(target config.Cluster, all []config.Cluster) (*Session, er
 // Ref is the reload.ClusterRef of a configured cluster.
 func Ref(cl config.Cluster) reload.ClusterRef {
 	return reload.ClusterRef{Name: cl.Name, Tenant: cl.Tenant, MetadataNamespace: cl.MetadataNamespace, KafkaNamespace: cl.KafkaNamespace}
+}
+
+// WriteSetup is what the RunE of a writing command (reload, repair) resolves after its own
+// flags: the --no-lease/--audit-* flags w are checked (a usage error), -o is resolved, and
+// the sessions log through the Factory's logger at debug level (--verbose).
+func WriteSetup(f *cmdutil.Factory, w Writes) (output.Format, SessionFunc, error) {
+	if err := w.Validate(); err != nil {
+		return "", nil, err
+	}
+	format, err := f.OutputFormat(output.StandardSpec)
+	if err != nil {
+		return "", nil, err
+	}
+	return format, NewSessionFunc(f, func(format string, a ...any) {
+		f.Logger().Debug(fmt.Sprintf(format, a...))
+	}, w), nil
 }
 
 // NewSessionFunc returns the SessionFunc of the real clients built from f: pulsarx.Admin
