@@ -187,12 +187,17 @@ func (w *Writer) CommitRequest(ctx context.Context, cs []OffsetCommit) (int32, p
 	if err != nil {
 		return 0, nil, err
 	}
-	p := loader.PartitionFor(cs[0].Group, w.partitions)
+	return w.publish(ctx, cs[0].Group, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: w.Local})
+}
+
+// publish sends m to the partition of group and returns that partition.
+func (w *Writer) publish(ctx context.Context, group string, m *pulsar.ProducerMessage) (int32, pulsar.MessageID, error) {
+	p := loader.PartitionFor(group, w.partitions)
 	prod, err := w.producer(p)
 	if err != nil {
 		return p, nil, err
 	}
-	return w.send(ctx, p, prod, key, v)
+	return w.sendMsg(ctx, p, prod, m)
 }
 
 // Keep publishes a kept translation of one group (loader.KeptMark: mark.Sources are the
@@ -207,12 +212,7 @@ func (w *Writer) Keep(ctx context.Context, cs []OffsetCommit, mark loader.KeptMa
 	if err != nil {
 		return 0, nil, err
 	}
-	p := loader.PartitionFor(cs[0].Group, w.partitions)
-	prod, err := w.producer(p)
-	if err != nil {
-		return p, nil, err
-	}
-	return w.sendMsg(ctx, p, prod, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()})
+	return w.publish(ctx, cs[0].Group, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()})
 }
 
 // EncodeKeep is EncodeRequest for a kept translation: each commit keeps its CommitTime

@@ -64,9 +64,13 @@ func copies(ids []uint64) fakes.MemCopies {
 	return fakes.MemCopies{Topics: map[string][]uint64{"orders": ids}}
 }
 
-func keeper(src, dst fakes.MemCopies, w Writer) *Keeper {
-	return &Keeper{Cluster: "wus", KafkaNamespace: "public/default", Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: w,
+// setup is a Keeper of wus with the copies src (scus) and dst (wus) of the topic, writing
+// into the target it returns; dst is the wus copy, to grow.
+func setup(t *testing.T, src, dst []uint64) (*Keeper, *target, fakes.MemCopies) {
+	w, d := newTarget(t), copies(dst)
+	k := &Keeper{Cluster: "wus", KafkaNamespace: "public/default", Sources: map[string]align.Source{"scus": copies(src), "wus": d}, Writer: w,
 		Now: func() time.Time { return time.UnixMilli(5_000) }}
+	return k, w, d
 }
 
 func keep(t *testing.T, k *Keeper, w *target, up bool) Result {
@@ -79,9 +83,7 @@ func keep(t *testing.T, k *Keeper, w *target, up bool) Result {
 }
 
 func TestKeepAligned(t *testing.T) {
-	src, dst := copies(fakes.Sequence(0, 1000)), copies(fakes.Sequence(0, 1000))
-	w := newTarget(t)
-	k := keeper(src, dst, w)
+	k, w, _ := setup(t, fakes.Sequence(0, 1000), fakes.Sequence(0, 1000))
 	w.replicate(900)
 	res := keep(t, k, w, true)
 	c := w.offset()
@@ -99,10 +101,7 @@ func TestKeepAligned(t *testing.T) {
 
 func TestKeepMisaligned(t *testing.T) {
 	// 300 messages on scus that never replicated: scus 6000 is wus 5700.
-	src := copies(append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 6500)...))
-	dst := copies(fakes.Sequence(0, 6500))
-	w := newTarget(t)
-	k := keeper(src, dst, w)
+	k, w, _ := setup(t, append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 6500)...), fakes.Sequence(0, 6500))
 	for _, o := range []int64{6000, 6100, 6250} {
 		w.replicate(o)
 		keep(t, k, w, true)
@@ -116,8 +115,7 @@ func TestKeepMisaligned(t *testing.T) {
 }
 
 func TestKeepSourceDown(t *testing.T) {
-	w := newTarget(t)
-	k := keeper(copies(fakes.Sequence(0, 10)), copies(fakes.Sequence(0, 10)), w)
+	k, w, _ := setup(t, fakes.Sequence(0, 10), fakes.Sequence(0, 10))
 	w.replicate(8)
 	if res := keep(t, k, w, false); len(res.Kept) != 0 || w.writes != 0 {
 		t.Fatalf("kept with the source down: %+v", res)
@@ -128,8 +126,7 @@ func TestKeepSourceDown(t *testing.T) {
 }
 
 func TestKeepOwnCommitsAlone(t *testing.T) {
-	w := newTarget(t)
-	k := keeper(copies(fakes.Sequence(0, 10)), copies(fakes.Sequence(0, 10)), w)
+	k, w, _ := setup(t, fakes.Sequence(0, 10), fakes.Sequence(0, 10))
 	if err := w.r.ApplyMessage(kop.Message(0, 0, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 5})); err != nil {
 		t.Fatal(err)
 	}
@@ -141,9 +138,7 @@ func TestKeepOwnCommitsAlone(t *testing.T) {
 // TestKeepBehind: the commit replicated before the data it names; the kept translation is
 // the log end as held, then rises as the messages arrive, without rewriting in between.
 func TestKeepBehind(t *testing.T) {
-	src, dst := copies(fakes.Sequence(0, 100)), copies(fakes.Sequence(0, 60))
-	w := newTarget(t)
-	k := keeper(src, dst, w)
+	k, w, dst := setup(t, fakes.Sequence(0, 100), fakes.Sequence(0, 60))
 	w.replicate(100)
 	res := keep(t, k, w, true)
 	if len(res.Kept) != 1 || !res.Kept[0].Behind || w.offset().Offset != 60 {

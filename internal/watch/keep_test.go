@@ -19,12 +19,7 @@ func keptEnv(t *testing.T, o Options) *env {
 	dst := fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 20_000)}}
 	e.w.clusters[1].Keeper = &standby.Keeper{Cluster: "wus", KafkaNamespace: "public/default",
 		Sources: map[string]align.Source{"scus": src, "wus": dst}, Writer: e.wus}
-	e.scus.commit("", commit("orders", 0, 800))
-	e.wus.commit("scus", commit("orders", 0, 800))
-	e.kScus.Set("orders", "topic-1", 0, 800)
-	e.kWus.Set("orders", "topic-1", 0, 500)
-	e.start()
-	e.cycleUntilReady()
+	e.startWithOrders(800, 500)
 	return e
 }
 

@@ -190,14 +190,21 @@ func TestIncrementalFollowing(t *testing.T) {
 func ordersAgreeAt500(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t, Options{})
-	e.scus.commit("", commit("orders", 0, 500))
-	e.wus.commit("scus", commit("orders", 0, 500))
-	e.kScus.Set("orders", "topic-1", 0, 500)
-	e.kWus.Set("orders", "topic-1", 0, 500)
-	e.start()
-	e.cycleUntilReady()
+	e.startWithOrders(500, 500)
 	e.cycleUntil("initial", persistedIs("orders", "wus", 500))
 	return e
+}
+
+// startWithOrders starts e with orders committed at committed on scus, replicated to wus,
+// KoP on scus serving it and KoP on wus serving wusServes, and cycles until ready.
+func (e *env) startWithOrders(committed, wusServes int64) {
+	e.t.Helper()
+	e.scus.commit("", commit("orders", 0, committed))
+	e.wus.commit("scus", commit("orders", 0, committed))
+	e.kScus.Set("orders", "topic-1", 0, committed)
+	e.kWus.Set("orders", "topic-1", 0, wusServes)
+	e.start()
+	e.cycleUntilReady()
 }
 
 func TestReplicatedCommitStaleness(t *testing.T) {
