@@ -31,13 +31,15 @@ type fakeMsg struct {
 	value          []byte
 	at             time.Time
 	from           string // replicated from
+	props          map[string]string
 }
 
-func (m fakeMsg) ID() pulsar.MessageID      { return m.id }
-func (m fakeMsg) Key() string               { return m.key }
-func (m fakeMsg) Payload() []byte           { return m.value }
-func (m fakeMsg) PublishTime() time.Time    { return m.at }
-func (m fakeMsg) GetReplicatedFrom() string { return m.from }
+func (m fakeMsg) ID() pulsar.MessageID          { return m.id }
+func (m fakeMsg) Key() string                   { return m.key }
+func (m fakeMsg) Payload() []byte               { return m.value }
+func (m fakeMsg) Properties() map[string]string { return m.props }
+func (m fakeMsg) PublishTime() time.Time        { return m.at }
+func (m fakeMsg) GetReplicatedFrom() string     { return m.from }
 
 // single builds a non-batched message as pulsar-client-go reports it (index 0 of 1).
 func single(ledger, entry int64, key, value string) fakeMsg {
