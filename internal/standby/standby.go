@@ -166,6 +166,14 @@ func (k *Keeper) Again() []string {
 	return slices.Compact(out)
 }
 
+// Later puts groups in Again: they changed while they could not be kept yet (watch still
+// replaying a cluster).
+func (k *Keeper) Later(groups ...string) {
+	for _, g := range groups {
+		k.retry(g)
+	}
+}
+
 // Done forgets group in Again: it wants nothing kept any more.
 func (k *Keeper) Done(group string) { delete(k.again, group) }
 

@@ -67,6 +67,12 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	// its offsets topic.
 	if ready {
 		w.keep(ctx, dirty)
+	} else {
+		for i, c := range w.clusters {
+			if c.Keeper != nil {
+				c.Keeper.Later(dirty[i]...) // not lost: kept once every cluster has replayed
+			}
+		}
 	}
 	if w.o.Repair && ready {
 		for _, c := range w.clusters {

@@ -12,13 +12,14 @@ import (
 // replicated there since the last cycle (the groups that changed) and of those kept short
 // (replication of the data behind), while their source answers (package standby).
 func (w *Watcher) keep(ctx context.Context, dirty [][]string) {
+	// A source watch does not follow (--cluster) counts as up: its reads say otherwise.
 	up := func(name string) bool {
 		for _, c := range w.clusters {
 			if c.Name == name {
 				return c.up
 			}
 		}
-		return false
+		return true
 	}
 	for i, c := range w.clusters {
 		if c.Keeper == nil || !c.up {

@@ -123,10 +123,17 @@ func Row(t testing.TB, rep survey.Report, group string) verdict.Row {
 // last logLines lines of its stderr are logged.
 func (c CLI) StartWatch(t testing.TB, listen string, logLines int, groups ...string) (stop func() (code int, stopped bool)) {
 	t.Helper()
-	args := []string{"--timeout", c.Timeout, "watch", "--repair", "--interval", "2s", "--cooldown", "5s", "--max-bundles", "4", "--listen", listen}
+	args := []string{"--repair", "--interval", "2s", "--cooldown", "5s", "--max-bundles", "4"}
 	for _, g := range groups {
 		args = append(args, "--group", g)
 	}
+	return c.StartWatchArgs(t, listen, logLines, args...)
+}
+
+// StartWatchArgs is StartWatch with watch's flags given (--timeout and --listen added).
+func (c CLI) StartWatchArgs(t testing.TB, listen string, logLines int, flags ...string) (stop func() (code int, stopped bool)) {
+	t.Helper()
+	args := append([]string{"--timeout", c.Timeout, "watch", "--listen", listen}, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
