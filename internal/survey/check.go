@@ -180,7 +180,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 		}
 	}
 	parallel(ru.states, func(s *clusterState) {
-		if s.c.Fetcher == nil {
+		if s.c.Fetcher == nil || s.cacheErr != nil {
 			return
 		}
 		s.listGroups(ctx)

@@ -3,6 +3,7 @@ package survey
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -37,9 +38,18 @@ func (s *clusterState) probeGroups(o Options) []string {
 
 // readPersisted replays the offsets partitions that hold the selected groups.
 func (s *clusterState) readPersisted(ctx context.Context, o Options) {
+	if s.c.Down != nil {
+		s.pErr, s.cacheErr = s.c.Down, fmt.Errorf("not asked: %w", s.c.Down)
+		return
+	}
 	n, err := s.c.Reader.Partitions(ctx)
 	if err != nil {
 		s.pErr = err
+		if timedOut(err) && ctx.Err() == nil {
+			// The cluster hangs (a cut link, stopped processes): its KoP is not asked
+			// either, so that nothing waits on it more than once.
+			s.cacheErr = fmt.Errorf("not asked: cluster %s did not answer its admin API within the request timeout", s.c.Name)
+		}
 		return
 	}
 	s.partitions = n
@@ -137,4 +147,11 @@ func replayPartitions(ctx context.Context, reader loader.OffsetTopicReader, part
 		}
 	}
 	return results, nil
+}
+
+// timedOut reports whether err is a call that waited out its timeout (no answer), not a
+// refusal or an error answer.
+func timedOut(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
 }

@@ -35,6 +35,9 @@ type Cluster struct {
 	Replication ReplicationSource
 	// Fetcher asks KoP (cached side). Nil: the cached side is not checked.
 	Fetcher OffsetFetcher
+	// Down, when set, is why the cluster is not asked at all (it did not answer within the
+	// timeout before the check began): one wait per cluster, not one per call.
+	Down error
 	// Owner names the broker that owns the bundle of an offsets partition, without making
 	// one take it ("" when none does): evidence for an unserved partition. Nil: not said.
 	Owner func(ctx context.Context, offsetsPartition int32) (string, error)

@@ -43,6 +43,11 @@ var _ ClusterNamer = (*pulsarx.Admin)(nil)
 // rights; the admin API may be down) nothing is refused: the config's name is used as given.
 func CheckPulsarName(ctx context.Context, a ClusterNamer, cl config.Cluster, path string) error {
 	got, err := a.ClusterName(ctx)
+	if err != nil && ctx.Err() != nil {
+		// No answer within the timeout: the caller marks the cluster down (NoAnswer) so that
+		// nothing waits on it again.
+		return &NoAnswer{Cluster: cl.Name, Err: err}
+	}
 	if err != nil || got == "" || got == cl.PulsarName() {
 		return nil
 	}
@@ -54,6 +59,18 @@ func CheckPulsarName(ctx context.Context, a ClusterNamer, cl config.Cluster, pat
 	}
 	return &config.Error{Path: path, Cluster: cl.Name, Field: "pulsarCluster", Msg: msg}
 }
+
+// NoAnswer is a cluster whose admin API did not answer within the request timeout.
+type NoAnswer struct {
+	Cluster string
+	Err     error
+}
+
+func (e *NoAnswer) Error() string {
+	return fmt.Sprintf("cluster %s did not answer its admin API within the request timeout: %v", e.Cluster, e.Err)
+}
+
+func (e *NoAnswer) Unwrap() error { return e.Err }
 
 // ReplicationNames checks cl's Pulsar name (CheckPulsarName, within timeout when > 0) and
 // returns the Pulsar-name-to-config-name map of every cluster of cfg (config.PulsarNames),

@@ -70,6 +70,9 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
 			Owner:       partitionOwner(ps.Admin, cl),
 		}
+		if ps.Down != nil {
+			c.Down = ps.Down
+		}
 		if so.Cached || so.Describe {
 			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
 			if err != nil {

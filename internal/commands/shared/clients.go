@@ -1,6 +1,8 @@
 package shared
 
 import (
+	"errors"
+
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
@@ -16,6 +18,8 @@ type PulsarSide struct {
 	Client pulsar.Client
 	Names  map[string]string // nil when the names were not checked
 	Reader *pulsarx.Reader
+	// Down is set when the admin API did not answer the name check within the timeout.
+	Down *NoAnswer
 }
 
 // DialPulsar builds cl's Pulsar side from f. With checkNames the cluster's Pulsar name is
@@ -27,18 +31,22 @@ func DialPulsar(f *cmdutil.Factory, cl config.Cluster, checkNames bool) (*Pulsar
 		return nil, err
 	}
 	var names map[string]string
+	var down *NoAnswer
 	if checkNames {
 		cfg, err := f.Config()
 		if err != nil {
 			return nil, err
 		}
 		if names, err = ReplicationNames(adm, cl, cfg, f.Flags.Timeout); err != nil {
-			return nil, err
+			if !errors.As(err, &down) {
+				return nil, err
+			}
+			names = config.PulsarNames(cfg.Clusters)
 		}
 	}
 	pc, err := f.PulsarClient(cl)
 	if err != nil {
 		return nil, err
 	}
-	return &PulsarSide{Admin: adm, Client: pc, Names: names, Reader: LoaderReader(cl, pc, adm, names)}, nil
+	return &PulsarSide{Admin: adm, Client: pc, Names: names, Reader: LoaderReader(cl, pc, adm, names), Down: down}, nil
 }
