@@ -26,12 +26,7 @@ import (
 //     scus still serves its own 60, also after a reload of its bundle.
 func TestFailoverShiftedCopies(t *testing.T) {
 	topic, group, part := settledGroup(t, "shifted")
-	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
-	produceLocal(t, scus, topic, 10)
-	labtest.WaitEndOffset(t, scus, topic, 10)
-	labtest.Produce(t, scus, topic, 100)
-	labtest.WaitEndOffset(t, scus, topic, 110)
-	labtest.WaitEndOffset(t, wus, topic, 100)
+	shiftedCopies(t, topic, 10, 100)
 
 	// wus loads 30 (stale from then on), then the group reaches 60 on scus.
 	labtest.Commit(t, theLab, "scus", group, topic, 30)
@@ -101,6 +96,18 @@ func TestFailoverShiftedCopies(t *testing.T) {
 
 // produceLocal writes n messages to topic's partition 0 on c with a Pulsar producer and
 // replication disabled: they exist on c only.
+// shiftedCopies writes local records on scus with replication off, then replicated ones:
+// scus offset N is wus offset N-local.
+func shiftedCopies(t *testing.T, topic string, local, replicated int) {
+	t.Helper()
+	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
+	produceLocal(t, scus, topic, local)
+	labtest.WaitEndOffset(t, scus, topic, int64(local))
+	labtest.Produce(t, scus, topic, replicated)
+	labtest.WaitEndOffset(t, scus, topic, int64(local+replicated))
+	labtest.WaitEndOffset(t, wus, topic, int64(replicated))
+}
+
 func produceLocal(t *testing.T, c lab.Cluster, topic string, n int) {
 	t.Helper()
 	pc := labtest.Pulsar(t, c)

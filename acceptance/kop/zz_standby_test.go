@@ -88,12 +88,8 @@ func keptCount(t *testing.T, listen, cluster string, n int) int {
 func TestStandbyWithoutThePrimary(t *testing.T) {
 	topic, group, part := settledGroup(t, "standby")
 	story, storyGroup, storyPart := labtest.StoryAt500(t, theLab, "standby-story")
+	shiftedCopies(t, topic, 300, 1000)
 	scus, wus := theLab.Cluster("scus"), theLab.Cluster("wus")
-	produceLocal(t, scus, topic, 300)
-	labtest.WaitEndOffset(t, scus, topic, 300)
-	labtest.Produce(t, scus, topic, 1000)
-	labtest.WaitEndOffset(t, scus, topic, 1300)
-	labtest.WaitEndOffset(t, wus, topic, 1000)
 
 	listen := labtest.FreeListen(t)
 	stop := cli.StartWatchArgs(t, listen, 20, "--keep-translations", "--interval", "2s", "--group", group, "--group", storyGroup)
@@ -103,6 +99,9 @@ func TestStandbyWithoutThePrimary(t *testing.T) {
 		labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 		keptCount(t, listen, "wus", i+2)
 	}
+	// Any load of wus now lands the kept translation (KoP loads it like any commit).
+	labtest.LoadOn(t, theLab, "wus", group)
+	labtest.WantServed(t, theLab, "wus", group, topic, "600", "after a load wus serves %s, want the kept translation 600")
 	labtest.Commit(t, theLab, "scus", storyGroup, story, 10900)
 	labtest.WaitReplicated(t, theLab, "scus", "wus", storyPart)
 	keptCount(t, listen, "wus", 4)
