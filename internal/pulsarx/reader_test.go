@@ -408,3 +408,18 @@ func TestReadPartitionProbeBehindKeepsWaiting(t *testing.T) {
 		t.Fatalf("err=%v probes=%d", err, pc.calls.Load())
 	}
 }
+
+// TestReadPartitionKeptMark: a kept translation's properties reach the loader as its mark;
+// a mark that does not parse leaves an ordinary message.
+func TestReadPartitionKeptMark(t *testing.T) {
+	kept := single(7, 0, "", "a")
+	kept.props = loader.KeptMark{From: "scus", Sources: []int64{60}, At: time.UnixMilli(1_700_000_000_000)}.Properties()
+	bad := single(7, 1, "", "b")
+	bad.props = map[string]string{loader.PropKeptFrom: "scus", loader.PropKeptAt: "soon"}
+	rd := &fakeReader{msgs: []fakeMsg{kept, bad}, last: fakeID{7, 1, -1, 0}}
+	c := &fakeClient{readers: map[string]*fakeReader{testTopic + "-partition-1": rd}}
+	got := collect(t, newTestReader(c, 8, ReaderOptions{}), 1)
+	if len(got) != 2 || got[0].Kept == nil || got[0].Kept.From != "scus" || got[0].Kept.Sources[0] != 60 || got[1].Kept != nil {
+		t.Fatalf("marks: %+v / %+v", got[0].Kept, got[1].Kept)
+	}
+}
