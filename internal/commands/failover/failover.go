@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
@@ -62,13 +61,8 @@ type Document struct {
 	ExitCode      outcome.Outcome `json:"exitCode"`
 }
 
-// NewCmdFailover returns `failover`. runF replaces the run function in tests.
-func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Config: f.Config}
-	cmd := &cobra.Command{
-		Use:   "failover --to CLUSTER [--from CLUSTER] [--group G...] [--topic T...]",
-		Short: "Land groups on another cluster at the first message they have not consumed (offsets translated by message identity)",
-		Long: strings.TrimSpace(`
+// failoverLong is the long help of the command.
+const failoverLong = `
 Move consumer groups from one cluster (--from, the source, where they consumed) to another
 (--to, the target) so that each starts at the first message it has not consumed on the
 source: the offset translated by message identity (timestamp, key, value and headers of the
@@ -99,7 +93,15 @@ so the group re-reads what it consumed since. A row without a kept translation i
 by name. Run 'watch --keep-translations' while both clusters answer to have them.
 
 Exit codes: 0 every selected row served at its translated offset; 1 rows refused or left;
-2 usage; 3 a cluster could not be reached; 4 a write or the reload did not achieve its goal.`),
+2 usage; 3 a cluster could not be reached; 4 a write or the reload did not achieve its goal.`
+
+// NewCmdFailover returns `failover`. runF replaces the run function in tests.
+func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Config: f.Config}
+	cmd := &cobra.Command{
+		Use:   "failover --to CLUSTER [--from CLUSTER] [--group G...] [--topic T...]",
+		Short: "Land groups on another cluster at the first message they have not consumed (offsets translated by message identity)",
+		Long:  strings.TrimSpace(failoverLong),
 		Example: cmdutil.Examples(`
   # what would happen for one group (nothing is written)
   kop-offsets failover --from scus --to wus --group orders --dry-run
@@ -335,7 +337,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		toClient := dstPulsar.Client
 		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{}}
 		for _, cl := range []config.Cluster{from, to} {
-			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(o ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, o...) }}
+			aligner.Sources[cl.Name] = shared.DataCopies(f, cl)
 		}
 		rs, err := shared.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) })(to, all)
 		if err != nil {

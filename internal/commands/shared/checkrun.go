@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -83,7 +81,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			c.Fetcher = &kop.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
 		if so.Copies {
-			c.Copies = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
+			c.Copies = DataCopies(f, cl)
 		}
 		return c, func() {
 			for _, fn := range closers {

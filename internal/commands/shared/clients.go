@@ -4,7 +4,9 @@ import (
 	"errors"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -49,4 +51,10 @@ func DialPulsar(f *cmdutil.Factory, cl config.Cluster, checkNames bool) (*Pulsar
 		return nil, err
 	}
 	return &PulsarSide{Admin: adm, Client: pc, Names: names, Reader: LoaderReader(cl, pc, adm, names), Down: down}, nil
+}
+
+// DataCopies reads cl's copies of the data topics through its KoP listener (align), one
+// client per read.
+func DataCopies(f *cmdutil.Factory, cl config.Cluster) align.Source {
+	return &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
 }

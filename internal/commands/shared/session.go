@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
@@ -100,7 +99,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 				return nil, err
 			}
 			closers = append(closers, kc.Close)
-			aligner.Sources[cl.Name] = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
+			aligner.Sources[cl.Name] = DataCopies(f, cl)
 			kg := kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
 			ds[cl.Name] = kg
 			if cl.Name == target.Name {

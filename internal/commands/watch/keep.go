@@ -6,10 +6,10 @@ import (
 	"sync"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -23,7 +23,7 @@ func dataCopies(f *cmdutil.Factory, all []config.Cluster) map[string]align.Sourc
 		if len(cl.KafkaBootstrap) == 0 {
 			continue
 		}
-		out[cl.Name] = &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
+		out[cl.Name] = shared.DataCopies(f, cl)
 	}
 	return out
 }
