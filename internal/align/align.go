@@ -56,9 +56,12 @@ type Map struct {
 	From, To  string
 	Topic     string
 	Partition int32
-	UpTo      int64  // committed offsets up to this one translate
-	Source    Bounds // the source's copy as read
-	Target    Bounds // the target's copy as read
+	UpTo      int64 // committed offsets up to this one translate
+	// Floor is the group's own commit on the target (its numbering) the Map starts from, -1
+	// for none (BuildFrom).
+	Floor  int64
+	Source Bounds // the source's copy as read
+	Target Bounds // the target's copy as read
 
 	// prefMax[i] is the highest source offset among the target's records Target.Start..
 	// Target.Start+i (scanned order); a target record not among the source's first UpTo
@@ -72,6 +75,9 @@ type Map struct {
 	// stop is the target offset where the scan stopped: the first record not among the
 	// source's first UpTo messages, or Target.End.
 	stop int64
+	// below are the source offsets of the target's records before Floor, sorted: consumed on
+	// the target itself.
+	below []int64
 }
 
 // Translation is one committed offset moved from the source's numbering to the target's.
@@ -97,6 +103,9 @@ type Translation struct {
 	// replication of the data is behind), so Translated is the target's log end and rises
 	// as the messages arrive.
 	Behind bool `json:"behind,omitempty"`
+	// Floor is the group's own earlier commit on To the translation starts from (nil:
+	// none): the group consumed To's messages before it there, so those never hold it back.
+	Floor *int64 `json:"floor,omitempty"`
 }
 
 // Aligned reports whether the number means the same position on both clusters.
@@ -118,6 +127,9 @@ func (t Translation) String() string {
 		s += fmt.Sprintf(" (%s offset %d: the group read later messages on %s)", t.From, *t.Next, t.From)
 	default:
 		s += fmt.Sprintf(" (%s's log end: the group read everything %s holds)", t.To, t.To)
+	}
+	if t.Floor != nil {
+		s += fmt.Sprintf("; counted from the group's own commit %d on %s", *t.Floor, t.To)
 	}
 	if t.Unmatched > 0 {
 		s += fmt.Sprintf("; %d consumed messages are not on %s before it", t.Unmatched, t.To)
@@ -141,10 +153,18 @@ func FailoverCommand(group, topic, from, to string) string {
 // the source did not hold before upTo, and relates them. maxMessages bounds what is read
 // from each copy (0: DefaultMaxMessages).
 func Build(ctx context.Context, from, to string, src, dst Source, topic string, partition int32, upTo int64, maxMessages int64) (*Map, error) {
+	return BuildFrom(ctx, from, to, src, dst, topic, partition, upTo, -1, maxMessages)
+}
+
+// BuildFrom is Build for a group that committed floor on the target itself (its own
+// numbering there, -1: none), as after a failback: the target's messages before floor were
+// consumed there, so a message there that the source lacks (written while the target was the
+// primary) does not hold the translation back; it starts at floor and never lands below it.
+func BuildFrom(ctx context.Context, from, to string, src, dst Source, topic string, partition int32, upTo, floor int64, maxMessages int64) (*Map, error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultMaxMessages
 	}
-	m := &Map{From: from, To: to, Topic: topic, Partition: partition, UpTo: upTo}
+	m := &Map{From: from, To: to, Topic: topic, Partition: partition, UpTo: upTo, Floor: floor}
 	idx := newIndex()
 	var n int64
 	var tooLarge bool
@@ -176,6 +196,12 @@ func Build(ctx context.Context, from, to string, src, dst Source, topic string, 
 			return false
 		}
 		s, ok := idx.take(r.ID)
+		if r.Offset < floor {
+			if ok {
+				m.below = append(m.below, s)
+			}
+			return true
+		}
 		if !ok {
 			s = math.MaxInt64
 		}
@@ -199,6 +225,12 @@ func Build(ctx context.Context, from, to string, src, dst Source, topic string, 
 	if m.stop < 0 {
 		m.stop = tb.End
 	}
+	if floor > tb.End {
+		// An own commit past what the copy holds is not a position in it (the topic was
+		// recreated, or the number is wrong): no floor.
+		return BuildFrom(ctx, from, to, src, dst, topic, partition, upTo, -1, maxMessages)
+	}
+	slices.Sort(m.below)
 	m.missing = idx.remaining()
 	return m, nil
 }
@@ -235,7 +267,14 @@ func (m *Map) Translate(o int64) (Translation, error) {
 	// the other consumed messages are not on the target before it: absent, or held after
 	// it (read again).
 	consumed := int64(sort.Search(len(m.srcOffs), func(j int) bool { return m.srcOffs[j] >= o }))
-	t.Unmatched = max(consumed-int64(i), 0)
+	held := int64(i)
+	if m.Floor >= 0 {
+		f := m.Floor
+		t.Floor = &f
+		held += int64(sort.Search(len(m.below), func(j int) bool { return m.below[j] >= o }))
+		t.Translated = max(t.Translated, f)
+	}
+	t.Unmatched = max(consumed-held, 0)
 	if k := sort.Search(len(m.missing), func(j int) bool { return m.missing[j] >= o }); k > 0 {
 		f := m.missing[0]
 		t.FirstUnmatched = &f

@@ -13,6 +13,10 @@ type Request struct {
 	Topic     string // the Kafka name both clusters know it by
 	Partition int32
 	Offset    int64
+	// Floor is the group's own latest commit on To in To's numbering (-1 or 0: none; see
+	// loader.CommittedOffset.Floor): a translation below it starts from it instead
+	// (BuildFrom).
+	Floor int64
 }
 
 // Result is the answer to one Request: a Translation, or why there is none.
@@ -89,7 +93,25 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 		t, err := maps[k].Translate(r.Offset)
 		out[r] = Result{Translation: t, Err: err}
 	}
+	a.floored(ctx, out)
 	return out
+}
+
+// floored answers again, from the group's own commit on the target, the requests whose
+// translation landed below it: one Map per request (a floor is one group's).
+func (a *Aligner) floored(ctx context.Context, out map[Request]Result) {
+	for r, res := range out {
+		if r.Floor <= 0 || res.Err != nil || res.Translated >= r.Floor {
+			continue
+		}
+		m, err := BuildFrom(ctx, r.From, r.To, a.Sources[r.From], a.Sources[r.To], r.Topic, r.Partition, r.Offset, r.Floor, a.MaxMessages)
+		if err != nil {
+			out[r] = Result{Err: err}
+			continue
+		}
+		t, err := m.Translate(r.Offset)
+		out[r] = Result{Translation: t, Err: err}
+	}
 }
 
 // Unreachable is the Source of a cluster that did not answer: every read fails at once with

@@ -42,6 +42,9 @@ type Tracker struct {
 	// MaxMessages bounds a Build's reads per copy (0: DefaultMaxMessages); Step bounds a
 	// lockstep read per call (0: DefaultStep).
 	MaxMessages, Step int64
+	// Floor is one group's own commit on the target (BuildFrom; 0: none): a Tracker with a
+	// floor answers for that group only.
+	Floor int64
 
 	m      *Map
 	anchor Translation // m.Translate(m.UpTo)
@@ -102,6 +105,15 @@ func (tr *Tracker) TranslateAll(ctx context.Context, offsets []int64) ([]Transla
 // Translate moves committed offset o from the source's numbering to the target's, reading
 // what replicated since the last call when o lies past what was verified.
 func (tr *Tracker) Translate(ctx context.Context, o int64) (Translation, error) {
+	t, err := tr.translate(ctx, o)
+	if err == nil && tr.m != nil && tr.m.Floor > 0 && t.Floor == nil {
+		f := tr.m.Floor // the Build's: a floor past the copy's end is none
+		t.Floor, t.Translated = &f, max(t.Translated, f)
+	}
+	return t, err
+}
+
+func (tr *Tracker) translate(ctx context.Context, o int64) (Translation, error) {
 	tr.stats.Translations++
 	if tr.m == nil {
 		if err := tr.build(ctx, o); err != nil {
@@ -157,7 +169,11 @@ func (tr *Tracker) lockstep(o int64) Translation {
 
 func (tr *Tracker) build(ctx context.Context, upTo int64) error {
 	src, dst := &counting{Source: tr.Src, n: &tr.stats.SourceReads}, &counting{Source: tr.Dst, n: &tr.stats.TargetReads}
-	m, err := Build(ctx, tr.From, tr.To, src, dst, tr.Topic, tr.Partition, upTo, tr.MaxMessages)
+	floor := tr.Floor
+	if floor <= 0 {
+		floor = -1
+	}
+	m, err := BuildFrom(ctx, tr.From, tr.To, src, dst, tr.Topic, tr.Partition, upTo, floor, tr.MaxMessages)
 	if err != nil {
 		return err
 	}

@@ -171,7 +171,12 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 	activity, served, actErr := pl.askTarget(ctx, groups)
 	var reqs []align.Request
 	for _, r := range plan.Rows {
-		reqs = append(reqs, align.Request{From: pl.From.Name, To: pl.To.Name, Topic: r.Topic, Partition: r.Partition, Offset: r.Source})
+		req := align.Request{From: pl.From.Name, To: pl.To.Name, Topic: r.Topic, Partition: r.Partition, Offset: r.Source}
+		if co, ok := dst.Lookup(r.Group, loader.NormalizeTopic(r.Topic, pl.To.KafkaNamespace), r.Partition); ok {
+			// After a failback the group's own commit on the target is where it starts.
+			req.Floor = co.Floor()
+		}
+		reqs = append(reqs, req)
 	}
 	var translated map[align.Request]align.Result
 	if pl.Aligner != nil {

@@ -78,10 +78,17 @@ func TestPlan(t *testing.T) {
 	}
 	pl, dst, _, _ := setup(t)
 
-	// The group went on on wus itself, past the translation: never moved back.
+	// The group went on on wus itself, past the translation: its own commit is the floor,
+	// the failover lands it there (KoP serves 30, the topic holds 70: a reload).
 	dst.Commit(kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 70})
-	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "committed 70 on wus itself") {
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionReload || *plan.Rows[0].Translated != 70 || !strings.Contains(plan.Rows[0].Why, "own commit 70 on wus") {
 		t.Fatalf("own newer: %+v", plan.Rows[0])
+	}
+	// An own commit past the copy's end is no position there (no floor): never moved back.
+	pl, dst, _, _ = setup(t)
+	dst.Commit(kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 150})
+	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionRefused || !strings.Contains(plan.Rows[0].Why, "committed 150 on wus itself") {
+		t.Fatalf("own newer, past the end: %+v", plan.Rows[0])
 	}
 	pl.AcceptLoss = true
 	if plan, _ := pl.Plan(ctx, Scope{}); plan.Rows[0].Action != ActionWrite {
@@ -213,5 +220,35 @@ func TestPlanSourceDown(t *testing.T) {
 	plan, _ = pl.Plan(context.Background(), Scope{Groups: []string{"g"}})
 	if r := plan.Rows[0]; r.Action != ActionRefused || !strings.Contains(r.Why, "live members") {
 		t.Fatalf("g with members: %+v", r)
+	}
+}
+
+// TestPlanFailback: scus wrote 10 messages before replication (never on wus); the group
+// committed 60 on scus, failed over to wus, committed 80 there (scus 90), and fails back. Its
+// own commit on scus is where the translation starts, not scus's first message.
+func TestPlanFailback(t *testing.T) {
+	ctx := context.Background()
+	c := kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 80}
+	src := fakes.NewMemReader(8).Commit(c)
+	dst := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}).Replicated("wus", c)
+	sk, wk := fakes.NewKoP(t), fakes.NewKoP(t)
+	wk.Set("g", "topic-1", 0, 80)
+	sk.Set("g", "topic-1", 0, 60)
+	pl := &Planner{
+		From: Side{Name: "wus", KafkaNamespace: "public/default", Reader: src, Groups: groups(t, wk)},
+		To:   Side{Name: "scus", KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, sk)},
+		Aligner: &align.Aligner{Sources: map[string]align.Source{
+			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1000, 1010), fakes.Sequence(0, 100)...)}},
+			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
+		}},
+		Backlog: backlog(0),
+	}
+	plan, err := pl.Plan(ctx, Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plan.Rows[0]
+	if len(plan.Rows) != 1 || r.Action != ActionWrite || *r.Translated != 90 || r.Translation.Floor == nil || *r.Translation.Floor != 60 {
+		t.Fatalf("%+v", plan.Rows)
 	}
 }

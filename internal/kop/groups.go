@@ -74,6 +74,9 @@ type TopicOffset struct {
 	Offset    int64  `json:"offset"`
 	// Origin is the cluster the commit was replicated from ("": written here).
 	Origin string `json:"origin,omitempty"`
+	// Floor is the group's own earlier commit here when the offset was replicated
+	// (loader.CommittedOffset.Floor; 0: none): its translation never lands below it.
+	Floor int64 `json:"floor,omitempty"`
 }
 
 // SortTopicOffsets sorts by topic, then partition.

@@ -153,12 +153,10 @@ func (r *Replayer) offsetCommit(group, topic string, txn bool, pid int64, e entr
 		}
 		return
 	}
-	slot := s.loadedSlot(e.key)
-	*s.loaded.at(slot) = e
+	slot := s.put(e, r.keptEntry(e))
 	s.loaded.setMetadata(slot, metadata)
 	s.loaded.setPID(slot, -1)
 	s.setMsg(slot, r.msg)
-	s.loaded.setKept(slot, r.keptEntry(e))
 }
 
 // keptEntry is the kept translation of the record being applied, nil when its message has

@@ -57,3 +57,62 @@ func TestKeptTranslation(t *testing.T) {
 		t.Fatalf("ordinary commit has a kept translation: %+v", c.Kept)
 	}
 }
+
+// TestOwnCommit replays a failback on the old primary: the group's own commit there, then
+// the standby's commits replicated back and their kept translations. The own commit stays
+// the floor until the group commits there again, or its offset is deleted.
+func TestOwnCommit(t *testing.T) {
+	r := NewReplayer(7, OrderingKoP)
+	i := 0
+	apply := func(offset int64, from string, kept *KeptMark) CommittedOffset {
+		t.Helper()
+		i++
+		m := Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"),
+			Value: offsetlogtest.CommitMsg(t, "G", t1, 0, offset), ReplicatedFrom: from, Kept: kept}
+		if err := r.ApplyMessage(m); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := r.Result().Lookup("G", t1, 0)
+		return c
+	}
+	own := func(c CommittedOffset) string {
+		if c.Own == nil {
+			return "none"
+		}
+		return itoa(int(*c.Own))
+	}
+	at := time.UnixMilli(1_700_000_000_000)
+	steps := []struct {
+		offset int64
+		from   string
+		kept   *KeptMark
+		own    string
+		floor  int64
+	}{
+		{1100, "", nil, "none", 1100},   // the group on scus
+		{900, "wus", nil, "1100", 1100}, // failed over, commits on wus
+		{1200, "", &KeptMark{From: "wus", Sources: []int64{900}, At: at}, "1100", 1100}, // watch keeps it
+		{1000, "wus", nil, "1100", 1100},
+		{1400, "", nil, "none", 1400}, // failed back: the group commits on scus again
+		{1100, "wus", nil, "1400", 1400},
+	}
+	for n, s := range steps {
+		c := apply(s.offset, s.from, s.kept)
+		if own(c) != s.own || c.Floor() != s.floor {
+			t.Fatalf("step %d (%d from %q): own %s floor %d, want own %s floor %d", n, s.offset, s.from, own(c), c.Floor(), s.own, s.floor)
+		}
+	}
+	// A deleted offset forgets its own commit: a new key has none.
+	i++
+	tomb := Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"),
+		Value: offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{offsetlogtest.OffsetKey(1, "G", t1, 0), nil})}
+	if err := r.ApplyMessage(tomb); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Result().Lookup("G", t1, 0); ok {
+		t.Fatal("the tombstone did not delete the offset")
+	}
+	if c := apply(50, "wus", nil); c.Own != nil || c.Floor() != 0 {
+		t.Fatalf("after a tombstone: own %s floor %d", own(c), c.Floor())
+	}
+}

@@ -106,6 +106,17 @@ func (s *state) loadedSlot(k entryKey) uint32 {
 	return s.loaded.alloc(k, s.msgs != nil)
 }
 
+// put stores e as its key's loaded offset (kept: its kept translation, nil for none) and
+// returns the slot.
+func (s *state) put(e entry, kept *keptEntry) uint32 {
+	_, existed := s.loaded.index[e.key]
+	slot := s.loadedSlot(e.key)
+	s.loaded.setOwn(slot, existed, e, kept != nil)
+	*s.loaded.at(slot) = e
+	s.loaded.setKept(slot, kept)
+	return slot
+}
+
 // setMsg makes msg the message of a loaded slot.
 func (s *state) setMsg(slot, msg uint32) {
 	if s.msgs == nil {
@@ -176,12 +187,10 @@ func (s *state) marker(pid int64, commit bool) {
 			if slot, ok := s.loaded.index[k]; ok && s.loaded.at(slot).pos >= pe.pos {
 				continue
 			}
-			slot := s.loadedSlot(k)
-			*s.loaded.at(slot) = pe.entry
+			slot := s.put(pe.entry, nil)
 			s.loaded.setMetadata(slot, pe.metadata)
 			s.loaded.setPID(slot, pid)
 			s.setMsg(slot, pe.msg)
-			s.loaded.setKept(slot, nil)
 		}
 	}
 	for _, pe := range t {
@@ -243,6 +252,9 @@ func (s *state) loadedOffset(slot uint32) CommittedOffset {
 	c := s.committed(s.loaded.at(slot), s.loaded.meta[slot], pid)
 	if k, ok := s.loaded.kept[slot]; ok {
 		c.Kept = &Kept{From: s.origins[k.from], Source: k.source, Offset: k.offset, At: offsetlog.Millis(k.at), Current: k.current}
+	}
+	if v, ok := s.loaded.own[slot]; ok {
+		c.Own = &v
 	}
 	return c
 }

@@ -52,10 +52,14 @@ type table struct {
 	meta   map[uint32]string // non-empty metadata by slot
 	pid    map[uint32]int64  // producer of an offset that came from a transaction, by slot
 	kept   map[uint32]keptEntry
+	// own is the key's last commit written on this cluster by a client (not replicated, not
+	// a kept translation), by slot, while a replicated commit or kept translation replaced
+	// it: the group's own position here (CommittedOffset.Own).
+	own map[uint32]int64
 }
 
 func newTable() table {
-	return table{index: map[entryKey]uint32{}, used: 1, meta: map[uint32]string{}, pid: map[uint32]int64{}, kept: map[uint32]keptEntry{}}
+	return table{index: map[entryKey]uint32{}, used: 1, meta: map[uint32]string{}, pid: map[uint32]int64{}, kept: map[uint32]keptEntry{}, own: map[uint32]int64{}}
 }
 
 func (t *table) at(slot uint32) *entry { return &t.chunks[slot>>chunkBits][slot&(chunkSize-1)] }
@@ -92,6 +96,9 @@ func (t *table) release(slot uint32) {
 	}
 	if len(t.kept) > 0 {
 		delete(t.kept, slot)
+	}
+	if len(t.own) > 0 {
+		delete(t.own, slot)
 	}
 	t.free = append(t.free, slot)
 }
@@ -137,9 +144,28 @@ func (t *table) setKept(slot uint32, k *keptEntry) {
 	}
 }
 
+// setOwn keeps slot's own commit (table.own) before next replaces the entry there (existed:
+// slot held an entry); nextKept: next is a kept translation.
+func (t *table) setOwn(slot uint32, existed bool, next entry, nextKept bool) {
+	if next.origin == 0 && !nextKept {
+		if len(t.own) > 0 {
+			delete(t.own, slot)
+		}
+		return
+	}
+	if !existed {
+		return
+	}
+	prev := t.at(slot)
+	if k, ok := t.kept[slot]; prev.origin == 0 && (!ok || !k.current) {
+		t.own[slot] = prev.offset
+	}
+}
+
 func (t *table) clone() table {
 	c := *t
 	c.index, c.meta, c.pid, c.kept, c.free = maps.Clone(t.index), maps.Clone(t.meta), maps.Clone(t.pid), maps.Clone(t.kept), slices.Clone(t.free)
+	c.own = maps.Clone(t.own)
 	c.chunks = make([][]entry, len(t.chunks))
 	for i, ch := range t.chunks {
 		c.chunks[i] = slices.Clone(ch)

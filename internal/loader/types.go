@@ -125,6 +125,25 @@ type CommittedOffset struct {
 	Origin string `json:"origin,omitempty"`
 	// Kept is the newest translation watch kept for this key here (kept.go), nil if none.
 	Kept *Kept `json:"kept,omitempty"`
+	// Own is the key's last commit written on the cluster read by a client (its own
+	// numbering), when a replicated commit or a kept translation came after it; nil
+	// otherwise. See Floor.
+	Own *int64 `json:"own,omitempty"`
+}
+
+// Floor is the group's own position on the cluster read: its last commit there by a client
+// (this offset when it is one, else Own), 0 for none. The group consumed this cluster's
+// messages before it here, so a translation into this cluster's numbering never needs to
+// land below it (align.BuildFrom): after a failback, messages the cluster wrote while it was
+// the primary, which the other copy lacks, do not send the group back to them.
+func (c CommittedOffset) Floor() int64 {
+	switch {
+	case c.Origin == "" && (c.Kept == nil || !c.Kept.Current):
+		return c.Offset
+	case c.Own != nil:
+		return *c.Own
+	}
+	return 0
 }
 
 // Producer is the producer of a transactional offset, -1 for one committed outside a

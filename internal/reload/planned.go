@@ -127,7 +127,11 @@ func (p *Plan) GroupsIn(bundleRange string) []AffectedGroup {
 func topicOffsets(cs []loader.CommittedOffset, kafkaNamespace string) []TopicOffset {
 	out := make([]TopicOffset, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, TopicOffset{Topic: loader.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset, Origin: c.Origin})
+		o := TopicOffset{Topic: loader.ShortName(c.Topic, kafkaNamespace), Partition: c.Partition, Offset: c.Offset, Origin: c.Origin}
+		if c.Origin != "" {
+			o.Floor = c.Floor()
+		}
+		out = append(out, o)
 	}
 	return out
 }

@@ -57,7 +57,7 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 	for _, g := range groups {
 		for _, p := range g.Persisted {
 			if replicatedChange(g, p, cluster) {
-				reqs = append(reqs, align.Request{From: p.Origin, To: cluster, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset})
+				reqs = append(reqs, skipRequest(p, cluster))
 			}
 		}
 	}
@@ -76,7 +76,7 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 			}
 			s := Skip{Group: g.Group, Topic: p.Topic, Partition: p.Partition, Origin: p.Origin, Predicted: p.Offset,
 				Fix: align.FailoverCommand(g.Group, p.Topic, p.Origin, cluster)}
-			r, ok := res[align.Request{From: p.Origin, To: cluster, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset}]
+			r, ok := res[skipRequest(p, cluster)]
 			switch {
 			case a == nil:
 				s.Unknown, s.Why = true, "no Kafka listener to compare the copies through (none configured, or KoP did not answer)"
@@ -94,6 +94,12 @@ func skips(ctx context.Context, a Aligner, cluster string, groups []*AffectedGro
 		}
 	}
 	return out
+}
+
+// skipRequest is the translation of p into cluster's numbering, from the group's own commit
+// there.
+func skipRequest(p TopicOffset, cluster string) align.Request {
+	return align.Request{From: p.Origin, To: cluster, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset, Floor: p.Floor}
 }
 
 // replicatedChange reports whether p, a value a load would serve for g, was replicated from

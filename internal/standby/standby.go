@@ -57,6 +57,7 @@ type Keeper struct {
 type trackerKey struct {
 	from, topic string
 	partition   int32
+	group       string // a Tracker from one group's own commit (Floor), "" for the shared one
 }
 
 // Want returns the offsets of one group that want a kept translation: the newest commit of
@@ -193,20 +194,45 @@ func (k *Keeper) remember(key verdict.Key, source int64) {
 
 func (k *Keeper) translate(ctx context.Context, from string, co loader.CommittedOffset) (align.Translation, error) {
 	topic := loader.ShortName(co.Topic, k.KafkaNamespace)
-	key := trackerKey{from, topic, co.Partition}
-	tr := k.trackers[key]
-	if tr == nil {
-		src, dst := k.Sources[from], k.Sources[k.Cluster]
-		if src == nil || dst == nil {
-			return align.Translation{}, fmt.Errorf("no Kafka listener to read %s[%d] through on %s or %s", topic, co.Partition, from, k.Cluster)
-		}
-		tr = &align.Tracker{From: from, To: k.Cluster, Topic: topic, Partition: co.Partition, Src: src, Dst: dst, MaxMessages: k.MaxMessages}
-		if k.trackers == nil {
-			k.trackers = map[trackerKey]*align.Tracker{}
-		}
-		k.trackers[key] = tr
+	plain := trackerKey{from: from, topic: topic, partition: co.Partition}
+	tr, err := k.tracker(plain, 0)
+	if err != nil {
+		return align.Translation{}, err
+	}
+	t, err := tr.Translate(ctx, co.Offset)
+	floor := co.Floor() // the group's own commit here, under the replicated one
+	own := plain
+	own.group = co.Group
+	if err != nil || floor <= 0 || t.Translated >= floor {
+		delete(k.trackers, own)
+		return t, err
+	}
+	// Below the group's own commit here (after a failback: messages this cluster wrote as
+	// the primary, which the source lacks, come first): one Tracker for the group, from it.
+	if ft := k.trackers[own]; ft != nil && ft.Floor != floor {
+		delete(k.trackers, own)
+	}
+	if tr, err = k.tracker(own, floor); err != nil {
+		return align.Translation{}, err
 	}
 	return tr.Translate(ctx, co.Offset)
+}
+
+// tracker returns the Tracker of key, new if there is none (floor: see align.Tracker).
+func (k *Keeper) tracker(key trackerKey, floor int64) (*align.Tracker, error) {
+	if tr := k.trackers[key]; tr != nil {
+		return tr, nil
+	}
+	src, dst := k.Sources[key.from], k.Sources[k.Cluster]
+	if src == nil || dst == nil {
+		return nil, fmt.Errorf("no Kafka listener to read %s[%d] through on %s or %s", key.topic, key.partition, key.from, k.Cluster)
+	}
+	tr := &align.Tracker{From: key.from, To: k.Cluster, Topic: key.topic, Partition: key.partition, Src: src, Dst: dst, MaxMessages: k.MaxMessages, Floor: floor}
+	if k.trackers == nil {
+		k.trackers = map[trackerKey]*align.Tracker{}
+	}
+	k.trackers[key] = tr
+	return tr, nil
 }
 
 // Stats sums what the trackers read: the cost of keeping (docs/failover.md).

@@ -158,3 +158,27 @@ func TestKeepBehind(t *testing.T) {
 		t.Fatalf("after the data arrived: offset %d, behind %v", c.Offset, k.Again())
 	}
 }
+
+// TestKeepFailback: the kept cluster was the primary (300 messages of its own that the other
+// copy never got), the group committed 1100 here, failed over and committed on the other
+// cluster; those commits come back replicated in its numbering. The group's own commit is
+// where their translation starts: not the messages only this cluster holds.
+func TestKeepFailback(t *testing.T) {
+	shared := fakes.Sequence(0, 1000)
+	k, w, _ := setup(t, shared, append(fakes.Sequence(1<<40, 1<<40+300), shared...))
+	if err := w.r.ApplyMessage(kop.Message(0, 99, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 1100})); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []int64{900, 950, 990} {
+		w.replicate(o)
+		keep(t, k, w, true)
+		if c := w.offset(); c.Offset != o+300 || c.Kept == nil || c.Kept.Source != o || c.Own == nil || *c.Own != 1100 {
+			t.Fatalf("replicated %d: kept %d (%+v, own %v), want %d", o, c.Offset, c.Kept, c.Own, o+300)
+		}
+	}
+	// One build shared by the groups (it stops at the messages only wus holds), one from
+	// the group's own commit; the later commits are read incrementally.
+	if st := k.Stats(); st.Builds != 2 {
+		t.Fatalf("%d builds, want 2", st.Builds)
+	}
+}

@@ -81,8 +81,16 @@ func (s *clusterState) peerRequest(r verdict.Key, peer *clusterState, byName map
 	return s.requestFor(r, from, v), true
 }
 
+// requestFor translates v, counted in from's numbering, into this cluster's, from the
+// group's own commit here (loader.CommittedOffset.Floor).
 func (s *clusterState) requestFor(r verdict.Key, from string, v int64) align.Request {
-	return align.Request{From: from, To: s.c.Name, Topic: loader.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
+	req := align.Request{From: from, To: s.c.Name, Topic: loader.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
+	if s.persisted != nil {
+		if co, ok := s.view(r.Group).Lookup(r.Group, r.Topic, r.Partition); ok {
+			req.Floor = co.Floor()
+		}
+	}
+	return req
 }
 
 // translate adds the row's alignment on this cluster to its cell and observation: its own
