@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labcli"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
@@ -27,6 +28,7 @@ type failoverDoc struct {
 			Source     int64
 			Translated *int64
 			Why        string
+			Kept       *loader.Kept
 		}
 	}
 	Result *struct {
@@ -143,24 +145,42 @@ func TestStandbyWithoutThePrimary(t *testing.T) {
 		t.Fatalf("after repair without scus wus serves %s, want 10900 (exit %d)\n%s", got, code, out)
 	}
 
-	// Failback (the aligned story): scus returns; the group, moved to wus, reads on and
-	// commits 11000 there; watch keeps it on scus; failover back lands scus on 11000.
+	// Failback. scus returns. The story's group, moved to wus, reads on and commits 11000
+	// there; the misaligned group, moved to wus at 600, reads to 950 and commits it there:
+	// scus 1250, counted from its own commit on scus (1100, wus 800), not from the 300
+	// messages only scus holds. Watch keeps both on scus; failover back lands scus on 11000
+	// and 1250, a consumer on scus starts at k-950, and check says ok.
 	resume()
 	labtest.Produce(t, scus, story, 100)
 	labtest.WaitEndOffset(t, wus, story, 11000)
 	labtest.Commit(t, theLab, "wus", storyGroup, story, 11000)
+	labtest.Commit(t, theLab, "wus", group, topic, 950)
 	labtest.WaitReplicated(t, theLab, "wus", "scus", storyPart)
+	labtest.WaitReplicated(t, theLab, "wus", "scus", part)
 	listen2 := labtest.FreeListen(t)
-	stop2 := cli.StartWatchArgs(t, listen2, 20, "--keep-translations", "--interval", "2s", "--group", storyGroup)
-	keptCount(t, listen2, "scus", 1)
+	stop2 := cli.StartWatchArgs(t, listen2, 20, "--keep-translations", "--interval", "2s", "--group", storyGroup, "--group", group)
+	keptCount(t, listen2, "scus", 2)
 	stop2()
-	code, d, _ = failover(t, "--from", "wus", "--to", "scus", "--group", storyGroup)
-	if code != 0 || len(d.Plan.Rows) != 1 || labtest.Val(d.Plan.Rows[0].Translated) != "11000" {
+	code, d, took = failover(t, "--from", "wus", "--to", "scus", "--group", storyGroup, "--group", group)
+	t.Logf("failback: exit %d in %s", code, took.Round(time.Millisecond))
+	want := map[string]string{storyGroup: "11000", group: "1250"}
+	if code != 0 || len(d.Plan.Rows) != 2 {
 		t.Fatalf("failback: exit %d, %+v", code, d)
 	}
+	for _, r := range d.Plan.Rows {
+		if labtest.Val(r.Translated) != want[r.Group] {
+			t.Fatalf("failback row %+v, want %s", r, want[r.Group])
+		}
+	}
 	labtest.WantServed(t, theLab, "scus", storyGroup, story, "11000", "scus serves %s after failback, want 11000")
-	rep, code := cli.Check(t, "--group", storyGroup)
-	if r := labcli.Row(t, rep, storyGroup); code != 0 || r.Status != verdict.StatusOK {
-		t.Fatalf("check after failback: exit %d, %s %+v", code, r.Status, r.Cells)
+	labtest.WantServed(t, theLab, "scus", group, topic, "1250", "scus serves %s after failback, want 1250 (wus 950)")
+	if first := labtest.FirstRecord(t, theLab, "scus", group, topic); first.Offset != 1250 || string(first.Key) != "k-950" {
+		t.Fatalf("after failback a consumer on scus starts at offset %d key %s, want 1250 k-950", first.Offset, first.Key)
+	}
+	rep, code := cli.Check(t, "--group", storyGroup, "--group", group)
+	for _, g := range []string{storyGroup, group} {
+		if r := labcli.Row(t, rep, g); code != 0 || r.Status != verdict.StatusOK {
+			t.Fatalf("check after failback: exit %d, %s %s %+v", code, g, r.Status, r.Cells)
+		}
 	}
 }

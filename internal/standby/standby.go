@@ -46,6 +46,9 @@ type Keeper struct {
 	Now         func() time.Time
 
 	trackers map[trackerKey]*align.Tracker
+	used     map[trackerKey]time.Time // when each Tracker last answered
+	swept    time.Time
+	retired  align.TrackerStats // what the dropped Trackers read (Stats never goes back)
 	// behind: keys whose kept translation stopped at the end of what this cluster held of
 	// the messages the group consumed (replication behind): translated again while the
 	// source's commit stays the newest, until it names the message.
@@ -204,13 +207,13 @@ func (k *Keeper) translate(ctx context.Context, from string, co loader.Committed
 	own := plain
 	own.group = co.Group
 	if err != nil || floor <= 0 || t.Translated >= floor {
-		delete(k.trackers, own)
+		k.drop(own)
 		return t, err
 	}
 	// Below the group's own commit here (after a failback: messages this cluster wrote as
 	// the primary, which the source lacks, come first): one Tracker for the group, from it.
 	if ft := k.trackers[own]; ft != nil && ft.Floor != floor {
-		delete(k.trackers, own)
+		k.drop(own)
 	}
 	if tr, err = k.tracker(own, floor); err != nil {
 		return align.Translation{}, err
@@ -218,8 +221,19 @@ func (k *Keeper) translate(ctx context.Context, from string, co loader.Committed
 	return tr.Translate(ctx, co.Offset)
 }
 
+// TrackerIdle is how long a Tracker that answered nothing is kept: a topic partition whose
+// groups stopped committing (or were deleted) gives its memory back, and is built again if
+// they come back.
+const TrackerIdle = time.Hour
+
 // tracker returns the Tracker of key, new if there is none (floor: see align.Tracker).
 func (k *Keeper) tracker(key trackerKey, floor int64) (*align.Tracker, error) {
+	now := k.now()
+	k.sweep(now)
+	if k.used == nil {
+		k.used = map[trackerKey]time.Time{}
+	}
+	k.used[key] = now
 	if tr := k.trackers[key]; tr != nil {
 		return tr, nil
 	}
@@ -235,17 +249,42 @@ func (k *Keeper) tracker(key trackerKey, floor int64) (*align.Tracker, error) {
 	return tr, nil
 }
 
+// sweep drops the Trackers idle for TrackerIdle, at most once a minute.
+func (k *Keeper) sweep(now time.Time) {
+	if now.Sub(k.swept) < time.Minute {
+		return
+	}
+	k.swept = now
+	for key, at := range k.used {
+		if now.Sub(at) > TrackerIdle {
+			k.drop(key)
+		}
+	}
+}
+
 // Stats sums what the trackers read: the cost of keeping (docs/failover.md).
 func (k *Keeper) Stats() align.TrackerStats {
-	var s align.TrackerStats
+	s := k.retired
 	for _, tr := range k.trackers {
-		t := tr.Stats()
-		s.Builds += t.Builds
-		s.SourceReads += t.SourceReads
-		s.TargetReads += t.TargetReads
-		s.Translations += t.Translations
+		addStats(&s, tr.Stats())
 	}
 	return s
+}
+
+// drop forgets the Tracker of key, keeping what it read in Stats.
+func (k *Keeper) drop(key trackerKey) {
+	if tr := k.trackers[key]; tr != nil {
+		addStats(&k.retired, tr.Stats())
+		delete(k.trackers, key)
+	}
+	delete(k.used, key)
+}
+
+func addStats(s *align.TrackerStats, t align.TrackerStats) {
+	s.Builds += t.Builds
+	s.SourceReads += t.SourceReads
+	s.TargetReads += t.TargetReads
+	s.Translations += t.Translations
 }
 
 // commitOf is co with its offset translated, times and metadata kept.

@@ -182,3 +182,26 @@ func TestKeepFailback(t *testing.T) {
 		t.Fatalf("%d builds, want 2", st.Builds)
 	}
 }
+
+// TestKeepForgetsIdleTrackers: a partition whose groups stopped committing gives its Tracker
+// back after TrackerIdle; what it read stays counted.
+func TestKeepForgetsIdleTrackers(t *testing.T) {
+	k, w, _ := setup(t, fakes.Sequence(0, 100), fakes.Sequence(0, 100))
+	now := time.UnixMilli(5_000)
+	k.Now = func() time.Time { return now }
+	w.replicate(50)
+	keep(t, k, w, true)
+	before := k.Stats()
+	if len(k.trackers) != 1 || before.Builds != 1 {
+		t.Fatalf("%d trackers, stats %+v", len(k.trackers), before)
+	}
+	now = now.Add(TrackerIdle + 2*time.Minute)
+	w.replicate(60)
+	keep(t, k, w, true) // the old Tracker is swept before this one is made
+	if st := k.Stats(); st.Builds != 2 || st.SourceReads < before.SourceReads {
+		t.Fatalf("after the sweep: stats %+v, before %+v", st, before)
+	}
+	if c := w.offset(); c.Offset != 60 {
+		t.Fatalf("kept %d, want 60", c.Offset)
+	}
+}
