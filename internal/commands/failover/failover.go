@@ -38,6 +38,8 @@ type Options struct {
 	Yes          bool
 	AcceptLoss   bool
 	AlignmentMax int64
+	// Writes: the writer lease and the audit trail, as for reload and repair.
+	Writes shared.Writes
 
 	// Session builds the planner and executor (tests replace it).
 	Session func(from, to config.Cluster, all []config.Cluster) (*Session, error)
@@ -129,6 +131,9 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 			if opts.AlignmentMax < 0 {
 				return cmdutil.FlagErrorf("--alignment-max-messages must not be negative")
 			}
+			if err := opts.Writes.Validate(); err != nil {
+				return err
+			}
 			if opts.Session == nil {
 				opts.Session = FactorySession(f, opts)
 			}
@@ -150,6 +155,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "also move back offsets the group committed on the target itself, and reload bundles whose other rows would lose or skip")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
+	shared.BindWriteFlags(fl, &opts.Writes, true)
 	return cmd
 }
 
@@ -339,7 +345,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		for _, cl := range []config.Cluster{from, to} {
 			aligner.Sources[cl.Name] = shared.DataCopies(f, cl)
 		}
-		rs, err := shared.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) })(to, all)
+		rs, err := shared.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }, opts.Writes)(to, all)
 		if err != nil {
 			closeAll()
 			return nil, err
