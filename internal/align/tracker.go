@@ -265,7 +265,11 @@ func (tr *Tracker) advance(ctx context.Context, o int64) error {
 			}
 			tr.k = r.Offset - tr.s + 1
 		}
-		tr.k = max(tr.k, b.End-tr.s)
+		if int64(len(srcRecs)) < want {
+			// The scan reached the log end: every message up to it was checked. (Not
+			// otherwise: the unread rest may hold the target's message.)
+			tr.k = max(tr.k, b.End-tr.s)
+		}
 		return nil
 	}
 	// One target message more than the source gave, when the source has no more: whether

@@ -173,3 +173,27 @@ func ExampleTracker() {
 	// 50
 	// 100
 }
+
+// TestTrackerStuckReadsOnlyWhatItChecked: a group consuming the source's own messages (not
+// on the target) translates to the target's first message; a later commit before the end
+// must not count the unread rest of the source as checked (seen on KoP: a live group stuck
+// at wus 0 after it had read past the shared messages).
+func TestTrackerStuckReadsOnlyWhatItChecked(t *testing.T) {
+	src := &mem{ids: cat(seq(1<<40, 1<<40+300), seq(0, 200))}
+	dst := &mem{ids: seq(0, 200)}
+	tr := &Tracker{From: "scus", To: "wus", Topic: "t", Src: src, Dst: dst}
+	ctx := context.Background()
+	for _, o := range []int64{10, 50, 120} {
+		got, err := tr.Translate(ctx, o)
+		if err != nil || got.Translated != 0 || !got.TargetOnly {
+			t.Fatalf("scus %d: %+v %v, want wus 0 (target only)", o, got, err)
+		}
+	}
+	replicate(src, dst, seq(1000, 1500)...)
+	for _, o := range []int64{350, 900} {
+		got, err := tr.Translate(ctx, o)
+		if err != nil || got.Translated != o-300 {
+			t.Fatalf("scus %d: %+v %v, want wus %d", o, got, err, o-300)
+		}
+	}
+}
