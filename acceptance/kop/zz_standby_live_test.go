@@ -187,10 +187,15 @@ func TestStandbyContinuousConsumer(t *testing.T) {
 		t.Errorf("the group re-reads %s of commits (%d messages): more than the documented bound on the lab", age, reread)
 	}
 
-	// scus returns; the group goes on on wus and fails back: 100 more read there. Its own
-	// last commit on scus is the floor there (it consumed scus up to it).
+	// scus returns and replicates what it held back; 100 more messages follow. The group
+	// goes on on wus, reads 100 and fails back. Its own last commit on scus is the floor
+	// there (it consumed scus up to it).
 	resume()
 	waitNoMembers(t, "scus", group)
+	scusEnd := endOf(t, "scus", topic)
+	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, scusEnd-300)
+	produceKeys(t, "scus", topic, "after", 100)
+	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, scusEnd-300+100)
 	wusCommit := landed + 100
 	labtest.Commit(t, theLab, "wus", group, topic, wusCommit)
 	labtest.WaitReplicated(t, theLab, "wus", "scus", part)
@@ -198,13 +203,78 @@ func TestStandbyContinuousConsumer(t *testing.T) {
 	stop2 := cli.StartWatchArgs(t, listen2, 20, "--keep-translations", "--interval", "2s", "--group", group)
 	keptCount(t, listen2, "scus", 1)
 	stop2()
-	code, d, _ = failover(t, "--from", "wus", "--to", "scus", "--group", group)
+	code, d, took = failover(t, "--from", "wus", "--to", "scus", "--group", group)
+	t.Logf("failback: exit %d in %s", code, took.Round(time.Millisecond))
 	back := max(wusCommit+300, last)
 	if code != 0 || len(d.Plan.Rows) != 1 || labtest.Val(d.Plan.Rows[0].Translated) != fmt.Sprint(back) {
-		t.Fatalf("failback: exit %d, %+v", code, d)
+		t.Fatalf("failback: exit %d, want %d: %+v", code, back, d)
 	}
-	if first := labtest.FirstRecord(t, theLab, "scus", group, topic); first.Offset != back || string(first.Key) != keyAt(back-300, 200) {
-		t.Fatalf("after failback a consumer on scus starts at %d %s, want %d %s", first.Offset, first.Key, back, keyAt(back-300, 200))
+	// The same message the group would read next on wus (or, below the floor, scus's own).
+	want := recordAt(t, "scus", topic, back)
+	if back == wusCommit+300 {
+		if w := recordAt(t, "wus", topic, wusCommit); string(w.Key) != string(want.Key) {
+			t.Fatalf("scus %d holds %s, wus %d holds %s: not the same message", back, want.Key, wusCommit, w.Key)
+		}
+	}
+	if first := labtest.FirstRecord(t, theLab, "scus", group, topic); first.Offset != back || string(first.Key) != string(want.Key) {
+		t.Fatalf("after failback a consumer on scus starts at %d %s, want %d %s", first.Offset, first.Key, back, want.Key)
+	}
+}
+
+// endOf is topic/0's log end on cluster.
+func endOf(t *testing.T, cluster, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(labtest.Kafka(t, theLab.Cluster(cluster))).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := ends.Lookup(topic, 0)
+	if !ok || o.Err != nil {
+		t.Fatalf("%s: end of %s: %v", cluster, topic, o.Err)
+	}
+	return o.Offset
+}
+
+// produceKeys writes n records <prefix>-<i> to topic on cluster through KoP.
+func produceKeys(t *testing.T, cluster, topic, prefix string, n int) {
+	t.Helper()
+	cl := labtest.Kafka(t, theLab.Cluster(cluster), append(labtest.PatientProducer(), kgo.DefaultProduceTopic(topic))...)
+	var rs []*kgo.Record
+	for i := range n {
+		rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "%s-%d", prefix, i), Value: []byte("v")})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("%s: produce to %s: %v", cluster, topic, err)
+	}
+}
+
+// recordAt reads the record at offset of topic/0 on cluster (a partition consumer, no group).
+func recordAt(t *testing.T, cluster, topic string, offset int64) *kgo.Record {
+	t.Helper()
+	cl := labtest.Kafka(t, theLab.Cluster(cluster), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		fs := cl.PollRecords(ctx, 1)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: no record at %s/0 offset %d", cluster, topic, offset)
+		}
+		var r *kgo.Record
+		fs.EachRecord(func(x *kgo.Record) {
+			if r == nil {
+				r = x
+			}
+		})
+		if r != nil {
+			if r.Offset != offset {
+				t.Fatalf("%s: %s/0 read at %d, asked %d", cluster, topic, r.Offset, offset)
+			}
+			return r
+		}
 	}
 }
 
