@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -18,6 +19,12 @@ import (
 // committerAdmin is kadm over a kfake cluster that keeps commits as Kafka does (KoP's
 // OffsetCommit is Kafka's), with the request versions KoP speaks.
 func committerAdmin(t *testing.T) *kadm.Client {
+	t.Helper()
+	_, adm := committerCluster(t)
+	return adm
+}
+
+func committerCluster(t *testing.T) (*kfake.Cluster, *kadm.Client) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"))
 	if err != nil {
@@ -29,7 +36,7 @@ func committerAdmin(t *testing.T) *kadm.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return c, kadm.NewClient(cl)
 }
 
 func TestCommitterCommitFetchDelete(t *testing.T) {
@@ -90,5 +97,38 @@ func TestCommitterNamesRefusedPartitions(t *testing.T) {
 	}
 	if err := c.Delete(ctx, "G", nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCommitterDeleteNamesRefusedPartitions: KoP refuses to delete the offsets of a topic
+// the group still subscribes to (kfake does not, so the answer is KoP's, injected).
+func TestCommitterDeleteNamesRefusedPartitions(t *testing.T) {
+	ctx := context.Background()
+	fk, adm := committerCluster(t)
+	fk.ControlKey(int16(kmsg.OffsetDelete), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.OffsetDeleteRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetDeleteResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetDeleteResponseTopicPartition()
+				sp.Partition = rp.Partition
+				if rt.Topic == "payments" {
+					sp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	err := kop.Committer{Admin: adm}.Delete(ctx, "G", map[string][]int32{"orders": {0}, "payments": {4, 1}})
+	if !errors.Is(err, kerr.GroupSubscribedToTopic) {
+		t.Fatalf("err = %v, want GROUP_SUBSCRIBED_TO_TOPIC", err)
+	}
+	if got := err.Error(); got != "delete group G payments[1]: "+kerr.GroupSubscribedToTopic.Error()+"\n"+
+		"delete group G payments[4]: "+kerr.GroupSubscribedToTopic.Error() {
+		t.Fatalf("err = %q, want payments[1] and [4] in order", got)
 	}
 }

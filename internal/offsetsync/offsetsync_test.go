@@ -310,3 +310,22 @@ func TestSyncCommitRefused(t *testing.T) {
 		t.Fatalf("synced %+v", res.Synced)
 	}
 }
+
+// TestSyncFailback: scus was the primary and wrote 300 messages alone; the group's own last
+// commit there is 1100 (shared message 800). Live on wus now at 900: scus gets 1200, not
+// its first message (where the no-skip rule alone would send it).
+func TestSyncFailback(t *testing.T) {
+	shared := fakes.Sequence(0, 1000)
+	l := newLab(map[string][]uint64{"scus": append(fakes.Sequence(1<<40, 1<<40+300), shared...), "wus": shared}, "scus", "wus")
+	res := l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 900, 50, "")), "scus": view(0, commit("orders", 0, 1100, 10, ""))})
+	noErrors(t, res)
+	if c := l.sent["scus"].commits; len(c) != 1 || c[0][0].Offset != 1200 {
+		t.Fatalf("commits to scus %+v, want 1200", c)
+	}
+	// The next cycle floors on the translation committed: still never below it.
+	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 950, 51, "")), "scus": view(0, commit("orders", 0, 1200, 50, marked("wus", 900)))})
+	noErrors(t, res)
+	if c := l.sent["scus"].commits; len(c) != 2 || c[1][0].Offset != 1250 {
+		t.Fatalf("commits to scus %+v, want 1250 next", c)
+	}
+}
