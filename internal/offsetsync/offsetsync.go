@@ -117,6 +117,9 @@ type Synced struct {
 	Partition  int32
 	Source     int64 // the source's commit
 	Translated int64 // what was committed on Cluster
+	// Behind: Cluster did not hold every message the group consumed yet (replication of the
+	// data behind); the next cycles raise the commit as they arrive.
+	Behind bool
 }
 
 // Deleted is one key deleted on a target.
@@ -219,7 +222,7 @@ func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]ent
 		}
 		md := Mark{From: src, Source: e.co.Offset}.Metadata(e.orig)
 		commits = append(commits, kop.SyncCommit{Topic: k.topic, Partition: k.partition, Offset: t.Translated, Metadata: md})
-		synced = append(synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, Translated: t.Translated})
+		synced = append(synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, Translated: t.Translated, Behind: t.Behind})
 	}
 	if len(commits) > 0 {
 		if err := c.Committer.Commit(ctx, group, commits); err != nil {

@@ -329,3 +329,19 @@ func TestSyncFailback(t *testing.T) {
 		t.Fatalf("commits to scus %+v, want 1250 next", c)
 	}
 }
+
+// TestSyncBehind: wus holds only part of what the group consumed on scus; the commit is its
+// log end, then rises as the messages arrive.
+func TestSyncBehind(t *testing.T) {
+	l := newLab(map[string][]uint64{"scus": fakes.Sequence(0, 100), "wus": fakes.Sequence(0, 60)}, "scus", "wus")
+	scus := view(1, commit("orders", 0, 100, 5, ""))
+	res := l.sync(t, map[string]View{"scus": scus, "wus": view(0)})
+	if noErrors(t, res); len(res.Synced) != 1 || !res.Synced[0].Behind || res.Synced[0].Translated != 60 {
+		t.Fatalf("synced %+v, want 60, behind", res.Synced)
+	}
+	l.s.Pool.Sources["wus"].(fakes.MemCopies).Topics["orders"] = fakes.Sequence(0, 100) // the Tracker's copy shares the map
+	res = l.sync(t, map[string]View{"scus": scus, "wus": view(0, commit("orders", 0, 60, 6, marked("scus", 100)))})
+	if noErrors(t, res); len(res.Synced) != 1 || res.Synced[0].Behind || res.Synced[0].Translated != 100 {
+		t.Fatalf("after the data arrived: synced %+v, want 100", res.Synced)
+	}
+}

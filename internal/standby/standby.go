@@ -45,7 +45,7 @@ type Keeper struct {
 	MaxMessages int64
 	Now         func() time.Time
 
-	pool *align.Pool // the Trackers (trackers)
+	pool *align.Pool // the Trackers, made by trackers()
 	// behind: keys whose kept translation stopped at the end of what this cluster held of
 	// the messages the group consumed (replication behind): translated again while the
 	// source's commit stays the newest, until it names the message.
