@@ -45,22 +45,13 @@ type Keeper struct {
 	MaxMessages int64
 	Now         func() time.Time
 
-	trackers map[trackerKey]*align.Tracker
-	used     map[trackerKey]time.Time // when each Tracker last answered
-	swept    time.Time
-	retired  align.TrackerStats // what the dropped Trackers read (Stats never goes back)
+	pool *align.Pool // the Trackers, made by trackers()
 	// behind: keys whose kept translation stopped at the end of what this cluster held of
 	// the messages the group consumed (replication behind): translated again while the
 	// source's commit stays the newest, until it names the message.
 	behind map[verdict.Key]int64
 	// again: groups left for a source that did not answer, or whose keeping failed.
 	again map[string]struct{}
-}
-
-type trackerKey struct {
-	from, topic string
-	partition   int32
-	group       string // a Tracker from one group's own commit (Floor), "" for the shared one
 }
 
 // Want returns the offsets of one group that want a kept translation: the newest commit of
@@ -195,97 +186,27 @@ func (k *Keeper) remember(key verdict.Key, source int64) {
 	k.behind[key] = source
 }
 
+// translate moves co into this cluster's numbering, from the group's own commit here
+// (Floor: the commit under the replicated one, after a failback).
 func (k *Keeper) translate(ctx context.Context, from string, co loader.CommittedOffset) (align.Translation, error) {
 	topic := loader.ShortName(co.Topic, k.KafkaNamespace)
-	plain := trackerKey{from: from, topic: topic, partition: co.Partition}
-	tr, err := k.tracker(plain, 0)
-	if err != nil {
-		return align.Translation{}, err
-	}
-	t, err := tr.Translate(ctx, co.Offset)
-	floor := co.Floor() // the group's own commit here, under the replicated one
-	own := plain
-	own.group = co.Group
-	if err != nil || floor <= 0 || t.Translated >= floor {
-		k.drop(own)
-		return t, err
-	}
-	// Below the group's own commit here (after a failback: messages this cluster wrote as
-	// the primary, which the source lacks, come first): one Tracker for the group, from it.
-	if ft := k.trackers[own]; ft != nil && ft.Floor != floor {
-		k.drop(own)
-	}
-	if tr, err = k.tracker(own, floor); err != nil {
-		return align.Translation{}, err
-	}
-	return tr.Translate(ctx, co.Offset)
+	return k.trackers().Translate(ctx, from, k.Cluster, topic, co.Partition, co.Offset, co.Floor(), co.Group)
 }
 
-// TrackerIdle is how long a Tracker that answered nothing is kept: a topic partition whose
-// groups stopped committing (or were deleted) gives its memory back, and is built again if
-// they come back.
-const TrackerIdle = time.Hour
+// TrackerIdle is how long a Tracker that answered nothing is kept (align.TrackerIdle).
+const TrackerIdle = align.TrackerIdle
 
-// tracker returns the Tracker of key, new if there is none (floor: see align.Tracker).
-func (k *Keeper) tracker(key trackerKey, floor int64) (*align.Tracker, error) {
-	now := k.now()
-	k.sweep(now)
-	if k.used == nil {
-		k.used = map[trackerKey]time.Time{}
+// trackers is the Keeper's Pool, made on first use from Sources and MaxMessages; its clock
+// is the Keeper's, read at each call.
+func (k *Keeper) trackers() *align.Pool {
+	if k.pool == nil {
+		k.pool = &align.Pool{Sources: k.Sources, MaxMessages: k.MaxMessages, Now: k.now}
 	}
-	k.used[key] = now
-	if tr := k.trackers[key]; tr != nil {
-		return tr, nil
-	}
-	src, dst := k.Sources[key.from], k.Sources[k.Cluster]
-	if src == nil || dst == nil {
-		return nil, fmt.Errorf("no Kafka listener to read %s[%d] through on %s or %s", key.topic, key.partition, key.from, k.Cluster)
-	}
-	tr := &align.Tracker{From: key.from, To: k.Cluster, Topic: key.topic, Partition: key.partition, Src: src, Dst: dst, MaxMessages: k.MaxMessages, Floor: floor}
-	if k.trackers == nil {
-		k.trackers = map[trackerKey]*align.Tracker{}
-	}
-	k.trackers[key] = tr
-	return tr, nil
-}
-
-// sweep drops the Trackers idle for TrackerIdle, at most once a minute.
-func (k *Keeper) sweep(now time.Time) {
-	if now.Sub(k.swept) < time.Minute {
-		return
-	}
-	k.swept = now
-	for key, at := range k.used {
-		if now.Sub(at) > TrackerIdle {
-			k.drop(key)
-		}
-	}
+	return k.pool
 }
 
 // Stats sums what the trackers read: the cost of keeping (docs/failover.md).
-func (k *Keeper) Stats() align.TrackerStats {
-	s := k.retired
-	for _, tr := range k.trackers {
-		addStats(&s, tr.Stats())
-	}
-	return s
-}
-
-// drop forgets the Tracker of key, keeping what it read in Stats.
-func (k *Keeper) drop(key trackerKey) {
-	if tr := k.trackers[key]; tr != nil {
-		addStats(&k.retired, tr.Stats())
-		delete(k.trackers, key)
-	}
-	delete(k.used, key)
-}
-
-func addStats(s *align.TrackerStats, t align.TrackerStats) {
-	s.Builds += t.Builds
-	s.SourceReads += t.SourceReads
-	s.TargetReads += t.TargetReads
-	s.Translations += t.Translations
-}
+func (k *Keeper) Stats() align.TrackerStats { return k.trackers().Stats() }
 
 // commitOf is co with its offset translated, times and metadata kept.
 func commitOf(co loader.CommittedOffset, translated int64) kop.OffsetCommit {

@@ -192,8 +192,8 @@ func TestKeepForgetsIdleTrackers(t *testing.T) {
 	w.replicate(50)
 	keep(t, k, w, true)
 	before := k.Stats()
-	if len(k.trackers) != 1 || before.Builds != 1 {
-		t.Fatalf("%d trackers, stats %+v", len(k.trackers), before)
+	if k.trackers().Trackers() != 1 || before.Builds != 1 {
+		t.Fatalf("%d trackers, stats %+v", k.trackers().Trackers(), before)
 	}
 	now = now.Add(TrackerIdle + 2*time.Minute)
 	w.replicate(60)

@@ -1,0 +1,136 @@
+package align
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// TrackerIdle is how long a Pool keeps a Tracker that answered nothing: a topic partition
+// whose groups stopped committing (or were deleted) gives its memory back, and is built
+// again if they come back.
+const TrackerIdle = time.Hour
+
+// Pool holds the Trackers of many (from, to, topic, partition), shared by every group, and
+// the Trackers of single groups built from their own commit on the target (Floor). One Pool
+// serves every caller that translates continuously (watch's keeper, sync), so each pair of
+// copies is read once whatever the number of groups. Not safe for concurrent use.
+type Pool struct {
+	// Sources reads every cluster's data topics, by cluster name.
+	Sources map[string]Source
+	// MaxMessages bounds a first read of a copy (0: DefaultMaxMessages).
+	MaxMessages int64
+	// Now is the clock of the idle sweep (nil: time.Now).
+	Now func() time.Time
+
+	trackers map[poolKey]*Tracker
+	used     map[poolKey]time.Time // when each Tracker last answered
+	swept    time.Time
+	retired  TrackerStats // what the dropped Trackers read (Stats never goes back)
+}
+
+type poolKey struct {
+	from, to, topic string
+	partition       int32
+	group           string // a Tracker from one group's own commit (Floor), "" for the shared one
+}
+
+// Translate moves offset, committed by group on from, into to's numbering of topic (its
+// Kafka short name) and partition. floor is the group's own commit on to (0: none): when the
+// shared Tracker answers below it, a Tracker of the group built from the floor answers, so
+// that messages only to holds before the group's own position (a failback) do not send the
+// group back to them.
+func (p *Pool) Translate(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
+	plain := poolKey{from: from, to: to, topic: topic, partition: partition}
+	tr, err := p.tracker(plain, 0)
+	if err != nil {
+		return Translation{}, err
+	}
+	t, err := tr.Translate(ctx, offset)
+	own := plain
+	own.group = group
+	if err != nil || floor <= 0 || t.Translated >= floor {
+		p.drop(own)
+		return t, err
+	}
+	if ft := p.trackers[own]; ft != nil && ft.Floor != floor {
+		p.drop(own) // built from an older commit of the group
+	}
+	if tr, err = p.tracker(own, floor); err != nil {
+		return Translation{}, err
+	}
+	return tr.Translate(ctx, offset)
+}
+
+// Trackers is how many Trackers the Pool holds.
+func (p *Pool) Trackers() int { return len(p.trackers) }
+
+// Stats sums what the Trackers read, dropped ones included: the cost of translating
+// continuously (docs/failover.md).
+func (p *Pool) Stats() TrackerStats {
+	s := p.retired
+	for _, tr := range p.trackers {
+		addStats(&s, tr.Stats())
+	}
+	return s
+}
+
+// tracker returns the Tracker of key, new if there is none (floor: see Tracker).
+func (p *Pool) tracker(key poolKey, floor int64) (*Tracker, error) {
+	now := p.now()
+	p.sweep(now)
+	if p.used == nil {
+		p.used = map[poolKey]time.Time{}
+	}
+	p.used[key] = now
+	if tr := p.trackers[key]; tr != nil {
+		return tr, nil
+	}
+	src, dst := p.Sources[key.from], p.Sources[key.to]
+	if src == nil || dst == nil {
+		return nil, fmt.Errorf("no Kafka listener to read %s[%d] through on %s or %s", key.topic, key.partition, key.from, key.to)
+	}
+	tr := &Tracker{From: key.from, To: key.to, Topic: key.topic, Partition: key.partition, Src: src, Dst: dst, MaxMessages: p.MaxMessages, Floor: floor}
+	if p.trackers == nil {
+		p.trackers = map[poolKey]*Tracker{}
+	}
+	p.trackers[key] = tr
+	return tr, nil
+}
+
+// sweep drops the Trackers idle for TrackerIdle, at most once a minute: a sweep walks every
+// Tracker, and one a minute is plenty against an hour's idleness.
+func (p *Pool) sweep(now time.Time) {
+	if now.Sub(p.swept) < time.Minute {
+		return
+	}
+	p.swept = now
+	for key, at := range p.used {
+		if now.Sub(at) > TrackerIdle {
+			p.drop(key)
+		}
+	}
+}
+
+// drop forgets the Tracker of key, keeping what it read in Stats.
+func (p *Pool) drop(key poolKey) {
+	if tr := p.trackers[key]; tr != nil {
+		addStats(&p.retired, tr.Stats())
+		delete(p.trackers, key)
+	}
+	delete(p.used, key)
+}
+
+func addStats(s *TrackerStats, t TrackerStats) {
+	s.Builds += t.Builds
+	s.SourceReads += t.SourceReads
+	s.TargetReads += t.TargetReads
+	s.Translations += t.Translations
+}
+
+func (p *Pool) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}

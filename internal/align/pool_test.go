@@ -1,0 +1,95 @@
+package align_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
+)
+
+func pool(src, dst []uint64) *align.Pool {
+	return &align.Pool{Sources: map[string]align.Source{
+		"scus": fakes.MemCopies{Topics: map[string][]uint64{"orders": src}},
+		"wus":  fakes.MemCopies{Topics: map[string][]uint64{"orders": dst}},
+	}}
+}
+
+func poolTranslate(t *testing.T, p *align.Pool, offset, floor int64, group string) int64 {
+	t.Helper()
+	tr, err := p.Translate(context.Background(), "scus", "wus", "orders", 0, offset, floor, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Translated
+}
+
+// TestPoolSharesTrackers: groups of one partition share its Tracker; a pair of clusters the
+// other way round is another.
+func TestPoolSharesTrackers(t *testing.T) {
+	p := pool(fakes.Sequence(0, 100), fakes.Sequence(0, 100))
+	for _, g := range []string{"a", "b", "c"} {
+		if got := poolTranslate(t, p, 50, 0, g); got != 50 {
+			t.Fatalf("group %s: %d, want 50", g, got)
+		}
+	}
+	if _, err := p.Translate(context.Background(), "wus", "scus", "orders", 0, 40, 0, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n, st := p.Trackers(), p.Stats(); n != 2 || st.Builds != 2 || st.Translations != 4 {
+		t.Fatalf("%d trackers, stats %+v; want 2 trackers, 2 builds, 4 translations", n, st)
+	}
+}
+
+// TestPoolFloor: wus wrote 300 messages alone first (it was the primary) and the group's own
+// commit there is 1100; the shared answer would send it to wus's first message, the group's
+// own Tracker starts from its commit.
+func TestPoolFloor(t *testing.T) {
+	shared := fakes.Sequence(0, 1000)
+	p := pool(shared, append(fakes.Sequence(1<<40, 1<<40+300), shared...))
+	if got := poolTranslate(t, p, 900, 0, "G"); got != 0 {
+		t.Fatalf("no floor: %d, want 0 (wus's own messages first)", got)
+	}
+	for _, o := range []int64{900, 950} {
+		if got := poolTranslate(t, p, o, 1100, "G"); got != o+300 {
+			t.Fatalf("floor 1100, %d: %d, want %d", o, got, o+300)
+		}
+	}
+	if n := p.Trackers(); n != 2 {
+		t.Fatalf("%d trackers, want the shared one and G's", n)
+	}
+	// A floor the shared Tracker already clears drops the group's own.
+	if got := poolTranslate(t, p, 0, 0, "G"); got != 0 || p.Trackers() != 1 {
+		t.Fatalf("no floor again: %d, %d trackers", got, p.Trackers())
+	}
+}
+
+// TestPoolForgetsIdleTrackers: a partition whose groups stopped committing gives its Tracker
+// back after TrackerIdle; what it read stays counted.
+func TestPoolForgetsIdleTrackers(t *testing.T) {
+	p := pool(fakes.Sequence(0, 100), fakes.Sequence(0, 100))
+	now := time.UnixMilli(5_000)
+	p.Now = func() time.Time { return now }
+	poolTranslate(t, p, 50, 0, "G")
+	before := p.Stats()
+	if p.Trackers() != 1 || before.Builds != 1 {
+		t.Fatalf("%d trackers, stats %+v", p.Trackers(), before)
+	}
+	now = now.Add(align.TrackerIdle + 2*time.Minute)
+	if got := poolTranslate(t, p, 60, 0, "G"); got != 60 { // the old Tracker is swept before this one is made
+		t.Fatalf("translated %d, want 60", got)
+	}
+	if st := p.Stats(); st.Builds != 2 || st.SourceReads < before.SourceReads || p.Trackers() != 1 {
+		t.Fatalf("after the sweep: stats %+v, before %+v, %d trackers", st, before, p.Trackers())
+	}
+}
+
+func TestPoolUnknownCluster(t *testing.T) {
+	p := pool(fakes.Sequence(0, 10), fakes.Sequence(0, 10))
+	_, err := p.Translate(context.Background(), "scus", "eus", "orders", 0, 5, 0, "G")
+	if err == nil || !strings.Contains(err.Error(), "eus") {
+		t.Fatalf("err = %v, want one naming eus", err)
+	}
+}

@@ -1,0 +1,69 @@
+package offsetsync
+
+import "testing"
+
+func TestMarkRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		m    Mark
+		orig string
+	}{
+		{Mark{From: "scus", Source: 1200}, ""},
+		{Mark{From: "wus", Source: 0}, "app metadata"},
+		{Mark{From: "eus-2", Source: 1 << 40}, "a|b,from=x"},
+		// A client's metadata that is itself marked stays whole inside.
+		{Mark{From: "scus", Source: 5}, "kop-offsets-sync:from=wus,source=9|"},
+	} {
+		md := tc.m.Metadata(tc.orig)
+		m, orig, ok := ParseMark(md)
+		if !ok || m != tc.m || orig != tc.orig {
+			t.Errorf("ParseMark(%q) = %+v %q %v, want %+v %q", md, m, orig, ok, tc.m, tc.orig)
+		}
+	}
+	if got := (Mark{From: "scus", Source: 1200}).Metadata("x"); got != "kop-offsets-sync:from=scus,source=1200|x" {
+		t.Errorf("Metadata = %q", got)
+	}
+}
+
+func TestParseMarkRejects(t *testing.T) {
+	for _, md := range []string{
+		"",
+		"app metadata",
+		"kop-offsets-sync:",
+		"kop-offsets-sync:from=scus,source=12",                    // no '|'
+		"kop-offsets-sync:from=,source=12|",                       // no cluster
+		"kop-offsets-sync:from=scus|",                             // no source
+		"kop-offsets-sync:from=scus,source=|",                     // empty source
+		"kop-offsets-sync:from=scus,source=-1|",                   // negative
+		"kop-offsets-sync:from=scus,source=012|",                  // not canonical
+		"kop-offsets-sync:from=scus,source=1x|",                   // not a number
+		"kop-offsets-sync:source=1,from=scus|",                    // other order
+		"kop-offsets-sync:from=a,b,source=1|",                     // ',' in the cluster
+		"kop-offsets-sync:from=scus,source=1 |",                   // trailing space
+		" kop-offsets-sync:from=scus,source=1|",                   // not at the start
+		"KOP-OFFSETS-SYNC:from=scus,source=1|",                    // case
+		"kop-offsets-sync:from=scus,source=99999999999999999999|", // overflow
+	} {
+		if m, orig, ok := ParseMark(md); ok || orig != md || m != (Mark{}) {
+			t.Errorf("ParseMark(%q) = %+v %q %v, want no mark and the metadata whole", md, m, orig, ok)
+		}
+	}
+}
+
+// FuzzParseMark: a mark read back writes the same metadata; anything else is returned whole.
+func FuzzParseMark(f *testing.F) {
+	f.Add("kop-offsets-sync:from=scus,source=1200|app")
+	f.Add("kop-offsets-sync:from=scus,source=-1|")
+	f.Add("app")
+	f.Fuzz(func(t *testing.T, md string) {
+		m, orig, ok := ParseMark(md)
+		if !ok {
+			if orig != md {
+				t.Fatalf("no mark, but %q came back as %q", md, orig)
+			}
+			return
+		}
+		if got := m.Metadata(orig); got != md {
+			t.Fatalf("ParseMark(%q) = %+v %q, which writes %q", md, m, orig, got)
+		}
+	})
+}

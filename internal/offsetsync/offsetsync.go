@@ -1,0 +1,258 @@
+// Package offsetsync is the engine of sync mode: for one group, given what every synced
+// cluster holds of it this cycle (View), it decides the group's source and commits the
+// source's offsets, translated by message identity (align.Pool), through KoP's OffsetCommit
+// on every other cluster where the group has no members, as MirrorMaker 2's checkpoints do
+// with sync.group.offsets.enabled. KoP updates its cache on every OffsetCommit, so the
+// translated offset is served at once: no unload. It does no I/O of its own beyond its
+// interfaces (Committer, the Pool's sources).
+//
+// In this mode the offsets topic is not replicated between the synced clusters (a commit
+// sent to one KoP would otherwise replicate back and be loaded by the other in the wrong
+// numbering), so sync is the only path offsets take, and every commit a cluster holds was
+// written there (Origin ""). The rules, and why:
+//
+//   - The tool's own commits carry a Mark in their metadata and are never a source of sync:
+//     syncing them back would make each cluster's copy of an offset chase the other's. The
+//     mark lives in the commit itself, so a restarted tool knows what it synced.
+//   - The group's source is the one cluster where it has members: they commit there, the
+//     others only follow. Members on two clusters at once is split brain: two groups commit
+//     the same offsets and neither is the truth, so nothing is synced and it is reported.
+//   - With no members anywhere, the source is the cluster holding the newest own (unmarked)
+//     commit, by commit time: the last place the group ran. Own commits on two clusters
+//     within Window of each other are two writers (split brain): nothing is synced.
+//   - A cluster whose members are unknown (no View, or DescribeGroups did not answer) is
+//     neither written nor chosen: a commit there could land on a live group, whose members
+//     own its offsets. When no known cluster has members, the unknown one could be the
+//     source, so nothing is synced.
+//   - A target with members is left: its members commit there, and a commit from outside
+//     the group would be refused by KoP or overwrite theirs. (With one live cluster, the
+//     source, this is a guard: members on two clusters are split brain.)
+//   - On every other target, each key of the source's own offsets is translated into the
+//     target's numbering with the target's current offset of the key as the floor
+//     (loader.CommittedOffset.Floor): a target's own newer commit is never moved back, and
+//     after a failback the messages the target wrote alone are not read again
+//     (docs/failover.md). A consequence: a reset of the group to earlier offsets on the
+//     source does not move a target back; reset the group on the cluster it will run on.
+//     A key is committed only when its translation differs from what the target holds, all
+//     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
+//     often the group committed since the last cycle). A key that cannot be translated is
+//     left (Errors); the others go on.
+//   - Deletion follows the source: a key a target holds as the tool's commit from the source
+//     that the source no longer holds at all is deleted there (OffsetDelete). A key the
+//     target committed itself is never deleted: it is the group's own. When no cluster
+//     holds an own commit of the group any more, the source is the cluster the marks name.
+package offsetsync
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+)
+
+// Committer commits and deletes a group's offsets on one cluster through KoP's Kafka front
+// door (*kop.Committer).
+type Committer interface {
+	Commit(ctx context.Context, group string, cs []kop.SyncCommit) error
+	Delete(ctx context.Context, group string, tps map[string][]int32) error
+}
+
+var _ Committer = kop.Committer{}
+
+// Cluster is one synced cluster.
+type Cluster struct {
+	Name string
+	// KafkaNamespace turns the stored topic names into the Kafka names every cluster knows.
+	KafkaNamespace string
+	Committer      Committer
+}
+
+// View is one group on one cluster this cycle: its persisted offsets as the loader replays
+// that cluster's offsets topic (the latest commit per key), and its live members as KoP's
+// DescribeGroups says (MembersKnown false: it did not answer).
+type View struct {
+	Offsets      []loader.CommittedOffset
+	Members      int
+	MembersKnown bool
+}
+
+// Syncer syncs groups between Clusters. Not safe for concurrent use (the Pool is not).
+type Syncer struct {
+	Clusters []Cluster
+	// Pool translates, and keeps what it read between cycles.
+	Pool *align.Pool
+	// Window: own commits of the group on two clusters at most this far apart are two
+	// writers (split brain). 0: only commits of the same millisecond.
+	Window time.Duration
+	// Now is the clock (nil: time.Now); a Pool without a clock of its own takes it.
+	Now func() time.Time
+}
+
+// Result is what Sync did for one group.
+type Result struct {
+	Group string
+	// Source is the cluster the group was synced from ("" when nothing was synced).
+	Source string
+	Synced []Synced
+	// Deleted are the keys deleted on a target because the source no longer holds them.
+	Deleted []Deleted
+	Left    []Left
+	// SplitBrain, when set, says why nothing was synced: the group is live or committing on
+	// two clusters at once.
+	SplitBrain string
+	// Errors name the cluster, group, topic and partition they are about.
+	Errors []error
+}
+
+// Synced is one offset committed on a target.
+type Synced struct {
+	Cluster    string // the target
+	Topic      string // Kafka short name
+	Partition  int32
+	Source     int64 // the source's commit
+	Translated int64 // what was committed on Cluster
+	// Behind: Cluster did not hold every message the group consumed yet (replication of the
+	// data behind); the next cycles raise the commit as they arrive.
+	Behind bool
+}
+
+// Deleted is one key deleted on a target.
+type Deleted struct {
+	Cluster   string
+	Topic     string
+	Partition int32
+}
+
+// Left is a cluster (Topic "", Partition -1) or a key sync did not write, and why.
+type Left struct {
+	Cluster   string
+	Topic     string
+	Partition int32
+	Why       string
+}
+
+// key is a topic partition by its Kafka short name.
+type key struct {
+	topic     string
+	partition int32
+}
+
+func compareKeys(a, b key) int {
+	return cmp.Or(cmp.Compare(a.topic, b.topic), cmp.Compare(a.partition, b.partition))
+}
+
+// entry is a cluster's latest commit of one key.
+type entry struct {
+	co     loader.CommittedOffset
+	mark   Mark
+	marked bool   // the tool's own commit
+	orig   string // the metadata without the mark
+}
+
+// Sync syncs group once from its source to every other cluster, given views, the group on
+// each cluster by name.
+func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) Result {
+	res := Result{Group: group}
+	if s.Pool != nil && s.Pool.Now == nil && s.Now != nil {
+		s.Pool.Now = s.Now
+	}
+	idx := map[string]map[key]entry{}
+	for _, c := range s.Clusters {
+		if v, ok := views[c.Name]; ok {
+			idx[c.Name] = index(v.Offsets, c.KafkaNamespace)
+		}
+	}
+	src := s.source(views, idx, &res)
+	if src == "" {
+		return res
+	}
+	res.Source = src
+	for _, c := range s.Clusters {
+		v, ok := views[c.Name]
+		switch {
+		case c.Name == src || !ok || !v.MembersKnown:
+			continue // the source, or left by source()
+		case v.Members > 0:
+			res.Left = append(res.Left, Left{Cluster: c.Name, Partition: -1, Why: fmt.Sprintf("live on %s: its members commit there", c.Name)})
+			continue
+		}
+		s.syncTo(ctx, group, src, idx[src], c, idx[c.Name], &res)
+	}
+	return res
+}
+
+// index is offsets by key, their marks read.
+func index(offsets []loader.CommittedOffset, kafkaNamespace string) map[key]entry {
+	out := make(map[key]entry, len(offsets))
+	for _, co := range offsets {
+		m, orig, marked := ParseMark(co.Metadata)
+		out[key{loader.ShortName(co.Topic, kafkaNamespace), co.Partition}] = entry{co: co, mark: m, marked: marked, orig: orig}
+	}
+	return out
+}
+
+// syncTo commits the source's own offsets on target c (one Commit), then deletes there what
+// the source no longer holds (one Delete).
+func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]entry, c Cluster, to map[key]entry, res *Result) {
+	var commits []kop.SyncCommit
+	var synced []Synced
+	for _, k := range slices.SortedFunc(maps.Keys(from), compareKeys) {
+		e := from[k]
+		if e.marked {
+			continue // the tool's own commit on the source: never synced back
+		}
+		cur, has := to[k]
+		var floor int64
+		if has {
+			floor = cur.co.Floor()
+		}
+		t, err := s.Pool.Translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
+		if err != nil {
+			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: sync group %s %s[%d] (%d from %s): %w", c.Name, group, k.topic, k.partition, e.co.Offset, src, err))
+			continue
+		}
+		if has && t.Translated == cur.co.Offset {
+			continue
+		}
+		md := Mark{From: src, Source: e.co.Offset}.Metadata(e.orig)
+		commits = append(commits, kop.SyncCommit{Topic: k.topic, Partition: k.partition, Offset: t.Translated, Metadata: md})
+		synced = append(synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, Translated: t.Translated, Behind: t.Behind})
+	}
+	if len(commits) > 0 {
+		if err := c.Committer.Commit(ctx, group, commits); err != nil {
+			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: %w", c.Name, err))
+		} else {
+			res.Synced = append(res.Synced, synced...)
+		}
+	}
+	s.deleteOn(ctx, group, src, from, c, to, res)
+}
+
+// deleteOn deletes on target c the keys it holds as the tool's commits from src that src
+// no longer holds at all.
+func (s *Syncer) deleteOn(ctx context.Context, group, src string, from map[key]entry, c Cluster, to map[key]entry, res *Result) {
+	tps := map[string][]int32{}
+	var gone []Deleted
+	for _, k := range slices.SortedFunc(maps.Keys(to), compareKeys) {
+		e := to[k]
+		if _, held := from[k]; held || !e.marked || e.mark.From != src {
+			continue
+		}
+		tps[k.topic] = append(tps[k.topic], k.partition)
+		gone = append(gone, Deleted{Cluster: c.Name, Topic: k.topic, Partition: k.partition})
+	}
+	if len(gone) == 0 {
+		return
+	}
+	if err := c.Committer.Delete(ctx, group, tps); err != nil {
+		res.Errors = append(res.Errors, fmt.Errorf("cluster %s: %w", c.Name, err))
+		return
+	}
+	res.Deleted = append(res.Deleted, gone...)
+}

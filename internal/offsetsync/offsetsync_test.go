@@ -1,0 +1,347 @@
+package offsetsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
+)
+
+// committer records what sync sends to one cluster.
+type committer struct {
+	commits [][]kop.SyncCommit
+	deletes []map[string][]int32
+	err     error
+}
+
+func (c *committer) Commit(_ context.Context, group string, cs []kop.SyncCommit) error {
+	if c.err != nil {
+		return fmt.Errorf("commit group %s: %w", group, c.err)
+	}
+	c.commits = append(c.commits, cs)
+	return nil
+}
+
+func (c *committer) Delete(_ context.Context, group string, tps map[string][]int32) error {
+	if c.err != nil {
+		return fmt.Errorf("delete group %s: %w", group, c.err)
+	}
+	c.deletes = append(c.deletes, tps)
+	return nil
+}
+
+// lab is a Syncer of clusters whose copies of "orders" (and of any topic in more) are ids,
+// with a recording committer each.
+type lab struct {
+	s    *Syncer
+	sent map[string]*committer
+}
+
+func newLab(copies map[string][]uint64, names ...string) *lab {
+	l := &lab{s: &Syncer{Pool: &align.Pool{Sources: map[string]align.Source{}}, Window: 10 * time.Second}, sent: map[string]*committer{}}
+	for _, n := range names {
+		l.sent[n] = &committer{}
+		l.s.Clusters = append(l.s.Clusters, Cluster{Name: n, KafkaNamespace: "public/default", Committer: l.sent[n]})
+		l.s.Pool.Sources[n] = fakes.MemCopies{Topics: map[string][]uint64{"orders": copies[n], "payments": copies[n]}}
+	}
+	return l
+}
+
+func aligned(names ...string) *lab {
+	copies := map[string][]uint64{}
+	for _, n := range names {
+		copies[n] = fakes.Sequence(0, 1000)
+	}
+	return newLab(copies, names...)
+}
+
+// commit is a persisted commit of G: at seconds since 0, metadata md.
+func commit(topic string, p int32, offset int64, at int, md string) loader.CommittedOffset {
+	return loader.CommittedOffset{Group: "G", Topic: "persistent://public/default/" + topic, Partition: p, Offset: offset,
+		Metadata: md, CommitTimestamp: offsetlog.Millis(at * 1000)}
+}
+
+func marked(from string, source int64) string { return Mark{From: from, Source: source}.Metadata("") }
+
+func view(members int, cos ...loader.CommittedOffset) View {
+	return View{Offsets: cos, Members: members, MembersKnown: true}
+}
+
+func (l *lab) sync(t *testing.T, views map[string]View) Result {
+	t.Helper()
+	return l.s.Sync(context.Background(), "G", views)
+}
+
+func noErrors(t *testing.T, res Result) {
+	t.Helper()
+	for _, err := range res.Errors {
+		t.Error(err)
+	}
+}
+
+func TestSyncAligned(t *testing.T) {
+	l := aligned("scus", "wus")
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "app")), "wus": view(0)})
+	noErrors(t, res)
+	want := []kop.SyncCommit{{Topic: "orders", Partition: 0, Offset: 900, Metadata: "kop-offsets-sync:from=scus,source=900|app"}}
+	if res.Source != "scus" || !reflect.DeepEqual(l.sent["wus"].commits, [][]kop.SyncCommit{want}) {
+		t.Fatalf("source %s, commits %+v", res.Source, l.sent["wus"].commits)
+	}
+	if len(l.sent["scus"].commits) != 0 {
+		t.Fatalf("committed on the source: %+v", l.sent["scus"].commits)
+	}
+	if s := res.Synced; len(s) != 1 || s[0] != (Synced{Cluster: "wus", Topic: "orders", Partition: 0, Source: 900, Translated: 900}) {
+		t.Fatalf("synced %+v", s)
+	}
+	// Next cycle: wus holds the translation; nothing is sent again.
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "app")),
+		"wus": view(0, commit("orders", 0, 900, 6, want[0].Metadata))})
+	if noErrors(t, res); len(l.sent["wus"].commits) != 1 || len(res.Synced) != 0 {
+		t.Fatalf("sent again: %+v", l.sent["wus"].commits)
+	}
+}
+
+func TestSyncMisaligned(t *testing.T) {
+	// scus holds 300 messages of its own first: scus N is wus N-300.
+	l := newLab(map[string][]uint64{"scus": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 6500)...), "wus": fakes.Sequence(0, 6500)}, "scus", "wus")
+	for i, o := range []int64{6000, 6100, 6250} {
+		res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, o, 10+i, "")), "wus": view(0)})
+		noErrors(t, res)
+		if got := l.sent["wus"].commits[i][0]; got.Offset != o-300 || got.Metadata != marked("scus", o) {
+			t.Fatalf("scus %d: committed %+v, want %d", o, got, o-300)
+		}
+	}
+	if st := l.s.Pool.Stats(); st.Builds != 1 {
+		t.Fatalf("%d builds for three cycles, want 1 (then incremental)", st.Builds)
+	}
+	// And back: wus's numbering into scus's.
+	res := l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 6000, 20, "")), "scus": view(0, commit("orders", 0, 6250, 15, ""))})
+	if noErrors(t, res); res.Source != "wus" || l.sent["scus"].commits[0][0].Offset != 6300 {
+		t.Fatalf("wus 6000 into scus: %+v", l.sent["scus"].commits)
+	}
+}
+
+// TestSyncNeverMovesOwnCommitBack: the target's own commit is ahead of the source's
+// translation; it stays. A source past it moves it forward.
+func TestSyncNeverMovesOwnCommitBack(t *testing.T) {
+	l := aligned("scus", "wus")
+	wus := view(0, commit("orders", 0, 950, 1, ""))
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": wus})
+	if noErrors(t, res); len(l.sent["wus"].commits) != 0 {
+		t.Fatalf("moved wus's own 950 back: %+v", l.sent["wus"].commits)
+	}
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 990, 6, "")), "wus": wus})
+	if noErrors(t, res); len(l.sent["wus"].commits) != 1 || l.sent["wus"].commits[0][0].Offset != 990 {
+		t.Fatalf("scus 990 over wus's 950: %+v", l.sent["wus"].commits)
+	}
+}
+
+// TestSyncMarkedNeverSyncedBack: what the tool committed is no source, neither by members
+// nor by commit time.
+func TestSyncMarkedNeverSyncedBack(t *testing.T) {
+	l := aligned("scus", "wus")
+	// wus's commit is newer, but it is the tool's: scus (its own, older) is the source.
+	views := map[string]View{"scus": view(0, commit("orders", 0, 900, 5, "")), "wus": view(0, commit("orders", 0, 900, 60, marked("scus", 900)))}
+	res := l.sync(t, views)
+	if noErrors(t, res); res.Source != "scus" || len(l.sent["scus"].commits)+len(l.sent["wus"].commits) != 0 {
+		t.Fatalf("source %s; sent scus %+v wus %+v", res.Source, l.sent["scus"].commits, l.sent["wus"].commits)
+	}
+	// The group now runs on wus and has not committed there yet: nothing goes to scus.
+	views["wus"] = view(1, commit("orders", 0, 900, 60, marked("scus", 900)))
+	res = l.sync(t, views)
+	if noErrors(t, res); res.Source != "wus" || len(l.sent["scus"].commits)+len(l.sent["scus"].deletes) != 0 {
+		t.Fatalf("synced the tool's commit back: %+v %+v", l.sent["scus"].commits, l.sent["scus"].deletes)
+	}
+}
+
+func TestSyncMembersDecideTheSource(t *testing.T) {
+	l := aligned("scus", "wus")
+	// scus committed later, but the members are on wus.
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 700, 50, "")), "wus": view(2, commit("orders", 0, 800, 40, ""))})
+	noErrors(t, res)
+	if res.Source != "wus" || len(l.sent["scus"].commits) != 1 || l.sent["scus"].commits[0][0].Offset != 800 {
+		t.Fatalf("source %s, sent to scus %+v", res.Source, l.sent["scus"].commits)
+	}
+}
+
+func TestSyncSplitBrain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		views map[string]View
+		says  []string
+	}{
+		{"members on both", map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": view(3, commit("orders", 0, 800, 1, ""))},
+			[]string{"scus (1)", "wus (3)"}},
+		{"own commits within the window", map[string]View{"scus": view(0, commit("orders", 0, 900, 100, "")), "wus": view(0, commit("orders", 1, 800, 95, ""))},
+			[]string{"scus", "wus", "two writers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := aligned("scus", "wus")
+			res := l.sync(t, tc.views)
+			if res.SplitBrain == "" || res.Source != "" || len(l.sent["scus"].commits)+len(l.sent["wus"].commits) != 0 {
+				t.Fatalf("split brain %q, source %q; sent %+v %+v", res.SplitBrain, res.Source, l.sent["scus"].commits, l.sent["wus"].commits)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(res.SplitBrain, s) {
+					t.Errorf("%q does not say %s", res.SplitBrain, s)
+				}
+			}
+		})
+	}
+	// Further apart than the window: the newest is the source.
+	l := aligned("scus", "wus")
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 900, 100, "")), "wus": view(0, commit("orders", 0, 800, 89, ""))})
+	if noErrors(t, res); res.SplitBrain != "" || res.Source != "scus" || len(l.sent["wus"].commits) != 1 {
+		t.Fatalf("11 s apart: %+v", res)
+	}
+}
+
+func TestSyncUnknownMembers(t *testing.T) {
+	l := aligned("scus", "wus", "eus")
+	unknown := View{Offsets: []loader.CommittedOffset{commit("orders", 0, 100, 1, "")}}
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": unknown})
+	noErrors(t, res)
+	if len(l.sent["wus"].commits)+len(l.sent["eus"].commits) != 0 || len(res.Left) != 2 {
+		t.Fatalf("wrote where members are unknown: %+v %+v; left %+v", l.sent["wus"].commits, l.sent["eus"].commits, res.Left)
+	}
+	for _, lf := range res.Left {
+		if !strings.Contains(lf.Why, "unknown") || lf.Partition != -1 || strings.Contains(lf.Why, "could be") {
+			t.Errorf("left %+v", lf)
+		}
+	}
+	// With no members anywhere known, the unknown cluster could be the source.
+	res = l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 900, 5, "")), "wus": unknown, "eus": view(0)})
+	if res.Source != "" || len(l.sent["eus"].commits) != 0 || len(res.Left) != 1 || !strings.Contains(res.Left[0].Why, "could be the group's source") {
+		t.Fatalf("synced with the source unknown: %+v; sent %+v", res, l.sent["eus"].commits)
+	}
+}
+
+// TestSyncMembersOnThreeClusters: the one live cluster is the source whatever the commit
+// times; every other cluster follows it.
+func TestSyncMembersOnThreeClusters(t *testing.T) {
+	l := aligned("scus", "wus", "eus")
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 1, 9, "")), "wus": view(0), "eus": view(4, commit("orders", 0, 500, 2, ""))})
+	noErrors(t, res)
+	if res.Source != "eus" || len(l.sent["wus"].commits) != 1 || len(l.sent["scus"].commits) != 1 || len(l.sent["eus"].commits) != 0 {
+		t.Fatalf("source %s; sent wus %+v scus %+v eus %+v", res.Source, l.sent["wus"].commits, l.sent["scus"].commits, l.sent["eus"].commits)
+	}
+}
+
+func TestSyncDeletionFollowsTheSource(t *testing.T) {
+	l := aligned("scus", "wus")
+	// scus holds orders[0] only; wus holds orders[1] (synced from scus, gone there),
+	// orders[2] (its own) and orders[3] synced from another cluster.
+	wus := view(0, commit("orders", 0, 900, 6, marked("scus", 900)), commit("orders", 1, 40, 6, marked("scus", 40)),
+		commit("orders", 2, 70, 1, ""), commit("payments", 3, 5, 6, marked("eus", 5)))
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": wus})
+	noErrors(t, res)
+	if d := l.sent["wus"].deletes; !reflect.DeepEqual(d, []map[string][]int32{{"orders": {1}}}) {
+		t.Fatalf("deleted %+v, want orders[1] only", d)
+	}
+	if !reflect.DeepEqual(res.Deleted, []Deleted{{Cluster: "wus", Topic: "orders", Partition: 1}}) {
+		t.Fatalf("Deleted %+v", res.Deleted)
+	}
+	// The group deleted on scus: no own commit anywhere, the marks name scus, and what scus
+	// synced goes; wus's own commit stays.
+	l = aligned("scus", "wus")
+	wus = view(0, commit("orders", 0, 900, 6, marked("scus", 900)), commit("payments", 1, 40, 6, marked("scus", 40)))
+	res = l.sync(t, map[string]View{"scus": view(0), "wus": wus})
+	noErrors(t, res)
+	if d := l.sent["wus"].deletes; res.Source != "scus" || !reflect.DeepEqual(d, []map[string][]int32{{"orders": {0}, "payments": {1}}}) {
+		t.Fatalf("source %q, deleted %+v", res.Source, d)
+	}
+}
+
+// TestSyncTranslationErrorLeavesTheKey: a topic whose copies cannot be read is named; the
+// other keys are committed, together.
+func TestSyncTranslationErrorLeavesTheKey(t *testing.T) {
+	l := aligned("scus", "wus")
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, ""), commit("gone", 2, 10, 5, ""), commit("payments", 1, 30, 5, "")),
+		"wus": view(0)})
+	if len(res.Errors) != 1 {
+		t.Fatalf("errors %v", res.Errors)
+	}
+	for _, s := range []string{"cluster wus", "group G", "gone[2]"} {
+		if !strings.Contains(res.Errors[0].Error(), s) {
+			t.Errorf("%q does not name %s", res.Errors[0], s)
+		}
+	}
+	if c := l.sent["wus"].commits; len(c) != 1 || len(c[0]) != 2 || c[0][0].Topic != "orders" || c[0][1].Topic != "payments" {
+		t.Fatalf("commits %+v, want orders and payments in one", c)
+	}
+}
+
+// TestSyncCoalesces: every key of a group goes to a target in one Commit, one per target.
+func TestSyncCoalesces(t *testing.T) {
+	l := aligned("scus", "wus", "eus")
+	var cos []loader.CommittedOffset
+	for p := range int32(6) {
+		cos = append(cos, commit("orders", p, int64(100+p), 5, ""))
+	}
+	res := l.sync(t, map[string]View{"scus": view(1, cos...), "wus": view(0), "eus": view(0, commit("orders", 3, 103, 1, ""))})
+	noErrors(t, res)
+	if w, e := l.sent["wus"].commits, l.sent["eus"].commits; len(w) != 1 || len(w[0]) != 6 || len(e) != 1 || len(e[0]) != 5 {
+		t.Fatalf("wus %+v\neus %+v", w, e)
+	}
+	if len(res.Synced) != 11 {
+		t.Fatalf("synced %d keys, want 11", len(res.Synced))
+	}
+}
+
+// TestSyncCommitRefused: the target's error is reported with its cluster; nothing counts as
+// synced there, the other target is.
+func TestSyncCommitRefused(t *testing.T) {
+	l := aligned("scus", "wus", "eus")
+	l.sent["wus"].err = errors.New("UNKNOWN_MEMBER_ID")
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": view(0), "eus": view(0)})
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), "cluster wus") || !strings.Contains(res.Errors[0].Error(), "group G") {
+		t.Fatalf("errors %v", res.Errors)
+	}
+	if len(res.Synced) != 1 || res.Synced[0].Cluster != "eus" {
+		t.Fatalf("synced %+v", res.Synced)
+	}
+}
+
+// TestSyncFailback: scus was the primary and wrote 300 messages alone; the group's own last
+// commit there is 1100 (shared message 800). Live on wus now at 900: scus gets 1200, not
+// its first message (where the no-skip rule alone would send it).
+func TestSyncFailback(t *testing.T) {
+	shared := fakes.Sequence(0, 1000)
+	l := newLab(map[string][]uint64{"scus": append(fakes.Sequence(1<<40, 1<<40+300), shared...), "wus": shared}, "scus", "wus")
+	res := l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 900, 50, "")), "scus": view(0, commit("orders", 0, 1100, 10, ""))})
+	noErrors(t, res)
+	if c := l.sent["scus"].commits; len(c) != 1 || c[0][0].Offset != 1200 {
+		t.Fatalf("commits to scus %+v, want 1200", c)
+	}
+	// The next cycle floors on the translation committed: still never below it.
+	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 950, 51, "")), "scus": view(0, commit("orders", 0, 1200, 50, marked("wus", 900)))})
+	noErrors(t, res)
+	if c := l.sent["scus"].commits; len(c) != 2 || c[1][0].Offset != 1250 {
+		t.Fatalf("commits to scus %+v, want 1250 next", c)
+	}
+}
+
+// TestSyncBehind: wus holds only part of what the group consumed on scus; the commit is its
+// log end, then rises as the messages arrive.
+func TestSyncBehind(t *testing.T) {
+	l := newLab(map[string][]uint64{"scus": fakes.Sequence(0, 100), "wus": fakes.Sequence(0, 60)}, "scus", "wus")
+	scus := view(1, commit("orders", 0, 100, 5, ""))
+	res := l.sync(t, map[string]View{"scus": scus, "wus": view(0)})
+	if noErrors(t, res); len(res.Synced) != 1 || !res.Synced[0].Behind || res.Synced[0].Translated != 60 {
+		t.Fatalf("synced %+v, want 60, behind", res.Synced)
+	}
+	l.s.Pool.Sources["wus"].(fakes.MemCopies).Topics["orders"] = fakes.Sequence(0, 100) // the Tracker's copy shares the map
+	res = l.sync(t, map[string]View{"scus": scus, "wus": view(0, commit("orders", 0, 60, 6, marked("scus", 100)))})
+	if noErrors(t, res); len(res.Synced) != 1 || res.Synced[0].Behind || res.Synced[0].Translated != 100 {
+		t.Fatalf("after the data arrived: synced %+v, want 100", res.Synced)
+	}
+}
