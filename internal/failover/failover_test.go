@@ -31,21 +31,27 @@ func (b backlog) Backlog(context.Context, int32) (int64, error) { return int64(b
 // setup: scus held 10 messages before replication, the group read scus to 60 (wus 50).
 func setup(t *testing.T) (*Planner, *fakes.MemReader, *fakes.KoP, *fakes.KoP) {
 	c := kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
-	src := fakes.NewMemReader(8).Commit(c)
-	dst := fakes.NewMemReader(8).Replicated("scus", c)
-	sk, wk := fakes.NewKoP(t), fakes.NewKoP(t)
+	pl, dst, sk, wk := planner(t, "scus", "wus", fakes.NewMemReader(8).Commit(c), fakes.NewMemReader(8).Replicated("scus", c),
+		fakes.Sequence(0, 110), fakes.Sequence(10, 110))
 	sk.Set("g", "topic-1", 0, 60)
 	wk.Set("g", "topic-1", 0, 30)
+	return pl, dst, sk, wk
+}
+
+// planner is a Planner from cluster from to cluster to with their offsets topics and fake
+// KoPs, and topic-1's copies on each.
+func planner(t *testing.T, from, to string, src, dst *fakes.MemReader, fromCopy, toCopy []uint64) (*Planner, *fakes.MemReader, *fakes.KoP, *fakes.KoP) {
+	fk, tk := fakes.NewKoP(t), fakes.NewKoP(t)
 	pl := &Planner{
-		From: Side{Name: "scus", KafkaNamespace: "public/default", Reader: src, Groups: groups(t, sk)},
-		To:   Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, wk)},
+		From: Side{Name: from, KafkaNamespace: "public/default", Reader: src, Groups: groups(t, fk)},
+		To:   Side{Name: to, KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, tk)},
 		Aligner: &align.Aligner{Sources: map[string]align.Source{
-			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 110)}},
-			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(10, 110)}},
+			from: fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fromCopy}},
+			to:   fakes.MemCopies{Topics: map[string][]uint64{"topic-1": toCopy}},
 		}},
 		Backlog: backlog(0),
 	}
-	return pl, dst, sk, wk
+	return pl, dst, fk, tk
 }
 
 func TestPlan(t *testing.T) {
@@ -229,20 +235,11 @@ func TestPlanSourceDown(t *testing.T) {
 func TestPlanFailback(t *testing.T) {
 	ctx := context.Background()
 	c := kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 80}
-	src := fakes.NewMemReader(8).Commit(c)
-	dst := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}).Replicated("wus", c)
-	sk, wk := fakes.NewKoP(t), fakes.NewKoP(t)
+	own := kop.OffsetCommit{Group: "g", Topic: topic1, Partition: 0, Offset: 60}
+	pl, _, wk, sk := planner(t, "wus", "scus", fakes.NewMemReader(8).Commit(c), fakes.NewMemReader(8).Commit(own).Replicated("wus", c),
+		fakes.Sequence(0, 100), append(fakes.Sequence(1000, 1010), fakes.Sequence(0, 100)...))
 	wk.Set("g", "topic-1", 0, 80)
 	sk.Set("g", "topic-1", 0, 60)
-	pl := &Planner{
-		From: Side{Name: "wus", KafkaNamespace: "public/default", Reader: src, Groups: groups(t, wk)},
-		To:   Side{Name: "scus", KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, sk)},
-		Aligner: &align.Aligner{Sources: map[string]align.Source{
-			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1000, 1010), fakes.Sequence(0, 100)...)}},
-			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 100)}},
-		}},
-		Backlog: backlog(0),
-	}
 	plan, err := pl.Plan(ctx, Scope{})
 	if err != nil {
 		t.Fatal(err)
