@@ -343,8 +343,14 @@ func TestFailoverFaults(t *testing.T) {
 	// KoP's next load: a broker of wus gone, or the bundle moved.
 	if brokers := theLab.Cluster("wus").Brokers; len(brokers) > 1 {
 		i := ownerOf(t, "wus", group)
+		start := time.Now()
 		labtest.KillBroker(t, theLab, "wus", i)
-		t.Logf("wus: broker-%d (owner of the group's offsets partition) killed", i)
+		other := theLab.Cluster("wus").Broker(1 - i)
+		if got := servedVia(t, other, group, topic); got != 600 {
+			t.Fatalf("wus broker-%d killed: broker-%d serves %d, want the translated 600", i, 1-i, got)
+		}
+		t.Logf("wus: broker-%d (owner of the group's offsets partition) killed; broker-%d serves 600 after %s", i, 1-i, time.Since(start).Round(time.Second))
+		labtest.StartBroker(t, theLab, "wus", i) // restarted: the clients below dial it again
 	} else {
 		labtest.LoadOn(t, theLab, "wus", group)
 		t.Logf("wus: a standalone: the group's offsets partition loaded afresh by a bundle unload")
@@ -370,6 +376,26 @@ func waitNoMembers(t *testing.T, cluster, group string) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: group %s still has members: %+v %v", cluster, group, gs[group], err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// servedVia is what the broker c serves for group's topic/0, asked again (3 minutes at most)
+// while the partition has no owner yet (a killed broker's bundles wait for its session to
+// expire) or KoP loads it.
+func servedVia(t *testing.T, c lab.Cluster, group, topic string) int64 {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		off, ok, err := lab.FetchThroughKoP(ctx, c, group, topic, 0)
+		cancel()
+		if err == nil && ok {
+			return off
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s serves nothing for %s (ok %v): %v", c.Name, c.KafkaBootstrap, group, ok, err)
 		}
 		time.Sleep(time.Second)
 	}
