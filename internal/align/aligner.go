@@ -98,30 +98,40 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 }
 
 // floored answers again, from the group's own commit on the target, the requests whose
-// translation landed below it: one Map per request (a floor is one group's).
+// translation landed below it: one Map per topic partition, pair and floor (a floor is one
+// group's position, but groups that moved together share it), for the highest offset asked.
 func (a *Aligner) floored(ctx context.Context, out map[Request]Result) {
+	type floorKey struct {
+		mapKey
+		floor int64
+	}
+	upTo := map[floorKey]int64{}
 	for r, res := range out {
-		if r.Floor <= 0 || res.Err != nil || res.Translated >= r.Floor {
+		if r.Floor > 0 && res.Err == nil && res.Translated < r.Floor {
+			k := floorKey{mapKey{r.From, r.To, r.Topic, r.Partition}, r.Floor}
+			upTo[k] = max(upTo[k], r.Offset)
+		}
+	}
+	maps := make(map[floorKey]*Map, len(upTo))
+	errs := map[floorKey]error{}
+	for k, o := range upTo {
+		m, err := BuildFrom(ctx, k.from, k.to, a.Sources[k.from], a.Sources[k.to], k.topic, k.partition, o, k.floor, a.MaxMessages)
+		if err != nil {
+			errs[k] = err
 			continue
 		}
-		m, err := BuildFrom(ctx, r.From, r.To, a.Sources[r.From], a.Sources[r.To], r.Topic, r.Partition, r.Offset, r.Floor, a.MaxMessages)
-		if err != nil {
+		maps[k] = m
+	}
+	for r := range out {
+		k := floorKey{mapKey{r.From, r.To, r.Topic, r.Partition}, r.Floor}
+		if _, ok := upTo[k]; !ok || out[r].Err != nil || out[r].Translated >= r.Floor {
+			continue
+		}
+		if err := errs[k]; err != nil {
 			out[r] = Result{Err: err}
 			continue
 		}
-		t, err := m.Translate(r.Offset)
+		t, err := maps[k].Translate(r.Offset)
 		out[r] = Result{Translation: t, Err: err}
 	}
-}
-
-// Unreachable is the Source of a cluster that did not answer: every read fails at once with
-// Err, so that nothing waits on it again.
-type Unreachable struct {
-	Cluster string
-	Err     error
-}
-
-// Scan implements Source.
-func (u Unreachable) Scan(context.Context, string, int32, func(Record) bool) (Bounds, error) {
-	return Bounds{}, fmt.Errorf("cluster %s did not answer: %w", u.Cluster, u.Err)
 }

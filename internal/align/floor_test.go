@@ -122,3 +122,23 @@ func TestTrackerFloor(t *testing.T) {
 		t.Fatalf("read %d messages for 150 new positions", n)
 	}
 }
+
+// TestAlignerFloorShared: groups that moved together share their floor and one Map.
+func TestAlignerFloorShared(t *testing.T) {
+	wus, scus := failback()
+	a := &Aligner{Sources: map[string]Source{"wus": wus, "scus": scus}}
+	var reqs []Request
+	for _, o := range []int64{900, 950, 990} {
+		reqs = append(reqs, Request{From: "wus", To: "scus", Topic: "t", Offset: o, Floor: 1100})
+	}
+	res := a.TranslateAll(context.Background(), reqs)
+	for _, r := range reqs {
+		if got := res[r]; got.Err != nil || got.Translated != r.Offset+300 {
+			t.Fatalf("wus %d: %+v, want scus %d", r.Offset, got, r.Offset+300)
+		}
+	}
+	// The plain Map and one floored Map: each copy read at most twice.
+	if wus.reads > 2*1000 || scus.reads > 2*1300 {
+		t.Fatalf("read wus %d, scus %d messages: a Map per request?", wus.reads, scus.reads)
+	}
+}
