@@ -135,3 +135,15 @@ func (a *Aligner) floored(ctx context.Context, out map[Request]Result) {
 		out[r] = Result{Translation: t, Err: err}
 	}
 }
+
+// Unreachable is the Source of a cluster that did not answer: every read fails at once with
+// Err, so that nothing waits on it again.
+type Unreachable struct {
+	Cluster string
+	Err     error
+}
+
+// Scan implements Source.
+func (u Unreachable) Scan(context.Context, string, int32, func(Record) bool) (Bounds, error) {
+	return Bounds{}, fmt.Errorf("cluster %s did not answer: %w", u.Cluster, u.Err)
+}
