@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -12,13 +13,13 @@ import (
 type mem struct {
 	start int64
 	ids   []uint64
-	reads int
+	reads atomic.Int64 // Aligner scans copies from several goroutines
 }
 
 func (m *mem) Scan(_ context.Context, _ string, _ int32, fn func(Record) bool) (Bounds, error) {
 	b := Bounds{Start: m.start, End: m.start + int64(len(m.ids))}
 	for i, id := range m.ids {
-		m.reads++
+		m.reads.Add(1)
 		if !fn(Record{Offset: m.start + int64(i), ID: id}) {
 			break
 		}
@@ -134,8 +135,8 @@ func TestTranslate(t *testing.T) {
 func TestBuildReadsOnlyWhatItNeeds(t *testing.T) {
 	src, dst := &mem{ids: seq(0, 10000)}, &mem{ids: seq(0, 10000)}
 	translate(t, src, dst, 100)
-	if src.reads > 102 || dst.reads > 101 {
-		t.Fatalf("read %d source and %d target messages for offset 100", src.reads, dst.reads)
+	if src.reads.Load() > 102 || dst.reads.Load() > 101 {
+		t.Fatalf("read %d source and %d target messages for offset 100", src.reads.Load(), dst.reads.Load())
 	}
 }
 
@@ -160,8 +161,8 @@ func TestAlignerOneMapPerTopicPartition(t *testing.T) {
 			t.Fatalf("%+v: %+v", r, got)
 		}
 	}
-	if src.reads > 82 {
-		t.Fatalf("source read %d messages: one map for all offsets should read 81", src.reads)
+	if src.reads.Load() > 82 {
+		t.Fatalf("source read %d messages: one map for all offsets should read 81", src.reads.Load())
 	}
 	if e := res[reqs[len(reqs)-1]].Err; e == nil || !strings.Contains(e.Error(), "cluster eus") {
 		t.Fatalf("missing source: %v", e)

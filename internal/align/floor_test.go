@@ -110,7 +110,7 @@ func TestTrackerFloor(t *testing.T) {
 		t.Fatalf("first: %+v %v", got, err)
 	}
 	replicate(wus, scus, seq(5000, 5100)...)
-	reads := wus.reads + scus.reads
+	reads := wus.reads.Load() + scus.reads.Load()
 	got, err = tr.Translate(ctx, 1050)
 	if err != nil || got.Translated != 1350 || got.Floor == nil || *got.Floor != 1100 {
 		t.Fatalf("after replication: %+v %v", got, err)
@@ -118,7 +118,7 @@ func TestTrackerFloor(t *testing.T) {
 	if s := tr.Stats(); s.Builds != 1 {
 		t.Fatalf("%d builds, want 1 (lockstep after the first)", s.Builds)
 	}
-	if n := wus.reads + scus.reads - reads; n > 2*151+2 {
+	if n := wus.reads.Load() + scus.reads.Load() - reads; n > 2*151+2 {
 		t.Fatalf("read %d messages for 150 new positions", n)
 	}
 }
@@ -138,7 +138,7 @@ func TestAlignerFloorShared(t *testing.T) {
 		}
 	}
 	// The plain Map and one floored Map: each copy read at most twice.
-	if wus.reads > 2*1000 || scus.reads > 2*1300 {
-		t.Fatalf("read wus %d, scus %d messages: a Map per request?", wus.reads, scus.reads)
+	if wus.reads.Load() > 2*1000 || scus.reads.Load() > 2*1300 {
+		t.Fatalf("read wus %d, scus %d messages: a Map per request?", wus.reads.Load(), scus.reads.Load())
 	}
 }

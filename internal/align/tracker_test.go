@@ -9,7 +9,7 @@ import (
 func (m *mem) ScanFrom(_ context.Context, _ string, _ int32, from int64, fn func(Record) bool) (Bounds, error) {
 	b := Bounds{Start: m.start, End: m.start + int64(len(m.ids))}
 	for i := max(from-m.start, 0); i < int64(len(m.ids)); i++ {
-		m.reads++
+		m.reads.Add(1)
 		if !fn(Record{Offset: m.start + i, ID: m.ids[i]}) {
 			break
 		}
@@ -138,7 +138,7 @@ func BenchmarkKeepCurrent(b *testing.B) {
 			src, dst := &mem{ids: cat(seq(1<<40, 1<<40+300), seq(0, history))}, &mem{ids: seq(0, history)}
 			tr := &Tracker{From: "scus", To: "wus", Topic: "t", Src: src, Dst: dst}
 			next := uint64(history)
-			reads0 := src.reads + dst.reads
+			reads0 := src.reads.Load() + dst.reads.Load()
 			b.ResetTimer()
 			for b.Loop() {
 				replicate(src, dst, seq(next, next+perCycle)...)
@@ -157,7 +157,7 @@ func BenchmarkKeepCurrent(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(src.reads+dst.reads-reads0)/float64(b.N*perCycle), "reads/replicated-msg")
+			b.ReportMetric(float64(src.reads.Load()+dst.reads.Load()-reads0)/float64(b.N*perCycle), "reads/replicated-msg")
 		})
 	}
 }
