@@ -37,6 +37,10 @@
 //     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
 //     often the group committed since the last cycle). A key that cannot be translated is
 //     left (Errors); the others go on.
+//   - A commit a cluster holds by replication (Origin set) means the offsets topic still
+//     replicates: the tool's commits would come back to where they were translated from,
+//     in the wrong numbering, and KoP's next load there would take them. Nothing of such a
+//     group is synced; the startup check refuses this set-up (watch --sync).
 //   - Deletion follows the source: a key a target holds as the tool's commit from the source
 //     that the source no longer holds at all is deleted there (OffsetDelete). A key the
 //     target committed itself is never deleted: it is the group's own. When no cluster
@@ -106,6 +110,9 @@ type Result struct {
 	// SplitBrain, when set, says why nothing was synced: the group is live or committing on
 	// two clusters at once.
 	SplitBrain string
+	// Replicated, when set, says why nothing was synced: a cluster holds a commit of the
+	// group that replication brought.
+	Replicated string
 	// Errors name the cluster, group, topic and partition they are about.
 	Errors []error
 }
@@ -168,6 +175,10 @@ func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) 
 			idx[c.Name] = index(v.Offsets, c.KafkaNamespace)
 		}
 	}
+	if why := replicated(views); why != "" {
+		res.Replicated = why
+		return res
+	}
 	src := s.source(views, idx, &res)
 	if src == "" {
 		return res
@@ -185,6 +196,20 @@ func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) 
 		s.syncTo(ctx, group, src, idx[src], c, idx[c.Name], &res)
 	}
 	return res
+}
+
+// replicated says which cluster holds a commit of the group that replication brought, ""
+// when none does.
+func replicated(views map[string]View) string {
+	for _, name := range slices.Sorted(maps.Keys(views)) {
+		for _, co := range views[name].Offsets {
+			if co.Origin != "" {
+				return fmt.Sprintf("%s holds a commit replicated from %s (%s[%d] at %d): the offsets topic replicates between synced clusters, nothing synced",
+					name, co.Origin, co.Topic, co.Partition, co.Offset)
+			}
+		}
+	}
+	return ""
 }
 
 // index is offsets by key, their marks read.

@@ -345,3 +345,15 @@ func TestSyncBehind(t *testing.T) {
 		t.Fatalf("after the data arrived: synced %+v, want 100", res.Synced)
 	}
 }
+
+// TestSyncRefusesReplicatedCommits: a commit that replicated between the synced clusters
+// means the offsets topic still replicates; nothing of the group is written.
+func TestSyncRefusesReplicatedCommits(t *testing.T) {
+	l := aligned("scus", "wus")
+	rep := commit("orders", 0, 800, 4, "")
+	rep.Origin = "scus"
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": view(0, rep)})
+	if len(l.sent["wus"].commits) != 0 || res.Source != "" || !strings.Contains(res.Replicated, "wus holds a commit replicated from scus") {
+		t.Fatalf("synced beside replication: %+v, sent %+v", res, l.sent["wus"].commits)
+	}
+}
