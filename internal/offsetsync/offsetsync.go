@@ -58,6 +58,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 )
 
 // Committer commits and deletes a group's offsets on one cluster through KoP's Kafka front
@@ -113,16 +114,27 @@ type Result struct {
 	// Replicated, when set, says why nothing was synced: a cluster holds a commit of the
 	// group that replication brought.
 	Replicated string
-	// Errors name the cluster, group, topic and partition they are about.
+	// Errors (*ClusterError) name the cluster, group, topic and partition they are about.
 	Errors []error
 }
 
+// ClusterError is a failure on one target cluster.
+type ClusterError struct {
+	Cluster string
+	Err     error
+}
+
+func (e *ClusterError) Error() string { return "cluster " + e.Cluster + ": " + e.Err.Error() }
+func (e *ClusterError) Unwrap() error { return e.Err }
+
 // Synced is one offset committed on a target.
 type Synced struct {
-	Cluster    string // the target
-	Topic      string // Kafka short name
-	Partition  int32
-	Source     int64 // the source's commit
+	Cluster   string // the target
+	Topic     string // Kafka short name
+	Partition int32
+	Source    int64 // the source's commit
+	// SourceAt is the source commit's timestamp: what the latency of a sync counts from.
+	SourceAt   offsetlog.Millis
 	Translated int64 // what was committed on Cluster
 	// Behind: Cluster did not hold every message the group consumed yet (replication of the
 	// data behind); the next cycles raise the commit as they arrive.
@@ -239,7 +251,7 @@ func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]ent
 		}
 		t, err := s.Pool.Translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
 		if err != nil {
-			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: sync group %s %s[%d] (%d from %s): %w", c.Name, group, k.topic, k.partition, e.co.Offset, src, err))
+			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: fmt.Errorf("sync group %s %s[%d] (%d from %s): %w", group, k.topic, k.partition, e.co.Offset, src, err)})
 			continue
 		}
 		if has && t.Translated == cur.co.Offset {
@@ -247,11 +259,11 @@ func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]ent
 		}
 		md := Mark{From: src, Source: e.co.Offset}.Metadata(e.orig)
 		commits = append(commits, kop.SyncCommit{Topic: k.topic, Partition: k.partition, Offset: t.Translated, Metadata: md})
-		synced = append(synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, Translated: t.Translated, Behind: t.Behind})
+		synced = append(synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, SourceAt: e.co.CommitTimestamp, Translated: t.Translated, Behind: t.Behind})
 	}
 	if len(commits) > 0 {
 		if err := c.Committer.Commit(ctx, group, commits); err != nil {
-			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: %w", c.Name, err))
+			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
 		} else {
 			res.Synced = append(res.Synced, synced...)
 		}
@@ -276,7 +288,7 @@ func (s *Syncer) deleteOn(ctx context.Context, group, src string, from map[key]e
 		return
 	}
 	if err := c.Committer.Delete(ctx, group, tps); err != nil {
-		res.Errors = append(res.Errors, fmt.Errorf("cluster %s: %w", c.Name, err))
+		res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
 		return
 	}
 	res.Deleted = append(res.Deleted, gone...)

@@ -99,7 +99,7 @@ func TestSyncAligned(t *testing.T) {
 	if len(l.sent["scus"].commits) != 0 {
 		t.Fatalf("committed on the source: %+v", l.sent["scus"].commits)
 	}
-	if s := res.Synced; len(s) != 1 || s[0] != (Synced{Cluster: "wus", Topic: "orders", Partition: 0, Source: 900, Translated: 900}) {
+	if s := res.Synced; len(s) != 1 || s[0] != (Synced{Cluster: "wus", Topic: "orders", Partition: 0, Source: 900, SourceAt: 5000, Translated: 900}) {
 		t.Fatalf("synced %+v", s)
 	}
 	// Next cycle: wus holds the translation; nothing is sent again.

@@ -74,6 +74,9 @@ func (w *Watcher) Cycle(ctx context.Context) {
 			}
 		}
 	}
+	if w.syncing != nil && ready {
+		w.sync(ctx, dirty, resync)
+	}
 	if w.o.Repair && ready {
 		for _, c := range w.clusters {
 			if c.Reloader != nil && c.up {

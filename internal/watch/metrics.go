@@ -35,6 +35,10 @@ const (
 	MetricRows            = "kop_offsets_watch_rows"
 	MetricKept            = "kop_offsets_watch_kept_translations_total"
 	MetricKeepReads       = "kop_offsets_watch_keep_messages_read_total"
+	MetricSynced          = "kop_offsets_sync_commits_total"
+	MetricSyncDeleted     = "kop_offsets_sync_deletes_total"
+	MetricSyncSkipped     = "kop_offsets_sync_groups_skipped_total"
+	MetricSyncLatency     = "kop_offsets_sync_latency_seconds"
 )
 
 // Metrics are watch's own collectors (Registry), plus the series of the latest report in
@@ -63,6 +67,10 @@ type Metrics struct {
 	lastCycle       prometheus.Gauge
 	kept            *prometheus.CounterVec
 	keepReads       *prometheus.CounterVec
+	synced          *prometheus.CounterVec
+	syncDeleted     *prometheus.CounterVec
+	syncSkipped     *prometheus.CounterVec
+	syncLatency     *prometheus.HistogramVec
 
 	report atomic.Pointer[snapshot] // the last cycle's; kop_offsets_watch_rows and the rows' series are read from it
 }
@@ -115,8 +123,16 @@ func NewMetrics() *Metrics {
 			Help: "Kept translations of replicated commits (--keep-translations), by source cluster and result (written; behind: written, the data not all replicated yet; dry_run). Failures count in kop_offsets_watch_errors_total{endpoint=keep}."}, []string{cl, "from", "result"}),
 		keepReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricKeepReads,
 			Help: "Data-topic messages read to keep translations, by the copy read (source, target): the cost of keeping."}, []string{cl, "copy"}),
+		synced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSynced,
+			Help: "Offsets committed through KoP's OffsetCommit by --sync, by target cluster, source cluster and result (written; behind: written, the data not all replicated yet; dry_run). Failures count in kop_offsets_watch_errors_total{endpoint=sync}."}, []string{cl, "from", "result"}),
+		syncDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSyncDeleted,
+			Help: "Offsets --sync deleted on a target because their source no longer holds them."}, []string{cl, "from"}),
+		syncSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSyncSkipped,
+			Help: "Group syncs not done, by reason (split_brain: live or committing on two clusters; replicated: a commit arrived by replication; unknown: a cluster's members unknown)."}, []string{"reason"}),
+		syncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricSyncLatency,
+			Help: "Time from a commit on its source (its commit timestamp) to its translation committed on the target.", Buckets: durationBuckets}, []string{cl, "from"}),
 	}
-	m.Registry.MustRegister(m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
+	m.Registry.MustRegister(m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
 		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

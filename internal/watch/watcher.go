@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
@@ -31,6 +33,10 @@ type Cluster struct {
 	// Keeper keeps the translations of the commits replicated here (--keep-translations).
 	// Nil: none is kept.
 	Keeper *standby.Keeper
+	// Committer commits and deletes offsets through KoP's Kafka front door, and Members
+	// says where groups are live (--sync). Nil: the cluster is not synced.
+	Committer offsetsync.Committer
+	Members   GroupDescriber
 }
 
 // Defaults of Options.
@@ -62,6 +68,14 @@ type Options struct {
 	// wait); it only widens the bound /healthz allows a cycle.
 	RepairWait time.Duration
 
+	// Sync syncs every group from its source to the other clusters through KoP's
+	// OffsetCommit (package offsetsync), translating with SyncPool; every Cluster needs a
+	// Committer and Members. SplitBrainWindow: own commits of a group on two clusters this
+	// close are two writers. DryRun: log and count, commit nothing.
+	Sync             bool
+	SyncPool         *align.Pool
+	SplitBrainWindow time.Duration
+
 	Backoff, MaxBackoff time.Duration // reconnects of a failed reader or admin call
 	// ExpiryWarning is the window of the expiring status, as check's (0: check's default;
 	// negative: never).
@@ -85,6 +99,7 @@ type Watcher struct {
 	rows       map[string]*verdict.PackedRows // by group; each replaced whole, never changed
 	topicLists map[string][]string            // the rows' lists of topics, each kept once (emptied at a resync)
 	lastResync time.Time
+	syncing    *syncState // nil unless Options.Sync
 
 	report atomic.Pointer[snapshot]
 	ready  atomic.Bool
@@ -121,6 +136,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 			repl: map[int32]map[string]verdict.Inbound{}, leo: map[string]map[int32]int64{},
 			pending: map[verdict.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
+	w.syncing = newSync(o, w.clusters)
 	return w
 }
 

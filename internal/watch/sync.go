@@ -1,0 +1,232 @@
+package watch
+
+// Sync mode (--sync): after every cycle the groups that changed on any cluster are synced
+// (package offsetsync): each one's source offsets translated and committed through KoP's
+// OffsetCommit on the clusters where it has no members. KoP serves such a commit at once:
+// no unload.
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
+)
+
+// GroupDescriber answers DescribeGroups on one cluster (kop.KafkaGroups).
+type GroupDescriber interface {
+	DescribeGroups(ctx context.Context, groups []string) (map[string]kop.GroupActivity, error)
+}
+
+// syncChunk is how many groups one DescribeGroups of a sync asks, per cluster.
+const syncChunk = 1000
+
+// syncState is what sync mode keeps between cycles: which groups to sync again, and whether
+// each cluster was up (one that returns gets every group again).
+type syncState struct {
+	syncer *offsetsync.Syncer
+	again  map[string]bool
+	wasUp  map[string]bool
+	swept  bool // every group synced once
+}
+
+// newSync is the sync state of clusters, nil when o.Sync is off.
+func newSync(o Options, clusters []*clusterRT) *syncState {
+	if !o.Sync {
+		return nil
+	}
+	s := &syncState{syncer: &offsetsync.Syncer{Pool: o.SyncPool, Window: o.SplitBrainWindow, Now: o.Now},
+		again: map[string]bool{}, wasUp: map[string]bool{}}
+	for _, c := range clusters {
+		var cm offsetsync.Committer = c.Committer
+		if o.DryRun {
+			cm = dryCommitter{}
+		}
+		s.syncer.Clusters = append(s.syncer.Clusters, offsetsync.Cluster{Name: c.Name, KafkaNamespace: c.KafkaNamespace, Committer: cm})
+	}
+	return s
+}
+
+// dryCommitter commits nothing (--dry-run): the syncs are logged and counted as dry_run.
+type dryCommitter struct{}
+
+func (dryCommitter) Commit(context.Context, string, []kop.SyncCommit) error   { return nil }
+func (dryCommitter) Delete(context.Context, string, map[string][]int32) error { return nil }
+
+// sync syncs the groups that changed (dirty), those left for later, and on the first cycle,
+// a resync, or a cluster's return, every group.
+func (w *Watcher) sync(ctx context.Context, dirty [][]string, resync bool) {
+	s := w.syncing
+	ask := maps.Clone(s.again)
+	all := !s.swept || resync
+	for _, c := range w.clusters {
+		if c.up && !s.wasUp[c.Name] {
+			all = true // back (or first seen up): it missed what the others committed
+		}
+		s.wasUp[c.Name] = c.up
+	}
+	for _, d := range dirty {
+		for _, g := range d {
+			ask[g] = true
+		}
+	}
+	if all {
+		for _, c := range w.clusters {
+			_, parts := c.partitions()
+			for _, p := range parts {
+				for g := range p.groups() {
+					ask[g] = true
+				}
+			}
+		}
+	}
+	var groups []string
+	for g := range ask {
+		if verdict.MatchAny(w.o.Groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	slices.Sort(groups)
+	s.again = map[string]bool{}
+	for chunk := range slices.Chunk(groups, syncChunk) {
+		if ctx.Err() != nil {
+			return
+		}
+		acts := w.describe(ctx, chunk)
+		for _, g := range chunk {
+			if ctx.Err() != nil {
+				return
+			}
+			res := s.syncer.Sync(ctx, g, w.syncViews(g, acts))
+			if w.recordSync(res) {
+				s.again[g] = true
+			}
+		}
+	}
+	s.swept = true
+}
+
+// describe asks every cluster that is up about the members of groups; a cluster missing from
+// the answer did not answer.
+func (w *Watcher) describe(ctx context.Context, groups []string) map[string]map[string]kop.GroupActivity {
+	out := map[string]map[string]kop.GroupActivity{}
+	var mu sync.Mutex
+	w.parallel(func(c *clusterRT) {
+		if !c.up || c.Members == nil {
+			return
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		defer cancel()
+		acts, err := c.Members.DescribeGroups(cctx, groups)
+		if err != nil {
+			w.m.errors.WithLabelValues(c.Name, "sync").Inc()
+			w.log.Warn("sync: DescribeGroups failed: no group is synced to or from the cluster this cycle", "cluster", c.Name, "groups", len(groups), "err", err.Error())
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		out[c.Name] = acts
+	})
+	return out
+}
+
+// syncViews is group on every cluster that is up and has replayed its partition, the
+// offsets filtered by --topic.
+func (w *Watcher) syncViews(g string, acts map[string]map[string]kop.GroupActivity) map[string]offsetsync.View {
+	views := map[string]offsetsync.View{}
+	for _, c := range w.clusters {
+		if !c.up {
+			continue
+		}
+		p := c.partitionOf(g)
+		if p == nil {
+			continue
+		}
+		var v offsetsync.View
+		for co := range p.offsetsOf(g) {
+			if verdict.MatchAny(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
+				v.Offsets = append(v.Offsets, co)
+			}
+		}
+		if a, ok := acts[c.Name][g]; ok && a.Err == nil {
+			v.Members, v.MembersKnown = a.Members, true
+		}
+		views[c.Name] = v
+	}
+	return views
+}
+
+// recordSync logs and counts what a sync did, and says whether the group is to be synced
+// again next cycle (a failure, a key behind, members unknown on a cluster that is up).
+func (w *Watcher) recordSync(res offsetsync.Result) (again bool) {
+	now := w.o.Now()
+	result := "written"
+	if w.o.DryRun {
+		result = "dry_run"
+	}
+	for _, sy := range res.Synced {
+		r := result
+		if sy.Behind {
+			r, again = "behind", true
+		}
+		w.m.synced.WithLabelValues(sy.Cluster, res.Source, r).Inc()
+		if !w.o.DryRun && sy.SourceAt > 0 {
+			w.m.syncLatency.WithLabelValues(sy.Cluster, res.Source).Observe(max(now.Sub(time.UnixMilli(int64(sy.SourceAt))).Seconds(), 0))
+		}
+		msg := "synced"
+		if w.o.DryRun {
+			msg = "would sync (dry run)"
+		}
+		w.log.Debug(msg, "cluster", sy.Cluster, "group", res.Group, "topic", sy.Topic, "partition", sy.Partition,
+			"from", res.Source, "source", sy.Source, "translated", sy.Translated, "behind", sy.Behind)
+	}
+	for _, d := range res.Deleted {
+		w.m.syncDeleted.WithLabelValues(d.Cluster, res.Source).Inc()
+		w.log.Info("sync deleted an offset its source no longer holds", "cluster", d.Cluster, "group", res.Group, "topic", d.Topic, "partition", d.Partition, "from", res.Source)
+	}
+	switch {
+	case res.SplitBrain != "":
+		// Looked at again every cycle: once one side's members leave, the other is the source.
+		w.m.syncSkipped.WithLabelValues("split_brain").Inc()
+		again = true
+		w.log.Warn("group not synced: split brain", "group", res.Group, "why", res.SplitBrain)
+	case res.Replicated != "":
+		w.m.syncSkipped.WithLabelValues("replicated").Inc()
+		w.log.Warn("group not synced: the offsets topic replicates", "group", res.Group, "why", res.Replicated)
+	}
+	for _, l := range res.Left {
+		if l.Partition >= 0 || !w.isUp(l.Cluster) {
+			continue // a key left (its error counts), or a cluster down: synced when it returns
+		}
+		// A cluster that answers, but not about the group's members: again next cycle.
+		w.m.syncSkipped.WithLabelValues("unknown").Inc()
+		again = true
+		w.log.Debug("group not synced to or from a cluster this cycle", "cluster", l.Cluster, "group", res.Group, "why", l.Why)
+	}
+	for _, err := range res.Errors {
+		again = true
+		cluster := ""
+		if ce, ok := errors.AsType[*offsetsync.ClusterError](err); ok {
+			cluster = ce.Cluster
+		}
+		w.m.errors.WithLabelValues(cluster, "sync").Inc()
+		w.log.Warn("sync failed", "group", res.Group, "err", err.Error())
+	}
+	return again
+}
+
+// isUp reports whether the watched cluster name is up.
+func (w *Watcher) isUp(name string) bool {
+	for _, c := range w.clusters {
+		if c.Name == name {
+			return c.up
+		}
+	}
+	return false
+}

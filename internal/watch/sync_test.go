@@ -1,0 +1,186 @@
+package watch
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
+)
+
+// kopFront is one cluster's KoP front door as sync uses it: an OffsetCommit is written into
+// the cluster's offsets topic (the tail), as KoP does, and served by the fake KoP; members
+// are set by the test.
+type kopFront struct {
+	mu      sync.Mutex
+	tail    *memTail
+	k       *fakes.KoP
+	members map[string]int
+	fail    error // DescribeGroups fails
+	commits int
+	at      func() time.Time
+}
+
+func (f *kopFront) Commit(_ context.Context, group string, cs []kop.SyncCommit) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range cs {
+		f.tail.commit("", kop.OffsetCommit{Group: group, Topic: "persistent://public/default/" + c.Topic, Partition: c.Partition,
+			Offset: c.Offset, Metadata: c.Metadata, CommitTime: f.at()})
+		f.k.Set(group, c.Topic, c.Partition, c.Offset)
+	}
+	f.commits++
+	return nil
+}
+
+func (f *kopFront) Delete(context.Context, string, map[string][]int32) error { return nil }
+
+func (f *kopFront) DescribeGroups(_ context.Context, groups []string) (map[string]kop.GroupActivity, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return nil, f.fail
+	}
+	out := map[string]kop.GroupActivity{}
+	for _, g := range groups {
+		out[g] = kop.GroupActivity{State: "Empty", Members: f.members[g]}
+	}
+	return out, nil
+}
+
+func (f *kopFront) setMembers(g string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.members[g] = n
+}
+
+func (f *kopFront) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commits
+}
+
+// syncEnv is two clusters in sync mode, the offsets topic not replicated: topic-1 holds 300
+// messages on scus that wus never had, so scus offset N is wus offset N-300.
+func syncEnv(t *testing.T, o Options) (e *env, scus, wus *kopFront) {
+	t.Helper()
+	o.Sync = true
+	o.SyncPool = &align.Pool{Sources: map[string]align.Source{
+		"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 20_000)...)}},
+		"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 20_000)}},
+	}}
+	e = newEnv(t, o)
+	scus = &kopFront{tail: e.scus, k: e.kScus, members: map[string]int{}, at: e.clock.Now}
+	wus = &kopFront{tail: e.wus, k: e.kWus, members: map[string]int{}, at: e.clock.Now}
+	for i, f := range []*kopFront{scus, wus} {
+		e.w.clusters[i].Committer, e.w.clusters[i].Members = f, f
+		e.w.clusters[i].Reloader = nil
+	}
+	e.w.syncing = newSync(e.w.o, e.w.clusters)
+	return e, scus, wus
+}
+
+// TestSyncFollowsTheSource: a group live on scus commits; each cycle its latest commit is
+// committed on wus through KoP, translated, and served there at once. The consumer moves to
+// wus; its commits flow back into scus's numbering.
+func TestSyncFollowsTheSource(t *testing.T) {
+	e, scus, wus := syncEnv(t, Options{})
+	scus.setMembers("orders", 1)
+	e.scus.commit("", commit("orders", 0, 6000))
+	e.kScus.Set("orders", "topic-1", 0, 6000)
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil("synced 6000", servedIs("orders", "wus", 5700))
+	// Commits every 100 ms between two cycles: one commit on wus, the latest.
+	before := wus.count()
+	for o := int64(6001); o <= 6050; o++ {
+		e.scus.commit("", commit("orders", 0, o))
+	}
+	e.kScus.Set("orders", "topic-1", 0, 6050)
+	e.cycleUntil("synced 6050", servedIs("orders", "wus", 5750))
+	if n := wus.count() - before; n != 1 {
+		t.Errorf("%d commits on wus for 50 commits on scus between two cycles, want 1", n)
+	}
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if scus.count() != 0 {
+		t.Fatalf("the tool's own commits on wus were synced back to scus (%d)", scus.count())
+	}
+	// The group moves to wus.
+	scus.setMembers("orders", 0)
+	wus.setMembers("orders", 1)
+	e.clock.add(time.Minute)
+	e.wus.commit("", commit("orders", 0, 5800))
+	e.kWus.Set("orders", "topic-1", 0, 5800)
+	e.cycleUntil("synced back", servedIs("orders", "scus", 6100))
+	if n := testutil.ToFloat64(e.w.m.synced.WithLabelValues("scus", "wus", "written")); n != 1 {
+		t.Errorf("synced wus→scus %v, want 1", n)
+	}
+}
+
+// TestSyncSplitBrainAndUnknown: members on both clusters leave the group alone (reported);
+// a cluster whose members are unknown is neither source nor target until it answers.
+func TestSyncSplitBrainAndUnknown(t *testing.T) {
+	e, scus, wus := syncEnv(t, Options{})
+	scus.setMembers("orders", 1)
+	wus.setMembers("orders", 1)
+	e.scus.commit("", commit("orders", 0, 6000))
+	e.kScus.Set("orders", "topic-1", 0, 6000)
+	e.start()
+	e.cycleUntilReady()
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if wus.count() != 0 || testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")) == 0 {
+		t.Fatalf("split brain: %d commits on wus, skipped %v", wus.count(), testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")))
+	}
+	wus.setMembers("orders", 0)
+	wus.mu.Lock()
+	wus.fail = errDown
+	wus.mu.Unlock()
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if wus.count() != 0 {
+		t.Fatalf("committed on a cluster whose members are unknown")
+	}
+	// It answers again: the group left for later is synced without a new commit.
+	wus.mu.Lock()
+	wus.fail = nil
+	wus.mu.Unlock()
+	e.cycleUntil("synced once wus answers", servedIs("orders", "wus", 5700))
+}
+
+// TestSyncDryRun commits nothing and counts what it would.
+func TestSyncDryRun(t *testing.T) {
+	e, scus, wus := syncEnv(t, Options{DryRun: true})
+	scus.setMembers("orders", 1)
+	e.scus.commit("", commit("orders", 0, 6000))
+	e.start()
+	e.cycleUntilReady()
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if wus.count() != 0 || testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "dry_run")) == 0 {
+		t.Fatalf("dry run: %d commits", wus.count())
+	}
+	if !strings.Contains(e.logs.String(), "would sync (dry run)") {
+		t.Fatal("dry run logged nothing")
+	}
+}
+
+// servedIs holds when KoP on cluster serves v for group (the cached side of the report).
+func servedIs(group, cluster string, v int64) func(*survey.Report) bool {
+	return func(rep *survey.Report) bool {
+		c, ok := cellOf(rep, group, cluster)
+		return ok && c.Cached != nil && *c.Cached == v
+	}
+}
