@@ -20,6 +20,7 @@ const (
 	ActionUnload = "unload" // a namespace bundle unload
 	ActionLookup = "lookup" // a topic lookup: the broker that answers takes the bundle
 	ActionCommit = "commit" // an offset commit written into the offsets topic (failover)
+	ActionPolicy = "policy" // a topic policy set or removed (sync setup: replication clusters)
 )
 
 // Results of a Record.

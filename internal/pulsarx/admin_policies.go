@@ -65,3 +65,42 @@ func (a *Admin) policies(ctx context.Context, op, namespace string) (*utils.Poli
 		return a.client.Namespaces().GetPoliciesWithContext(cctx, namespace)
 	})
 }
+
+// TopicReplicationClusters is what decides where topic replicates from this cluster: its
+// own (local) topic-level policy when it has one (topicLevel), else its namespace's
+// replication clusters. Sorted.
+func (a *Admin) TopicReplicationClusters(ctx context.Context, topic string) (clusters []string, topicLevel bool, err error) {
+	own, err := onTopic(ctx, a, "get replication clusters of", topic, func(cctx context.Context, tn utils.TopicName) ([]string, error) {
+		return a.client.Topics().GetReplicationClustersWithContext(cctx, tn)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(own) > 0 {
+		return slices.Sorted(slices.Values(own)), true, nil
+	}
+	tn, err := a.topicName("get replication clusters of", topic)
+	if err != nil {
+		return nil, false, err
+	}
+	ns, err := a.NamespaceReplicationClusters(ctx, tn.GetTenant()+"/"+tn.GetNamespace())
+	return ns, false, err
+}
+
+// SetTopicReplicationClusters sets topic's local topic-level replication clusters (this
+// cluster's policy only: the other clusters keep theirs).
+func (a *Admin) SetTopicReplicationClusters(ctx context.Context, topic string, clusters []string) error {
+	_, err := onTopic(ctx, a, "set replication clusters of", topic, func(cctx context.Context, tn utils.TopicName) (struct{}, error) {
+		return struct{}{}, a.client.Topics().SetReplicationClustersWithContext(cctx, tn, clusters)
+	})
+	return err
+}
+
+// RemoveTopicReplicationClusters removes topic's local topic-level replication clusters:
+// its namespace's apply again.
+func (a *Admin) RemoveTopicReplicationClusters(ctx context.Context, topic string) error {
+	_, err := onTopic(ctx, a, "remove replication clusters of", topic, func(cctx context.Context, tn utils.TopicName) (struct{}, error) {
+		return struct{}{}, a.client.Topics().RemoveReplicationClustersWithContext(cctx, tn)
+	})
+	return err
+}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
@@ -41,9 +42,11 @@ func newSync(o Options, clusters []*clusterRT) *syncState {
 	if !o.Sync {
 		return nil
 	}
-	s := &syncState{syncer: &offsetsync.Syncer{Pool: o.SyncPool, Window: o.SplitBrainWindow, Now: o.Now},
+	pool := &align.Pool{Sources: map[string]align.Source{}, MaxMessages: o.SyncMaxMessages}
+	s := &syncState{syncer: &offsetsync.Syncer{Pool: pool, Window: o.SplitBrainWindow, Now: o.Now},
 		again: map[string]bool{}, wasUp: map[string]bool{}}
 	for _, c := range clusters {
+		pool.Sources[c.Name] = c.Data
 		var cm offsetsync.Committer = c.Committer
 		if o.DryRun {
 			cm = dryCommitter{}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
@@ -72,11 +71,9 @@ func (f *kopFront) count() int {
 func syncEnv(t *testing.T, o Options) (e *env, scus, wus *kopFront) {
 	t.Helper()
 	o.Sync = true
-	o.SyncPool = &align.Pool{Sources: map[string]align.Source{
-		"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 20_000)...)}},
-		"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 20_000)}},
-	}}
 	e = newEnv(t, o)
+	e.w.clusters[0].Data = fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 20_000)...)}}
+	e.w.clusters[1].Data = fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 20_000)}}
 	scus = &kopFront{tail: e.scus, k: e.kScus, members: map[string]int{}, at: e.clock.Now}
 	wus = &kopFront{tail: e.wus, k: e.kWus, members: map[string]int{}, at: e.clock.Now}
 	for i, f := range []*kopFront{scus, wus} {

@@ -37,6 +37,8 @@ type Cluster struct {
 	// says where groups are live (--sync). Nil: the cluster is not synced.
 	Committer offsetsync.Committer
 	Members   GroupDescriber
+	// Data reads the cluster's copies of the data topics, to translate (--sync).
+	Data align.Source
 }
 
 // Defaults of Options.
@@ -70,11 +72,12 @@ type Options struct {
 
 	// Sync syncs every group from its source to the other clusters through KoP's
 	// OffsetCommit (package offsetsync), translating with SyncPool; every Cluster needs a
-	// Committer and Members. SplitBrainWindow: own commits of a group on two clusters this
-	// close are two writers. DryRun: log and count, commit nothing.
+	// Committer, Members and Data. SplitBrainWindow: own commits of a group on two clusters
+	// this close are two writers. SyncMaxMessages bounds the first translation's reads per
+	// copy (default align.DefaultMaxMessages). DryRun: log and count, commit nothing.
 	Sync             bool
-	SyncPool         *align.Pool
 	SplitBrainWindow time.Duration
+	SyncMaxMessages  int64
 
 	Backoff, MaxBackoff time.Duration // reconnects of a failed reader or admin call
 	// ExpiryWarning is the window of the expiring status, as check's (0: check's default;

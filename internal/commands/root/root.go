@@ -19,6 +19,7 @@ import (
 	locatecmd "github.com/kop-offsets/kop-offsets/internal/commands/locate"
 	reloadcmd "github.com/kop-offsets/kop-offsets/internal/commands/reload"
 	repaircmd "github.com/kop-offsets/kop-offsets/internal/commands/repair"
+	"github.com/kop-offsets/kop-offsets/internal/commands/synccmd"
 	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
 	watchcmd "github.com/kop-offsets/kop-offsets/internal/commands/watch"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -120,6 +121,7 @@ func addCommands(cmd *cobra.Command, f *cmdutil.Factory) {
 	add(cmd, GroupRepair, failovercmd.NewCmdFailover(f, nil))
 	add(cmd, GroupRepair, watchcmd.NewCmdWatch(f, nil))
 	add(cmd, GroupRepair, historycmd.NewCmdHistory(f, nil))
+	add(cmd, GroupSetup, synccmd.NewCmdSync(f))
 }
 
 // markOnRun wraps the Run/RunE of every command in the tree so that the root records that

@@ -5,6 +5,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -64,6 +66,10 @@ type Options struct {
 	// KeepTranslations writes kept translations on the selected clusters (package standby).
 	KeepTranslations bool
 	AlignmentMax     int64
+	// Sync syncs every group's offsets between the selected clusters through KoP's
+	// OffsetCommit (docs/sync.md).
+	Sync             bool
+	SplitBrainWindow time.Duration
 }
 
 // watchLong is the long help of the command.
@@ -118,6 +124,19 @@ and 'failover --to' lands every group there when the source is gone (docs/failov
 Only commits whose source answers are kept; kop_offsets_watch_kept_translations_total
 counts them. --dry-run logs what it would keep.
 
+--sync is the other deployment model (docs/sync.md): the offsets topic is not replicated
+between the selected clusters (kop-offsets sync setup), and watch is the only path offsets
+take between them. After every cycle, each group that changed is synced from its source (the
+one cluster where it has members; with none, the cluster of its newest own commit) to every
+other selected cluster where it has no members: its offsets translated by message identity
+and committed through KoP's OffsetCommit, which KoP serves at once, with no unload. The
+tool's commits carry a mark in their metadata and are never synced back; a target's own
+newer commit is never moved back; a group live (or committing within --split-brain-window)
+on two clusters is reported and left alone; offsets the source deleted are deleted on the
+targets it synced them to. watch --sync refuses to start while the offsets topic replicates
+between the selected clusters. kop_offsets_sync_commits_total and
+kop_offsets_sync_latency_seconds count the commits and their delay.
+
 One writer per cluster: before a cycle's first unload on a cluster, --repair takes the
 cluster's writer lease (an exclusive producer on --lease-topic, default
 persistent://<tenant>/kop-offsets/writer-lease), and gives it back after the cycle's last,
@@ -141,7 +160,8 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
   kop-offsets watch --row-series not-ok          # a million keys: only the rows to act on
   kop-offsets watch --repair --cluster wus --dry-run
   kop-offsets watch --repair --group 'orders-*' --max-bundles 2 --cooldown 5m
-  kop-offsets watch --keep-translations --cluster wus   # wus: a standby right without scus`),
+  kop-offsets watch --keep-translations --cluster wus   # wus: a standby right without scus
+  kop-offsets sync setup --yes && kop-offsets watch --sync --interval 1s`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(); err != nil {
@@ -179,7 +199,9 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.BoolVar(&opts.Repair, "repair", false, "reload bundles holding stale_cache rows, under the policy")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --repair or --keep-translations: log what would be reloaded or kept, write nothing")
 	fl.BoolVar(&opts.KeepTranslations, "keep-translations", false, "after each commit replicated to a selected cluster, write its translated offset there (replication disabled): the standby is right without the source")
-	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "with --keep-translations: messages read at most per copy of a topic partition for its first translation")
+	fl.BoolVar(&opts.Sync, "sync", false, "sync every group's offsets between the selected clusters through KoP's OffsetCommit (the offsets topic not replicated between them: kop-offsets sync setup)")
+	fl.DurationVar(&opts.SplitBrainWindow, "split-brain-window", 10*time.Second, "with --sync: own commits of a group without members on two clusters this close in time are two writers (not synced)")
+	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "with --keep-translations or --sync: messages read at most per copy of a topic partition for its first translation")
 	fl.BoolVar(&opts.RefuseLive, "refuse-live", false, "with --repair: leave bundles with groups live on the cluster written to (by default they are reloaded: their members pause while KoP loads)")
 	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded per cluster and interval")
 	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
@@ -204,8 +226,12 @@ func (o *Options) validate() error {
 		return cmdutil.FlagErrorf("--wait must be positive, got %s", o.Wait)
 	case o.CoordinatorWait <= 0:
 		return cmdutil.FlagErrorf("--coordinator-wait must be positive, got %s", o.CoordinatorWait)
-	case o.DryRun && !o.Repair && !o.KeepTranslations:
-		return cmdutil.FlagErrorf("--dry-run only applies to --repair and --keep-translations")
+	case o.DryRun && !o.Repair && !o.KeepTranslations && !o.Sync:
+		return cmdutil.FlagErrorf("--dry-run only applies to --repair, --keep-translations and --sync")
+	case o.Sync && (o.Repair || o.KeepTranslations):
+		return cmdutil.FlagErrorf("--sync is a deployment model of its own (the offsets topic not replicated): it excludes --repair and --keep-translations")
+	case o.SplitBrainWindow < 0:
+		return cmdutil.FlagErrorf("--split-brain-window must not be negative, got %s", o.SplitBrainWindow)
 	case o.AlignmentMax <= 0:
 		return cmdutil.FlagErrorf("--alignment-max-messages must be positive, got %d", o.AlignmentMax)
 	}
@@ -269,6 +295,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
 		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,
 		Logger: opts.Logger, RowSeries: watch.RowSeries(opts.RowSeries),
+		Sync: opts.Sync, SplitBrainWindow: opts.SplitBrainWindow, SyncMaxMessages: opts.AlignmentMax,
 	})
 	srv := &http.Server{Handler: watch.Handler(w), ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
@@ -278,7 +305,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 		names = append(names, c.Name)
 	}
 	opts.Logger.Info("watch started", "listen", ln.Addr().String(), "clusters", names, "interval", opts.Interval.String(),
-		"resync", opts.Resync.String(), "repair", opts.Repair, "keepTranslations", opts.KeepTranslations, "dryRun", opts.DryRun)
+		"resync", opts.Resync.String(), "repair", opts.Repair, "keepTranslations", opts.KeepTranslations, "sync", opts.Sync, "dryRun", opts.DryRun)
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -318,9 +345,13 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 		}
 		var out []watch.Cluster
 		var copies map[string]align.Source
-		if o.KeepTranslations {
+		if o.KeepTranslations || o.Sync {
 			copies = dataCopies(f, all)
 		}
+		if o.Sync && len(sel) < 2 {
+			return nil, nil, cmdutil.UsageErrorf("--sync needs two clusters or more to sync between, got %d", len(sel))
+		}
+		var sites []offsetsync.Site
 		for _, cl := range sel {
 			ps, err := shared.DialPulsar(f, cl, true)
 			if err != nil {
@@ -344,6 +375,18 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				closers = append(closers, kc.Close)
 				ka := kadm.NewClient(kc)
 				wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
+				if o.Sync {
+					wc.Committer = kop.Committer{Admin: ka}
+					wc.Members = kop.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
+				}
+			}
+			if o.Sync {
+				if wc.Committer == nil {
+					release()
+					return nil, nil, cmdutil.ConfigError(fmt.Errorf("cluster %s: --sync commits through KoP: kafkaBootstrap is not configured", cl.Name))
+				}
+				wc.Data = copies[cl.Name]
+				sites = append(sites, offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: ps.Admin})
 			}
 			if o.Repair {
 				sess, err := shared.NewSessionFunc(f, func(format string, a ...any) {
@@ -367,6 +410,14 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				wc.Keeper = &standby.Keeper{Cluster: cl.Name, KafkaNamespace: cl.KafkaNamespace, Sources: copies, Writer: w, MaxMessages: o.AlignmentMax}
 			}
 			out = append(out, wc)
+		}
+		if o.Sync {
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
+			defer cancel()
+			if err := offsetsync.Refusal(offsetsync.Check(ctx, sites)); err != nil {
+				release()
+				return nil, nil, cmdutil.DriftError(err)
+			}
 		}
 		return out, release, nil
 	}
