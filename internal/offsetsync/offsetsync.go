@@ -37,10 +37,12 @@
 //     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
 //     often the group committed since the last cycle). A key that cannot be translated is
 //     left (Errors); the others go on.
-//   - A commit a cluster holds by replication (Origin set) means the offsets topic still
-//     replicates: the tool's commits would come back to where they were translated from,
-//     in the wrong numbering, and KoP's next load there would take them. Nothing of such a
-//     group is synced; the startup check refuses this set-up (watch --sync).
+//   - A commit a cluster holds by replication (Origin set) is history from before sync
+//     setup: it counts in another cluster's numbering, so it is neither a source nor a
+//     writer; as a target's current offset, only the group's own commit below it is a floor
+//     (Floor). But the tool's own commit coming back by replication proves the offsets topic
+//     replicates now: its next load would take a number of the wrong numbering. Nothing of
+//     such a group is synced (Replicated); the startup check refuses this set-up.
 //   - Deletion follows the source: a key a target holds as the tool's commit from the source
 //     that the source no longer holds at all is deleted there (OffsetDelete). A key the
 //     target committed itself is never deleted: it is the group's own. When no cluster
@@ -171,6 +173,9 @@ type entry struct {
 	co     loader.CommittedOffset
 	mark   Mark
 	marked bool   // the tool's own commit
+	// foreign: not the group's own commit here (replicated from another cluster, or a
+	// translation watch --keep-translations kept): never a source, never the last writer.
+	foreign bool
 	orig   string // the metadata without the mark
 }
 
@@ -210,13 +215,13 @@ func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) 
 	return res
 }
 
-// replicated says which cluster holds a commit of the group that replication brought, ""
-// when none does.
+// replicated says which cluster holds a commit of the tool's that replication brought back,
+// "" when none does.
 func replicated(views map[string]View) string {
 	for _, name := range slices.Sorted(maps.Keys(views)) {
 		for _, co := range views[name].Offsets {
-			if co.Origin != "" {
-				return fmt.Sprintf("%s holds a commit replicated from %s (%s[%d] at %d): the offsets topic replicates between synced clusters, nothing synced",
+			if _, _, marked := ParseMark(co.Metadata); marked && co.Origin != "" {
+				return fmt.Sprintf("%s holds the tool's commit replicated back from %s (%s[%d] at %d): the offsets topic replicates between synced clusters, nothing synced",
 					name, co.Origin, co.Topic, co.Partition, co.Offset)
 			}
 		}
@@ -229,7 +234,7 @@ func index(offsets []loader.CommittedOffset, kafkaNamespace string) map[key]entr
 	out := make(map[key]entry, len(offsets))
 	for _, co := range offsets {
 		m, orig, marked := ParseMark(co.Metadata)
-		out[key{loader.ShortName(co.Topic, kafkaNamespace), co.Partition}] = entry{co: co, mark: m, marked: marked, orig: orig}
+		out[key{loader.ShortName(co.Topic, kafkaNamespace), co.Partition}] = entry{co: co, mark: m, marked: marked, orig: orig, foreign: co.Origin != "" || co.Kept != nil}
 	}
 	return out
 }
@@ -241,8 +246,8 @@ func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]ent
 	var synced []Synced
 	for _, k := range slices.SortedFunc(maps.Keys(from), compareKeys) {
 		e := from[k]
-		if e.marked {
-			continue // the tool's own commit on the source: never synced back
+		if e.marked || e.foreign {
+			continue // the tool's own commit on the source (never synced back), or not the group's
 		}
 		cur, has := to[k]
 		var floor int64

@@ -346,14 +346,32 @@ func TestSyncBehind(t *testing.T) {
 	}
 }
 
-// TestSyncRefusesReplicatedCommits: a commit that replicated between the synced clusters
-// means the offsets topic still replicates; nothing of the group is written.
-func TestSyncRefusesReplicatedCommits(t *testing.T) {
-	l := aligned("scus", "wus")
-	rep := commit("orders", 0, 800, 4, "")
-	rep.Origin = "scus"
-	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": view(0, rep)})
-	if len(l.sent["wus"].commits) != 0 || res.Source != "" || !strings.Contains(res.Replicated, "wus holds a commit replicated from scus") {
+// TestSyncReplicatedCommits: commits replicated before sync setup are history (never a
+// source, never the last writer; on a target the own commit below is the floor); the tool's
+// own commit coming back by replication means the offsets topic replicates: nothing synced.
+func TestSyncReplicatedCommits(t *testing.T) {
+	l := newLab(map[string][]uint64{"scus": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 6500)...), "wus": fakes.Sequence(0, 6500)}, "scus", "wus")
+	old := commit("orders", 0, 5000, 9, "") // scus's 5000, replicated to wus before setup
+	old.Origin = "scus"
+	// scus, no members, commits 6000 after: the source; wus's replicated 5000 (newer, a
+	// replicated number) is no writer and no floor.
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 6000, 5, "")), "wus": view(0, old)})
+	noErrors(t, res)
+	if res.Source != "scus" || len(l.sent["wus"].commits) != 1 || l.sent["wus"].commits[0][0].Offset != 5700 {
+		t.Fatalf("after setup: %+v, sent %+v", res, l.sent["wus"].commits)
+	}
+	// A replicated commit on the source is not synced (it counts in the target's numbering).
+	back := commit("payments", 0, 100, 4, "")
+	back.Origin = "wus"
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 6000, 5, ""), back), "wus": view(0, commit("orders", 0, 5700, 6, marked("scus", 6000)))})
+	if noErrors(t, res); len(res.Synced) != 0 {
+		t.Fatalf("synced a replicated commit: %+v", res.Synced)
+	}
+	// The tool's commit replicated back: the offsets topic replicates; nothing is written.
+	rep := commit("payments", 0, 5700, 6, marked("scus", 6000))
+	rep.Origin = "wus"
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 6100, 7, ""), rep), "wus": view(0, commit("orders", 0, 5700, 6, marked("scus", 6000)))})
+	if len(l.sent["wus"].commits) != 1 || res.Source != "" || !strings.Contains(res.Replicated, "scus holds the tool's commit replicated back from wus (persistent://public/default/payments") {
 		t.Fatalf("synced beside replication: %+v, sent %+v", res, l.sent["wus"].commits)
 	}
 }

@@ -56,7 +56,7 @@ func (s *Syncer) lastWriter(idx map[string]map[key]entry, res *Result) string {
 	for _, c := range s.Clusters {
 		var newest *offsetlog.Millis
 		for _, e := range idx[c.Name] {
-			if !e.marked && (newest == nil || e.co.CommitTimestamp > *newest) {
+			if !e.marked && !e.foreign && (newest == nil || e.co.CommitTimestamp > *newest) {
 				newest = &e.co.CommitTimestamp
 			}
 		}
