@@ -23,7 +23,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
-// This file runs after zz_standby_test.go: it stops scus too.
+// Go runs this file's tests before zz_standby_test.go's (file order): both stop scus and
+// resume it before they end.
 
 // commitLog is what a live consumer committed: each commit's offset (the next to read, in
 // scus's numbering) and when it was acknowledged.

@@ -34,7 +34,8 @@ type syncState struct {
 	syncer *offsetsync.Syncer
 	again  map[string]bool
 	wasUp  map[string]bool
-	swept  bool // every group synced once
+	swept  bool            // every group synced once
+	split  map[string]bool // groups in split brain: logged when it starts and ends
 }
 
 // newSync is the sync state of clusters, nil when o.Sync is off.
@@ -44,7 +45,7 @@ func newSync(o Options, clusters []*clusterRT) *syncState {
 	}
 	pool := &align.Pool{Sources: map[string]align.Source{}, MaxMessages: o.SyncMaxMessages}
 	s := &syncState{syncer: &offsetsync.Syncer{Pool: pool, Window: o.SplitBrainWindow, Now: o.Now},
-		again: map[string]bool{}, wasUp: map[string]bool{}}
+		again: map[string]bool{}, wasUp: map[string]bool{}, split: map[string]bool{}}
 	for _, c := range clusters {
 		pool.Sources[c.Name] = c.Data
 		var cm offsetsync.Committer = c.Committer
@@ -198,10 +199,17 @@ func (w *Watcher) recordSync(res offsetsync.Result) (again bool) {
 		// Looked at again every cycle: once one side's members leave, the other is the source.
 		w.m.syncSkipped.WithLabelValues("split_brain").Inc()
 		again = true
-		w.log.Warn("group not synced: split brain", "group", res.Group, "why", res.SplitBrain)
+		if !w.syncing.split[res.Group] {
+			w.syncing.split[res.Group] = true
+			w.log.Warn("group not synced: split brain (logged once; counted every cycle)", "group", res.Group, "why", res.SplitBrain)
+		}
 	case res.Replicated != "":
 		w.m.syncSkipped.WithLabelValues("replicated").Inc()
 		w.log.Warn("group not synced: the offsets topic replicates", "group", res.Group, "why", res.Replicated)
+	}
+	if res.SplitBrain == "" && w.syncing.split[res.Group] {
+		delete(w.syncing.split, res.Group)
+		w.log.Info("split brain over: the group is synced again", "group", res.Group, "from", res.Source)
 	}
 	for _, l := range res.Left {
 		if l.Partition >= 0 || !w.isUp(l.Cluster) {

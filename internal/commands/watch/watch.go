@@ -131,8 +131,8 @@ one cluster where it has members; with none, the cluster of its newest own commi
 other selected cluster where it has no members: its offsets translated by message identity
 and committed through KoP's OffsetCommit, which KoP serves at once, with no unload. The
 tool's commits carry a mark in their metadata and are never synced back; a target's own
-newer commit is never moved back; a group live (or committing within --split-brain-window)
-on two clusters is reported and left alone; offsets the source deleted are deleted on the
+newer commit is never moved back; a group live on two clusters at once (or, with
+--split-brain-window, committing on both that close in time) is reported and left alone; offsets the source deleted are deleted on the
 targets it synced them to. watch --sync refuses to start while the offsets topic replicates
 between the selected clusters. kop_offsets_sync_commits_total and
 kop_offsets_sync_latency_seconds count the commits and their delay.
@@ -200,7 +200,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "with --repair or --keep-translations: log what would be reloaded or kept, write nothing")
 	fl.BoolVar(&opts.KeepTranslations, "keep-translations", false, "after each commit replicated to a selected cluster, write its translated offset there (replication disabled): the standby is right without the source")
 	fl.BoolVar(&opts.Sync, "sync", false, "sync every group's offsets between the selected clusters through KoP's OffsetCommit (the offsets topic not replicated between them: kop-offsets sync setup)")
-	fl.DurationVar(&opts.SplitBrainWindow, "split-brain-window", 10*time.Second, "with --sync: own commits of a group without members on two clusters this close in time are two writers (not synced)")
+	fl.DurationVar(&opts.SplitBrainWindow, "split-brain-window", 0, "with --sync: own commits of a group without members on two clusters this close in time are two writers, not synced (0: the newest commit wins, as when a group moves: it stops on one cluster and commits on the other seconds later)")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "with --keep-translations or --sync: messages read at most per copy of a topic partition for its first translation")
 	fl.BoolVar(&opts.RefuseLive, "refuse-live", false, "with --repair: leave bundles with groups live on the cluster written to (by default they are reloaded: their members pause while KoP loads)")
 	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded per cluster and interval")
