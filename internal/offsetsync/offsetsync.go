@@ -172,11 +172,11 @@ func compareKeys(a, b key) int {
 type entry struct {
 	co     loader.CommittedOffset
 	mark   Mark
-	marked bool   // the tool's own commit
+	marked bool // the tool's own commit
 	// foreign: not the group's own commit here (replicated from another cluster, or a
 	// translation watch --keep-translations kept): never a source, never the last writer.
 	foreign bool
-	orig   string // the metadata without the mark
+	orig    string // the metadata without the mark
 }
 
 // Sync syncs group once from its source to every other cluster, given views, the group on
