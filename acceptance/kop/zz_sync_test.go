@@ -5,6 +5,7 @@ package kop
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -100,19 +101,14 @@ func metric(t *testing.T, listen, name string, labels ...string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 1<<16)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
 	}
 	re := regexp.MustCompile(`(?m)^` + name + `(\{[^}]*\})? (\S+)$`)
 	sum := 0.0
-	for _, m := range re.FindAllStringSubmatch(b.String(), -1) {
+	for _, m := range re.FindAllStringSubmatch(string(body), -1) {
 		ok := true
 		for _, l := range labels {
 			ok = ok && strings.Contains(m[1], l)
@@ -264,7 +260,7 @@ func TestSyncContinuousConsumer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cl.Close()
+		t.Cleanup(cl.Close)
 		go func() {
 			for both.Err() == nil {
 				fs := cl.PollRecords(both, 10)

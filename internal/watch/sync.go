@@ -48,7 +48,7 @@ func newSync(o Options, clusters []*clusterRT) *syncState {
 		again: map[string]bool{}, wasUp: map[string]bool{}, split: map[string]bool{}}
 	for _, c := range clusters {
 		pool.Sources[c.Name] = c.Data
-		var cm offsetsync.Committer = c.Committer
+		cm := c.Committer
 		if o.DryRun {
 			cm = dryCommitter{}
 		}
