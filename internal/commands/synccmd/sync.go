@@ -34,6 +34,9 @@ topic and reloading stale caches (watch --repair), the offsets topic is not repl
 between the synced clusters and 'kop-offsets watch --sync' commits each group's translated
 offsets through KoP's own OffsetCommit on the clusters where it has no members: KoP serves
 them at once, with no unload. 'sync setup' makes the deployment.`),
+		Example: cmdutil.Examples(`
+  kop-offsets sync setup --dry-run
+  kop-offsets sync setup --yes && kop-offsets watch --sync --interval 1s`),
 		Args: cmdutil.NoArgs,
 	}
 	cmd.AddCommand(NewCmdSetup(f, nil))
