@@ -137,10 +137,17 @@ func TestSyncContinuousConsumer(t *testing.T) {
 
 	bin := labtest.Binary(t)
 	cfg := labtest.ConfigCopy(t, theLab, "sync")
-	listen := labtest.FreeListen(t)
-	args := []string{"--timeout", "10s", "--verbose", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", group, "--group", split}
-	p := startProcess(t, bin, "sync", cfg, args...)
+	// Two replicas: the first to hold both clusters' writer leases syncs, the other waits.
+	syncArgs := func(listen string) []string {
+		return []string{"--timeout", "10s", "--verbose", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", group, "--group", split}
+	}
+	listenA, listen := labtest.FreeListen(t), labtest.FreeListen(t)
+	p := startProcess(t, bin, "sync-a", cfg, syncArgs(listenA)...)
+	labtest.WaitReady(t, "http://"+listenA+"/readyz", func() error { return nil })
+	waitActive(t, listenA, 1)
+	p2 := startProcess(t, bin, "sync-b", cfg, syncArgs(listen)...)
 	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	waitActive(t, listen, 0)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -151,16 +158,21 @@ func TestSyncContinuousConsumer(t *testing.T) {
 	onWus := sample(sctx, "wus", group, topic)
 	time.Sleep(30 * time.Second)
 
-	// The sync process dies mid-stream; the group goes on committing on scus.
+	// The active replica dies mid-stream (SIGKILL); the group goes on committing on scus;
+	// the standby takes the leases once they expire with the dead one's connections.
 	killedAt := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	p.wait(t, time.Minute)
-	time.Sleep(5 * time.Second)
+	waitActive(t, listen, 1)
 	restartAt := time.Now()
-	p2 := startProcess(t, bin, "sync", cfg, args...)
-	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	t.Logf("the standby replica took over %s after the active one was killed", restartAt.Sub(killedAt).Round(time.Millisecond))
+	// The killed one comes back: it waits as the standby now.
+	p3 := startProcess(t, bin, "sync-a", cfg, syncArgs(listenA)...)
+	labtest.WaitReady(t, "http://"+listenA+"/readyz", func() error { return nil })
+	waitActive(t, listenA, 0)
+	_ = p3
 	time.Sleep(20 * time.Second)
 
 	// The consumer stops on scus (the group leaves: no members anywhere).
@@ -218,7 +230,7 @@ func TestSyncContinuousConsumer(t *testing.T) {
 		}
 	}
 	t.Logf("sync latency, a commit acknowledged on scus to wus serving it (%d commits, %d wus samples every 100 ms, %d not seen): p50 %s, p99 %s, max %s; "+
-		"committed around the kill (2 s before it to 10 s after the restart): %d, p50 %s, max %s (dead %s)",
+		"committed around the kill (2 s before it to 10 s after the takeover): %d, p50 %s, max %s (takeover %s)",
 		len(lat), seen, missed, percentile(lat, .5), percentile(lat, .99), percentile(lat, 1), len(latKill), percentile(latKill, .5), percentile(latKill, 1),
 		restartAt.Sub(killedAt).Round(time.Millisecond))
 	if len(lat) < 10 || percentile(lat, .99) > 5*time.Second {
@@ -226,7 +238,7 @@ func TestSyncContinuousConsumer(t *testing.T) {
 	}
 	// Coalesced: one OffsetCommit a group and cycle at most (the restarted process's count).
 	sent := metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`)
-	t.Logf("the restarted sync committed %v offsets on wus over %s of about 3 commits a second on scus", sent, stopAt.Sub(restartAt).Round(time.Second))
+	t.Logf("the replica that took over committed %v offsets on wus over %s of about 3 commits a second on scus", sent, stopAt.Sub(restartAt).Round(time.Second))
 	if unloads := metric(t, listen, "kop_offsets_watch_reloads_total"); unloads != 0 {
 		t.Errorf("%v unloads in sync mode", unloads)
 	}
@@ -302,6 +314,19 @@ func grepLines(s, sub string, n int) string {
 		}
 	}
 	return strings.Join(out[max(0, len(out)-n):], "\n")
+}
+
+// waitActive waits (2 minutes at most) until the sync replica on listen reports
+// kop_offsets_sync_active want.
+func waitActive(t *testing.T, listen string, want float64) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for metric(t, listen, "kop_offsets_sync_active") != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("sync replica on %s: kop_offsets_sync_active is not %v after 2 minutes", listen, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func tail(v []int64, n int) []int64 { return v[max(0, len(v)-n):] }

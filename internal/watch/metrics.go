@@ -39,6 +39,7 @@ const (
 	MetricSyncDeleted     = "kop_offsets_sync_deletes_total"
 	MetricSyncSkipped     = "kop_offsets_sync_groups_skipped_total"
 	MetricSyncLatency     = "kop_offsets_sync_latency_seconds"
+	MetricSyncActive      = "kop_offsets_sync_active"
 )
 
 // Metrics are watch's own collectors (Registry), plus the series of the latest report in
@@ -71,6 +72,7 @@ type Metrics struct {
 	syncDeleted     *prometheus.CounterVec
 	syncSkipped     *prometheus.CounterVec
 	syncLatency     *prometheus.HistogramVec
+	syncActive      prometheus.Gauge
 
 	report atomic.Pointer[snapshot] // the last cycle's; kop_offsets_watch_rows and the rows' series are read from it
 }
@@ -131,8 +133,10 @@ func NewMetrics() *Metrics {
 			Help: "Group syncs not done, by reason (split_brain: live or committing on two clusters; replicated: a commit arrived by replication; unknown: a cluster's members unknown)."}, []string{"reason"}),
 		syncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricSyncLatency,
 			Help: "Time from a commit on its source (its commit timestamp) to its translation committed on the target.", Buckets: durationBuckets}, []string{cl, "from"}),
+		syncActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSyncActive,
+			Help: "1 when this process syncs (--sync: it holds the writer lease of every synced cluster that is up), 0 when it waits as a standby replica."}),
 	}
-	m.Registry.MustRegister(m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
+	m.Registry.MustRegister(m.syncActive, m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
 		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

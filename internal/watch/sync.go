@@ -10,6 +10,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,8 @@ type syncState struct {
 	wasUp  map[string]bool
 	swept  bool            // every group synced once
 	split  map[string]bool // groups in split brain: logged when it starts and ends
+	active bool            // this process holds every lease and syncs
+	known  bool            // active is known (a change is logged)
 }
 
 // newSync is the sync state of clusters, nil when o.Sync is off.
@@ -67,6 +70,10 @@ func (dryCommitter) Delete(context.Context, string, map[string][]int32) error { 
 // a resync, or a cluster's return, every group.
 func (w *Watcher) sync(ctx context.Context, dirty [][]string, resync bool) {
 	s := w.syncing
+	if !w.holdLeases(ctx) {
+		s.swept = false // when it takes over, it syncs every group: it missed what changed
+		return
+	}
 	ask := maps.Clone(s.again)
 	all := !s.swept || resync
 	for _, c := range w.clusters {
@@ -114,6 +121,48 @@ func (w *Watcher) sync(ctx context.Context, dirty [][]string, resync bool) {
 		}
 	}
 	s.swept = true
+}
+
+// holdLeases takes the writer lease of every cluster that is up, in name order (two
+// replicas never hold one each), and reports whether this process holds them all: else it
+// gives back what it took and waits for its turn (the holder's leases expire with its
+// connections when it dies).
+func (w *Watcher) holdLeases(ctx context.Context) bool {
+	s := w.syncing
+	cs := slices.Clone(w.clusters)
+	slices.SortFunc(cs, func(a, b *clusterRT) int { return strings.Compare(a.Name, b.Name) })
+	var failed error
+	var on string
+	for _, c := range cs {
+		if c.SyncLease == nil || !c.up {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		err := c.SyncLease.Acquire(cctx)
+		cancel()
+		if err != nil {
+			failed, on = err, c.Name
+			break
+		}
+	}
+	active := failed == nil
+	if !active {
+		for _, c := range cs {
+			if c.SyncLease != nil {
+				c.SyncLease.Release()
+			}
+		}
+	}
+	w.m.syncActive.Set(b2f(active))
+	if !s.known || active != s.active {
+		if active {
+			w.log.Info("sync active: this process holds the writer lease of every synced cluster")
+		} else {
+			w.log.Warn("sync standby: another process syncs, or a lease could not be taken; trying again every cycle", "cluster", on, "err", failed.Error())
+		}
+	}
+	s.active, s.known = active, true
+	return active
 }
 
 // describe asks every cluster that is up about the members of groups; a cluster missing from

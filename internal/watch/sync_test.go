@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +184,68 @@ func servedIs(group, cluster string, v int64) func(*survey.Report) bool {
 	return func(rep *survey.Report) bool {
 		c, ok := cellOf(rep, group, cluster)
 		return ok && c.Cached != nil && *c.Cached == v
+	}
+}
+
+// fakeLease is a lease another process may hold.
+type fakeLease struct {
+	mu           sync.Mutex
+	other, mine  bool
+	acquisitions int
+}
+
+func (l *fakeLease) Acquire(context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.other {
+		return errors.New("held by pid 42 on host b")
+	}
+	if !l.mine {
+		l.acquisitions++
+	}
+	l.mine = true
+	return nil
+}
+
+func (l *fakeLease) Release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mine = false
+}
+
+func (l *fakeLease) set(other bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.other = other
+}
+
+// TestSyncStandbyReplica: while another process holds a cluster's lease this one syncs
+// nothing (and gives back the leases it took); when the holder's lease expires it takes
+// over, syncs every group, and keeps the leases.
+func TestSyncStandbyReplica(t *testing.T) {
+	e, scus, wus := syncEnv(t, Options{})
+	ls, lw := &fakeLease{}, &fakeLease{other: true}
+	e.w.clusters[0].SyncLease, e.w.clusters[1].SyncLease = ls, lw
+	scus.setMembers("orders", 1)
+	e.scus.commit("", commit("orders", 0, 6000))
+	e.start()
+	e.cycleUntilReady()
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if wus.count() != 0 || ls.mine || testutil.ToFloat64(e.w.m.syncActive) != 0 {
+		t.Fatalf("standby synced (%d commits) or kept scus's lease (%v)", wus.count(), ls.mine)
+	}
+	lw.set(false) // the active replica died
+	e.cycleUntil("taken over", servedIs("orders", "wus", 5700))
+	taken := ls.acquisitions
+	for range 3 {
+		e.w.Cycle(e.ctx)
+	}
+	if testutil.ToFloat64(e.w.m.syncActive) != 1 || !ls.mine || !lw.mine || ls.acquisitions != taken || lw.acquisitions != 1 {
+		t.Fatalf("after the takeover: active %v, leases %v/%v acquired %d/%d times", testutil.ToFloat64(e.w.m.syncActive), ls.mine, lw.mine, ls.acquisitions, lw.acquisitions)
+	}
+	if n := strings.Count(e.logs.String(), "sync standby"); n != 1 {
+		t.Errorf("standby logged %d times, want once", n)
 	}
 }

@@ -39,6 +39,15 @@ type Cluster struct {
 	Members   GroupDescriber
 	// Data reads the cluster's copies of the data topics, to translate (--sync).
 	Data align.Source
+	// SyncLease is the cluster's writer lease, held while this process syncs (--sync):
+	// of two replicas, the one holding every lease syncs, the other waits. Nil: no lease.
+	SyncLease SyncLease
+}
+
+// SyncLease is a writer lease held for as long as the process syncs (*lease.Lease).
+type SyncLease interface {
+	Acquire(ctx context.Context) error
+	Release()
 }
 
 // Defaults of Options.

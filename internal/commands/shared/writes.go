@@ -67,6 +67,9 @@ func (w *Writes) Validate() error {
 	return nil
 }
 
+// TopicOf is the lock topic of cl.
+func (w Writes) TopicOf(cl config.Cluster) string { return w.topic(cl) }
+
 // topic is the lock topic of cl.
 func (w Writes) topic(cl config.Cluster) string {
 	if w.LeaseTopic == "" {

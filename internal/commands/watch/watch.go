@@ -20,12 +20,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/standby"
@@ -135,7 +137,10 @@ newer commit is never moved back; a group live on two clusters at once (or, with
 --split-brain-window, committing on both that close in time) is reported and left alone; offsets the source deleted are deleted on the
 targets it synced them to. watch --sync refuses to start while the offsets topic replicates
 between the selected clusters. kop_offsets_sync_commits_total and
-kop_offsets_sync_latency_seconds count the commits and their delay.
+kop_offsets_sync_latency_seconds count the commits and their delay. Run two replicas: the
+one that holds the writer lease of every synced cluster syncs (kop_offsets_sync_active 1)
+and keeps them for as long as it runs; the other follows and exports, and takes over
+within a cycle of the leases expiring with the holder's connections.
 
 One writer per cluster: before a cycle's first unload on a cluster, --repair takes the
 cluster's writer lease (an exclusive producer on --lease-topic, default
@@ -386,6 +391,10 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 					return nil, nil, cmdutil.ConfigError(fmt.Errorf("cluster %s: --sync commits through KoP: kafkaBootstrap is not configured", cl.Name))
 				}
 				wc.Data = copies[cl.Name]
+				if !o.Writes.NoLease {
+					// Held while this process syncs: a second replica waits for it.
+					wc.SyncLease = &lease.Lease{Cluster: cl.Name, Topic: o.Writes.TopicOf(cl), Broker: lease.Pulsar{Client: ps.Client, Admin: ps.Admin}, Self: audit.Self()}
+				}
 				sites = append(sites, offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: ps.Admin})
 			}
 			if o.Repair {
