@@ -111,18 +111,22 @@ func strs(v any) []string {
 	return out
 }
 
-// assertPod checks what every rendering of the chart must hold: one replica, Recreate,
-// the probes on watch's endpoints, the security context, the config mounted read-only.
+// assertPod checks what every rendering of the chart must hold: one replica, Recreate
+// (watch.sync: two, rolled one at a time: the leases keep one writer), the probes on
+// watch's endpoints, the security context, the config mounted read-only.
 func assertPod(t *testing.T, objs map[string]object) object {
 	t.Helper()
 	d, ok := objs["Deployment"]
 	if !ok {
 		t.Fatal("no Deployment")
 	}
-	if r := d.get("spec", "replicas"); r != 1 {
+	sync := slices.Contains(strs(d.get("spec", "template", "spec", "containers", "name=watch", "args")), "--sync")
+	switch r, s := d.get("spec", "replicas"), d.get("spec", "strategy", "type"); {
+	case sync && (r != 2 || s != "RollingUpdate"):
+		t.Errorf("watch --sync: replicas = %v, strategy %v, want 2, RollingUpdate (one syncs, one waits)", r, s)
+	case !sync && r != 1:
 		t.Errorf("replicas = %v, want 1 (one writer per cluster)", r)
-	}
-	if s := d.get("spec", "strategy", "type"); s != "Recreate" {
+	case !sync && s != "Recreate":
 		t.Errorf("strategy = %v, want Recreate (never two pods at once)", s)
 	}
 	pod := object(d.get("spec", "template", "spec").(map[string]any))
@@ -324,5 +328,29 @@ func TestChartLint(t *testing.T) {
 		"--set", "audit.topic=persistent://t/ns/audit").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "audit.topic applies to watch.repair only") {
 		t.Errorf("helm template with audit.topic and no repair: %v\n%s", err, out)
+	}
+}
+
+// TestChartSync: watch --sync runs as two replicas (one syncs under the writer leases, the
+// other takes over), rolled one at a time; repair is off.
+func TestChartSync(t *testing.T) {
+	objs := render(t, "ci/sync-values.yaml")
+	pod := assertPod(t, objs)
+	assertWatchArgs(t, pod, false)
+	args := strs(pod.get("containers", "name=watch", "args"))
+	if !slices.Contains(args, "--sync") {
+		t.Errorf("args %q: no --sync", args)
+	}
+	d := objs["Deployment"]
+	if r := d.get("spec", "replicas"); r != 2 {
+		t.Errorf("replicas %v, want 2", r)
+	}
+	if s := d.get("spec", "strategy", "rollingUpdate", "maxSurge"); s != 0 {
+		t.Errorf("maxSurge %v, want 0", s)
+	}
+	out, err := exec.Command(helmBin(t), "template", "kop", chartDir, "--values", filepath.Join(chartDir, "ci/sync-values.yaml"),
+		"--set", "watch.repair=true").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "watch.sync and watch.repair exclude each other") {
+		t.Errorf("helm template with sync and repair: %v\n%s", err, out)
 	}
 }

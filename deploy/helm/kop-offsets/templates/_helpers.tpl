@@ -85,6 +85,9 @@ secret:
 - --topic
 - {{ . | quote }}
 {{- end }}
+{{- if $w.sync }}
+- --sync
+{{- end }}
 {{- if $w.repair }}
 - --repair
 - --max-bundles
