@@ -74,9 +74,18 @@ const ReplicatorProducerPrefix = "pulsar.repl."
 type PulsarAdmin struct{ *pulsarx.Admin }
 
 var (
-	_ Admin   = PulsarAdmin{}
-	_ Brokers = PulsarAdmin{}
+	_ Admin            = PulsarAdmin{}
+	_ Brokers          = PulsarAdmin{}
+	_ TopicReplication = PulsarAdmin{}
 )
+
+// TopicReplication is optionally implemented by an Admin: where a topic replicates from this
+// cluster, its own topic-level policy first (topicLevel), else its namespace's. With it,
+// doctor tells the sync deployment (the offsets topic not replicated between the clusters:
+// `kop-offsets sync setup`, docs/sync.md) from a broken replication. *PulsarAdmin implements it.
+type TopicReplication interface {
+	TopicReplicationClusters(ctx context.Context, topic string) (clusters []string, topicLevel bool, err error)
+}
 
 // BrokerVersionOf asks broker, at its own web address, for its version.
 func (a PulsarAdmin) BrokerVersionOf(ctx context.Context, broker string) (string, error) {

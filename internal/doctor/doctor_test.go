@@ -422,3 +422,43 @@ func TestOffsetsPartitionsServed(t *testing.T) {
 		t.Errorf("findings %+v", only(r, SeverityError, CheckOffsetsServed))
 	}
 }
+
+// topicRepl adds the offsets topic's own replication policy to a fake admin.
+type topicRepl struct {
+	*activityAdmin
+	clusters   []string
+	topicLevel bool
+}
+
+func (f *topicRepl) TopicReplicationClusters(ctx context.Context, topic string) ([]string, bool, error) {
+	return f.clusters, f.topicLevel, f.Call(ctx, "TopicReplicationClusters "+topic)
+}
+
+func TestSyncDeploymentModel(t *testing.T) {
+	// After `sync setup`: the offsets topic replicates to itself only, its replicators are gone.
+	s, w := healthy("scus"), healthy("wus")
+	s.Repl, w.Repl = map[string]map[string]pulsarx.Replication{}, map[string]map[string]pulsarx.Replication{}
+	cs, cw := cluster(s), cluster(w)
+	cs.Admin = &topicRepl{activityAdmin: s, clusters: []string{"scus"}, topicLevel: true}
+	cw.Admin = &topicRepl{activityAdmin: w, clusters: []string{"wus"}, topicLevel: true}
+	r := Run(context.Background(), Options{Clusters: []*Cluster{cs, cw}, Kafka: &fakeKafka{}, ReplicatorSettle: -1})
+	if e := only(r, SeverityError, ""); len(e) != 0 {
+		t.Errorf("the sync deployment is not a broken replication: %+v", e)
+	}
+	f := wantOne(t, r, SeverityInfo, CheckDeploymentModel, "scus", "sync setup --undo")
+	if !strings.Contains(f.Message, "does not replicate to wus") || !strings.Contains(f.Message, "watch --sync") {
+		t.Errorf("message: %q", f.Message)
+	}
+	wantOne(t, r, SeverityInfo, CheckDeploymentModel, "wus", "sync setup --undo")
+
+	// The replication model: no topic-level policy, so missing replicators are still errors.
+	s, w = healthy("scus"), healthy("wus")
+	delete(s.Repl, pulsarx.PartitionTopic(offsetsTopic, 2))
+	cs = cluster(s)
+	cs.Admin = &topicRepl{activityAdmin: s, clusters: []string{"scus", "wus"}}
+	r = Run(context.Background(), Options{Clusters: []*Cluster{cs, cluster(w)}, Kafka: &fakeKafka{}, ReplicatorSettle: -1})
+	if n := len(only(r, "", CheckDeploymentModel)); n != 0 {
+		t.Errorf("replication model reported as sync: %+v", r.Findings)
+	}
+	wantOne(t, r, SeverityError, CheckOffsetsReplicator, "scus", "")
+}

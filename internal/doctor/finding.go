@@ -56,6 +56,7 @@ const (
 	CheckMetadataNamespace    = "metadata-namespace-replication"
 	CheckTenantAllowed        = "tenant-allowed-clusters"
 	CheckOffsetsReplicator    = "offsets-replicator"
+	CheckDeploymentModel      = "deployment-model"
 	CheckOffsetsRetention     = "offsets-retention"
 	CheckOffsetsCompaction    = "offsets-compaction"
 	CheckOffsetsTTL           = "offsets-message-ttl"

@@ -40,6 +40,8 @@ func checkOffsetsReplicators(ctx context.Context, r *run) []Finding {
 				peers = append(peers, p)
 			}
 		}
+		peers, synced := syncModel(ctx, r.orig[cl.Name].Admin, cl, peers)
+		out = append(out, synced...)
 		if len(peers) == 0 {
 			continue
 		}
@@ -323,4 +325,36 @@ func retentionText(e nsEffective) string {
 		t += fmt.Sprintf(" and at most %d MB", e.retentionSizeMB)
 	}
 	return t
+}
+
+// syncModel splits peers by the offsets topic's own (topic-level) replication policy on cl:
+// the peers it still replicates to keep their replicator checks; those it leaves out are the
+// sync deployment (`kop-offsets sync setup`: offsets reach them through watch --sync, not
+// replication), reported once as an info with what it needs.
+func syncModel(ctx context.Context, admin Admin, cl *Cluster, peers []*Cluster) ([]*Cluster, []Finding) {
+	tr, ok := admin.(TopicReplication) // the unmemoized admin: the optional method is not memoized
+	if !ok || len(peers) == 0 {
+		return peers, nil
+	}
+	own, topicLevel, err := tr.TopicReplicationClusters(ctx, cl.OffsetsTopic())
+	if err != nil || !topicLevel {
+		return peers, nil // the namespace's policy applies: the replication model
+	}
+	var kept []*Cluster
+	var left []string
+	for _, p := range peers {
+		if slices.Contains(own, p.PulsarName) {
+			kept = append(kept, p)
+		} else {
+			left = append(left, p.Name)
+		}
+	}
+	if len(left) == 0 {
+		return kept, nil
+	}
+	return kept, []Finding{{Severity: SeverityInfo, Check: CheckDeploymentModel, Cluster: cl.Name, Subject: cl.OffsetsTopic(),
+		Message: fmt.Sprintf("sync deployment: the offsets topic does not replicate to %s (its topic-level replication clusters: %s); offsets reach them only while `kop-offsets watch --sync` runs (docs/sync.md)",
+			strings.Join(left, ", "), strings.Join(own, ", ")),
+		Evidence: map[string]any{"topicReplicationClusters": own, "notReplicatedTo": left},
+		Fix:      "to go back to the replication model: kop-offsets sync setup --undo"}}
 }

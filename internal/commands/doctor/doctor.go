@@ -93,6 +93,9 @@ Checks (the check ids are stable, for scripts):
   tenant-allowed-clusters         the tenant allows every cluster, on every cluster
   offsets-replicator              per offsets partition: the replicator to each peer exists,
                                   is connected, and its backlog and delay
+  deployment-model                (info) the offsets topic's own replication policy leaves a
+                                  peer out: the sync deployment (kop-offsets sync setup);
+                                  that peer's replicators are not checked
   offsets-retention, offsets-compaction, offsets-message-ttl
                                   the metadata namespace keeps commits at least as long as
                                   KoP's offsets retention (--offsets-retention), is
