@@ -1,0 +1,330 @@
+//go:build kop
+
+package kop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+)
+
+// TestSyncScale is issue 31's measurement (docs/performance.md), one run, side by side: for
+// each size in KOP_SYNC_SCALE (groups, e.g. 1000,10000), member-less groups commit on scus
+// at KOP_SYNC_RATE commits a second (default 1,000) on aligned topics, first with the sync
+// deployment (`sync setup`, `watch --sync --interval 1s`), then with the replication model
+// (`sync setup --undo`, `watch --repair --interval 5s`) under the same load. For a sample of
+// groups, every commit's latency is measured from its acknowledgement on scus to wus serving
+// it (or more), by asking wus's KoP; unloads come from the tool's own counter, CPU and memory
+// from /proc of the tool's process. It asserts only what must hold whatever the machine:
+// sync exact (wus never serves a value no commit made) with no unload. Opt-in: it takes
+// minutes and leaves size groups in both offsets topics.
+func TestSyncScale(t *testing.T) {
+	sizes := os.Getenv("KOP_SYNC_SCALE")
+	if sizes == "" {
+		t.Skip("a measurement: set KOP_SYNC_SCALE=1000,10000 (groups) to run it (docs/performance.md)")
+	}
+	rate := 1000
+	if v := os.Getenv("KOP_SYNC_RATE"); v != "" {
+		var err error
+		if rate, err = strconv.Atoi(v); err != nil || rate <= 0 {
+			t.Fatalf("KOP_SYNC_RATE=%q: want commits a second", v)
+		}
+	}
+	load := 60 * time.Second
+	if v := os.Getenv("KOP_SYNC_LOAD"); v != "" {
+		var err error
+		if load, err = time.ParseDuration(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rows []string
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 200 {
+			t.Fatalf("KOP_SYNC_SCALE: %q is not a number of groups (200 or more)", s)
+		}
+		rows = append(rows, syncScale(t, n, rate, load)...)
+	}
+	t.Logf("issue 31, %d commits/s for %s per mode:\n%s\n%s", rate, load, scaleHeader, strings.Join(rows, "\n"))
+}
+
+const scaleHeader = "| groups | mode | commits/s acknowledged | commits sampled | served on wus in the phase | p50 | p99 | max | unloads (per hour) | tool CPU (of one core) | CPU per group | tool peak RSS (per group) |"
+
+// scaleTopics is how many aligned topics the groups share (one partition each).
+const scaleTopics = 20
+
+func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
+	prefix := labtest.Name(fmt.Sprintf("ss%d", n)) + "-"
+	rounds := int(load.Seconds()) * rate / n // commits per group and phase
+	msgs := 2*rounds + 10                    // both phases commit below the topics' end
+	var topics []string
+	for i := range scaleTopics {
+		topics = append(topics, labtest.NewTopic(t, theLab, fmt.Sprintf("%st%02d", prefix, i)))
+	}
+	for _, tp := range topics {
+		produceKeys(t, "scus", tp, "m", msgs)
+	}
+	for _, tp := range topics {
+		labtest.WaitEndOffset(t, theLab.Cluster("wus"), tp, int64(msgs))
+	}
+	group := func(i int) string { return fmt.Sprintf("%sg%06d", prefix, i) }
+	topicOf := func(i int) string { return topics[i%scaleTopics] }
+	every := n / 200 // the sampled groups: every every-th
+	gen := &committer{cl: labtest.Kafka(t, theLab.Cluster("scus")), n: n, group: group, topic: topicOf, every: every, log: map[int]*commitLog{}}
+	for i := 0; i < n; i += every {
+		gen.log[i] = &commitLog{}
+	}
+	// Every group has a first commit before sync starts (the seed).
+	ctx := context.Background()
+	seedStart := time.Now()
+	gen.run(ctx, t, rate*2, n, 1)
+	t.Logf("%d groups: seed commits on scus in %s", n, time.Since(seedStart).Round(time.Millisecond))
+
+	bin := labtest.Binary(t)
+	cfg := labtest.ConfigCopy(t, theLab, fmt.Sprintf("sync-scale-%d", n))
+	scope := prefix + "*"
+	var out []string
+
+	// The sync deployment.
+	if code, o := cli.Run(t, "sync", "setup", "--yes", "--audit-file", ""); code != 0 {
+		t.Fatalf("sync setup: exit %d: %s", code, o)
+	}
+	undone := false
+	undo := func() {
+		if undone {
+			return
+		}
+		undone = true
+		if code, o := cli.Run(t, "sync", "setup", "--undo", "--yes", "--audit-file", ""); code != 0 {
+			t.Errorf("sync setup --undo: exit %d: %s", code, o)
+		}
+	}
+	t.Cleanup(undo)
+	listen := labtest.FreeListen(t)
+	started := time.Now()
+	p := startProcess(t, bin, "sync", cfg, "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)
+	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	waitActive(t, listen, 1)
+	deadline := time.Now().Add(10 * time.Minute)
+	for metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`) < float64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d groups: sync committed %v on wus in 10 minutes; stderr:\n%s", n, metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`), labtest.Tail(p.stderr(), 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("%d groups: watch --sync started, seeded wus with every group in %s", n, time.Since(started).Round(time.Millisecond))
+	row, served := phase(t, gen, p, listen, "sync", n, rate, load, 2)
+	out = append(out, row)
+	// Exact: every value wus served is one a commit of the group made (aligned: the same number).
+	for i, s := range served {
+		made := map[int64]bool{}
+		gen.log[i].mu.Lock()
+		for _, o := range gen.log[i].off {
+			made[o] = true
+		}
+		gen.log[i].mu.Unlock()
+		for _, v := range s.values() {
+			if !made[v] {
+				t.Errorf("sync: wus served %d for %s: no commit of the group made it", v, group(i))
+				break
+			}
+		}
+	}
+	if u := metric(t, listen, "kop_offsets_watch_reloads_total"); u != 0 {
+		t.Errorf("sync: %v unloads", u)
+	}
+	stopProcess(t, p)
+
+	// The replication model, the same load.
+	undo()
+	listen = labtest.FreeListen(t)
+	p = startProcess(t, bin, "repair", cfg, "--timeout", "10s", "watch", "--repair", "--interval", "5s", "--listen", listen, "--group", scope)
+	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	row, _ = phase(t, gen, p, listen, "replication + watch --repair", n, rate, load, 2+rounds)
+	out = append(out, row)
+	stopProcess(t, p)
+	return out
+}
+
+// phase runs the load for d (round from) and returns its table row and the wus samples.
+func phase(t *testing.T, gen *committer, p *process, listen, mode string, n, rate int, d time.Duration, round int) (string, map[int]*served) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	onWus := map[int]*served{}
+	wus := labtest.Kafka(t, theLab.Cluster("wus"))
+	var idx []int
+	for i := range gen.log {
+		onWus[i] = &served{}
+		idx = append(idx, i)
+	}
+	var wg sync.WaitGroup
+	const samplers = 8
+	for w := range samplers {
+		wg.Go(func() {
+			adm := kadm.NewClient(wus)
+			for ctx.Err() == nil {
+				for k := w; k < len(idx); k += samplers {
+					i := idx[k]
+					fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+					resp, err := adm.FetchOffsets(fctx, gen.group(i))
+					fcancel()
+					if err != nil || resp.Error() != nil {
+						continue
+					}
+					resp.Each(func(o kadm.OffsetResponse) {
+						if o.Partition == 0 && o.Err == nil && strings.HasSuffix(o.Topic, gen.topic(i)) {
+							onWus[i].add(o.At)
+						}
+					})
+				}
+			}
+		})
+	}
+	cpu0, _ := procCPU(p.pid())
+	unloads0 := metric(t, listen, "kop_offsets_watch_reloads_total")
+	start := time.Now()
+	rounds := int(d.Seconds()) * rate / n
+	sent := gen.run(ctx, t, rate, n*rounds, round)
+	elapsed := time.Since(start)
+	time.Sleep(10 * time.Second) // the last commits' chance to be served
+	cancel()
+	wg.Wait()
+	cpu1, _ := procCPU(p.pid())
+	hwm := procHWM(p.pid())
+	unloads := metric(t, listen, "kop_offsets_watch_reloads_total") - unloads0
+
+	var lat []time.Duration
+	total := 0
+	for i, c := range gen.log {
+		c.mu.Lock()
+		for k, o := range c.off {
+			if c.at[k].Before(start) {
+				continue
+			}
+			total++
+			if at, ok := onWus[i].firstAtLeast(o, c.at[k]); ok {
+				lat = append(lat, at.Sub(c.at[k]))
+			}
+		}
+		c.mu.Unlock()
+	}
+	perHour := unloads / (elapsed + 10*time.Second).Hours()
+	cpu := cpu1 - cpu0
+	row := fmt.Sprintf("| %d | %s | %.0f | %d | %d (%.0f %%) | %s | %s | %s | %.0f (%.0f) | %s (%.0f %%) | %s/s | %.0f MiB (%.1f KiB) |",
+		n, mode, float64(sent)/elapsed.Seconds(), total, len(lat), 100*float64(len(lat))/float64(max(total, 1)),
+		percentile(lat, .5).Round(time.Millisecond), percentile(lat, .99).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond),
+		unloads, perHour, cpu.Round(10*time.Millisecond), 100*cpu.Seconds()/(elapsed+10*time.Second).Seconds(),
+		(cpu / time.Duration(n) * time.Second / (elapsed + 10*time.Second)).Round(time.Microsecond), float64(hwm)/(1<<20), float64(hwm)/1024/float64(n))
+	t.Logf("%s", row)
+	return row, onWus
+}
+
+// committer sends member-less OffsetCommits of n groups on scus, one partition each.
+type committer struct {
+	cl    *kgo.Client
+	n     int
+	group func(int) string
+	topic func(int) string
+	every int
+	log   map[int]*commitLog // the sampled groups' acknowledged commits
+}
+
+// run sends total commits at rate a second, group after group, the k-th round of a group
+// committing offset round+k; it returns how many were acknowledged.
+func (c *committer) run(ctx context.Context, t *testing.T, rate, total, round int) int {
+	t.Helper()
+	var next, acked atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 1)
+	for range 32 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				k := int(next.Add(1) - 1)
+				if k >= total {
+					return
+				}
+				if wait := time.Until(start.Add(time.Duration(k) * time.Second / time.Duration(rate))); wait > 0 {
+					time.Sleep(wait)
+				}
+				i, r := k%c.n, k/c.n
+				off := int64(round + r)
+				req := kmsg.NewPtrOffsetCommitRequest()
+				req.Group, req.Generation = c.group(i), -1
+				tp := kmsg.NewOffsetCommitRequestTopic()
+				tp.Topic = c.topic(i)
+				pp := kmsg.NewOffsetCommitRequestTopicPartition()
+				pp.Partition, pp.Offset, pp.LeaderEpoch = 0, off, -1
+				tp.Partitions = append(tp.Partitions, pp)
+				req.Topics = append(req.Topics, tp)
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				resp, err := req.RequestWith(rctx, c.cl)
+				cancel()
+				if err = commitError(resp, err); err != nil {
+					select {
+					case errs <- fmt.Errorf("commit %s %d: %w", req.Group, off, err):
+					default:
+					}
+					continue
+				}
+				acked.Add(1)
+				if l := c.log[i]; l != nil {
+					l.add(off)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Logf("a commit failed (the first; %d of %d acknowledged): %v", acked.Load(), total, err)
+	default:
+	}
+	return int(acked.Load())
+}
+
+// procCPU is the user+system CPU time of pid so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil // USER_HZ 100
+}
+
+// procHWM is pid's peak resident set size in bytes.
+func procHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// stopProcess stops a kop-offsets process (SIGINT) and waits for it.
+func stopProcess(t *testing.T, p *process) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	p.wait(t, time.Minute)
+}
