@@ -4,10 +4,12 @@ package kop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
@@ -138,14 +141,15 @@ func TestSyncContinuousConsumer(t *testing.T) {
 	bin := labtest.Binary(t)
 	cfg := labtest.ConfigCopy(t, theLab, "sync")
 	// Two replicas: the first to hold both clusters' writer leases syncs, the other waits.
-	syncArgs := func(listen string) []string {
-		return []string{"--timeout", "10s", "--verbose", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", group, "--group", split}
+	trailA, trailB := filepath.Join(t.TempDir(), "a.jsonl"), filepath.Join(t.TempDir(), "b.jsonl")
+	syncArgs := func(listen, trail string) []string {
+		return []string{"--timeout", "10s", "--verbose", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", group, "--group", split, "--audit-file", trail}
 	}
 	listenA, listen := labtest.FreeListen(t), labtest.FreeListen(t)
-	p := startProcess(t, bin, "sync-a", cfg, syncArgs(listenA)...)
+	p := startProcess(t, bin, "sync-a", cfg, syncArgs(listenA, trailA)...)
 	labtest.WaitReady(t, "http://"+listenA+"/readyz", func() error { return nil })
 	waitActive(t, listenA, 1)
-	p2 := startProcess(t, bin, "sync-b", cfg, syncArgs(listen)...)
+	p2 := startProcess(t, bin, "sync-b", cfg, syncArgs(listen, trailB)...)
 	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
 	waitActive(t, listen, 0)
 
@@ -169,7 +173,7 @@ func TestSyncContinuousConsumer(t *testing.T) {
 	restartAt := time.Now()
 	t.Logf("the standby replica took over %s after the active one was killed", restartAt.Sub(killedAt).Round(time.Millisecond))
 	// The killed one comes back: it waits as the standby now.
-	p3 := startProcess(t, bin, "sync-a", cfg, syncArgs(listenA)...)
+	p3 := startProcess(t, bin, "sync-a", cfg, syncArgs(listenA, trailA)...)
 	labtest.WaitReady(t, "http://"+listenA+"/readyz", func() error { return nil })
 	waitActive(t, listenA, 0)
 	_ = p3
@@ -265,6 +269,12 @@ func TestSyncContinuousConsumer(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Logf("wus's commit %d served on scus as %s after %s", wusEnd, back, time.Since(committedAt).Round(time.Millisecond))
+	// The audit trail of the replica that took over: each commit it sent, both ways, marked.
+	toWus, toScus := syncTrail(t, trailB, "wus", group, "from=scus"), syncTrail(t, trailB, "scus", group, "from=wus")
+	if toWus == 0 || toScus == 0 {
+		t.Errorf("audit trail %s: %d commit records on wus from scus, %d on scus from wus; want both", trailB, toWus, toScus)
+	}
+	t.Logf("audit trail of the replica that took over: %d commit records on wus (from scus), %d on scus (from wus)", toWus, toScus)
 
 	// Split brain: members on both clusters, each committing: nothing synced, reported.
 	both, bcancel := context.WithCancel(context.Background())
@@ -303,6 +313,34 @@ func TestSyncContinuousConsumer(t *testing.T) {
 	if os.Getenv("KOP_SYNC_LOG") != "" {
 		t.Logf("sync stderr:\n%s", labtest.Tail(p2.stderr(), 200))
 	}
+}
+
+// syncTrail counts the ok commit records of group on cluster in the audit trail file whose
+// metadata carries sync's mark with from (e.g. "from=scus"); a record of the group that
+// failed, or is not marked, fails the test.
+func syncTrail(t *testing.T, file, cluster, group, from string) int {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("audit trail %s: %v: %q", file, err, l)
+		}
+		if r.Cluster != cluster || r.Action != audit.ActionCommit || !slices.Contains(r.Groups, group) {
+			continue
+		}
+		if r.Result != audit.ResultOK || len(r.Offsets) == 0 || !strings.HasPrefix(r.Offsets[0].Metadata, "kop-offsets-sync:") {
+			t.Errorf("audit trail %s: %s", file, l)
+		}
+		if strings.Contains(r.Offsets[0].Metadata, from+",") {
+			n++
+		}
+	}
+	return n
 }
 
 // grepLines is the last n lines of s that contain sub.

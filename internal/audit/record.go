@@ -1,5 +1,6 @@
 // Package audit keeps the trail of every write kop-offsets sends to a cluster: each bundle
-// unload, each lookup that makes a broker load a bundle, each offset commit failover writes.
+// unload, each lookup that makes a broker load a bundle, each offset commit failover writes
+// or watch --sync sends through KoP, each offset sync deletes, each policy sync setup sets.
 // A write is recorded after it returns, with who sent it (host, user, pid, command line),
 // when, why (the plan's bundle and groups) and the result, as one JSON line. Decorators
 // (Admin, Commits) record without changing the code that writes.
@@ -21,6 +22,7 @@ const (
 	ActionLookup = "lookup" // a topic lookup: the broker that answers takes the bundle
 	ActionCommit = "commit" // an offset commit written into the offsets topic (failover)
 	ActionPolicy = "policy" // a topic policy set or removed (sync setup: replication clusters)
+	ActionDelete = "delete" // an offset deleted through KoP's OffsetDelete (watch --sync)
 )
 
 // Results of a Record.
@@ -89,7 +91,9 @@ type Offset struct {
 	Group     string `json:"group"`
 	Topic     string `json:"topic"`
 	Partition int32  `json:"partition"`
-	Offset    int64  `json:"offset"`
+	Offset    int64  `json:"offset"` // -1: deleted (ActionDelete)
+	// Metadata is the commit's metadata (watch --sync: its mark names the source).
+	Metadata string `json:"metadata,omitempty"`
 }
 
 // Sink receives records. Write must be safe for concurrent use.

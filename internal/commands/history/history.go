@@ -165,6 +165,17 @@ func target(r audit.Record) string {
 		return r.Namespace + "/" + r.Bundle
 	case r.Topic != "":
 		return r.Topic
+	case len(r.Offsets) > 0:
+		// watch --sync's commits and deletes go through KoP: no topic of their own.
+		o := r.Offsets[0]
+		t := fmt.Sprintf("%s[%d]", o.Topic, o.Partition)
+		if o.Offset >= 0 {
+			t += fmt.Sprintf("=%d", o.Offset)
+		}
+		if len(r.Offsets) > 1 {
+			t += fmt.Sprintf(" +%d", len(r.Offsets)-1)
+		}
+		return t
 	}
 	return r.Bundle
 }

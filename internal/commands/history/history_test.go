@@ -129,3 +129,31 @@ func TestHistoryBadTrail(t *testing.T) {
 		t.Error("a directory read as a trail")
 	}
 }
+
+func TestHistoryTableSyncRecords(t *testing.T) {
+	who := audit.Who{Host: "pod-8", User: "nobody", PID: 1, Command: "kop-offsets watch --sync"}
+	var b strings.Builder
+	for _, r := range []audit.Record{
+		{Time: output.Time{Time: now.Add(-2 * time.Minute)}, Cluster: "wus", Action: audit.ActionCommit, Groups: []string{"orders"}, Result: audit.ResultOK, Who: who,
+			Offsets: []audit.Offset{{Group: "orders", Topic: "t", Partition: 3, Offset: 5700, Metadata: "kop-offsets-sync:from=scus,source=6000|"}, {Group: "orders", Topic: "t", Partition: 4, Offset: 1}}},
+		{Time: output.Time{Time: now.Add(-time.Minute)}, Cluster: "wus", Action: audit.ActionDelete, Groups: []string{"orders"}, Result: audit.ResultOK, Who: who,
+			Offsets: []audit.Offset{{Group: "orders", Topic: "u", Partition: 0, Offset: -1}}},
+	} {
+		j, _ := json.Marshal(r)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	s, err := run(t, output.Table, fstest.MapFS{"audit.jsonl": {Data: []byte(b.String())}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("table:\n%s", s.Out)
+	}
+	for i, want := range []string{"\twus\tcommit\tt[3]=5700 +1\torders\tok\t", "\twus\tdelete\tu[0]\torders\tok\t"} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("row %d %q lacks %q", i, lines[i], want)
+		}
+	}
+}

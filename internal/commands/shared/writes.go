@@ -197,3 +197,29 @@ func (s *Session) guard(w Writes, target config.Cluster, broker lease.Broker, pu
 	}
 	s.Executor.Admin = audit.Admin{BundleAdmin: ba, Cluster: target.Name, Who: s.who, Sink: s.sink(), OnError: s.onAuditError}
 }
+
+// SyncTrail wraps target's sync committer (watch --sync) so that each OffsetCommit and
+// OffsetDelete it sends is recorded in the trail (--audit-file, and --audit-topic on target).
+// The trail is opened first: one that cannot be written refuses the start, with nothing
+// written. closeTrail closes it.
+func (w Writes) SyncTrail(ctx context.Context, target config.Cluster, c audit.SyncCommitter, publish func(context.Context, string) (audit.Publisher, error), logf func(string, ...any)) (audit.SyncCommitter, func(), error) {
+	s := &Session{logf: logf, who: audit.Self()}
+	if w.AuditFile != "" {
+		s.audit = &audit.File{Path: w.AuditFile}
+	}
+	if w.AuditTopic != "" {
+		s.topic = &audit.Topic{Name: strings.ReplaceAll(w.AuditTopic, "{tenant}", target.Tenant), New: publish}
+	}
+	if s.audit != nil {
+		if err := s.audit.Open(); err != nil {
+			return nil, nil, cmdutil.ConfigError(err)
+		}
+	}
+	if s.topic != nil {
+		if err := s.topic.Open(ctx); err != nil {
+			s.closeTrail()
+			return nil, nil, cmdutil.ConfigError(fmt.Errorf("cluster %s: %w; nothing was written", target.Name, err))
+		}
+	}
+	return audit.SyncCommits{SyncCommitter: c, Cluster: target.Name, Reason: "watch --sync: translated offsets", Who: s.who, Sink: s.sink(), OnError: s.onAuditError}, s.closeTrail, nil
+}

@@ -134,8 +134,10 @@ other selected cluster where it has no members: its offsets translated by messag
 and committed through KoP's OffsetCommit, which KoP serves at once, with no unload. The
 tool's commits carry a mark in their metadata and are never synced back; a target's own
 newer commit is never moved back; a group live on two clusters at once (or, with
---split-brain-window, committing on both that close in time) is reported and left alone; offsets the source deleted are deleted on the
-targets it synced them to. watch --sync refuses to start while the offsets topic replicates
+--split-brain-window, committing on both that close in time) is reported and left alone;
+offsets the source deleted are deleted on the targets it synced them to. Each commit and
+delete is appended to the audit trail (one record per group, target and cycle; the
+metadata's mark names the source). watch --sync refuses to start while the offsets topic replicates
 between the selected clusters. kop_offsets_sync_commits_total and
 kop_offsets_sync_latency_seconds count the commits and their delay. Run two replicas: the
 one that holds the writer lease of every synced cluster syncs (kop_offsets_sync_active 1)
@@ -381,7 +383,18 @@ func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 				ka := kadm.NewClient(kc)
 				wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
 				if o.Sync {
-					wc.Committer = kop.Committer{Admin: ka}
+					// Every commit and delete sent is recorded (--audit-file, --audit-topic).
+					actx, acancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
+					cm, closeTrail, err := o.Writes.SyncTrail(actx, cl, kop.Committer{Admin: ka}, audit.PulsarPublisher(ps.Client), func(format string, a ...any) {
+						o.Logger.Warn(fmt.Sprintf(format, a...), "cluster", cl.Name)
+					})
+					acancel()
+					if err != nil {
+						release()
+						return nil, nil, err
+					}
+					closers = append(closers, closeTrail)
+					wc.Committer = cm
 					wc.Members = kop.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
 				}
 			}
