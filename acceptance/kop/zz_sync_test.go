@@ -22,22 +22,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/synccmd"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
-// syncSetUp runs `sync setup --yes` (the offsets topic no longer replicates between scus and
-// wus) and gives replication back at the end of the test (every other test needs it).
-func syncSetUp(t *testing.T) {
+// syncSetUp runs `sync setup --yes` with args (the offsets topic no longer replicates
+// between scus and wus; every group is seeded) and gives replication back at the end of the
+// test (every other test needs it).
+func syncSetUp(t *testing.T, args ...string) synccmd.Result {
 	t.Helper()
 	t.Cleanup(func() {
 		if code, out := cli.Run(t, "sync", "setup", "--undo", "--yes", "--audit-file", ""); code != 0 {
 			t.Errorf("sync setup --undo: exit %d: %s", code, out)
 		}
 	})
-	if code, out := cli.Run(t, "sync", "setup", "--yes", "--audit-file", ""); code != 0 {
-		t.Fatalf("sync setup: exit %d: %s", code, out)
+	code, out := cli.Run(t, append([]string{"sync", "setup", "--yes", "--audit-file", "", "-o", "json"}, args...)...)
+	var res synccmd.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+		t.Fatalf("sync setup: exit %d (%v): %s", code, err, out)
 	}
+	return res
 }
 
 // served samples what KoP on cluster serves for group's topic/0, with when.
@@ -133,10 +138,21 @@ func metric(t *testing.T, listen, name string, labels ...string) float64 {
 // its commits there flow back to scus in scus's numbering. A group live on both clusters is
 // reported and left alone.
 func TestSyncContinuousConsumer(t *testing.T) {
-	topic, group, _ := settledGroup(t, "sync-live")
+	topic, group, part := settledGroup(t, "sync-live")
 	shiftedCopies(t, topic, 300, 200)
 	split := labtest.Name("sync-split-group")
-	syncSetUp(t)
+	// Before setup the group commits 400 on scus (no members), replicated to wus, whose KoP
+	// does not serve it; the seed of setup commits its translation, 100, through wus's KoP.
+	labtest.Commit(t, theLab, "scus", group, topic, 400)
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	seeded := syncSetUp(t, "--group", group, "--group", split).Seed
+	if seeded == nil || seeded.Synced < 1 || seeded.Error != "" {
+		t.Fatalf("sync setup's seed: %+v", seeded)
+	}
+	if got := labtest.Served(t, theLab, "wus", group, topic); got != "100" {
+		t.Fatalf("after sync setup's seed wus serves %s for the group, want 100 (scus 400 translated)", got)
+	}
+	t.Logf("sync setup seeded %d groups (%d synced, %d offsets) in %.1f s: wus serves 100 for scus's 400", seeded.Groups, seeded.Synced, seeded.Offsets, seeded.Seconds)
 
 	bin := labtest.Binary(t)
 	cfg := labtest.ConfigCopy(t, theLab, "sync")

@@ -8,6 +8,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -39,6 +40,9 @@ type syncState struct {
 	split  map[string]bool // groups in split brain: logged when it starts and ends
 	active bool            // this process holds every lease and syncs
 	known  bool            // active is known (a change is logged)
+	sweep  *SyncSweep      // set during SyncOnce: what the sweep did
+	// leaseErr is why the last cycle did not hold every lease (nil: it did).
+	leaseErr error
 }
 
 // newSync is the sync state of clusters, nil when o.Sync is off.
@@ -104,6 +108,9 @@ func (w *Watcher) sync(ctx context.Context, dirty [][]string, resync bool) {
 		}
 	}
 	slices.Sort(groups)
+	if s.sweep != nil {
+		s.sweep.Groups += len(groups)
+	}
 	s.again = map[string]bool{}
 	for chunk := range slices.Chunk(groups, syncChunk) {
 		if ctx.Err() != nil {
@@ -162,6 +169,10 @@ func (w *Watcher) holdLeases(ctx context.Context) bool {
 		}
 	}
 	s.active, s.known = active, true
+	s.leaseErr = nil
+	if failed != nil {
+		s.leaseErr = fmt.Errorf("cluster %s: %w", on, failed)
+	}
 	return active
 }
 
@@ -238,6 +249,16 @@ func (w *Watcher) recordSync(res offsetsync.Result) (again bool) {
 		}
 		w.log.Debug(msg, "cluster", sy.Cluster, "group", res.Group, "topic", sy.Topic, "partition", sy.Partition,
 			"from", res.Source, "source", sy.Source, "translated", sy.Translated, "behind", sy.Behind)
+	}
+	if sw := w.syncing.sweep; sw != nil {
+		sw.Offsets += len(res.Synced)
+		sw.Deleted += len(res.Deleted)
+		if len(res.Synced) > 0 {
+			sw.Synced++
+		}
+		if res.SplitBrain != "" {
+			sw.SplitBrain = append(sw.SplitBrain, res.Group)
+		}
 	}
 	for _, d := range res.Deleted {
 		w.m.syncDeleted.WithLabelValues(d.Cluster, res.Source).Inc()

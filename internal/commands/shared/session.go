@@ -136,7 +136,7 @@ func Target(f *cmdutil.Factory) (config.Cluster, []config.Cluster, error) {
 }
 
 // ErrNeedConfirmation means a writing command has neither --yes nor a terminal to ask on.
-var ErrNeedConfirmation = errors.New("this command writes (it unloads namespace bundles): pass --yes to confirm, or --dry-run to only see the plan (stdin/stdout are not a terminal, so it cannot ask)")
+var ErrNeedConfirmation = errors.New("this command writes to the clusters (its plan says what): pass --yes to confirm, or --dry-run to only see the plan (stdin/stdout are not a terminal, so it cannot ask)")
 
 // CheckConfirmable fails with a usage error (exit 2) before anything is contacted when a
 // write would need a confirmation nobody can give.

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
@@ -52,10 +54,16 @@ type SetupOptions struct {
 	Admins func(cls []config.Cluster) (map[string]offsetsync.Replication, func(), error)
 	Audit  audit.Sink
 
-	DryRun, Yes, Undo bool
-	AuditFile         string
-	Verify            time.Duration
-	Confirm           func(string) (bool, error)
+	// Seed syncs every group once after the setup is verified (factorySeed).
+	Seed SeedFunc
+
+	DryRun, Yes, Undo, NoSeed bool
+	AuditFile, LeaseTopic     string
+	Verify, SeedTimeout       time.Duration
+	AlignmentMax              int64
+	// Groups scope the seed (globs, as watch --sync's --group); none: every group.
+	Groups  []string
+	Confirm func(string) (bool, error)
 }
 
 // NewCmdSetup returns `sync setup`. runF replaces the run function in tests.
@@ -76,18 +84,27 @@ recorded in the audit trail (--audit-file, action "policy"), then read back unti
 cluster's offsets topic has stopped replicating to the others (its policy and its
 replicators), at most --verify.
 
-Right after setup, start 'kop-offsets watch --sync' on the same clusters: until its first
-cycle, commits on one cluster reach no other. Its first cycle syncs every group.
+Then it seeds: it replays every selected cluster's offsets topic and syncs every group once,
+as the first cycle of 'watch --sync' does (each group's offsets translated by message
+identity and committed through KoP's OffsetCommit on the clusters where it has no members;
+KoP serves them at once), under the writer leases (--lease-topic) and into the audit trail.
+Every target then holds its groups' translated offsets. A group live on two clusters is
+split brain and left. --no-seed skips it; when another process holds a lease (a watch --sync
+runs), the seed is left to it. Start 'kop-offsets watch --sync' on the same clusters right
+after: until it runs, commits on one cluster reach no other.
 
 --undo removes the topic-level policies of the offsets topic: the namespace's replication
 applies again (then run 'watch' or 'watch --repair', the replication model).
 
-Exit codes: 0 set up (or nothing to do) and verified, or a dry run; 2 usage or configuration
-error, or the operator declined; 3 a cluster could not be reached (nothing is written when
-one could not be read); 4 a write failed or did not take within --verify.`),
+Exit codes: 0 set up (or nothing to do), verified and seeded, or a dry run; 2 usage or
+configuration error (a cluster without kafkaBootstrap cannot be seeded), or the operator
+declined; 3 a cluster could not be reached (nothing is written when one could not be read);
+4 a write failed or did not take within --verify, or groups were left unsynced by the seed
+(named; watch --sync takes them up).`),
 		Example: cmdutil.Examples(`
   kop-offsets sync setup --dry-run
   kop-offsets sync setup --cluster scus --cluster wus --yes
+  kop-offsets sync setup --yes --no-seed -o json
   kop-offsets sync setup --undo --yes`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -98,11 +115,28 @@ one could not be read); 4 a write failed or did not take within --verify.`),
 			if opts.Verify <= 0 {
 				return cmdutil.FlagErrorf("--verify must be positive, got %s", opts.Verify)
 			}
+			if opts.AlignmentMax <= 0 {
+				return cmdutil.FlagErrorf("--alignment-max-messages must be positive, got %d", opts.AlignmentMax)
+			}
+			if opts.SeedTimeout <= 0 {
+				return cmdutil.FlagErrorf("--seed-timeout must be positive, got %s", opts.SeedTimeout)
+			}
+			for _, g := range opts.Groups {
+				if _, err := path.Match(g, ""); err != nil {
+					return cmdutil.FlagErrorf("bad glob %q: %v", g, err)
+				}
+			}
+			if opts.Undo && (opts.NoSeed || len(opts.Groups) > 0) {
+				return cmdutil.FlagErrorf("--no-seed and --group scope the seed: no meaning with --undo (nothing is seeded when replication is given back)")
+			}
 			if err := shared.CheckConfirmable(f.IOStreams, opts.DryRun, opts.Yes); err != nil {
 				return err
 			}
 			if opts.Admins == nil {
 				opts.Admins = factoryAdmins(f)
+			}
+			if opts.Seed == nil {
+				opts.Seed = factorySeed(f, opts)
 			}
 			if opts.Audit == nil && opts.AuditFile != "" {
 				file := &audit.File{Path: opts.AuditFile}
@@ -123,6 +157,11 @@ one could not be read); 4 a write failed or did not take within --verify.`),
 	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.Undo, "undo", false, "remove the offsets topic's topic-level replication policy on the selected clusters (the namespace's replication applies again)")
 	fl.DurationVar(&opts.Verify, "verify", time.Minute, "how long to read the clusters back for the policies and replicators to take")
+	fl.StringArrayVar(&opts.Groups, "group", nil, "the seed syncs this group name or glob (path.Match), repeatable, as watch --sync --group (default: every group)")
+	fl.BoolVar(&opts.NoSeed, "no-seed", false, "do not sync every group once after the setup (watch --sync's first cycle then does)")
+	fl.DurationVar(&opts.SeedTimeout, "seed-timeout", 10*time.Minute, "how long the seed may take (replaying every offsets topic, then one sync of every group)")
+	fl.StringVar(&opts.LeaseTopic, "lease-topic", "", "lock topic of the writer lease the seed holds, as watch --sync's ({tenant}: the cluster's tenant; default persistent://<tenant>/kop-offsets/writer-lease)")
+	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "the seed's messages read at most per copy of a topic partition for its first translation, as watch --sync's")
 	fl.StringVar(&opts.AuditFile, "audit-file", audit.DefaultFile(os.Getenv), "append a JSON line per policy write to this file; \"\" for none")
 	fl.Lookup("audit-file").DefValue = audit.DefaultFileHelp
 	return cmd
@@ -135,6 +174,7 @@ type Result struct {
 	Changes []offsetsync.Change    `json:"changes"`
 	Applied []Applied              `json:"applied,omitempty"`
 	After   []offsetsync.SetupStep `json:"after,omitempty"`
+	Seed    *Seed                  `json:"seed,omitempty"`
 	DryRun  bool                   `json:"dryRun,omitempty"`
 	Verdict string                 `json:"verdict"`
 	Exit    outcome.Outcome        `json:"exitCode"`
@@ -183,6 +223,9 @@ func setupRun(ctx context.Context, o *SetupOptions) error {
 		res.Verdict = "nothing to do: " + done(o.Undo)
 	case o.DryRun:
 		res.Verdict = fmt.Sprintf("dry run: %d cluster(s) would be written, nothing was", len(res.Changes))
+		if !o.Undo && !o.NoSeed {
+			res.Verdict += "; then every group would be synced once (the seed)"
+		}
 	default:
 		ok, err := o.confirm(res)
 		if err != nil {
@@ -192,6 +235,12 @@ func setupRun(ctx context.Context, o *SetupOptions) error {
 			return cmdutil.UsageError(errors.New("sync setup: not confirmed, nothing written"))
 		}
 		res.Verdict, res.Exit = apply(ctx, o, sites, res)
+	}
+	// The seed: after a verified setup (or one that was already in place), every group once.
+	if !o.Undo && !o.DryRun && res.Exit == outcome.OK {
+		var tail string
+		res.Seed, tail, res.Exit = seed(ctx, o, cls)
+		res.Verdict += "; " + tail
 	}
 	if !o.Undo && res.Exit == outcome.OK && !o.DryRun {
 		var flags []string

@@ -5,7 +5,6 @@
 package watch
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,21 +16,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
-	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
-	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
-	"github.com/kop-offsets/kop-offsets/internal/kop"
-	"github.com/kop-offsets/kop-offsets/internal/lease"
-	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/standby"
-	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
@@ -338,109 +329,13 @@ func watchRun(ctx context.Context, opts *Options) error {
 	return runErr
 }
 
-// FactoryBuild builds the real clients from f: a pulsarx.Reader (loader view) and Admin per
-// cluster, kadm for KoP, and with --repair a reload session (Planner, Executor) per
-// selected cluster (its planner asks every cluster's activity: reload refuses groups of
-// unknown activity on the cluster written to, and live ones there under --refuse-live).
+// FactoryBuild builds the real clients from f (shared.WatchClusters).
 func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 	return func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
-		var closers []func()
-		release := func() {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
-			}
-		}
-		var out []watch.Cluster
-		var copies map[string]align.Source
-		if o.KeepTranslations || o.Sync {
-			copies = dataCopies(f, all)
-		}
-		if o.Sync && len(sel) < 2 {
-			return nil, nil, cmdutil.UsageErrorf("--sync needs two clusters or more to sync between, got %d", len(sel))
-		}
-		var sites []offsetsync.Site
-		for _, cl := range sel {
-			ps, err := shared.DialPulsar(f, cl, true)
-			if err != nil {
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			}
-			closers = append(closers, ps.Client.Close)
-			wc := watch.Cluster{
-				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Tailer:      ps.Reader,
-				Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
-			}
-			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
-			switch {
-			case errors.Is(err, connect.ErrNotConfigured):
-				// No kafkaBootstrap: the persisted side only.
-			case err != nil:
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			default:
-				closers = append(closers, kc.Close)
-				ka := kadm.NewClient(kc)
-				wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
-				if o.Sync {
-					// Every commit and delete sent is recorded (--audit-file, --audit-topic).
-					actx, acancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
-					cm, closeTrail, err := o.Writes.SyncTrail(actx, cl, kop.Committer{Admin: ka}, audit.PulsarPublisher(ps.Client), func(format string, a ...any) {
-						o.Logger.Warn(fmt.Sprintf(format, a...), "cluster", cl.Name)
-					})
-					acancel()
-					if err != nil {
-						release()
-						return nil, nil, err
-					}
-					closers = append(closers, closeTrail)
-					wc.Committer = cm
-					wc.Members = kop.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
-				}
-			}
-			if o.Sync {
-				if wc.Committer == nil {
-					release()
-					return nil, nil, cmdutil.ConfigError(fmt.Errorf("cluster %s: --sync commits through KoP: kafkaBootstrap is not configured", cl.Name))
-				}
-				wc.Data = copies[cl.Name]
-				if !o.Writes.NoLease {
-					// Held while this process syncs: a second replica waits for it.
-					wc.SyncLease = &lease.Lease{Cluster: cl.Name, Topic: o.Writes.TopicOf(cl), Broker: lease.Pulsar{Client: ps.Client, Admin: ps.Admin}, Self: audit.Self()}
-				}
-				sites = append(sites, offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: ps.Admin})
-			}
-			if o.Repair {
-				sess, err := shared.NewSessionFunc(f, func(format string, a ...any) {
-					o.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
-				}, o.Writes)(cl, all)
-				if err != nil {
-					release()
-					return nil, nil, cmdutil.ConfigError(err)
-				}
-				closers = append(closers, sess.Close)
-				sess.Executor.Wait = o.Wait
-				// The writer lease is taken before a cycle's first unload and given back
-				// after its last (watch.GuardedReloader), never for the process's lifetime.
-				rs := watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
-				rs.Planner.RefuseLive = o.RefuseLive
-				wc.Reloader = watch.GuardedReloader{Reloader: rs, Guard: sess}
-			}
-			if o.KeepTranslations {
-				w := &keepWriter{client: ps.Client, reader: ps.Reader, topic: cl.OffsetsTopic()}
-				closers = append(closers, w.Close)
-				wc.Keeper = &standby.Keeper{Cluster: cl.Name, KafkaNamespace: cl.KafkaNamespace, Sources: copies, Writer: w, MaxMessages: o.AlignmentMax}
-			}
-			out = append(out, wc)
-		}
-		if o.Sync {
-			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
-			defer cancel()
-			if err := offsetsync.Refusal(offsetsync.Check(ctx, sites)); err != nil {
-				release()
-				return nil, nil, cmdutil.DriftError(err)
-			}
-		}
-		return out, release, nil
+		return shared.WatchClusters(f, sel, all, shared.WatchBuild{
+			Repair: o.Repair, RefuseLive: o.RefuseLive, Wait: o.Wait, CoordinatorWait: o.CoordinatorWait,
+			KeepTranslations: o.KeepTranslations, AlignmentMax: o.AlignmentMax, Sync: o.Sync,
+			Writes: o.Writes, Logger: o.Logger,
+		})
 	}
 }

@@ -134,6 +134,14 @@ func (k *KoP) Set(group, topic string, p int32, off int64) {
 	PutOffset(k.cache, group, topic, p, off)
 }
 
+// Get is what KoP caches (serves) of group on topic partition p, ok false when nothing.
+func (k *KoP) Get(group, topic string, p int32) (int64, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	off, ok := k.cache[group][topic][p]
+	return off, ok
+}
+
 // PutOffset sets cache[group][topic][p] to off, making the inner maps it needs: the cache of
 // a fake KoP, group -> topic -> partition -> offset.
 func PutOffset(cache map[string]map[string]map[int32]int64, group, topic string, p int32, off int64) {
