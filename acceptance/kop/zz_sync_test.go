@@ -200,6 +200,13 @@ func TestSyncContinuousConsumer(t *testing.T) {
 	stopAt := time.Now()
 	last, _, n := commits.before(stopAt.Add(time.Hour))
 	waitNoMembers(t, "scus", group)
+	// A commit in flight when the consumer stopped may have landed without its answer
+	// reaching the client (its context ended): what scus serves now is the group's last.
+	if v, err := strconv.ParseInt(labtest.Served(t, theLab, "scus", group, topic), 10, 64); err == nil && v > last {
+		t.Logf("scus serves %d: the consumer's last commit landed as it stopped, unacknowledged (the log's last is %d)", v, last)
+		commits.add(v)
+		last, n = v, n+1
+	}
 	want := last - 300
 	deadline := time.Now().Add(30 * time.Second)
 	for {
