@@ -100,13 +100,6 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	var out []string
 
 	// The sync deployment: setup seeds wus with every group.
-	seedAt := time.Now()
-	code, o := cli.Run(t, "sync", "setup", "--yes", "--audit-file", "", "-o", "json", "--group", prefix+"*")
-	var res synccmd.Result
-	if err := json.Unmarshal([]byte(o), &res); err != nil || code != 0 || res.Seed == nil || res.Seed.Synced != n {
-		t.Fatalf("sync setup: exit %d (%v), want every one of %d groups seeded: %s", code, err, n, o)
-	}
-	t.Logf("%d groups: sync setup seeded wus with every group in %s (the seed %.1f s, %d offsets)", n, time.Since(seedAt).Round(time.Millisecond), res.Seed.Seconds, res.Seed.Offsets)
 	undone := false
 	undo := func() {
 		if undone {
@@ -118,6 +111,13 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 		}
 	}
 	t.Cleanup(undo)
+	seedAt := time.Now()
+	code, o := cli.Run(t, "sync", "setup", "--yes", "--audit-file", "", "-o", "json", "--group", prefix+"*")
+	var res synccmd.Result
+	if err := json.Unmarshal([]byte(o), &res); err != nil || code != 0 || res.Seed == nil || res.Seed.Synced != n {
+		t.Fatalf("sync setup: exit %d (%v), want every one of %d groups seeded: %s", code, err, n, o)
+	}
+	t.Logf("%d groups: sync setup seeded wus with every group in %s (the seed %.1f s, %d offsets)", n, time.Since(seedAt).Round(time.Millisecond), res.Seed.Seconds, res.Seed.Offsets)
 	listen := labtest.FreeListen(t)
 	started := time.Now()
 	p := startProcess(t, bin, "sync", cfg, "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)

@@ -23,6 +23,9 @@ const (
 	ActionCommit = "commit" // an offset commit written into the offsets topic (failover)
 	ActionPolicy = "policy" // a topic policy set or removed (sync setup: replication clusters)
 	ActionDelete = "delete" // an offset deleted through KoP's OffsetDelete (watch --sync)
+	// ActionDeleteGroup is a group deleted with its offsets through KoP's DeleteGroups
+	// (watch --sync: the source holds nothing of it any more).
+	ActionDeleteGroup = "delete-group"
 )
 
 // Results of a Record.

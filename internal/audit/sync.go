@@ -14,6 +14,7 @@ import (
 type SyncCommitter interface {
 	Commit(ctx context.Context, group string, cs []kop.SyncCommit) error
 	Delete(ctx context.Context, group string, tps map[string][]int32) error
+	DeleteGroup(ctx context.Context, group string) error
 }
 
 // SyncCommits records each OffsetCommit and OffsetDelete of a SyncCommitter in Sink: one
@@ -61,6 +62,14 @@ func (s SyncCommits) Delete(ctx context.Context, group string, tps map[string][]
 		}
 	}
 	s.record(ctx, r, group, start, err)
+	return err
+}
+
+// DeleteGroup implements SyncCommitter: the record names the group, no offsets (all go).
+func (s SyncCommits) DeleteGroup(ctx context.Context, group string) error {
+	start := s.now()
+	err := s.SyncCommitter.DeleteGroup(ctx, group)
+	s.record(ctx, Record{Action: ActionDeleteGroup}, group, start, err)
 	return err
 }
 

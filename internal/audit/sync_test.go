@@ -13,6 +13,7 @@ type fakeSync struct{ err error }
 
 func (f fakeSync) Commit(context.Context, string, []kop.SyncCommit) error   { return f.err }
 func (f fakeSync) Delete(context.Context, string, map[string][]int32) error { return f.err }
+func (f fakeSync) DeleteGroup(context.Context, string) error                { return f.err }
 
 func TestSyncCommitsRecordsEachCommitAndDelete(t *testing.T) {
 	sink := &memSink{}

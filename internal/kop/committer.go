@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // SyncCommit is one offset sync commits through KoP's Kafka front door.
@@ -53,7 +54,8 @@ func (c Committer) Commit(ctx context.Context, group string, cs []SyncCommit) er
 
 // Delete deletes the committed offsets of group for tps (Kafka short names) in one
 // OffsetDelete, as an admin deleting a group's offsets for topics it no longer reads. Every
-// partition KoP refused is in the error, named as in Commit.
+// partition KoP refused is in the error, named as in Commit. KoP 3.1 advertises OffsetDelete
+// v0 but answers it UNSUPPORTED_VERSION (docs/kop-facts.md): IsUnsupported tells.
 func (c Committer) Delete(ctx context.Context, group string, tps map[string][]int32) error {
 	s := kadm.TopicsSet{}
 	for t, ps := range tps {
@@ -81,4 +83,22 @@ func (c Committer) Delete(ctx context.Context, group string, tps map[string][]in
 		errs = append(errs, fmt.Errorf("delete group %s %s[%d]: %w", group, f.topic, f.partition, f.err))
 	}
 	return errors.Join(errs...)
+}
+
+// DeleteGroup deletes group and every offset it committed (DeleteGroups), which KoP does
+// (by tombstones) for a group with no members; one with members is refused (NON_EMPTY_GROUP).
+func (c Committer) DeleteGroup(ctx context.Context, group string) error {
+	rs, err := c.Admin.DeleteGroups(ctx, group)
+	if err == nil {
+		err = rs.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("delete group %s: %w", group, err)
+	}
+	return nil
+}
+
+// IsUnsupported reports whether err is KoP refusing a request it does not implement.
+func IsUnsupported(err error) bool {
+	return errors.Is(err, kerr.UnsupportedVersion)
 }

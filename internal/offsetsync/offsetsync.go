@@ -33,7 +33,9 @@
 //     after a failback the messages the target wrote alone are not read again
 //     (docs/failover.md). A consequence: a reset of the group to earlier offsets on the
 //     source does not move a target back; reset the group on the cluster it will run on.
-//     A key is committed only when its translation differs from what the target holds, all
+//     A key is committed only when its translation differs from what the target holds
+//     through its KoP (a replicated or kept entry of the same number is committed again:
+//     KoP serves only what it loaded or was sent), all
 //     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
 //     often the group committed since the last cycle). A key that cannot be translated is
 //     left (Errors); the others go on.
@@ -47,6 +49,10 @@
 //     that the source no longer holds at all is deleted there (OffsetDelete). A key the
 //     target committed itself is never deleted: it is the group's own. When no cluster
 //     holds an own commit of the group any more, the source is the cluster the marks name.
+//     When the source holds nothing of the group and the target holds only what the tool
+//     synced from it, the group itself is deleted there (DeleteGroups): KoP 3.1 answers
+//     OffsetDelete UNSUPPORTED_VERSION but deletes groups. Keys it cannot delete are left to
+//     KoP's offset retention on the target (Undeleted), not retried every cycle.
 package offsetsync
 
 import (
@@ -68,6 +74,7 @@ import (
 type Committer interface {
 	Commit(ctx context.Context, group string, cs []kop.SyncCommit) error
 	Delete(ctx context.Context, group string, tps map[string][]int32) error
+	DeleteGroup(ctx context.Context, group string) error
 }
 
 var _ Committer = kop.Committer{}
@@ -109,7 +116,10 @@ type Result struct {
 	Synced []Synced
 	// Deleted are the keys deleted on a target because the source no longer holds them.
 	Deleted []Deleted
-	Left    []Left
+	// Undeleted are keys the source no longer holds that the target's KoP cannot delete
+	// (no OffsetDelete): they stay until KoP's offset retention expires them there.
+	Undeleted []Deleted
+	Left      []Left
 	// SplitBrain, when set, says why nothing was synced: the group is live or committing on
 	// two clusters at once.
 	SplitBrain string
@@ -259,7 +269,10 @@ func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]ent
 			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: fmt.Errorf("sync group %s %s[%d] (%d from %s): %w", group, k.topic, k.partition, e.co.Offset, src, err)})
 			continue
 		}
-		if has && t.Translated == cur.co.Offset {
+		if has && !cur.foreign && t.Translated == cur.co.Offset {
+			// Committed through the target's KoP (the group's or the tool's): served. A
+			// foreign entry of the same number (replicated before setup, a kept
+			// translation) was written into the topic only: KoP may not serve it.
 			continue
 		}
 		md := Mark{From: src, Source: e.co.Offset}.Metadata(e.orig)
@@ -292,9 +305,22 @@ func (s *Syncer) deleteOn(ctx context.Context, group, src string, from map[key]e
 	if len(gone) == 0 {
 		return
 	}
-	if err := c.Committer.Delete(ctx, group, tps); err != nil {
-		res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
+	if len(from) == 0 && len(gone) == len(to) {
+		// Nothing of the group left on the source, nothing but the source's on the target.
+		if err := c.Committer.DeleteGroup(ctx, group); err != nil {
+			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
+			return
+		}
+		res.Deleted = append(res.Deleted, gone...)
 		return
 	}
-	res.Deleted = append(res.Deleted, gone...)
+	err := c.Committer.Delete(ctx, group, tps)
+	switch {
+	case kop.IsUnsupported(err):
+		res.Undeleted = append(res.Undeleted, gone...)
+	case err != nil:
+		res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
+	default:
+		res.Deleted = append(res.Deleted, gone...)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -20,7 +22,10 @@ import (
 type committer struct {
 	commits [][]kop.SyncCommit
 	deletes []map[string][]int32
+	groups  []string // groups deleted
 	err     error
+	// noOffsetDelete answers OffsetDelete as KoP 3.1 does (UNSUPPORTED_VERSION).
+	noOffsetDelete bool
 }
 
 func (c *committer) Commit(_ context.Context, group string, cs []kop.SyncCommit) error {
@@ -35,7 +40,18 @@ func (c *committer) Delete(_ context.Context, group string, tps map[string][]int
 	if c.err != nil {
 		return fmt.Errorf("delete group %s: %w", group, c.err)
 	}
+	if c.noOffsetDelete {
+		return fmt.Errorf("delete offsets of group %s: %w", group, kerr.UnsupportedVersion)
+	}
 	c.deletes = append(c.deletes, tps)
+	return nil
+}
+
+func (c *committer) DeleteGroup(_ context.Context, group string) error {
+	if c.err != nil {
+		return fmt.Errorf("delete group %s: %w", group, c.err)
+	}
+	c.groups = append(c.groups, group)
 	return nil
 }
 
@@ -250,14 +266,45 @@ func TestSyncDeletionFollowsTheSource(t *testing.T) {
 	if !reflect.DeepEqual(res.Deleted, []Deleted{{Cluster: "wus", Topic: "orders", Partition: 1}}) {
 		t.Fatalf("Deleted %+v", res.Deleted)
 	}
-	// The group deleted on scus: no own commit anywhere, the marks name scus, and what scus
-	// synced goes; wus's own commit stays.
+	// The group deleted on scus: no own commit anywhere, the marks name scus. wus holds
+	// only what scus synced: the group goes there too, in one DeleteGroups.
 	l = aligned("scus", "wus")
 	wus = view(0, commit("orders", 0, 900, 6, marked("scus", 900)), commit("payments", 1, 40, 6, marked("scus", 40)))
 	res = l.sync(t, map[string]View{"scus": view(0), "wus": wus})
 	noErrors(t, res)
-	if d := l.sent["wus"].deletes; res.Source != "scus" || !reflect.DeepEqual(d, []map[string][]int32{{"orders": {0}, "payments": {1}}}) {
-		t.Fatalf("source %q, deleted %+v", res.Source, d)
+	if g, d := l.sent["wus"].groups, l.sent["wus"].deletes; res.Source != "scus" || !reflect.DeepEqual(g, []string{"G"}) || d != nil || len(res.Deleted) != 2 {
+		t.Fatalf("source %q, groups deleted %v, offsets deleted %+v, Deleted %+v", res.Source, g, d, res.Deleted)
+	}
+	// The same with a commit on wus that replication brought before setup (history, not
+	// the tool's): the group stays, with it; scus's keys go.
+	l = aligned("scus", "wus")
+	old := commit("payments", 3, 5, 1, "")
+	old.Origin = "scus"
+	wus = view(0, commit("orders", 0, 900, 6, marked("scus", 900)), commit("payments", 1, 40, 6, marked("scus", 40)), old)
+	res = l.sync(t, map[string]View{"scus": view(0), "wus": wus})
+	noErrors(t, res)
+	if g, d := l.sent["wus"].groups, l.sent["wus"].deletes; g != nil || !reflect.DeepEqual(d, []map[string][]int32{{"orders": {0}, "payments": {1}}}) {
+		t.Fatalf("groups deleted %v, offsets deleted %+v", g, d)
+	}
+}
+
+// TestSyncOffsetDeleteUnsupported: KoP 3.1 answers OffsetDelete UNSUPPORTED_VERSION. A key
+// the source dropped while the group goes on is left to KoP's retention on the target: no
+// error (it would be retried and logged every cycle), named in Undeleted.
+func TestSyncOffsetDeleteUnsupported(t *testing.T) {
+	l := aligned("scus", "wus")
+	l.sent["wus"].noOffsetDelete = true
+	wus := view(0, commit("orders", 0, 900, 6, marked("scus", 900)), commit("orders", 1, 40, 6, marked("scus", 40)))
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": wus})
+	noErrors(t, res)
+	if !reflect.DeepEqual(res.Undeleted, []Deleted{{Cluster: "wus", Topic: "orders", Partition: 1}}) || res.Deleted != nil {
+		t.Fatalf("Undeleted %+v, Deleted %+v", res.Undeleted, res.Deleted)
+	}
+	// Another failure of OffsetDelete is an error, naming the cluster.
+	l.sent["wus"].noOffsetDelete, l.sent["wus"].err = false, errors.New("NOT_COORDINATOR")
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": wus})
+	if len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), "cluster wus") {
+		t.Fatalf("errors %v", res.Errors)
 	}
 }
 
@@ -373,5 +420,25 @@ func TestSyncReplicatedCommits(t *testing.T) {
 	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 6100, 7, ""), rep), "wus": view(0, commit("orders", 0, 5700, 6, marked("scus", 6000)))})
 	if len(l.sent["wus"].commits) != 1 || res.Source != "" || !strings.Contains(res.Replicated, "scus holds the tool's commit replicated back from wus (persistent://public/default/payments") {
 		t.Fatalf("synced beside replication: %+v, sent %+v", res, l.sent["wus"].commits)
+	}
+}
+
+// TestSyncCommitsOverAReplicatedEqual: wus holds scus's commit by replication from before
+// setup, the same number as the translation (aligned): KoP on wus serves only what it loaded,
+// so the translation is committed through it all the same. Once committed (marked), it is
+// not sent again.
+func TestSyncCommitsOverAReplicatedEqual(t *testing.T) {
+	l := aligned("scus", "wus")
+	repl := commit("orders", 0, 1, 1, "")
+	repl.Origin = "scus"
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 1, 1, "")), "wus": view(0, repl)})
+	noErrors(t, res)
+	if len(l.sent["wus"].commits) != 1 || l.sent["wus"].commits[0][0].Offset != 1 {
+		t.Fatalf("sent to wus %+v, want the translation 1 committed", l.sent["wus"].commits)
+	}
+	res = l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 1, 1, "")), "wus": view(0, commit("orders", 0, 1, 2, marked("scus", 1)))})
+	noErrors(t, res)
+	if len(l.sent["wus"].commits) != 1 {
+		t.Fatalf("the tool's own commit of the same number sent again: %+v", l.sent["wus"].commits)
 	}
 }

@@ -69,6 +69,7 @@ type dryCommitter struct{}
 
 func (dryCommitter) Commit(context.Context, string, []kop.SyncCommit) error   { return nil }
 func (dryCommitter) Delete(context.Context, string, map[string][]int32) error { return nil }
+func (dryCommitter) DeleteGroup(context.Context, string) error                { return nil }
 
 // sync syncs the groups that changed (dirty), those left for later, and on the first cycle,
 // a resync, or a cluster's return, every group.
@@ -263,6 +264,12 @@ func (w *Watcher) recordSync(res offsetsync.Result) (again bool) {
 	for _, d := range res.Deleted {
 		w.m.syncDeleted.WithLabelValues(d.Cluster, res.Source).Inc()
 		w.log.Info("sync deleted an offset its source no longer holds", "cluster", d.Cluster, "group", res.Group, "topic", d.Topic, "partition", d.Partition, "from", res.Source)
+	}
+	for _, d := range res.Undeleted {
+		// Looked at again when the group changes or at a resync, not every cycle.
+		w.m.syncSkipped.WithLabelValues("offset_delete_unsupported").Inc()
+		w.log.Info("sync left an offset its source no longer holds: the cluster's KoP does not support OffsetDelete; KoP's offset retention expires it",
+			"cluster", d.Cluster, "group", res.Group, "topic", d.Topic, "partition", d.Partition, "from", res.Source)
 	}
 	switch {
 	case res.SplitBrain != "":

@@ -41,6 +41,7 @@ func (f *kopFront) Commit(_ context.Context, group string, cs []kop.SyncCommit) 
 }
 
 func (f *kopFront) Delete(context.Context, string, map[string][]int32) error { return nil }
+func (f *kopFront) DeleteGroup(context.Context, string) error                { return nil }
 
 func (f *kopFront) DescribeGroups(_ context.Context, groups []string) (map[string]kop.GroupActivity, error) {
 	f.mu.Lock()

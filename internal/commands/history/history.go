@@ -165,6 +165,8 @@ func target(r audit.Record) string {
 		return r.Namespace + "/" + r.Bundle
 	case r.Topic != "":
 		return r.Topic
+	case r.Action == audit.ActionDeleteGroup:
+		return "the group and its offsets"
 	case len(r.Offsets) > 0:
 		// watch --sync's commits and deletes go through KoP: no topic of their own.
 		o := r.Offsets[0]

@@ -138,6 +138,7 @@ func TestHistoryTableSyncRecords(t *testing.T) {
 			Offsets: []audit.Offset{{Group: "orders", Topic: "t", Partition: 3, Offset: 5700, Metadata: "kop-offsets-sync:from=scus,source=6000|"}, {Group: "orders", Topic: "t", Partition: 4, Offset: 1}}},
 		{Time: output.Time{Time: now.Add(-time.Minute)}, Cluster: "wus", Action: audit.ActionDelete, Groups: []string{"orders"}, Result: audit.ResultOK, Who: who,
 			Offsets: []audit.Offset{{Group: "orders", Topic: "u", Partition: 0, Offset: -1}}},
+		{Time: output.Time{Time: now.Add(-time.Second)}, Cluster: "wus", Action: audit.ActionDeleteGroup, Groups: []string{"gone"}, Result: audit.ResultOK, Who: who},
 	} {
 		j, _ := json.Marshal(r)
 		b.Write(j)
@@ -148,10 +149,10 @@ func TestHistoryTableSyncRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
-	if len(lines) != 2 {
+	if len(lines) != 3 {
 		t.Fatalf("table:\n%s", s.Out)
 	}
-	for i, want := range []string{"\twus\tcommit\tt[3]=5700 +1\torders\tok\t", "\twus\tdelete\tu[0]\torders\tok\t"} {
+	for i, want := range []string{"\twus\tcommit\tt[3]=5700 +1\torders\tok\t", "\twus\tdelete\tu[0]\torders\tok\t", "\twus\tdelete-group\tthe group and its offsets\tgone\tok\t"} {
 		if !strings.Contains(lines[i], want) {
 			t.Errorf("row %d %q lacks %q", i, lines[i], want)
 		}
