@@ -194,6 +194,7 @@ func phase(t *testing.T, gen *committer, p *process, listen, mode string, n, rat
 	}
 	cpu0, _ := procCPU(p.pid())
 	unloads0 := metric(t, listen, "kop_offsets_watch_reloads_total")
+	steps0 := cycleSteps(t, listen)
 	start := time.Now()
 	rounds := int(d.Seconds()) * rate / n
 	sent := gen.run(ctx, t, rate, n*rounds, round)
@@ -204,6 +205,7 @@ func phase(t *testing.T, gen *committer, p *process, listen, mode string, n, rat
 	cpu1, _ := procCPU(p.pid())
 	hwm := procHWM(p.pid())
 	unloads := metric(t, listen, "kop_offsets_watch_reloads_total") - unloads0
+	t.Logf("%d groups, %s: where a cycle's time went (means over the phase): %s", n, mode, cycleSteps(t, listen).since(steps0))
 
 	var lat []time.Duration
 	total := 0
@@ -327,4 +329,41 @@ func stopProcess(t *testing.T, p *process) {
 	t.Helper()
 	_ = p.cmd.Process.Signal(os.Interrupt)
 	p.wait(t, time.Minute)
+}
+
+// steps are the tool's duration histograms (sum and count) of a cycle and its steps.
+type steps map[string][2]float64
+
+// cycleSteps reads the duration histograms of listen's cycles: the cycle, the sync step,
+// the OffsetFetch of each cluster.
+func cycleSteps(t *testing.T, listen string) steps {
+	t.Helper()
+	out := steps{}
+	for name, series := range map[string][2]string{
+		"cycle":      {"kop_offsets_watch_cycle_duration_seconds", ""},
+		"sync step":  {"kop_offsets_sync_duration_seconds", ""},
+		"scus fetch": {"kop_offsets_watch_fetch_duration_seconds", `cluster="scus"`},
+		"wus fetch":  {"kop_offsets_watch_fetch_duration_seconds", `cluster="wus"`},
+	} {
+		var ls []string
+		if series[1] != "" {
+			ls = append(ls, series[1])
+		}
+		out[name] = [2]float64{metric(t, listen, series[0]+"_sum", ls...), metric(t, listen, series[0]+"_count", ls...)}
+	}
+	return out
+}
+
+// since is the mean of each step between s0 and s, with how many there were.
+func (s steps) since(s0 steps) string {
+	var parts []string
+	for _, name := range []string{"cycle", "sync step", "scus fetch", "wus fetch"} {
+		sum, count := s[name][0]-s0[name][0], s[name][1]-s0[name][1]
+		if count <= 0 {
+			parts = append(parts, name+" none")
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%.0f)", name, time.Duration(sum/count*float64(time.Second)).Round(time.Millisecond), count))
+	}
+	return strings.Join(parts, ", ")
 }

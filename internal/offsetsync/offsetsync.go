@@ -96,7 +96,8 @@ type View struct {
 	MembersKnown bool
 }
 
-// Syncer syncs groups between Clusters. Not safe for concurrent use (the Pool is not).
+// Syncer syncs groups between Clusters. Not safe for concurrent use (the Pool is not); the
+// Plans it makes are.
 type Syncer struct {
 	Clusters []Cluster
 	// Pool translates, and keeps what it read between cycles.
@@ -190,9 +191,35 @@ type entry struct {
 }
 
 // Sync syncs group once from its source to every other cluster, given views, the group on
-// each cluster by name.
+// each cluster by name: Plan, then Apply.
 func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) Result {
-	res := Result{Group: group}
+	return s.Plan(ctx, group, views).Apply(ctx)
+}
+
+// Plan is one group's sync decided and translated, not sent yet. Syncer.Plan makes plans one
+// at a time (the Pool is not safe for concurrent use); the plans of different groups may be
+// applied concurrently: each sends one OffsetCommit per target, and at 1,000 groups changing
+// every second the round trips, not the translations, are the cost.
+type Plan struct {
+	res Result
+	ops []op
+}
+
+// op is what a Plan sends to one target.
+type op struct {
+	c       Cluster
+	commits []kop.SyncCommit
+	synced  []Synced
+	tps     map[string][]int32 // to delete (OffsetDelete)
+	gone    []Deleted
+	// group: delete the group itself (DeleteGroups) rather than tps.
+	group bool
+}
+
+// Plan decides group's sync and translates it; Apply sends it.
+func (s *Syncer) Plan(ctx context.Context, group string, views map[string]View) *Plan {
+	p := &Plan{res: Result{Group: group}}
+	res := &p.res
 	if s.Pool != nil && s.Pool.Now == nil && s.Now != nil {
 		s.Pool.Now = s.Now
 	}
@@ -204,11 +231,11 @@ func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) 
 	}
 	if why := replicated(views); why != "" {
 		res.Replicated = why
-		return res
+		return p
 	}
-	src := s.source(views, idx, &res)
+	src := s.source(views, idx, res)
 	if src == "" {
-		return res
+		return p
 	}
 	res.Source = src
 	for _, c := range s.Clusters {
@@ -220,10 +247,35 @@ func (s *Syncer) Sync(ctx context.Context, group string, views map[string]View) 
 			res.Left = append(res.Left, Left{Cluster: c.Name, Partition: -1, Why: fmt.Sprintf("live on %s: its members commit there", c.Name)})
 			continue
 		}
-		s.syncTo(ctx, group, src, idx[src], c, idx[c.Name], &res)
+		if o := s.planTo(ctx, group, src, idx[src], c, idx[c.Name], res); o != nil {
+			p.ops = append(p.ops, *o)
+		}
 	}
-	return res
+	return p
 }
+
+// Apply sends p, target after target, and returns what the group's sync did. Plans of
+// different groups may be applied concurrently; one plan is applied once.
+func (p *Plan) Apply(ctx context.Context) Result {
+	res := &p.res
+	for _, o := range p.ops {
+		if len(o.commits) > 0 {
+			if err := o.c.Committer.Commit(ctx, res.Group, o.commits); err != nil {
+				res.Errors = append(res.Errors, &ClusterError{Cluster: o.c.Name, Err: err})
+			} else {
+				res.Synced = append(res.Synced, o.synced...)
+			}
+		}
+		if len(o.gone) > 0 {
+			applyDelete(ctx, res, o)
+		}
+	}
+	p.ops = nil
+	return *res
+}
+
+// Sends reports whether Apply has anything to send.
+func (p *Plan) Sends() bool { return len(p.ops) > 0 }
 
 // replicated says which cluster holds a commit of the tool's that replication brought back,
 // "" when none does.
@@ -249,11 +301,10 @@ func index(offsets []loader.CommittedOffset, kafkaNamespace string) map[key]entr
 	return out
 }
 
-// syncTo commits the source's own offsets on target c (one Commit), then deletes there what
-// the source no longer holds (one Delete).
-func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]entry, c Cluster, to map[key]entry, res *Result) {
-	var commits []kop.SyncCommit
-	var synced []Synced
+// planTo translates the source's own offsets for target c (one Commit), and finds there what
+// the source no longer holds (one Delete); nil when c needs neither.
+func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]entry, c Cluster, to map[key]entry, res *Result) *op {
+	o := &op{c: c}
 	for _, k := range slices.SortedFunc(maps.Keys(from), compareKeys) {
 		e := from[k]
 		if e.marked || e.foreign {
@@ -276,51 +327,49 @@ func (s *Syncer) syncTo(ctx context.Context, group, src string, from map[key]ent
 			continue
 		}
 		md := Mark{From: src, Source: e.co.Offset}.Metadata(e.orig)
-		commits = append(commits, kop.SyncCommit{Topic: k.topic, Partition: k.partition, Offset: t.Translated, Metadata: md})
-		synced = append(synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, SourceAt: e.co.CommitTimestamp, Translated: t.Translated, Behind: t.Behind})
+		o.commits = append(o.commits, kop.SyncCommit{Topic: k.topic, Partition: k.partition, Offset: t.Translated, Metadata: md})
+		o.synced = append(o.synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, SourceAt: e.co.CommitTimestamp, Translated: t.Translated, Behind: t.Behind})
 	}
-	if len(commits) > 0 {
-		if err := c.Committer.Commit(ctx, group, commits); err != nil {
-			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
-		} else {
-			res.Synced = append(res.Synced, synced...)
-		}
+	planDelete(o, src, from, to)
+	if len(o.commits) == 0 && len(o.gone) == 0 {
+		return nil
 	}
-	s.deleteOn(ctx, group, src, from, c, to, res)
+	return o
 }
 
-// deleteOn deletes on target c the keys it holds as the tool's commits from src that src
+// planDelete finds on target o.c the keys it holds as the tool's commits from src that src
 // no longer holds at all.
-func (s *Syncer) deleteOn(ctx context.Context, group, src string, from map[key]entry, c Cluster, to map[key]entry, res *Result) {
-	tps := map[string][]int32{}
-	var gone []Deleted
+func planDelete(o *op, src string, from, to map[key]entry) {
+	o.tps = map[string][]int32{}
 	for _, k := range slices.SortedFunc(maps.Keys(to), compareKeys) {
 		e := to[k]
 		if _, held := from[k]; held || !e.marked || e.mark.From != src {
 			continue
 		}
-		tps[k.topic] = append(tps[k.topic], k.partition)
-		gone = append(gone, Deleted{Cluster: c.Name, Topic: k.topic, Partition: k.partition})
+		o.tps[k.topic] = append(o.tps[k.topic], k.partition)
+		o.gone = append(o.gone, Deleted{Cluster: o.c.Name, Topic: k.topic, Partition: k.partition})
 	}
-	if len(gone) == 0 {
-		return
-	}
-	if len(from) == 0 && len(gone) == len(to) {
-		// Nothing of the group left on the source, nothing but the source's on the target.
-		if err := c.Committer.DeleteGroup(ctx, group); err != nil {
-			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
+	// Nothing of the group left on the source, nothing but the source's on the target.
+	o.group = len(o.gone) > 0 && len(from) == 0 && len(o.gone) == len(to)
+}
+
+// applyDelete deletes what o found gone: the group, or its keys.
+func applyDelete(ctx context.Context, res *Result, o op) {
+	if o.group {
+		if err := o.c.Committer.DeleteGroup(ctx, res.Group); err != nil {
+			res.Errors = append(res.Errors, &ClusterError{Cluster: o.c.Name, Err: err})
 			return
 		}
-		res.Deleted = append(res.Deleted, gone...)
+		res.Deleted = append(res.Deleted, o.gone...)
 		return
 	}
-	err := c.Committer.Delete(ctx, group, tps)
+	err := o.c.Committer.Delete(ctx, res.Group, o.tps)
 	switch {
 	case kop.IsUnsupported(err):
-		res.Undeleted = append(res.Undeleted, gone...)
+		res.Undeleted = append(res.Undeleted, o.gone...)
 	case err != nil:
-		res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: err})
+		res.Errors = append(res.Errors, &ClusterError{Cluster: o.c.Name, Err: err})
 	default:
-		res.Deleted = append(res.Deleted, gone...)
+		res.Deleted = append(res.Deleted, o.gone...)
 	}
 }

@@ -40,6 +40,7 @@ const (
 	MetricSyncSkipped     = "kop_offsets_sync_groups_skipped_total"
 	MetricSyncLatency     = "kop_offsets_sync_latency_seconds"
 	MetricSyncActive      = "kop_offsets_sync_active"
+	MetricSyncDuration    = "kop_offsets_sync_duration_seconds"
 )
 
 // Metrics are watch's own collectors (Registry), plus the series of the latest report in
@@ -72,6 +73,7 @@ type Metrics struct {
 	syncDeleted     *prometheus.CounterVec
 	syncSkipped     *prometheus.CounterVec
 	syncLatency     *prometheus.HistogramVec
+	syncDuration    prometheus.Histogram
 	syncActive      prometheus.Gauge
 
 	report atomic.Pointer[snapshot] // the last cycle's; kop_offsets_watch_rows and the rows' series are read from it
@@ -130,13 +132,15 @@ func NewMetrics() *Metrics {
 		syncDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSyncDeleted,
 			Help: "Offsets --sync deleted on a target because their source no longer holds them."}, []string{cl, "from"}),
 		syncSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSyncSkipped,
-			Help: "Group syncs not done, by reason (split_brain: live or committing on two clusters; replicated: a commit arrived by replication; unknown: a cluster's members unknown)."}, []string{"reason"}),
+			Help: "Group syncs not done, by reason (split_brain: live or committing on two clusters; replicated: a commit arrived by replication; unknown: a cluster's members unknown; offset_delete_unsupported: an offset the source dropped that the target's KoP cannot delete)."}, []string{"reason"}),
 		syncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricSyncLatency,
 			Help: "Time from a commit on its source (its commit timestamp) to its translation committed on the target.", Buckets: durationBuckets}, []string{cl, "from"}),
+		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricSyncDuration,
+			Help: "Duration of a cycle's sync step (--sync: DescribeGroups, translation, OffsetCommits); near --interval, it does not keep up.", Buckets: durationBuckets}),
 		syncActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSyncActive,
 			Help: "1 when this process syncs (--sync: it holds the writer lease of every synced cluster that is up), 0 when it waits as a standby replica."}),
 	}
-	m.Registry.MustRegister(m.syncActive, m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
+	m.Registry.MustRegister(m.syncActive, m.syncDuration, m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
 		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

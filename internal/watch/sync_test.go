@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -26,9 +27,14 @@ type kopFront struct {
 	fail    error // DescribeGroups fails
 	commits int
 	at      func() time.Time
+	// gate, when set, is called before each Commit, outside mu (TestSyncSendsInParallel).
+	gate func()
 }
 
 func (f *kopFront) Commit(_ context.Context, group string, cs []kop.SyncCommit) error {
+	if f.gate != nil {
+		f.gate()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, c := range cs {
@@ -248,5 +254,62 @@ func TestSyncStandbyReplica(t *testing.T) {
 	}
 	if n := strings.Count(e.logs.String(), "sync standby"); n != 1 {
 		t.Errorf("standby logged %d times, want once", n)
+	}
+}
+
+// TestSyncSendsInParallel: the groups of a cycle are sent to a target several at once (one
+// OffsetCommit each is a round trip: one at a time, 1,000 groups took longer than the
+// interval on real KoP), and each is recorded as its own.
+func TestSyncSendsInParallel(t *testing.T) {
+	e, scus, wus := syncEnv(t, Options{})
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	wus.gate = func() {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		// Held until a second commit is in flight (or long enough to show there is none).
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			mu.Lock()
+			n := most
+			mu.Unlock()
+			if n >= 4 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}
+	const n = 40
+	for i := range n {
+		g := fmt.Sprintf("g%02d", i)
+		scus.setMembers(g, 1)
+		e.scus.commit("", commit(g, 0, int64(6000+i)))
+		e.kScus.Set(g, "topic-1", 0, int64(6000+i))
+	}
+	e.start()
+	e.cycleUntilReady()
+	e.cycleUntil("every group served on wus", func(rep *survey.Report) bool {
+		for i := range n {
+			if !servedIs(fmt.Sprintf("g%02d", i), "wus", int64(5700+i))(rep) {
+				return false
+			}
+		}
+		return true
+	})
+	if c := wus.count(); c != n {
+		t.Errorf("%d commits on wus, want one per group (%d)", c, n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most < 4 {
+		t.Errorf("at most %d commits in flight at once, want several (up to %d)", most, syncParallel)
+	}
+	if got := testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "written")); got != n {
+		t.Errorf("synced scus→wus %v, want %d", got, n)
 	}
 }
