@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/synccmd"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
@@ -120,7 +121,7 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	t.Logf("%d groups: sync setup seeded wus with every group in %s (the seed %.1f s, %d offsets)", n, time.Since(seedAt).Round(time.Millisecond), res.Seed.Seconds, res.Seed.Offsets)
 	listen := labtest.FreeListen(t)
 	started := time.Now()
-	p := startProcess(t, bin, "sync", cfg, "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)
+	p := startProcess(t, bin, "sync", cfg, append(verbose(), "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)...)
 	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
 	waitActive(t, listen, 1)
 	t.Logf("%d groups: watch --sync ready and active in %s; its first sweep committed %v offsets on wus (the seed left nothing)", n,
@@ -169,29 +170,39 @@ func phase(t *testing.T, gen *committer, p *process, listen, mode string, n, rat
 		onWus[i] = &served{}
 		idx = append(idx, i)
 	}
+	// The sampled groups are asked every 50 ms in OffsetFetch requests of 50 groups (v8), as
+	// watch asks: light enough that the measurement does not load wus's KoP (one request per
+	// group, eight at a time without pause, added seconds to the latency it measured).
+	f := &kop.Fetcher{Admin: kadm.NewClient(wus), Client: wus}
+	names := make([]string, len(idx))
+	for k, i := range idx {
+		names[k] = gen.group(i)
+	}
 	var wg sync.WaitGroup
-	const samplers = 8
-	for w := range samplers {
-		wg.Go(func() {
-			adm := kadm.NewClient(wus)
-			for ctx.Err() == nil {
-				for k := w; k < len(idx); k += samplers {
-					i := idx[k]
-					fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
-					resp, err := adm.FetchOffsets(fctx, gen.group(i))
-					fcancel()
-					if err != nil || resp.Error() != nil {
-						continue
+	wg.Go(func() {
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+			got := f.FetchOffsets(fctx, names)
+			fcancel()
+			for k, i := range idx {
+				gf := got[names[k]]
+				if gf.Err != nil {
+					continue
+				}
+				for topic, parts := range gf.Offsets {
+					if o, ok := parts[0]; ok && strings.HasSuffix(topic, gen.topic(i)) {
+						onWus[i].add(o)
 					}
-					resp.Each(func(o kadm.OffsetResponse) {
-						if o.Partition == 0 && o.Err == nil && strings.HasSuffix(o.Topic, gen.topic(i)) {
-							onWus[i].add(o.At)
-						}
-					})
 				}
 			}
-		})
-	}
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	})
 	cpu0, _ := procCPU(p.pid())
 	unloads0 := metric(t, listen, "kop_offsets_watch_reloads_total")
 	steps0 := cycleSteps(t, listen)
@@ -206,6 +217,19 @@ func phase(t *testing.T, gen *committer, p *process, listen, mode string, n, rat
 	hwm := procHWM(p.pid())
 	unloads := metric(t, listen, "kop_offsets_watch_reloads_total") - unloads0
 	t.Logf("%d groups, %s: where a cycle's time went (means over the phase): %s", n, mode, cycleSteps(t, listen).since(steps0))
+	if len(verbose()) > 0 {
+		var last []string
+		for l := range strings.Lines(p.stderr()) {
+			if strings.Contains(l, "sync step") && !strings.Contains(l, `"groups":0,`) {
+				last = append(last, strings.TrimSpace(l))
+			}
+		}
+		var some []string
+		for i := 0; i < len(last); i += max(1, len(last)/12) {
+			some = append(some, last[i])
+		}
+		t.Logf("%d groups, %s: sync steps that asked groups (KOP_SYNC_VERBOSE, %d of %d):\n%s", n, mode, len(some), len(last), strings.Join(some, "\n"))
+	}
 
 	var lat []time.Duration
 	total := 0
@@ -366,4 +390,13 @@ func (s steps) since(s0 steps) string {
 		parts = append(parts, fmt.Sprintf("%s %s (%.0f)", name, time.Duration(sum/count*float64(time.Second)).Round(time.Millisecond), count))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// verbose is the tool's --verbose when KOP_SYNC_VERBOSE is set: its debug log says what each
+// sync step spent its time on.
+func verbose() []string {
+	if os.Getenv("KOP_SYNC_VERBOSE") == "" {
+		return nil
+	}
+	return []string{"--verbose"}
 }

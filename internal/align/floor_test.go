@@ -118,8 +118,17 @@ func TestTrackerFloor(t *testing.T) {
 	if s := tr.Stats(); s.Builds != 1 {
 		t.Fatalf("%d builds, want 1 (lockstep after the first)", s.Builds)
 	}
-	if n := wus.reads.Load() + scus.reads.Load() - reads; n > 2*151+2 {
-		t.Fatalf("read %d messages for 150 new positions", n)
+	// What each copy holds past the first answer (wus 900 to its end 1100), read ahead at
+	// most once: the next translation inside it reads nothing.
+	if n := wus.reads.Load() + scus.reads.Load() - reads; n > 2*201+2 {
+		t.Fatalf("read %d messages for 200 new positions on each copy", n)
+	}
+	reads = wus.reads.Load() + scus.reads.Load()
+	if got, err = tr.Translate(ctx, 1090); err != nil || got.Translated != 1390 {
+		t.Fatalf("read ahead: %+v %v", got, err)
+	}
+	if n := wus.reads.Load() + scus.reads.Load() - reads; n != 0 {
+		t.Fatalf("read %d messages for a position read ahead, want 0", n)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -21,6 +22,33 @@ type KafkaSource struct {
 	NewClient func(opts ...kgo.Opt) (*kgo.Client, error)
 	// IdleTimeout bounds the wait for the next fetch that brings a record (default 30s).
 	IdleTimeout time.Duration
+
+	mu    sync.Mutex
+	admin *kgo.Client // the bounds' client, kept: a new one per read cost its connections
+}
+
+// bounds returns the client that lists log bounds, made on first use and kept.
+func (k *KafkaSource) bounds() (*kadm.Client, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.admin == nil {
+		cl, err := k.NewClient()
+		if err != nil {
+			return nil, err
+		}
+		k.admin = cl
+	}
+	return kadm.NewClient(k.admin), nil
+}
+
+// Close closes the kept client (reads after it make a new one).
+func (k *KafkaSource) Close() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.admin != nil {
+		k.admin.Close()
+		k.admin = nil
+	}
 }
 
 // Scan implements Source.
@@ -30,11 +58,10 @@ func (k *KafkaSource) Scan(ctx context.Context, topic string, partition int32, f
 
 // ScanFrom implements RangeSource.
 func (k *KafkaSource) ScanFrom(ctx context.Context, topic string, partition int32, from int64, fn func(Record) bool) (Bounds, error) {
-	admin, err := k.NewClient()
+	adm, err := k.bounds()
 	if err != nil {
 		return Bounds{}, err
 	}
-	adm := kadm.NewClient(admin)
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err == nil {
 		err = starts.Error()
@@ -46,7 +73,6 @@ func (k *KafkaSource) ScanFrom(ctx context.Context, topic string, partition int3
 			err = ends.Error()
 		}
 	}
-	admin.Close()
 	if err != nil {
 		return Bounds{}, fmt.Errorf("log bounds: %w", err)
 	}

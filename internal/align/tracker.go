@@ -17,6 +17,11 @@ type RangeSource interface {
 // DefaultStep bounds the messages a Tracker reads from each copy per call.
 const DefaultStep = 200_000
 
+// readAhead is how many messages past the one asked for an advance reads as well (as far as
+// the copies hold them): the groups of a partition commit at many positions, and each
+// read is a few round trips to both clusters, so one read now spares the next cycles theirs.
+const readAhead = 1_000
+
 // TrackerStats counts what a Tracker read and built, for the cost per replicated message and
 // per commit (docs/failover.md).
 type TrackerStats struct {
@@ -246,7 +251,7 @@ func (tr *Tracker) advance(ctx context.Context, o int64) error {
 		step = DefaultStep
 	}
 	from := tr.s + tr.k
-	want := min(o-from+1, step)
+	want := max(min(o-from+1, step), min(readAhead, step))
 	var srcRecs []Record
 	b, err := src.ScanFrom(ctx, tr.Topic, tr.Partition, from, func(r Record) bool {
 		tr.stats.SourceReads++
