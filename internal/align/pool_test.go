@@ -2,7 +2,9 @@ package align_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,5 +93,76 @@ func TestPoolUnknownCluster(t *testing.T) {
 	_, err := p.Translate(context.Background(), "scus", "eus", "orders", 0, 5, 0, "G")
 	if err == nil || !strings.Contains(err.Error(), "eus") {
 		t.Fatalf("err = %v, want one naming eus", err)
+	}
+}
+
+// gated is a copy whose reads wait (up to 2 s) until another read of the same cluster is in
+// flight, counting the most at once.
+type gated struct {
+	align.RangeSource
+	mu             sync.Mutex
+	inFlight, most int
+}
+
+func (g *gated) ScanFrom(ctx context.Context, topic string, p int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	g.mu.Unlock()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		n := g.most
+		g.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+	}
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	return g.RangeSource.ScanFrom(ctx, topic, p, from, fn)
+}
+
+func (g *gated) Scan(ctx context.Context, topic string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
+	return g.ScanFrom(ctx, topic, p, 0, fn)
+}
+
+// TestPoolWarm: Warm reads the partitions wanted several at once, up to the highest offset
+// wanted of each; the translations that follow read nothing, and answer as without it.
+func TestPoolWarm(t *testing.T) {
+	topics := map[string][]uint64{}
+	for i := range 4 {
+		topics[fmt.Sprintf("t%d", i)] = fakes.Sequence(uint64(i)<<32, uint64(i)<<32+500)
+	}
+	scus := &gated{RangeSource: fakes.MemCopies{Topics: topics}}
+	wus := &gated{RangeSource: fakes.MemCopies{Topics: topics}}
+	p := &align.Pool{Sources: map[string]align.Source{"scus": scus, "wus": wus}}
+	ctx := context.Background()
+	var wants []align.Want
+	for i := range 4 {
+		for _, o := range []int64{100, 400, 250} {
+			wants = append(wants, align.Want{From: "scus", To: "wus", Topic: fmt.Sprintf("t%d", i), Offset: o})
+		}
+	}
+	p.Warm(ctx, wants, 4)
+	if scus.most < 2 || wus.most < 2 {
+		t.Errorf("reads at once: scus %d, wus %d; want several", scus.most, wus.most)
+	}
+	read := p.Stats()
+	if read.Builds != 4 {
+		t.Fatalf("%d Trackers built, want one per partition (4)", read.Builds)
+	}
+	for i := range 4 {
+		for _, o := range []int64{100, 400, 250} {
+			tr, err := p.Translate(ctx, "scus", "wus", fmt.Sprintf("t%d", i), 0, o, 0, "g")
+			if err != nil || tr.Translated != o {
+				t.Fatalf("t%d at %d: %+v %v, want %d", i, o, tr, err, o)
+			}
+		}
+	}
+	if after := p.Stats(); after.SourceReads != read.SourceReads || after.TargetReads != read.TargetReads {
+		t.Errorf("translations after Warm read %d+%d messages, want none", after.SourceReads-read.SourceReads, after.TargetReads-read.TargetReads)
 	}
 }

@@ -442,3 +442,33 @@ func TestSyncCommitsOverAReplicatedEqual(t *testing.T) {
 		t.Fatalf("the tool's own commit of the same number sent again: %+v", l.sent["wus"].commits)
 	}
 }
+
+// TestWarmReadsWhatPlansTranslate: Warm reads, for each key, up to the highest own offset
+// any group of the cycle holds on a cluster, into every other cluster's numbering; the
+// tool's own (marked) commits are not read for. The Plans that follow read nothing.
+func TestWarmReadsWhatPlansTranslate(t *testing.T) {
+	l := newLab(map[string][]uint64{"scus": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 6500)...), "wus": fakes.Sequence(0, 6500)}, "scus", "wus")
+	groups := map[string]map[string]View{}
+	for i, o := range []int64{6000, 6200, 6100} {
+		groups[fmt.Sprintf("G%d", i)] = map[string]View{
+			"scus": view(1, commit("orders", 0, o, 10, "")),
+			"wus":  view(0, commit("orders", 0, o-400, 9, marked("scus", o-100))),
+		}
+	}
+	ctx := context.Background()
+	l.s.Warm(ctx, groups, 4)
+	read := l.s.Pool.Stats()
+	if read.Builds != 1 || l.s.Pool.Trackers() != 1 {
+		t.Fatalf("%d Trackers, %d builds; want one scus→wus Tracker of orders[0] (the marked commits on wus are no source)", l.s.Pool.Trackers(), read.Builds)
+	}
+	for g, views := range groups {
+		res := l.s.Sync(ctx, g, views)
+		noErrors(t, res)
+		if len(res.Synced) != 1 || res.Synced[0].Translated != res.Synced[0].Source-300 {
+			t.Fatalf("%s: synced %+v", g, res.Synced)
+		}
+	}
+	if after := l.s.Pool.Stats(); after.SourceReads != read.SourceReads || after.TargetReads != read.TargetReads {
+		t.Errorf("plans after Warm read %d+%d messages, want none", after.SourceReads-read.SourceReads, after.TargetReads-read.TargetReads)
+	}
+}
