@@ -355,25 +355,27 @@ func stopProcess(t *testing.T, p *process) {
 	p.wait(t, time.Minute)
 }
 
-// steps are the tool's duration histograms (sum and count) of a cycle and its steps.
-type steps map[string][2]float64
+// stepSeries are the tool's duration histograms of a cycle and its steps, in report order.
+var stepSeries = []struct{ name, series, label string }{
+	{"cycle", "kop_offsets_watch_cycle_duration_seconds", ""},
+	{"sync step", "kop_offsets_sync_duration_seconds", ""},
+	{"scus fetch", "kop_offsets_watch_fetch_duration_seconds", `cluster="scus"`},
+	{"wus fetch", "kop_offsets_watch_fetch_duration_seconds", `cluster="wus"`},
+}
 
-// cycleSteps reads the duration histograms of listen's cycles: the cycle, the sync step,
-// the OffsetFetch of each cluster.
+// steps are the sums and counts of stepSeries.
+type steps [][2]float64
+
+// cycleSteps reads stepSeries from listen.
 func cycleSteps(t *testing.T, listen string) steps {
 	t.Helper()
-	out := steps{}
-	for name, series := range map[string][2]string{
-		"cycle":      {"kop_offsets_watch_cycle_duration_seconds", ""},
-		"sync step":  {"kop_offsets_sync_duration_seconds", ""},
-		"scus fetch": {"kop_offsets_watch_fetch_duration_seconds", `cluster="scus"`},
-		"wus fetch":  {"kop_offsets_watch_fetch_duration_seconds", `cluster="wus"`},
-	} {
+	out := make(steps, len(stepSeries))
+	for i, st := range stepSeries {
 		var ls []string
-		if series[1] != "" {
-			ls = append(ls, series[1])
+		if st.label != "" {
+			ls = append(ls, st.label)
 		}
-		out[name] = [2]float64{metric(t, listen, series[0]+"_sum", ls...), metric(t, listen, series[0]+"_count", ls...)}
+		out[i] = [2]float64{metric(t, listen, st.series+"_sum", ls...), metric(t, listen, st.series+"_count", ls...)}
 	}
 	return out
 }
@@ -381,13 +383,13 @@ func cycleSteps(t *testing.T, listen string) steps {
 // since is the mean of each step between s0 and s, with how many there were.
 func (s steps) since(s0 steps) string {
 	var parts []string
-	for _, name := range []string{"cycle", "sync step", "scus fetch", "wus fetch"} {
-		sum, count := s[name][0]-s0[name][0], s[name][1]-s0[name][1]
+	for i, st := range stepSeries {
+		sum, count := s[i][0]-s0[i][0], s[i][1]-s0[i][1]
 		if count <= 0 {
-			parts = append(parts, name+" none")
+			parts = append(parts, st.name+" none")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%.0f)", name, time.Duration(sum/count*float64(time.Second)).Round(time.Millisecond), count))
+		parts = append(parts, fmt.Sprintf("%s %s (%.0f)", st.name, time.Duration(sum/count*float64(time.Second)).Round(time.Millisecond), count))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -23,8 +23,10 @@ type KafkaSource struct {
 	// IdleTimeout bounds the wait for the next fetch that brings a record (default 30s).
 	IdleTimeout time.Duration
 
-	mu    sync.Mutex
-	admin *kgo.Client // the bounds' client, kept: a new one per read cost its connections
+	mu sync.Mutex
+	// admin lists log bounds; made on first use and kept for the source's (the process's)
+	// life: a new client per read cost its connections on every read.
+	admin *kgo.Client
 }
 
 // bounds returns the client that lists log bounds, made on first use and kept.
@@ -39,16 +41,6 @@ func (k *KafkaSource) bounds() (*kadm.Client, error) {
 		k.admin = cl
 	}
 	return kadm.NewClient(k.admin), nil
-}
-
-// Close closes the kept client (reads after it make a new one).
-func (k *KafkaSource) Close() {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.admin != nil {
-		k.admin.Close()
-		k.admin = nil
-	}
 }
 
 // Scan implements Source.

@@ -137,52 +137,34 @@ func (p *Pool) now() time.Time {
 	return time.Now()
 }
 
-// Want is a translation a caller is about to ask for (Warm).
-type Want struct {
-	From, To, Topic string
-	Partition       int32
-	Offset          int64
-}
-
-// Warm brings the shared Tracker of every topic partition in wants up to the highest offset
-// wanted of it, at most par Trackers reading at once, so that the Translate calls that
-// follow answer from what was read. Each Tracker reads only its own partition's copies, and
-// one read is a few round trips to each cluster: a cycle of sync that advanced 20 partitions
-// one after the other spent 3.6 s in those reads (issue 31's scale test). A Tracker that
-// fails here is left as it is: Translate meets the error again and reports it per group.
-// Warm itself must not run concurrently with other calls of the Pool.
-func (p *Pool) Warm(ctx context.Context, wants []Want, par int) {
-	best := map[poolKey]int64{}
-	for _, w := range wants {
-		k := poolKey{from: w.From, to: w.To, topic: w.Topic, partition: w.Partition}
-		if o, ok := best[k]; !ok || w.Offset > o {
-			best[k] = w.Offset
+// Warm brings the shared Tracker of every topic partition in reqs up to the highest offset
+// asked of it (Floor is not used: the Trackers of single groups build from their own commit),
+// at most par Trackers reading at once, so that the Translate calls that follow answer from
+// what was read. Each Tracker reads only its own partition's copies, and one read is a few
+// round trips to each cluster: a cycle of sync that advanced 20 partitions one after the
+// other spent 3.6 s in those reads (issue 31's scale test). A Tracker that fails here is left
+// as it is: Translate meets the error again and reports it per group. Warm itself must not
+// run concurrently with other calls of the Pool.
+func (p *Pool) Warm(ctx context.Context, reqs []Request, par int) {
+	upTo := map[poolKey]int64{}
+	for _, r := range reqs {
+		k := poolKey{from: r.From, to: r.To, topic: r.Topic, partition: r.Partition}
+		if o, ok := upTo[k]; !ok || r.Offset > o {
+			upTo[k] = r.Offset
 		}
 	}
-	type job struct {
-		tr *Tracker
-		o  int64
-	}
-	var jobs []job
-	for k, o := range best {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(par, 1))
+	for k, o := range upTo {
 		tr, err := p.tracker(k, 0)
 		if err != nil || (tr.Covered() >= o && !tr.provisional) {
 			continue // no source (Translate says so), or nothing to read
 		}
-		jobs = append(jobs, job{tr, o})
-	}
-	next := make(chan job)
-	var wg sync.WaitGroup
-	for range min(max(par, 1), len(jobs)) {
+		sem <- struct{}{}
 		wg.Go(func() {
-			for j := range next {
-				_, _ = j.tr.Translate(ctx, j.o)
-			}
+			defer func() { <-sem }()
+			_, _ = tr.Translate(ctx, o)
 		})
 	}
-	for _, j := range jobs {
-		next <- j
-	}
-	close(next)
 	wg.Wait()
 }

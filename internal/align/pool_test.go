@@ -140,13 +140,13 @@ func TestPoolWarm(t *testing.T) {
 	wus := &gated{RangeSource: fakes.MemCopies{Topics: topics}}
 	p := &align.Pool{Sources: map[string]align.Source{"scus": scus, "wus": wus}}
 	ctx := context.Background()
-	var wants []align.Want
+	var reqs []align.Request
 	for i := range 4 {
 		for _, o := range []int64{100, 400, 250} {
-			wants = append(wants, align.Want{From: "scus", To: "wus", Topic: fmt.Sprintf("t%d", i), Offset: o})
+			reqs = append(reqs, align.Request{From: "scus", To: "wus", Topic: fmt.Sprintf("t%d", i), Offset: o})
 		}
 	}
-	p.Warm(ctx, wants, 4)
+	p.Warm(ctx, reqs, 4)
 	if scus.most < 2 || wus.most < 2 {
 		t.Errorf("reads at once: scus %d, wus %d; want several", scus.most, wus.most)
 	}

@@ -227,7 +227,7 @@ func (s *Syncer) Warm(ctx context.Context, groups map[string]map[string]View, pa
 	if s.Pool.Now == nil && s.Now != nil {
 		s.Pool.Now = s.Now
 	}
-	var wants []align.Want
+	var reqs []align.Request
 	for _, views := range groups {
 		for _, from := range s.Clusters {
 			v, ok := views[from.Name]
@@ -240,13 +240,13 @@ func (s *Syncer) Warm(ctx context.Context, groups map[string]map[string]View, pa
 				}
 				for _, to := range s.Clusters {
 					if _, ok := views[to.Name]; ok && to.Name != from.Name {
-						wants = append(wants, align.Want{From: from.Name, To: to.Name, Topic: k.topic, Partition: k.partition, Offset: e.co.Offset})
+						reqs = append(reqs, align.Request{From: from.Name, To: to.Name, Topic: k.topic, Partition: k.partition, Offset: e.co.Offset})
 					}
 				}
 			}
 		}
 	}
-	s.Pool.Warm(ctx, wants, par)
+	s.Pool.Warm(ctx, reqs, par)
 }
 
 // Plan decides group's sync and translates it; Apply sends it.

@@ -165,23 +165,19 @@ const syncReads = 8
 // applyPlans applies plans, at most par at once, and returns their results in plans' order.
 func applyPlans(ctx context.Context, plans []*offsetsync.Plan, par int) []offsetsync.Result {
 	out := make([]offsetsync.Result, len(plans))
-	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(par, len(plans)) {
-		wg.Go(func() {
-			for i := range next {
-				out[i] = plans[i].Apply(ctx)
-			}
-		})
-	}
+	sem := make(chan struct{}, max(par, 1))
 	for i, p := range plans {
 		if !p.Sends() {
 			out[i] = p.Apply(ctx) // nothing to send: its result as decided
 			continue
 		}
-		next <- i
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = p.Apply(ctx)
+		})
 	}
-	close(next)
 	wg.Wait()
 	return out
 }

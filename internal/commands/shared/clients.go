@@ -53,8 +53,8 @@ func DialPulsar(f *cmdutil.Factory, cl config.Cluster, checkNames bool) (*Pulsar
 	return &PulsarSide{Admin: adm, Client: pc, Names: names, Reader: LoaderReader(cl, pc, adm, names), Down: down}, nil
 }
 
-// DataCopies reads cl's copies of the data topics through its KoP listener (align), one
-// client per read.
+// DataCopies reads cl's copies of the data topics through its KoP listener (align): one
+// client kept for log bounds, one consumer per read.
 func DataCopies(f *cmdutil.Factory, cl config.Cluster) align.Source {
 	return &align.KafkaSource{NewClient: func(opts ...kgo.Opt) (*kgo.Client, error) { return f.KafkaClient(cl, opts...) }}
 }
