@@ -152,10 +152,14 @@ func (w *Watcher) sync(ctx context.Context, dirty [][]string, resync bool) {
 		"readSeconds", warming.Seconds(), "planSeconds", planning.Seconds(), "applySeconds", applying.Seconds())
 }
 
-// syncParallel is how many groups' plans are sent at once. One OffsetCommit is a round trip
-// and an append to the target's offsets topic (about 6 ms on the lab): one at a time, 1,000
-// groups changing every second took longer than the second (issue 31's scale test, p99 33 s).
-const syncParallel = 32
+// syncParallel is how many groups' plans are sent at once, pipelined on the target's one
+// Kafka connection. One OffsetCommit is a round trip and an append to the target's offsets
+// topic (about 6 ms on the lab): one at a time, 1,000 groups changing every second took
+// longer than the second (issue 31's scale test, p99 33 s). KoP on the lab, under 1,000
+// commits a second of load on the other cluster, took about 3,300 commits a second with 32
+// in flight and 5,000 to 5,900 with 128 (docs/performance.md); KoP queues up to 500 requests
+// per connection (queued.max.requests), so 128 leaves room for the cycle's other requests.
+const syncParallel = 128
 
 // syncReads is how many topic partitions a cycle reads ahead at once (Syncer.Warm): each
 // read is a few round trips to both clusters, and 20 partitions read one after the other took
