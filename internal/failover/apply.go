@@ -48,8 +48,13 @@ type Result struct {
 	// Proof is what each cluster serves afterwards, row by row.
 	Proof []Proof `json:"proof"`
 	Error string  `json:"error,omitempty"`
-	// ExitCode: OK done, Found rows left, Unreachable, WriteFailed (cli.md).
+	// ExitCode: OK done, Unreachable, WriteFailed (a write failed, or refused: rows the
+	// plan refused, a reload that would be refused).
 	ExitCode outcome.Outcome `json:"exitCode"`
+	// Cause is the error of the first record that could not be written, nothing written
+	// before it (the writer lease held elsewhere, the trail not writable): the command
+	// gives it the code of its kind.
+	Cause error `json:"-"`
 }
 
 // Proof is one row after the failover.
@@ -101,7 +106,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	if refused := pre.Refused(); len(refused) > 0 {
 		res.Reload = pre
 		res.Error = fmt.Sprintf("the reload of %s's bundle %s would be refused, so nothing was written: %s", plan.To, refused[0].Range, refused[0].Reason)
-		res.ExitCode = outcome.Found
+		res.ExitCode = outcome.WriteFailed
 		return res
 	}
 	// 2. The records, on the target only.
@@ -117,6 +122,9 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		if _, _, err := e.Writer.CommitRequest(ctx, byGroup[g]); err != nil {
 			res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
 			res.ExitCode = outcome.WriteFailed
+			if len(res.Written) == 0 {
+				res.Cause = err
+			}
 			return res
 		}
 		res.Written = append(res.Written, g)
@@ -196,11 +204,11 @@ func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
 	return out
 }
 
-// Left is the outcome of a plan whose writes are done (or not to be done): Found while rows
-// are refused, else OK.
+// Left is the outcome of a plan whose writes are done (or not to be done): WriteFailed while
+// rows are refused (a refusal is 4 in every writing command), else OK.
 func (p *Plan) Left() outcome.Outcome {
 	if p.Count(ActionRefused) > 0 {
-		return outcome.Found
+		return outcome.WriteFailed
 	}
 	return outcome.OK
 }

@@ -160,12 +160,12 @@ func TestApply(t *testing.T) {
 		t.Errorf("proof message %q", res.Proof[0].Message)
 	}
 
-	// A reload that would be refused: nothing written.
+	// A reload that would be refused: nothing written, exit 4 (a refusal, as reload's).
 	pl, dst, _, wk = setup(t)
 	plan, _ = pl.Plan(ctx, Scope{})
 	ft = &fakeTarget{dst: dst, kop: wk, refuse: "live members: other@wus"}
 	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
-	if res.ExitCode != outcome.Found || ft.written != 0 || !strings.Contains(res.Error, "nothing was written") {
+	if res.ExitCode != outcome.WriteFailed || ft.written != 0 || !strings.Contains(res.Error, "nothing was written") {
 		t.Fatalf("refused: %+v", res)
 	}
 

@@ -1,5 +1,6 @@
 // Package outcome names how a run ended (ok, found, usage, unreachable, write failed) and
-// holds the one table that maps each outcome to its process exit code (cli.md). Domain
+// holds the one table that maps each outcome to its process exit code (contract.go: what each
+// code means and which situation of which command ends with it). Domain
 // packages decide an Outcome; only this table knows the numbers.
 package outcome
 

@@ -172,6 +172,18 @@ func EncodeText(w io.Writer, g prometheus.Gatherer) error {
 	return gatherErr
 }
 
+// CheckTextfile reports whether a textfile can be written at path (its directory exists
+// and takes a file), by creating and removing a temporary file there: a run checks it
+// before it reads anything, so an unwritable path costs nothing.
+func CheckTextfile(path string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("prometheus textfile %s: %w", path, err)
+	}
+	_ = tmp.Close()
+	return os.Remove(tmp.Name())
+}
+
 // WriteTextfile writes what g gathers for node_exporter's textfile collector: into a
 // temporary file in the same directory, then renamed over path, so the collector never reads
 // half a file.

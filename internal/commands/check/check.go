@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -70,10 +71,10 @@ the log-end offset and lag, and classify the row:
                            of the source
   missing                  absent on this cluster, present on another, no backlog
   coordinator_unavailable  KoP kept answering "loading" / "not coordinator" (--coordinator-wait)
-  misaligned               the offset was replicated from another cluster and names another message
-                           here (topic copies differ); "translated" is the group's real position;
-                           fix with 'kop-offsets failover', never with a reload
-                           (timestamp, key or value CRC-32) between clusters
+  misaligned               the offset was replicated from another cluster and names another
+                           message here (the copies of the topic differ in a message's
+                           timestamp, key or value CRC-32); "translated" is the group's real
+                           position; fix with 'kop-offsets failover', never with a reload
   error                    this cluster could not be read
 
 The row status is the most severe cluster status, in the order error,
@@ -85,15 +86,7 @@ Without --source every cluster is compared with the highest persisted value.
 Read-only: no subscription, no commit; KoP is only asked with OffsetFetch, ListGroups,
 ListOffsets and, for alignment, fetches of the data topics without a group (each copy of a
 topic partition read once per run, up to the highest committed offset; --alignment=false
-skips it).
-
-Exit codes: 0 nothing found that --fail-on names (default: every status but ok and expiring);
-1 drift found; 2 usage or configuration error; 3 a cluster or endpoint could not be
-reached (its cells are marked error, the other clusters are still checked). One KoP broker
-of several down is exit 3 too, but not blind: the groups the other brokers list are asked
-and judged, only groups that broker coordinates are marked error, and errors names it. A
-group that broker coordinates has no row when the offsets topic cannot be read either (a
-crashed broker still owns offsets partitions, until its session expires): warnings names it.`)
+skips it).`)
 
 var checkExamples = cmdutil.Examples(`
   # every group on every cluster
@@ -120,6 +113,9 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.verifyAlignment {
+				fmt.Fprintln(f.IOStreams.ErrOut, "Flag --verify-alignment has been deprecated, alignment is checked by default (--alignment)")
+			}
 			var err error
 			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
 				return err
@@ -155,7 +151,9 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.BoolVar(&opts.Alignment, "alignment", true, "translate offsets replicated from another cluster into each cluster's numbering by message identity, reading the data topics through KoP (misaligned: the number names another message); --alignment=false skips it")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to align it (beyond: alignment unknown)")
 	fl.BoolVar(&opts.verifyAlignment, "verify-alignment", false, "alignment is checked by default")
-	_ = fl.MarkDeprecated("verify-alignment", "alignment is checked by default (--alignment)")
+	// Hidden and noted on stderr by RunE, not pflag's MarkDeprecated: cobra prints that
+	// notice where help goes (stdout), inside `-o json | jq`'s input.
+	_ = fl.MarkHidden("verify-alignment")
 	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
 	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
@@ -222,6 +220,11 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if opts.Source != "" && !slices.Contains(config.Names(cls), opts.Source) {
 		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(config.Names(cls), ", "))
 	}
+	if opts.PrometheusFile != "" {
+		if err := promexport.CheckTextfile(opts.PrometheusFile); err != nil {
+			return cmdutil.UsageError(fmt.Errorf("--prometheus-file: %w; nothing was contacted", err))
+		}
+	}
 	sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
 		shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
 	if err != nil {
@@ -250,13 +253,16 @@ func checkRun(ctx context.Context, opts *Options) error {
 		}
 		return cmdutil.UsageError(err)
 	}
+	var promErr error
 	if out.series != nil {
-		if err := promexport.WriteTextfile(opts.PrometheusFile, out.series.Finish(rep)); err != nil {
-			return cmdutil.UsageError(err)
-		}
+		promErr = promexport.WriteTextfile(opts.PrometheusFile, out.series.Finish(rep))
 	}
 	if err := out.finish(rep); err != nil {
 		return err
+	}
+	if promErr != nil {
+		// The report is complete on stdout; the textfile is not. Its 2 does not hide a 3.
+		return &cmdutil.ExitError{Outcome: outcome.Worst(rep.ExitCode, outcome.Usage), Err: fmt.Errorf("--prometheus-file: %w (the report above is complete)", promErr)}
 	}
 	if opts.Format == output.Table {
 		w := opts.IO.ErrOut

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +192,42 @@ func TestNewCmdCheckFlags(t *testing.T) {
 		if _, err := clitest.ParseOptions(f, NewCmdCheck, args...); cmdutil.ExitCode(err) != 2 {
 			t.Errorf("%v: %v", args, err)
 		}
+	}
+}
+
+// --prometheus-file in a directory that does not exist: 2 before anything is contacted; a
+// textfile that cannot be written after the survey keeps the survey's worse code (a 3 is not
+// hidden by the 2) and the report on stdout is complete (issue 32).
+func TestPrometheusTextfileUnwritable(t *testing.T) {
+	connected := 0
+	out, _, code := run(t, output.JSON, func(o *Options) {
+		o.PrometheusFile = filepath.Join(t.TempDir(), "missing", "kop.prom")
+		connect := o.Connect
+		o.Connect = func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+			connected++
+			return connect(cl, so)
+		}
+	}, true)
+	if code != 2 || connected != 0 || out != "" {
+		t.Errorf("missing directory: exit %d, %d connects, stdout %q", code, connected, out)
+	}
+
+	dir := filepath.Join(t.TempDir(), "textfiles")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, output.JSON, func(o *Options) {
+		o.PrometheusFile = filepath.Join(dir, "kop.prom")
+		connect := o.Connect
+		o.Connect = func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+			_ = os.RemoveAll(dir) // gone between the check of the path and the write
+			return connect(cl, so)
+		}
+	}, true)
+	var doc struct {
+		ExitCode int `json:"exitCode"`
+	}
+	if code != 3 || json.Unmarshal([]byte(out), &doc) != nil || doc.ExitCode != 3 {
+		t.Errorf("write failed after a survey with wus down: exit %d (want 3), stdout %q", code, out)
 	}
 }

@@ -263,11 +263,7 @@ the fields of the JSON contract (kind, group, topic, partition, offset, ...) and
 1-based input line (1 for --key/--value). A message that cannot be decoded, or a part of
 one, becomes a record of kind "undecodable" with "error".
 
-A summary goes to stderr when some records were undecodable (always on a terminal).
-
-Exit codes: 0 done; 1 --strict and some records were undecodable; 2 bad flags, an
-unreadable input file, or a malformed input line (not a JSON object, bad base64 or hex: the
-error names the line; records of earlier lines were already written).`
+A summary goes to stderr when some records were undecodable (always on a terminal).`
 
 // decodeExample is the examples of decode.
 const decodeExample = `

@@ -20,6 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // Name is the binary name: the first word of every command path and of every generated
@@ -57,8 +58,46 @@ func WriteMarkdown(dir string) error {
 	if err := doc.GenMarkdownTreeCustom(cmd, dir, prepend, link); err != nil {
 		return fmt.Errorf("write markdown docs to %s: %w", dir, err)
 	}
+	// The exit-code contract, the table --help's "Exit codes:" sections come from.
+	if err := os.WriteFile(filepath.Join(dir, ExitCodesPage), []byte(MarkdownHeader+outcome.Markdown()), 0o644); err != nil {
+		return fmt.Errorf("write markdown docs to %s: %w", dir, err)
+	}
 	return nil
 }
+
+// README markers of the exit-code table WriteReadme keeps current.
+const (
+	readmeBegin = "<!-- exit-codes:begin (generated: make docs) -->\n"
+	readmeEnd   = "<!-- exit-codes:end -->"
+)
+
+// Readme returns readme with its exit-code table (between the markers) generated from the
+// contract (outcome.MeaningsMarkdown).
+func Readme(readme []byte) ([]byte, error) {
+	s := string(readme)
+	a := strings.Index(s, readmeBegin)
+	b := strings.Index(s, readmeEnd)
+	if a < 0 || b < a {
+		return nil, fmt.Errorf("README has no %q ... %q section", strings.TrimSpace(readmeBegin), readmeEnd)
+	}
+	return []byte(s[:a+len(readmeBegin)] + outcome.MeaningsMarkdown() + s[b:]), nil
+}
+
+// WriteReadme rewrites the exit-code table of the README at path.
+func WriteReadme(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, err := Readme(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// ExitCodesPage is the page of the exit-code contract (outcome.Contract) in docs/cli.
+const ExitCodesPage = Name + "_exit-codes.md"
 
 // WriteMan writes one man page (section 1) per available command of the kop-offsets tree
 // into dir, named like kop-offsets-config-view.1, after removing the pages of an earlier

@@ -115,13 +115,7 @@ Nothing is written; reading a topic's stats loads it on its broker, as any stats
 --group reads the group's offsets partition with a non-durable reader.
 
 Output: -o table (findings, errors first, each fix on its own line, then a summary line),
--o json or -o yaml ({schemaVersion: 1, clusters, findings[], summary, exitCode}).
-
-Exit codes: 0 no error finding (warnings and info may be present); 1 an error finding;
-2 usage or configuration error; 3 a cluster's admin API could not be reached or answered
-with errors (what could be checked is still printed; the findings name the cluster). One
-broker that does not answer at its own address is a warning, not exit 3: the admin API
-answered, and brokers often advertise addresses only their peers reach.`
+-o json or -o yaml ({schemaVersion: 1, clusters, findings[], summary, exitCode}).`
 
 // NewCmdDoctor returns `doctor`. runF replaces the run function in tests.
 func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {

@@ -172,11 +172,7 @@ they are met.
 Output: -o ndjson (default when stdout is not a terminal), json, yaml or table; nothing is
 buffered except the live state of --compacted. A progress spinner goes to stderr when it is a
 terminal and stdout is not. A summary per cluster goes to stderr when records were
-undecodable (always on a terminal).
-
-Exit codes: 0 done; 1 --strict and some records were undecodable; 2 bad flags or config
-(nothing contacted); 3 a cluster could not be read: its error is printed, the other clusters
-are still dumped.`
+undecodable (always on a terminal).`
 
 // dumpExample is the examples of dump.
 const dumpExample = `

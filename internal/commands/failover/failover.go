@@ -21,6 +21,7 @@ import (
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -92,10 +93,7 @@ When the source does not answer (its region is gone), the source is asked once, 
 --timeout, and not again: each row lands on the translation 'watch --keep-translations'
 kept on the target, with its age; what the source committed after it could not be checked,
 so the group re-reads what it consumed since. A row without a kept translation is refused
-by name. Run 'watch --keep-translations' while both clusters answer to have them.
-
-Exit codes: 0 every selected row served at its translated offset; 1 rows refused or left;
-2 usage; 3 a cluster could not be reached; 4 a write or the reload did not achieve its goal.`
+by name. Run 'watch --keep-translations' while both clusters answer to have them.`
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
@@ -203,13 +201,14 @@ func run(ctx context.Context, opts *Options) error {
 	if !opts.Yes {
 		ok, err := opts.Confirm(fmt.Sprintf("Write the translated offsets of %d groups on %s and reload their bundles?", len(todo), to.Name))
 		if err != nil {
-			return err
+			return cmdutil.UsageError(fmt.Errorf("confirmation: %w; nothing was written", err)) // 2, as reload and repair
 		}
 		if !ok {
 			return cmdutil.UsageErrorf("not confirmed: nothing was written")
 		}
 	}
 	res := sess.Executor.Apply(ctx, plan)
+	res.ExitCode = causeOutcome(res)
 	doc.Result = res
 	if opts.Format == output.Table {
 		writeResult(opts.IO.Out, plan, res)
@@ -419,4 +418,21 @@ func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side
 		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
 	}
 	return s, ps, nil
+}
+
+// causeOutcome is res's code given why its first write failed with nothing written: the
+// writer lease held elsewhere is 3 and an audit trail that cannot be written is 2, as for
+// reload and repair; any other failed write stays 4.
+func causeOutcome(res *fo.Result) outcome.Outcome {
+	if res.Cause == nil {
+		return res.ExitCode
+	}
+	var held *lease.HeldError
+	switch {
+	case errors.As(res.Cause, &held):
+		return outcome.Unreachable
+	case cmdutil.OutcomeOf(res.Cause) == outcome.Usage:
+		return outcome.Usage
+	}
+	return res.ExitCode
 }

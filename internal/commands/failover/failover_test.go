@@ -1,10 +1,16 @@
 package failover
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	fo "github.com/kop-offsets/kop-offsets/internal/failover"
+	"github.com/kop-offsets/kop-offsets/internal/lease"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 )
 
@@ -26,4 +32,23 @@ func TestNewCmdFailoverFlags(t *testing.T) {
 		// The default audit file depends on the environment: compared when a case names one.
 		return want.Writes.AuditFile == "" || got.Writes == want.Writes
 	})
+}
+
+// A first write refused by the writer lease is 3 and by the audit trail 2, as for reload
+// and repair (issue 32: both were 4); another write error stays 4.
+func TestCauseOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		cause error
+		want  outcome.Outcome
+	}{
+		{nil, outcome.WriteFailed},
+		{fmt.Errorf("writer lease: %w", &lease.HeldError{Cluster: "wus", Topic: "persistent://public/locks/w"}), outcome.Unreachable},
+		{cmdutil.ConfigError(errors.New("audit file /nonexistent/a.jsonl: no such file or directory")), outcome.Usage},
+		{errors.New("produce: connection reset"), outcome.WriteFailed},
+	} {
+		res := &fo.Result{ExitCode: outcome.WriteFailed, Cause: tc.cause}
+		if got := causeOutcome(res); got != tc.want {
+			t.Errorf("%v: %d, want %d", tc.cause, got, tc.want)
+		}
+	}
 }

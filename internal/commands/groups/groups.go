@@ -39,8 +39,7 @@ DescribeGroups for state and member count: the cached side) joined with the grou
 offsets topic holds (replayed as KoP's loader does: the persisted side). WHERE says whether a
 group is cached, persisted, or both on that cluster.
 
-Read-only. Exit codes: 0 listed; 2 usage or configuration error; 3 a cluster or endpoint
-could not be reached (what could be read is still listed).`),
+Read-only.`),
 		Example: cmdutil.Examples(`
   kop-offsets groups
   kop-offsets groups --group 'orders-*' -o json

@@ -26,7 +26,10 @@ type Options struct {
 	Open func(name string) (fs.File, error)
 	Now  func() time.Time
 
-	File     string
+	File string
+	// Named: --file was given. A trail the operator named that does not exist is an error;
+	// the default one not there yet only means nothing was written with it.
+	Named    bool
 	Clusters []string
 	Groups   []string
 	Since    string
@@ -63,9 +66,7 @@ Pulsar consumer (docs/watch.md, "The audit trail").
 
 Used for: who unloaded this bundle, and why; what did last night's cron repair do.
 Required permission: read access to the file; nothing is contacted.
-Output: a table, or -o json|yaml (schemaVersion 1) with every field of each record.
-
-Exit codes: 0 shown (possibly nothing); 2 usage error, or the file cannot be read.`),
+Output: a table, or -o json|yaml (schemaVersion 1) with every field of each record.`),
 		Example: cmdutil.Examples(`
   kop-offsets history --since 24h
   kop-offsets history --cluster wus --group 'orders-*' -o json
@@ -80,6 +81,7 @@ Exit codes: 0 shown (possibly nothing); 2 usage error, or the file cannot be rea
 				return err
 			}
 			opts.Clusters = splitNames(f.Flags.Clusters)
+			opts.Named = cmd.Flags().Changed("file")
 			if runF != nil {
 				return runF(opts)
 			}
@@ -131,6 +133,9 @@ func historyRun(opts *Options) error {
 		return err
 	}
 	fh, err := opts.Open(opts.File)
+	if errors.Is(err, fs.ErrNotExist) && opts.Named {
+		return cmdutil.UsageError(fmt.Errorf("audit trail %s does not exist (--file): nothing to show; without --file the default trail is read", opts.File))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(opts.IO.ErrOut, "no audit trail at %s: nothing was written with it yet\n", opts.File)
 		return printDoc(opts, &Document{SchemaVersion: 1, File: opts.File, Records: []audit.Record{}})

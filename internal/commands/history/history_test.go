@@ -119,6 +119,18 @@ func TestHistoryWithoutTrail(t *testing.T) {
 	}
 }
 
+// A trail --file names that does not exist is a usage error (2), not an empty history: the
+// operator asked for that file.
+func TestHistoryNamedTrailMissing(t *testing.T) {
+	s, err := run(t, output.JSON, fstest.MapFS{}, func(o *Options) { o.Named = true })
+	if cmdutil.OutcomeOf(err) != outcome.Usage || !strings.Contains(err.Error(), "audit.jsonl does not exist (--file)") {
+		t.Errorf("err %v (outcome %d)", err, cmdutil.OutcomeOf(err))
+	}
+	if s.Out.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", s.Out)
+	}
+}
+
 func TestHistoryBadTrail(t *testing.T) {
 	_, err := run(t, output.Table, fstest.MapFS{"audit.jsonl": {Data: []byte("garbage\n")}}, nil)
 	if cmdutil.OutcomeOf(err) != outcome.Usage || !strings.Contains(err.Error(), "line 1") {

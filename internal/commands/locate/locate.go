@@ -113,12 +113,7 @@ With several brokers, one broker that cannot list its bundles (stopped, or its a
 not answer) does not fail the lookup: a bundle owned by a broker that answered is answered,
 and a warning on stderr names each broker that did not answer, with its error. Only a row
 whose bundle no answering broker owns is left without an owner: its error names the
-brokers that did not answer (one of them may own it).
-
-Exit codes: 0 every row answered (also when some broker did not answer but the rows asked
-for did not need it: see the warning); 2 bad arguments or config (nothing contacted); 3 a
-row is not answered: a cluster could not be asked, a bundle's owner is unknown because a
-broker did not answer, or its bundles disagree with the broker (the row says why).`),
+brokers that did not answer (one of them may own it).`),
 		Example: cmdutil.Examples(`
   # offline: where KoP with 50 offsets partitions keeps two groups
   kop-offsets locate orders-consumer payments --partitions 50

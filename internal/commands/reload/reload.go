@@ -111,15 +111,7 @@ Required permission: Pulsar admin (namespace bundle unload, topic lookup) on
 <tenant>/<metadataNamespace>; produce on the lock topic (and, once, namespace creation
 in <tenant>); Kafka DescribeGroups/OffsetFetch on the groups.
 Output: the plan, then per bundle and per group the cached offsets before and after;
--o json|yaml gives one document (schemaVersion 1) with plan and execution.
-
-Exit codes: 0 reloaded and verified (or --dry-run); 2 usage error, or no --yes without a
-terminal, or the operator declined, or the audit trail cannot be written (nothing
-written); 3 an endpoint failed (admin API, offsets topic, KoP): what was done is reported,
-the cache is not proven fresh; or the writer lease is held elsewhere (nothing written); 4 the
-cache still differs after --wait, or the plan was refused (unknown groups without
---allow-active, live ones with --refuse-live, offsets that would be lost without --accept-loss, more bundles than
---max-bundles): nothing was unloaded then.`
+-o json|yaml gives one document (schemaVersion 1) with plan and execution.`
 
 // NewCmdReload returns `reload`. runF replaces the run function in tests.
 func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
@@ -179,7 +171,7 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fl.StringSliceVar(&opts.Groups, "group", nil, "consumer group whose offsets partition's bundle is reloaded (repeatable, comma-separated)")
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "reload bundles even where KoP would then serve older offsets or none (the plan names them); repair never does")
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
-	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows of this cluster in a 'check -o json' file (- for stdin)")
+	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows and the unserved offsets partitions of this cluster in a 'check -o json' file (- for stdin)")
 	shared.BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
 		DefaultMaxBundles, "refuse plans that unload more bundles than this")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
@@ -204,8 +196,16 @@ func reloadRun(ctx context.Context, opts *Options) error {
 			return err
 		}
 		req.Groups = doc.StaleGroups(target.Name)
-		if len(req.Groups) == 0 {
-			fmt.Fprintf(opts.IO.ErrOut, "no stale_cache row for cluster %s in %s: nothing to reload\n", target.Name, opts.FromCheck)
+		req.Partitions = doc.UnservedOn(target.Name)
+		if len(req.Groups) == 0 && len(req.Partitions) == 0 {
+			if doc.ExitCode == outcome.Unreachable {
+				// What that check could not read is unknown: "nothing to reload" would be a
+				// green light it cannot give (issue 32).
+				msg := fmt.Sprintf("the check in %s could not reach every endpoint (its exitCode is 3): no stale_cache row or unserved offsets partition of cluster %s in what it read, the rest is unknown; nothing was reloaded: run check again once the clusters answer", opts.FromCheck, target.Name)
+				fmt.Fprintln(opts.IO.ErrOut, msg)
+				return printDoc(opts, &Document{SchemaVersion: 1, DryRun: opts.DryRun, Refusal: "check incomplete", ExitCode: outcome.Unreachable}, nil)
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "no stale_cache row or unserved offsets partition of cluster %s in %s: nothing to reload\n", target.Name, opts.FromCheck)
 			return printDoc(opts, &Document{SchemaVersion: 1, DryRun: opts.DryRun, Refusal: "nothing stale"}, nil)
 		}
 	}

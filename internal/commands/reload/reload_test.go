@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,6 +160,19 @@ func TestExitCodes(t *testing.T) {
 			t.Fatalf("err %v writes %v stderr %s", err, h.admin.Writes(), h.err)
 		}
 	})
+	t.Run("--dry-run of a run that would be refused: 4, says so", func(t *testing.T) {
+		h := newHarness(t)
+		h.opts.DryRun = true
+		h.opts.Groups = nil
+		h.opts.Partitions = []int32{0, 1}
+		h.opts.Format = output.JSON
+		err := reloadRun(ctx, h.opts)
+		var doc Document
+		_ = json.Unmarshal(h.out.Bytes(), &doc)
+		if cmdutil.ExitCode(err) != 4 || len(h.admin.Writes()) != 0 || doc.ExitCode != 4 || !strings.HasPrefix(doc.Refusal, "dry run: would be refused") {
+			t.Fatalf("err %v (exit %d) writes %v doc %+v", err, cmdutil.ExitCode(err), h.admin.Writes(), doc)
+		}
+	})
 	t.Run("unknown partition: 2", func(t *testing.T) {
 		h := newHarness(t)
 		h.opts.Yes = true
@@ -190,6 +205,43 @@ func TestFromCheck(t *testing.T) {
 	h.opts.FromCheck = filepath.Join(dir, "missing.json")
 	if err := reloadRun(context.Background(), h.opts); cmdutil.ExitCode(err) != 2 {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// A check that could not read every endpoint (exitCode 3) and found nothing stale on the
+// target is not "nothing to reload": exit 3, nothing contacted (issue 32). Its unserved
+// offsets partitions are reloaded like its stale groups.
+func TestFromCheckIncompleteAndUnserved(t *testing.T) {
+	dir := t.TempDir()
+	write := func(doc string) string {
+		p := filepath.Join(dir, fmt.Sprintf("check-%d.json", len(doc)))
+		if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	h := newHarness(t)
+	h.opts.Groups, h.opts.DryRun, h.opts.Format = nil, true, output.JSON
+	h.opts.FromCheck = write(`{"schemaVersion":1,"clusters":["scus","wus"],"rows":[],"exitCode":3}`)
+	err := reloadRun(context.Background(), h.opts)
+	if cmdutil.ExitCode(err) != 3 || !strings.Contains(h.err.String(), "could not reach every endpoint (its exitCode is 3)") || len(h.admin.Calls()) != 0 || h.sessions != 0 {
+		t.Fatalf("incomplete check: err %v (exit %d), stderr %q, admin calls %v", err, cmdutil.ExitCode(err), h.err, h.admin.Calls())
+	}
+	var d Document
+	if jerr := json.Unmarshal(h.out.Bytes(), &d); jerr != nil || d.ExitCode != 3 || d.Refusal != "check incomplete" {
+		t.Errorf("document %+v (%v)", d, jerr)
+	}
+
+	h = newHarness(t)
+	h.opts.Groups, h.opts.DryRun, h.opts.Format = nil, true, output.JSON
+	h.opts.FromCheck = write(`{"schemaVersion":1,"clusters":["scus"],"rows":[],"unserved":[{"cluster":"scus","offsetsPartition":0,"answer":"COORDINATOR_LOAD_IN_PROGRESS"}],"exitCode":1}`)
+	if err := reloadRun(context.Background(), h.opts); err != nil {
+		t.Fatalf("unserved: %v\n%s", err, h.err)
+	}
+	d = Document{}
+	_ = json.Unmarshal(h.out.Bytes(), &d)
+	if d.Plan == nil || !slices.Equal(d.Plan.RequestedPartitions, []int32{0}) {
+		t.Fatalf("plan %+v", d.Plan)
 	}
 }
 

@@ -125,9 +125,10 @@ bundles reloaded are still whole (their other groups reload too, and are in the 
 Safety as in reload: the plan is shown, --yes or a terminal confirmation is needed
 (--dry-run stops after the plans), bundles with groups of unknown activity on the cluster
 written to are refused unless --allow-active (groups live there are reloaded, their members
-pause; --refuse-live refuses them), and a bundle where KoP would
-then serve an older offset or none is always refused (repair has no --accept-loss). At most --max-bundles bundles (default 1) are
-reloaded per cluster and run; the others stay stale (exit 1) and the next run takes them.
+pause; --refuse-live refuses them), and a bundle where KoP would then serve an older offset
+or none is always refused (repair has no --accept-loss). At most --max-bundles bundles
+(default 1) are reloaded per cluster and run; the others stay stale (exit 1) and the next
+run takes them.
 
 Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock or
 /tmp/kop-offsets-repair.lock, flock) keeps two runs on one host apart: a second run while
@@ -142,14 +143,7 @@ and must be replicated to that cluster only). When another process holds it (wat
 error names the holder (command, pid, user, host, since when) and the run exits 3;
 --lease-wait waits for it. A lease whose holder died is free as soon as the broker drops
 its connection. Every unload and lookup is appended to the audit trail (--audit-file; read
-it with 'kop-offsets history'). See docs/watch.md.
-
-Exit codes: 0 nothing stale or unserved, or everything it may fix is fixed (the second check
-finds no stale row, no unserved partition and no coordinator_unavailable row); 1 stale rows,
-unserved partitions or coordinator_unavailable rows remain (refused, beyond --max-bundles, or
-still there after the reload), or misaligned rows were left; 2 usage error, no --yes
-without a terminal, declined; 3 an endpoint failed, or the lock or a cluster's writer
-lease is held; 4 a reload did not achieve its goal (the cache still differs after --wait).`)
+it with 'kop-offsets history'). See docs/watch.md.`)
 
 var repairExamples = cmdutil.Examples(`
   kop-offsets repair --dry-run
@@ -219,17 +213,24 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := lock(opts.LockFile)
-	if err != nil {
-		return cmdutil.UnreachableError(err)
+	if !opts.DryRun {
+		// A dry run writes nothing: it neither waits for nor excludes a repair that does.
+		unlock, err := lock(opts.LockFile)
+		if err != nil {
+			return cmdutil.UnreachableError(err)
+		}
+		defer unlock()
 	}
-	defer unlock()
 
 	r := &run{opts: opts, write: write, all: all, doc: &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{},
 		Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}}
 	first, err := opts.Check(ctx, all, opts.Scope)
 	if err != nil {
-		return cmdutil.UnreachableError(fmt.Errorf("check: %w (nothing was reloaded)", err))
+		err = fmt.Errorf("check: %w (nothing was reloaded)", err)
+		if cmdutil.OutcomeOf(err) == outcome.Usage {
+			return err // a configuration error (the cluster-name refusal): 2, as for check
+		}
+		return cmdutil.UnreachableError(err)
 	}
 	if first.ExitCode == outcome.Unreachable {
 		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
@@ -335,10 +336,11 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
 	if res.Refusal != "" {
 		fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
-		if res.Execution == nil && (res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.Usage) {
-			// The writer lease is held elsewhere (or the trail cannot be written): nothing
-			// was unloaded on this cluster.
-			r.raise(outcome.Unreachable)
+		if res.Execution == nil {
+			// Nothing was unloaded on this cluster: the writer lease is held elsewhere (3),
+			// the trail cannot be written (2), or the plan was refused (4; under --dry-run,
+			// the real run would be).
+			r.raise(res.ExitCode)
 		}
 	}
 	if res.Execution == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -143,7 +144,7 @@ func TestRepairFixesOnlyStaleAndIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestRepairStaleRemainsExit1(t *testing.T) {
+func TestRepairRefusedExit4(t *testing.T) {
 	h := newHarness(t)
 	h.opts.Yes, h.opts.DryRun = false, false
 	h.opts.Confirm = nil
@@ -151,20 +152,46 @@ func TestRepairStaleRemainsExit1(t *testing.T) {
 	if err := repairRun(context.Background(), h.opts); cmdutil.ExitCode(err) != 2 || h.checks != 0 {
 		t.Fatalf("err %v checks %d", err, h.checks)
 	}
-	// A refused bundle (live group) leaves the row stale: exit 1.
-	h = newHarness(t)
-	base := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
-		s, err := base(target, all)
-		s.Planner.Describers = map[string]reload.GroupDescriber{"wus": nil} // KoP unknown
-		return s, err
+	// A refused bundle (groups of unknown activity) leaves the row stale: exit 4, as reload
+	// and failover exit on a refusal (issue 32; it was 1), and under --dry-run too: the
+	// real run would be refused.
+	for _, dry := range []bool{false, true} {
+		h = newHarness(t)
+		h.opts.DryRun = dry
+		base := h.opts.NewSession
+		h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+			s, err := base(target, all)
+			s.Planner.Describers = map[string]reload.GroupDescriber{"wus": nil} // KoP unknown
+			return s, err
+		}
+		err := repairRun(context.Background(), h.opts)
+		if cmdutil.ExitCode(err) != 4 || len(h.admin.Writes()) != 0 {
+			t.Fatalf("dry run %v: err %v (exit %d) writes %v", dry, err, cmdutil.ExitCode(err), h.admin.Writes())
+		}
+		if want := "1 still stale"; !dry && !strings.Contains(h.out.String(), want) {
+			t.Errorf("out %s", h.out)
+		}
+		if want := "would be refused"; dry && !strings.Contains(h.errb.String(), want) {
+			t.Errorf("dry run: stderr %q lacks %q", h.errb, want)
+		}
 	}
-	err := repairRun(context.Background(), h.opts)
-	if cmdutil.ExitCode(err) != 1 || len(h.admin.Writes()) != 0 {
-		t.Fatalf("err %v writes %v", err, h.admin.Writes())
-	}
-	if !strings.Contains(h.out.String(), "1 still stale") {
-		t.Errorf("out %s", h.out)
+}
+
+// A configuration error of the first check (the cluster-name refusal is a config.Error) is
+// 2, as check exits on it; an unreachable cluster is 3 (issue 32: both were 3).
+func TestRepairFirstCheckErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{&config.Error{Cluster: "wus", Field: "name", Msg: `the broker calls itself "west"`}, 2},
+		{errors.New("dial tcp 127.0.0.1:1: connection refused"), 3},
+	} {
+		h := newHarness(t)
+		h.opts.Check = func(context.Context, []config.Cluster, Scope) (*survey.Report, error) { return nil, tc.err }
+		if err := repairRun(context.Background(), h.opts); cmdutil.ExitCode(err) != tc.want || len(h.admin.Writes()) != 0 {
+			t.Errorf("%v: err %v (exit %d), want %d", tc.err, err, cmdutil.ExitCode(err), tc.want)
+		}
 	}
 }
 
@@ -175,9 +202,22 @@ func TestRepairLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unlock()
+	h.opts.DryRun = false
 	err = repairRun(context.Background(), h.opts)
 	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "another repair is running") || h.checks != 0 {
 		t.Fatalf("err %v checks %d", err, h.checks)
+	}
+	// A dry run writes nothing: it runs beside a repair that holds the lock.
+	h = newHarness(t)
+	h.opts.LockFile = h.opts.LockFile + ".held"
+	unlock2, err := lock(h.opts.LockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock2()
+	h.opts.DryRun = true
+	if err := repairRun(context.Background(), h.opts); cmdutil.ExitCode(err) != 0 || h.checks != 1 {
+		t.Fatalf("dry run beside a held lock: err %v (exit %d), checks %d", err, cmdutil.ExitCode(err), h.checks)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kop-offsets/kop-offsets/internal/buildinfo"
 	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/completion"
@@ -23,6 +24,7 @@ import (
 	versioncmd "github.com/kop-offsets/kop-offsets/internal/commands/version"
 	watchcmd "github.com/kop-offsets/kop-offsets/internal/commands/watch"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -55,7 +57,8 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.SetVersionTemplate("kop-offsets {{.Version}}\n")
+	// The line `version` prints (a template's braces in it would be read as actions).
+	cmd.SetVersionTemplate(strings.NewReplacer("{{", `{{"{{"}}`).Replace(versioncmd.Line(buildinfo.Get())) + "\n")
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &cmdutil.FlagError{Err: err}
 	})
@@ -72,6 +75,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	cmd.CompletionOptions.DisableDefaultCmd = true // ours has help and examples
 
 	addCommands(cmd, f)
+	exitCodeHelp(cmd)
+	strictHelp(cmd)
+	strictParents(cmd)
 	markOnRun(cmd)
 	return cmd
 }
@@ -122,6 +128,75 @@ func addCommands(cmd *cobra.Command, f *cmdutil.Factory) {
 	add(cmd, GroupRepair, watchcmd.NewCmdWatch(f, nil))
 	add(cmd, GroupRepair, historycmd.NewCmdHistory(f, nil))
 	add(cmd, GroupSetup, synccmd.NewCmdSync(f))
+}
+
+// exitCodeHelp gives every command of the tree the contract has rows for, and the root, the
+// contract's "Exit codes:" section at the end of its long help (outcome.Help): the help,
+// README and docs/cli/kop-offsets_exit-codes.md all come from one table.
+func exitCodeHelp(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		exitCodeHelp(sub)
+	}
+	path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name()))
+	if path != "" && len(outcome.Of(path)) == 0 {
+		return
+	}
+	c.Long = strings.TrimSpace(c.Long) + "\n\n" + outcome.Help(path)
+}
+
+// strictParents makes every command that only groups subcommands (config, sync) refuse an
+// unknown subcommand with exit 2, as the root does; cobra prints such a parent's help and
+// exits 0 for `config bogus`. Without arguments it still prints its help (exit 0).
+func strictParents(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictParents(sub)
+	}
+	if c.HasParent() && c.HasAvailableSubCommands() && !c.Runnable() {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return unknownCommand(cmd, args[0])
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
+}
+
+// unknownCommand is the usage error of name, not a subcommand of cmd.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	var names []string
+	for _, sub := range cmd.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+		}
+	}
+	return cmdutil.FlagErrorf("unknown command %q for %q (its commands: %s)", name, cmd.CommandPath(), strings.Join(names, ", "))
+}
+
+// strictHelp makes `help <topic>` exit 2 for a topic that is no command, where cobra's
+// help prints "Unknown help topic" and exits 0.
+func strictHelp(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	for _, h := range root.Commands() {
+		if h.Name() != "help" || h.Run == nil {
+			continue
+		}
+		run := h.Run
+		h.Run = nil
+		h.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				target, rest, err := root.Find(args)
+				if err != nil || target == nil {
+					return unknownCommand(root, args[0])
+				}
+				if len(rest) > 0 {
+					return unknownCommand(target, rest[0])
+				}
+			}
+			run(cmd, args)
+			return nil
+		}
+	}
 }
 
 // markOnRun wraps the Run/RunE of every command in the tree so that the root records that
@@ -188,10 +263,7 @@ cluster named "default" from --admin-url, --service-url and --bootstrap. Every c
 works on all configured clusters unless --cluster selects some.
 
 Read commands only use non-durable readers and never commit offsets. Results go to
-stdout (-o table|json|yaml), logs and progress to stderr.
-
-Exit codes: 0 ok; 1 drift found; 2 usage or configuration error (nothing contacted);
-3 a cluster or endpoint could not be reached; 4 a write did not achieve its goal.`
+stdout (-o table|json|yaml), logs and progress to stderr.`
 
 // rootExample is the examples of kop-offsets.
 const rootExample = `

@@ -102,7 +102,9 @@ func selectRun(plan *reload.Plan, o RunOptions, res *RunResult) ([]reload.Planne
 	refuse := func(msg string, code outcome.Outcome) ([]reload.PlannedBundle, bool) {
 		res.Refusal, res.ExitCode = msg, code
 		if o.DryRun && code != outcome.OK {
-			res.Refusal, res.ExitCode = "dry run: would be "+msg, outcome.OK
+			// The code says what the real run would do (issue 32): a dry run that would be
+			// refused is not a green light.
+			res.Refusal = "dry run: would be " + msg
 		}
 		return nil, false
 	}

@@ -94,13 +94,7 @@ runs), the seed is left to it. Start 'kop-offsets watch --sync' on the same clus
 after: until it runs, commits on one cluster reach no other.
 
 --undo removes the topic-level policies of the offsets topic: the namespace's replication
-applies again (then run 'watch' or 'watch --repair', the replication model).
-
-Exit codes: 0 set up (or nothing to do), verified and seeded, or a dry run; 2 usage or
-configuration error (a cluster without kafkaBootstrap cannot be seeded), or the operator
-declined; 3 a cluster could not be reached (nothing is written when one could not be read);
-4 a write failed or did not take within --verify, or groups were left unsynced by the seed
-(named; watch --sync takes them up).`),
+applies again (then run 'watch' or 'watch --repair', the replication model).`),
 		Example: cmdutil.Examples(`
   kop-offsets sync setup --dry-run
   kop-offsets sync setup --cluster scus --cluster wus --yes
@@ -229,7 +223,7 @@ func setupRun(ctx context.Context, o *SetupOptions) error {
 	default:
 		ok, err := o.confirm(res)
 		if err != nil {
-			return err
+			return cmdutil.UsageError(fmt.Errorf("sync setup: confirmation: %w; nothing written", err)) // 2, as every confirmation
 		}
 		if !ok {
 			return cmdutil.UsageError(errors.New("sync setup: not confirmed, nothing written"))

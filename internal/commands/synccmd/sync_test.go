@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -165,6 +166,15 @@ func TestSetupDeclined(t *testing.T) {
 	})
 	if code != outcome.Usage || ps["scus"].writes != 0 {
 		t.Fatalf("declined: exit %d, writes %d", code, ps["scus"].writes)
+	}
+	// stdin that cannot be read is no answer: 2 as well, nothing written (it was 3).
+	ps = replicated()
+	_, code, _ = setup(t, ps, func(o *SetupOptions) {
+		o.Yes = false
+		o.Confirm = func(string) (bool, error) { return false, io.ErrUnexpectedEOF }
+	})
+	if code != outcome.Usage || ps["scus"].writes != 0 {
+		t.Fatalf("unreadable stdin: exit %d, writes %d", code, ps["scus"].writes)
 	}
 }
 

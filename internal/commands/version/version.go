@@ -50,22 +50,27 @@ Reads and writes nothing else; contacts no cluster.`),
 
 func versionRun(opts *Options) error {
 	if opts.Format == output.Table {
-		line := "kop-offsets version " + opts.Info.Version
-		var extra []string
-		if opts.Info.Commit != "" {
-			extra = append(extra, "commit "+opts.Info.Commit)
-		}
-		if opts.Info.Date != "" {
-			extra = append(extra, "built "+opts.Info.Date)
-		}
-		if opts.Info.GoVersion != "" {
-			extra = append(extra, opts.Info.GoVersion)
-		}
-		if len(extra) > 0 {
-			line += " (" + strings.Join(extra, ", ") + ")"
-		}
-		_, err := fmt.Fprintln(opts.IO.Out, line)
+		_, err := fmt.Fprintln(opts.IO.Out, Line(opts.Info))
 		return err
 	}
 	return output.Print(opts.IO, opts.Format, opts.Info, nil)
+}
+
+// Line is the version line `version` and `--version` print.
+func Line(info buildinfo.Info) string {
+	line := "kop-offsets version " + info.Version
+	var extra []string
+	if info.Commit != "" {
+		extra = append(extra, "commit "+info.Commit)
+	}
+	if info.Date != "" {
+		extra = append(extra, "built "+info.Date)
+	}
+	if info.GoVersion != "" {
+		extra = append(extra, info.GoVersion)
+	}
+	if len(extra) > 0 {
+		line += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return line
 }

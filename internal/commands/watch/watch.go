@@ -162,6 +162,15 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
   kop-offsets sync setup --yes && kop-offsets watch --sync --interval 1s`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := onlyWith(cmd, "--repair", opts.Repair, "refuse-live", "max-bundles", "cooldown", "wait"); err != nil {
+				return err
+			}
+			if err := onlyWith(cmd, "--sync", opts.Sync, "split-brain-window"); err != nil {
+				return err
+			}
+			if err := onlyWith(cmd, "--keep-translations or --sync", opts.KeepTranslations || opts.Sync, "alignment-max-messages"); err != nil {
+				return err
+			}
 			if err := opts.validate(); err != nil {
 				return err
 			}
@@ -208,6 +217,20 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.StringVar(&opts.RowSeries, "row-series", string(watch.RowSeriesAll), "rows /metrics writes series of: all, not-ok (rows whose status is not ok) or none (kop_offsets_watch_rows counts them)")
 	shared.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
+}
+
+// onlyWith refuses flags given (names, without dashes) that only apply with mode, when mode
+// is off: a --cooldown without --repair would otherwise be accepted and do nothing.
+func onlyWith(cmd *cobra.Command, mode string, on bool, names ...string) error {
+	if on {
+		return nil
+	}
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			return cmdutil.FlagErrorf("--%s only applies with %s", n, mode)
+		}
+	}
+	return nil
 }
 
 func (o *Options) validate() error {

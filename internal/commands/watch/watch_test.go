@@ -43,6 +43,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--listen", "nohost"}, "--listen"},
 		{[]string{"--row-series", "some"}, "--row-series"},
 		{[]string{"extra"}, "unexpected argument"},
+		// A flag of a mode that is off does nothing: refused, not accepted silently.
+		{[]string{"--cooldown", "1m"}, "--cooldown only applies with --repair"},
+		{[]string{"--max-bundles", "2"}, "--max-bundles only applies with --repair"},
+		{[]string{"--refuse-live"}, "--refuse-live only applies with --repair"},
+		{[]string{"--wait", "10s"}, "--wait only applies with --repair"},
+		{[]string{"--repair", "--split-brain-window", "1s"}, "--split-brain-window only applies with --sync"},
+		{[]string{"--alignment-max-messages", "5"}, "--alignment-max-messages only applies with --keep-translations or --sync"},
 	} {
 		clitest.ParseFlags(t, f, NewCmdWatch, tc.want, tc.args...)
 	}

@@ -89,10 +89,7 @@ cluster (--cluster; default all), in parallel, each within --timeout:
   kafka   a Metadata request (after ApiVersions and SASL) to kafkaBootstrap
 
 Nothing is written. Each endpoint is reported ok, failed (with the error) or
-not_configured, with its latency.
-
-Exit codes: 0 every configured endpoint answered; 2 the configuration is invalid or a
-secret or file cannot be read (nothing was contacted); 3 an endpoint failed.`),
+not_configured, with its latency.`),
 		Example: cmdutil.Examples(`
   kop-offsets config check
   kop-offsets config check --cluster scus --timeout 5s

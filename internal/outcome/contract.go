@@ -1,0 +1,218 @@
+package outcome
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The exit-code contract as data: what each code means in every command, and which
+// situations of which command end with which code. The root's and every command's --help
+// ("Exit codes:"), README's table and docs/cli/kop-offsets_exit-codes.md are generated from
+// it; each row names the test that provokes its situation (TestContractTestsExist checks
+// that the test exists).
+
+// Meaning is what one code means in every command.
+type Meaning struct {
+	Outcome Outcome
+	Text    string
+}
+
+// Meanings is one meaning per code, the same in every command.
+var Meanings = []Meaning{
+	{OK, "done; nothing found that needs attention"},
+	{Found, "the run worked and found something: drift, an error finding, rows left after the run"},
+	{Usage, "not run as asked and nothing written: a usage or configuration error (found before anything is contacted where it can be), an input file that cannot be read, or a confirmation declined"},
+	{Unreachable, "a cluster, endpoint or lock could not be used: not reachable, answered with errors, or held by another process; what could be done is still printed"},
+	{WriteFailed, "a write was refused by the tool's safety rules or did not achieve its goal; under --dry-run, the real run would be refused"},
+}
+
+// Situation is one row of the contract: Command (its path after "kop-offsets", "*" for
+// every command) in situation When ends with Outcome. Test is the test that provokes it:
+// "package/dir:TestName" (a subtest after a slash), relative to the module root.
+type Situation struct {
+	Command string
+	When    string
+	Outcome Outcome
+	Test    string
+}
+
+// Contract is every command's situations, by command, then code.
+var Contract = []Situation{
+	{"*", "--help; a command group (config, sync) without a subcommand", OK, "internal/commands:TestExitCodes/group_without_subcommand"},
+	{"*", "an unknown command, subcommand, help topic or flag; a bad flag value or argument; --timeout not positive", Usage, "internal/commands:TestExitCodes/unknown_subcommand"},
+	{"*", "the configuration cannot be found or is invalid, a secret cannot be resolved, --cluster names no configured cluster", Usage, "internal/commands:TestExitCodes/unknown_cluster"},
+
+	{"check", "nothing found that --fail-on names (default: every status but ok and expiring)", OK, "internal/commands/check:TestCheckExitCodes/fail-on_names_nothing_found"},
+	{"check", "drift found (a status --fail-on names), or offsets partitions KoP does not serve", Found, "internal/commands/check:TestCheckExitCodes/drift"},
+	{"check", "--source is not among the selected clusters; --prometheus-file cannot be written (checked before anything is contacted)", Usage, "internal/commands/check:TestPrometheusTextfileUnwritable"},
+	{"check", "a cluster or endpoint could not be reached or answered with errors: its cells are marked error and the other clusters are still checked (one KoP broker of several down marks only the groups it coordinates, and a group it coordinates has no row when the offsets topic cannot be read either: warnings names it); --prometheus-file could not be written after the survey and the survey's code is 3", Unreachable, "internal/commands/check:TestCheckExitCodes/cluster_down_wins"},
+
+	{"config check", "every configured endpoint answered", OK, ""},
+	{"config check", "an endpoint failed (each is named with its kind: admin, pulsar, kafka)", Unreachable, ""},
+	{"config view", "the effective configuration printed", OK, "internal/commands:TestExitCodes/config_from_env"},
+
+	{"decode", "done", OK, ""},
+	{"decode", "--strict and some records were undecodable", Found, ""},
+	{"decode", "an unreadable --input file, or a malformed input line (the error names the line; records of earlier lines were already written)", Usage, ""},
+
+	{"doctor", "no error finding (warnings and info may be present)", OK, ""},
+	{"doctor", "an error finding (a broker that names itself otherwise than the config, too)", Found, ""},
+	{"doctor", "a cluster's admin API could not be reached or answered with errors (what could be checked is still printed; a broker that does not answer at its own address is a warning, not 3)", Unreachable, ""},
+
+	{"dump", "done", OK, ""},
+	{"dump", "--strict and some records were undecodable", Found, ""},
+	{"dump", "--partition beyond the offsets topic's partition count", Usage, ""},
+	{"dump", "a cluster could not be read: its error is printed, the other clusters are still dumped", Unreachable, ""},
+
+	{"failover", "every selected row served at its translated offset; nothing to do; a dry run that would refuse nothing", OK, ""},
+	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestCauseOutcome"},
+	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestCauseOutcome"},
+	{"failover", "rows refused by the plan (also under --dry-run); the reload would be refused (nothing written); a record could not be written; the target does not serve the translated offset afterwards", WriteFailed, "internal/failover:TestApply"},
+
+	{"groups", "listed", OK, ""},
+	{"groups", "a cluster or endpoint could not be reached (what could be read is still listed)", Unreachable, ""},
+
+	{"history", "shown (possibly nothing; also when the default trail does not exist yet)", OK, "internal/commands/history:TestHistoryWithoutTrail"},
+	{"history", "the trail cannot be read: a --file that does not exist, a directory, a malformed line", Usage, "internal/commands/history:TestHistoryNamedTrailMissing"},
+
+	{"locate", "every row answered (also when a broker did not answer but no row needed it: see the warning)", OK, ""},
+	{"locate", "a row is not answered: a cluster could not be asked, a bundle's owner is unknown, or its bundles disagree with the broker (the row says why)", Unreachable, ""},
+
+	{"reload", "reloaded and verified; a --dry-run whose real run would go ahead; nothing stale or unserved in --from-check", OK, "internal/commands/reload:TestFromCheck"},
+	{"reload", "no --yes without a terminal; the operator declined; the audit trail cannot be written; --from-check missing or malformed; --partition beyond the partition count (nothing written)", Usage, "internal/commands/reload:TestExitCodes/unknown_partition:_2"},
+	{"reload", "an endpoint failed (what was done is reported, the cache is not proven fresh); the writer lease is held elsewhere (nothing written); --from-check holds a check that could not reach every endpoint and nothing stale for the cluster", Unreachable, "internal/commands/reload:TestFromCheckIncompleteAndUnserved"},
+	{"reload", "the plan was refused (groups live or of unknown activity with --refuse-live, offsets a reload would lose, more bundles than --max-bundles), also under --dry-run; the cache still differs after --wait", WriteFailed, "internal/commands/reload:TestExitCodes/--dry-run_of_a_run_that_would_be_refused:_4,_says_so"},
+
+	{"repair", "nothing stale or unserved, or everything it may fix fixed (the second check agrees); a --dry-run whose plans would go ahead", OK, ""},
+	{"repair", "rows remain (beyond --max-bundles, or still there after the reload), or misaligned rows were left alone (failover translates them)", Found, ""},
+	{"repair", "no --yes without a terminal; the operator declined; the audit trail cannot be written; a broker that names itself otherwise than the config", Usage, "internal/commands/repair:TestRepairFirstCheckErrors"},
+	{"repair", "an endpoint failed; another repair holds the host lock (a --dry-run takes no lock); a cluster's writer lease is held elsewhere", Unreachable, "internal/commands/repair:TestRepairLock"},
+	{"repair", "a cluster's plan was refused (also under --dry-run); the cache still differs after --wait", WriteFailed, "internal/commands/repair:TestRepairRefusedExit4"},
+
+	{"sync setup", "set up, verified and seeded; nothing to do; a dry run; another process syncs (the seed is left to it)", OK, ""},
+	{"sync setup", "the operator declined, or stdin could not be read; fewer than two clusters; a cluster without kafkaBootstrap (nothing written)", Usage, "internal/commands/synccmd:TestSetupDeclined"},
+	{"sync setup", "a cluster could not be reached (nothing is written when one could not be read)", Unreachable, ""},
+	{"sync setup", "a write failed or did not take within --verify; groups left unsynced by the seed (named; watch --sync takes them up)", WriteFailed, "internal/commands/synccmd:TestSetupNotVerified"},
+
+	{"watch", "stopped by SIGINT or SIGTERM", OK, ""},
+	{"watch", "--sync while the offsets topic replicates between the synced clusters (the refusal prints the fix)", Found, ""},
+	{"watch", "a flag of a mode that is off (--cooldown without --repair); --listen cannot be bound; --sync with fewer than two clusters or a cluster without kafkaBootstrap; the audit trail cannot be written", Usage, "internal/commands:TestExitCodes/repair-only_flag_without_--repair"},
+	{"watch", "the HTTP server failed", Unreachable, ""},
+}
+
+// Of returns command's situations (its own, not "*"), by code.
+func Of(command string) []Situation {
+	var out []Situation
+	for _, s := range Contract {
+		if s.Command == command {
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Situation) int { return int(a.Outcome) - int(b.Outcome) })
+	return out
+}
+
+// Commands returns the commands the contract has rows for, "*" first.
+func Commands() []string {
+	var out []string
+	for _, s := range Contract {
+		if !slices.Contains(out, s.Command) {
+			out = append(out, s.Command)
+		}
+	}
+	return out
+}
+
+// Help is the "Exit codes:" section of command's --help: its situations by code, with the
+// meaning of 2 (every command can be misused) and of 3 (for a command that contacts a
+// cluster) where it names none. The root (command "") gets every code's meaning.
+func Help(command string) string {
+	rows := Of(command)
+	if command == "" {
+		rows = nil
+		for _, m := range Meanings {
+			rows = append(rows, Situation{Outcome: m.Outcome, When: m.Text})
+		}
+	}
+	named := map[Outcome]bool{}
+	for _, s := range rows {
+		named[s.Outcome] = true
+	}
+	for _, m := range Meanings {
+		if !named[m.Outcome] && (m.Outcome == Usage || m.Outcome == Unreachable && commandContacts(command)) {
+			rows = append(rows, Situation{Outcome: m.Outcome, When: m.Text})
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Situation) int { return int(a.Outcome) - int(b.Outcome) })
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, s := range rows {
+		b.WriteString(wrap(fmt.Sprintf("  %d  %s", s.Outcome, s.When)))
+	}
+	b.WriteString("\nOne meaning per code in every command: 'kop-offsets --help', docs/cli/kop-offsets_exit-codes.md.")
+	return b.String()
+}
+
+// helpWidth is where help lines wrap, as the hand-written help does.
+const helpWidth = 92
+
+// wrap breaks line at helpWidth, the continuation lines indented under the text after the
+// code, and ends it with a newline.
+func wrap(line string) string {
+	const indent = "     "
+	var b strings.Builder
+	width := 0
+	for i, w := range strings.Fields(line[5:]) {
+		switch {
+		case i == 0:
+			b.WriteString(line[:5] + w)
+			width = 5 + len(w)
+		case width+1+len(w) > helpWidth:
+			b.WriteString("\n" + indent + w)
+			width = len(indent) + len(w)
+		default:
+			b.WriteString(" " + w)
+			width += 1 + len(w)
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// commandContacts reports whether command talks to a cluster (decode, history, version and
+// completion read local input only).
+func commandContacts(command string) bool {
+	switch command {
+	case "decode", "history", "version", "completion", "config view":
+		return false
+	}
+	return true
+}
+
+// MeaningsMarkdown is README's exit-code table.
+func MeaningsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| code | meaning |\n|---|---|\n")
+	for _, m := range Meanings {
+		fmt.Fprintf(&b, "| %d | %s |\n", m.Outcome, m.Text)
+	}
+	return b.String()
+}
+
+// Markdown is the whole contract: the meanings, then every command's situations.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("# Exit codes\n\nOne meaning per code, the same in every command:\n\n")
+	b.WriteString(MeaningsMarkdown())
+	b.WriteString("\nBy command (`*`: every command), the situation that ends with each code:\n\n| command | code | situation |\n|---|---|---|\n")
+	for _, c := range Commands() {
+		rows := Of(c)
+		for _, s := range rows {
+			name := "`" + c + "`"
+			fmt.Fprintf(&b, "| %s | %d | %s |\n", name, s.Outcome, strings.ReplaceAll(s.When, "|", `\|`))
+		}
+	}
+	b.WriteString("\nA run of several steps ends with the most severe code of its steps: 3, then 4, then 2, then 1, then 0.\n")
+	return b.String()
+}
