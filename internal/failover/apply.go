@@ -51,10 +51,6 @@ type Result struct {
 	// ExitCode: OK done, Unreachable, WriteFailed (a write failed, or refused: rows the
 	// plan refused, a reload that would be refused).
 	ExitCode outcome.Outcome `json:"exitCode"`
-	// Cause is the error of the first record that could not be written, nothing written
-	// before it (the writer lease held elsewhere, the trail not writable): the command
-	// gives it the code of its kind.
-	Cause error `json:"-"`
 }
 
 // Proof is one row after the failover.
@@ -122,9 +118,6 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		if _, _, err := e.Writer.CommitRequest(ctx, byGroup[g]); err != nil {
 			res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
 			res.ExitCode = outcome.WriteFailed
-			if len(res.Written) == 0 {
-				res.Cause = err
-			}
 			return res
 		}
 		res.Written = append(res.Written, g)

@@ -120,11 +120,15 @@ type fakeTarget struct {
 	dst     *fakes.MemReader
 	kop     *fakes.KoP
 	refuse  string
+	failW   error // every CommitRequest fails with it
 	written int
 	plans   []map[reload.IntendedKey]int64
 }
 
 func (f *fakeTarget) CommitRequest(_ context.Context, cs []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
+	if f.failW != nil {
+		return 0, nil, f.failW
+	}
 	f.written++
 	f.dst.Commit(cs...)
 	return 0, nil, nil
@@ -167,6 +171,15 @@ func TestApply(t *testing.T) {
 	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
 	if res.ExitCode != outcome.WriteFailed || ft.written != 0 || !strings.Contains(res.Error, "nothing was written") {
 		t.Fatalf("refused: %+v", res)
+	}
+
+	// A record that cannot be written: exit 4, the group not among those written.
+	pl, dst, _, wk = setup(t)
+	plan, _ = pl.Plan(ctx, Scope{})
+	ft = &fakeTarget{dst: dst, kop: wk, failW: errors.New("produce: connection reset")}
+	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
+	if res.ExitCode != outcome.WriteFailed || len(res.Written) != 0 || !strings.Contains(res.Error, "write of group g failed: produce: connection reset") {
+		t.Fatalf("write failed: %+v", res)
 	}
 
 	// The target does not serve it afterwards: exit 4.

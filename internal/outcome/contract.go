@@ -66,8 +66,8 @@ var Contract = []Situation{
 	{"dump", "a cluster could not be read: its error is printed, the other clusters are still dumped", Unreachable, ""},
 
 	{"failover", "every selected row served at its translated offset; nothing to do; a dry run that would refuse nothing", OK, ""},
-	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestCauseOutcome"},
-	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestCauseOutcome"},
+	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
+	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "rows refused by the plan (also under --dry-run); the reload would be refused (nothing written); a record could not be written; the target does not serve the translated offset afterwards", WriteFailed, "internal/failover:TestApply"},
 
 	{"groups", "listed", OK, ""},
@@ -125,8 +125,8 @@ func Commands() []string {
 }
 
 // Help is the "Exit codes:" section of command's --help: its situations by code, with the
-// meaning of 2 (every command can be misused) and of 3 (for a command that contacts a
-// cluster) where it names none. The root (command "") gets every code's meaning.
+// meaning of 2 where it names none (every command can be misused). The root (command "")
+// gets every code's meaning.
 func Help(command string) string {
 	rows := Of(command)
 	if command == "" {
@@ -139,10 +139,8 @@ func Help(command string) string {
 	for _, s := range rows {
 		named[s.Outcome] = true
 	}
-	for _, m := range Meanings {
-		if !named[m.Outcome] && (m.Outcome == Usage || m.Outcome == Unreachable && commandContacts(command)) {
-			rows = append(rows, Situation{Outcome: m.Outcome, When: m.Text})
-		}
+	if m, _ := meaning(Usage); !named[Usage] {
+		rows = append(rows, Situation{Outcome: Usage, When: m.Text})
 	}
 	slices.SortStableFunc(rows, func(a, b Situation) int { return int(a.Outcome) - int(b.Outcome) })
 	var b strings.Builder
@@ -180,14 +178,14 @@ func wrap(line string) string {
 	return b.String()
 }
 
-// commandContacts reports whether command talks to a cluster (decode, history, version and
-// completion read local input only).
-func commandContacts(command string) bool {
-	switch command {
-	case "decode", "history", "version", "completion", "config view":
-		return false
+// meaning is o's entry of Meanings.
+func meaning(o Outcome) (Meaning, bool) {
+	for _, m := range Meanings {
+		if m.Outcome == o {
+			return m, true
+		}
 	}
-	return true
+	return Meaning{}, false
 }
 
 // MeaningsMarkdown is README's exit-code table.

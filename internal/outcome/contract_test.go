@@ -14,7 +14,7 @@ func TestContractTestsExist(t *testing.T) {
 	root := filepath.Join("..", "..")
 	untested := 0
 	for _, s := range Contract {
-		if _, ok := meaningOf(s.Outcome); !ok {
+		if _, ok := meaning(s.Outcome); !ok {
 			t.Errorf("%s: %q ends with %d, which has no meaning", s.Command, s.When, s.Outcome)
 		}
 		if s.Test == "" {
@@ -45,15 +45,6 @@ func TestContractTestsExist(t *testing.T) {
 
 // maxUntested is how many rows have no test yet.
 const maxUntested = 24
-
-func meaningOf(o Outcome) (Meaning, bool) {
-	for _, m := range Meanings {
-		if m.Outcome == o {
-			return m, true
-		}
-	}
-	return Meaning{}, false
-}
 
 // declares reports whether a _test.go file of dir declares func name, and, for sub, names
 // a subtest whose name (spaces as underscores, as go test prints it) is sub.

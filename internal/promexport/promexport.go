@@ -172,11 +172,17 @@ func EncodeText(w io.Writer, g prometheus.Gatherer) error {
 	return gatherErr
 }
 
+// tempBeside creates the hidden temporary file, in path's directory, that a textfile is
+// written to before its rename.
+func tempBeside(path string) (*os.File, error) {
+	return os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+}
+
 // CheckTextfile reports whether a textfile can be written at path (its directory exists
 // and takes a file), by creating and removing a temporary file there: a run checks it
 // before it reads anything, so an unwritable path costs nothing.
 func CheckTextfile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	tmp, err := tempBeside(path)
 	if err != nil {
 		return fmt.Errorf("prometheus textfile %s: %w", path, err)
 	}
@@ -188,7 +194,7 @@ func CheckTextfile(path string) error {
 // temporary file in the same directory, then renamed over path, so the collector never reads
 // half a file.
 func WriteTextfile(path string, g prometheus.Gatherer) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	tmp, err := tempBeside(path)
 	if err != nil {
 		return fmt.Errorf("prometheus textfile: %w", err)
 	}

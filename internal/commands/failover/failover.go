@@ -21,7 +21,6 @@ import (
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
-	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -52,7 +51,9 @@ type Options struct {
 type Session struct {
 	Planner  *fo.Planner
 	Executor *fo.Executor
-	Close    func()
+	// BeforeWrite opens the audit trail and takes the target's writer lease (nil: neither).
+	BeforeWrite func(context.Context) error
+	Close       func()
 }
 
 // Document is what `failover -o json` prints.
@@ -207,8 +208,17 @@ func run(ctx context.Context, opts *Options) error {
 			return cmdutil.UsageErrorf("not confirmed: nothing was written")
 		}
 	}
+	if sess.BeforeWrite != nil {
+		// The trail opened and the writer lease taken before the first write, as reload and
+		// repair do (shared.RunPlan): a lease held elsewhere is 3, a trail that cannot be
+		// written 2, with nothing written.
+		if err := sess.BeforeWrite(ctx); err != nil {
+			doc.Result = &fo.Result{Written: []string{}, Proof: []fo.Proof{}, Error: err.Error(), ExitCode: cmdutil.OutcomeOf(err)}
+			fmt.Fprintln(opts.IO.ErrOut, "error:", err)
+			return finish(opts, doc, doc.Result.ExitCode)
+		}
+	}
 	res := sess.Executor.Apply(ctx, plan)
-	res.ExitCode = causeOutcome(res)
 	doc.Result = res
 	if opts.Format == output.Table {
 		writeResult(opts.IO.Out, plan, res)
@@ -373,7 +383,8 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			Planner: planner,
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
 				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
-			Close: closeAll,
+			BeforeWrite: rs.BeforeWrite,
+			Close:       closeAll,
 		}, nil
 	}
 }
@@ -418,21 +429,4 @@ func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side
 		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
 	}
 	return s, ps, nil
-}
-
-// causeOutcome is res's code given why its first write failed with nothing written: the
-// writer lease held elsewhere is 3 and an audit trail that cannot be written is 2, as for
-// reload and repair; any other failed write stays 4.
-func causeOutcome(res *fo.Result) outcome.Outcome {
-	if res.Cause == nil {
-		return res.ExitCode
-	}
-	var held *lease.HeldError
-	switch {
-	case errors.As(res.Cause, &held):
-		return outcome.Unreachable
-	case cmdutil.OutcomeOf(res.Cause) == outcome.Usage:
-		return outcome.Usage
-	}
-	return res.ExitCode
 }

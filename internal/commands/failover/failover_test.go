@@ -1,17 +1,27 @@
 package failover
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/config"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
+	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
+	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 func TestNewCmdFailoverFlags(t *testing.T) {
@@ -34,21 +44,66 @@ func TestNewCmdFailoverFlags(t *testing.T) {
 	})
 }
 
-// A first write refused by the writer lease is 3 and by the audit trail 2, as for reload
-// and repair (issue 32: both were 4); another write error stays 4.
-func TestCauseOutcome(t *testing.T) {
+// The writer lease held elsewhere stops failover with 3 and an audit trail that cannot be
+// written with 2, nothing written, as for reload and repair (issue 32: both were 4): the
+// guard runs before the first write (Session.BeforeWrite), classified as RunPlan does.
+func TestBeforeWriteStopsFailover(t *testing.T) {
 	for _, tc := range []struct {
-		cause error
-		want  outcome.Outcome
+		err  error
+		want outcome.Outcome
 	}{
-		{nil, outcome.WriteFailed},
 		{fmt.Errorf("writer lease: %w", &lease.HeldError{Cluster: "wus", Topic: "persistent://public/locks/w"}), outcome.Unreachable},
 		{cmdutil.ConfigError(errors.New("audit file /nonexistent/a.jsonl: no such file or directory")), outcome.Usage},
-		{errors.New("produce: connection reset"), outcome.WriteFailed},
 	} {
-		res := &fo.Result{ExitCode: outcome.WriteFailed, Cause: tc.cause}
-		if got := causeOutcome(res); got != tc.want {
-			t.Errorf("%v: %d, want %d", tc.cause, got, tc.want)
+		ios, _, out, _ := iostreams.Test()
+		w := &countingWriter{}
+		opts := &Options{IO: ios, Format: output.JSON, From: "scus", To: "wus", Yes: true,
+			Config: func() (*config.Config, error) {
+				return &config.Config{Clusters: []config.Cluster{{Name: "scus"}, {Name: "wus"}}}, nil
+			},
+			Session: func(from, to config.Cluster, _ []config.Cluster) (*Session, error) {
+				return &Session{Planner: planner(t), Executor: &fo.Executor{Writer: w},
+					BeforeWrite: func(context.Context) error { return tc.err }, Close: func() {}}, nil
+			}}
+		err := run(context.Background(), opts)
+		var doc Document
+		if jerr := json.Unmarshal(out.Bytes(), &doc); jerr != nil || doc.Result == nil {
+			t.Fatalf("%v: document %q (%v)", tc.err, out, jerr)
+		}
+		if got := cmdutil.OutcomeOf(err); got != tc.want || doc.ExitCode != tc.want || w.n != 0 || len(doc.Result.Written) != 0 {
+			t.Errorf("%v: exit %d (document %d), want %d; %d writes", tc.err, got, doc.ExitCode, tc.want, w.n)
 		}
 	}
+}
+
+// planner plans one group to write on wus: it read scus to 60, which is wus's 50.
+func planner(t *testing.T) *fo.Planner {
+	const topic = "persistent://public/default/topic-1"
+	c := kop.OffsetCommit{Group: "g", Topic: topic, Partition: 0, Offset: 60}
+	sk, wk := fakes.NewKoP(t), fakes.NewKoP(t)
+	sk.Set("g", "topic-1", 0, 60)
+	wk.Set("g", "topic-1", 0, 30)
+	return &fo.Planner{
+		From: fo.Side{Name: "scus", KafkaNamespace: "public/default", Reader: fakes.NewMemReader(8).Commit(c),
+			Groups: kop.KafkaGroups{Admin: sk.Admin(t), KafkaNamespace: "public/default"}},
+		To: fo.Side{Name: "wus", KafkaNamespace: "public/default", Reader: fakes.NewMemReader(8).Replicated("scus", c),
+			Groups: kop.KafkaGroups{Admin: wk.Admin(t), KafkaNamespace: "public/default"}},
+		Aligner: &align.Aligner{Sources: map[string]align.Source{
+			"scus": fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 110)}},
+			"wus":  fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(10, 110)}},
+		}},
+		Backlog: noBacklog{},
+	}
+}
+
+type noBacklog struct{}
+
+func (noBacklog) Backlog(context.Context, int32) (int64, error) { return 0, nil }
+
+// countingWriter counts the commit requests that reach it (none may).
+type countingWriter struct{ n int }
+
+func (c *countingWriter) CommitRequest(context.Context, []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
+	c.n++
+	return 0, nil, nil
 }

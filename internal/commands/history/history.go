@@ -133,10 +133,10 @@ func historyRun(opts *Options) error {
 		return err
 	}
 	fh, err := opts.Open(opts.File)
-	if errors.Is(err, fs.ErrNotExist) && opts.Named {
-		return cmdutil.UsageError(fmt.Errorf("audit trail %s does not exist (--file): nothing to show; without --file the default trail is read", opts.File))
-	}
 	if errors.Is(err, fs.ErrNotExist) {
+		if opts.Named {
+			return cmdutil.UsageError(fmt.Errorf("audit trail %s does not exist (--file): nothing to show; without --file the default trail is read", opts.File))
+		}
 		fmt.Fprintf(opts.IO.ErrOut, "no audit trail at %s: nothing was written with it yet\n", opts.File)
 		return printDoc(opts, &Document{SchemaVersion: 1, File: opts.File, Records: []audit.Record{}})
 	}

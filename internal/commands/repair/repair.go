@@ -226,11 +226,9 @@ func repairRun(ctx context.Context, opts *Options) error {
 		Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}}
 	first, err := opts.Check(ctx, all, opts.Scope)
 	if err != nil {
-		err = fmt.Errorf("check: %w (nothing was reloaded)", err)
-		if cmdutil.OutcomeOf(err) == outcome.Usage {
-			return err // a configuration error (the cluster-name refusal): 2, as for check
-		}
-		return cmdutil.UnreachableError(err)
+		// Classified as check's: a configuration error (the cluster-name refusal) is 2,
+		// anything else 3.
+		return fmt.Errorf("check: %w (nothing was reloaded)", err)
 	}
 	if first.ExitCode == outcome.Unreachable {
 		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
