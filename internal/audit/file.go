@@ -8,11 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/match"
 )
 
 // EnvFile names the environment variable that sets the default of --audit-file.
@@ -100,7 +101,7 @@ func (f *File) Close() error {
 // Filter selects records when reading a trail back. Zero fields select everything.
 type Filter struct {
 	Clusters []string
-	// Groups are names or globs (path.Match) matched against a record's groups and
+	// Groups are names or globs (internal/match) matched against a record's groups and
 	// requested groups.
 	Groups []string
 	Since  time.Time
@@ -117,18 +118,12 @@ func (f Filter) Match(r Record) bool {
 	if len(f.Groups) == 0 {
 		return true
 	}
-	for _, g := range append(slices.Clone(r.Groups), r.RequestedGroups...) {
-		for _, pat := range f.Groups {
-			if ok, _ := path.Match(pat, g); ok {
-				return true
-			}
-		}
+	if match.Any(f.Groups, r.Groups...) || match.Any(f.Groups, r.RequestedGroups...) {
+		return true
 	}
 	for _, o := range r.Offsets {
-		for _, pat := range f.Groups {
-			if ok, _ := path.Match(pat, o.Group); ok {
-				return true
-			}
+		if match.Any(f.Groups, o.Group) {
+			return true
 		}
 	}
 	return false

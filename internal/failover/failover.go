@@ -20,9 +20,9 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Side is what failover reads of one cluster.
@@ -147,7 +147,7 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 	// The rows: what the group committed on From itself.
 	for _, co := range src.Offsets() {
 		short := loader.ShortName(co.Topic, pl.From.KafkaNamespace)
-		if co.Origin != "" || !verdict.MatchAny(sc.Groups, co.Group) || !verdict.MatchAny(sc.Topics, short, co.Topic) {
+		if co.Origin != "" || !match.Any(sc.Groups, co.Group) || !match.Any(sc.Topics, short, co.Topic) {
 			continue
 		}
 		plan.Rows = append(plan.Rows, Row{Group: co.Group, Topic: short, Partition: co.Partition, Source: co.Offset})

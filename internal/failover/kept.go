@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // planKept is Plan when the source does not answer (SourceDown): the rows are the target's
@@ -28,7 +28,7 @@ func (pl *Planner) planKept(ctx context.Context, sc Scope) (*Plan, error) {
 	for _, co := range dst.Offsets() {
 		short := loader.ShortName(co.Topic, pl.To.KafkaNamespace)
 		fromSource := co.Origin == pl.From.Name || (co.Kept != nil && co.Kept.From == pl.From.Name)
-		if fromSource && verdict.MatchAny(sc.Groups, co.Group) && verdict.MatchAny(sc.Topics, short, co.Topic) {
+		if fromSource && match.Any(sc.Groups, co.Group) && match.Any(sc.Topics, short, co.Topic) {
 			cos = append(cos, co)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -200,6 +201,9 @@ func (r *planRun) selectBundles(ctx context.Context) error {
 		}
 		r.bundleOf[part] = b
 	}
+	if err := r.expandPatterns(ctx); err != nil {
+		return err
+	}
 	r.requestedGroup = map[string]int32{}
 	selected := map[string]bool{} // bundle ranges
 	for _, g := range plan.RequestedGroups {
@@ -225,6 +229,48 @@ func (r *planRun) selectBundles(ctx context.Context) error {
 			r.parts = append(r.parts, part)
 		}
 	}
+	return nil
+}
+
+// expandPatterns replaces requested globs with the persisted groups they match (a glob has no
+// one offsets partition to hash to, so every partition is replayed once for it); a glob that
+// matches no persisted group is a bad request, named with the cluster.
+func (r *planRun) expandPatterns(ctx context.Context) error {
+	plan := r.plan
+	if match.Literals(plan.RequestedGroups) != nil || len(plan.RequestedGroups) == 0 {
+		return nil
+	}
+	all := make([]int32, r.n)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	persisted, err := replay(ctx, r.p.Reader, all, r.p.Ordering)
+	if err != nil {
+		return &PlanError{Cluster: r.cl.Name, Step: "read " + r.cl.OffsetsTopic() + " for the groups matching " + strings.Join(plan.RequestedGroups, ", "), Err: err}
+	}
+	var names []string
+	for _, g := range persisted.Groups() {
+		names = append(names, g.Group)
+	}
+	var requested []string
+	for _, pat := range plan.RequestedGroups {
+		if !match.IsGlob(pat) {
+			requested = append(requested, pat)
+			continue
+		}
+		n := 0
+		for _, name := range names {
+			if match.Match(pat, name) {
+				requested, n = append(requested, name), n+1
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("cluster %s: --group %q matches no group persisted in %s (list them with: kop-offsets groups --cluster %s): %w",
+				r.cl.Name, pat, r.cl.OffsetsTopic(), r.cl.Name, ErrBadRequest)
+		}
+	}
+	plan.Patterns = plan.RequestedGroups
+	plan.RequestedGroups = sortedUnique(requested)
 	return nil
 }
 

@@ -169,3 +169,45 @@ func TestPlanErrors(t *testing.T) {
 		t.Fatalf("reader failure: %v", err)
 	}
 }
+
+// A --group glob has no offsets partition to hash to: it is expanded to the persisted
+// groups it matches (every partition read once), and one that matches none is a bad
+// request naming the cluster, not a reload of nothing.
+func TestPlanGroupGlob(t *testing.T) {
+	ctx := context.Background()
+	a := groupIn("orders-a", 3, 8)      // b2
+	b := groupIn("orders/b", 0, 8)      // b0: * crosses "/"
+	other := groupIn("billing-x", 1, 8) // b1: not matched
+	rd := fakes.NewMemReader(8).Commit(
+		kop.OffsetCommit{Group: a, Topic: topic1, Partition: 0, Offset: 1},
+		kop.OffsetCommit{Group: b, Topic: topic1, Partition: 0, Offset: 2},
+		kop.OffsetCommit{Group: other, Topic: topic1, Partition: 0, Offset: 3},
+	)
+	p := &Planner{Cluster: scus, Admin: fakes.NewAdmin("scus"), Reader: rd,
+		Describers: map[string]GroupDescriber{"scus": &staticDescriber{}}}
+	plan, err := p.Plan(ctx, Request{Groups: []string{"orders*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{a, b}
+	slices.Sort(want)
+	if !slices.Equal(plan.RequestedGroups, want) || !slices.Equal(plan.Patterns, []string{"orders*"}) {
+		t.Fatalf("requested %v patterns %v, want %v from orders*", plan.RequestedGroups, plan.Patterns, want)
+	}
+	var ranges []string
+	for _, pb := range plan.Bundles {
+		ranges = append(ranges, pb.Range)
+	}
+	if !slices.Equal(ranges, []string{b0, b2}) {
+		t.Errorf("bundles %v, want [%s %s] (not %s's %s)", ranges, b0, b2, other, b1)
+	}
+	// A literal beside a glob is kept as it is, persisted or not.
+	plan, err = p.Plan(ctx, Request{Groups: []string{"orders-a*", "new-group"}})
+	if err != nil || !slices.Contains(plan.RequestedGroups, "new-group") || !slices.Contains(plan.RequestedGroups, a) {
+		t.Fatalf("literal beside glob: %v %v", plan.RequestedGroups, err)
+	}
+	_, err = p.Plan(ctx, Request{Groups: []string{"nothing-*"}})
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "cluster scus") || !strings.Contains(err.Error(), "nothing-*") {
+		t.Fatalf("a glob matching nothing: want ErrBadRequest naming scus and the glob, got %v", err)
+	}
+}

@@ -7,11 +7,14 @@ import (
 
 // Plan is what reload will do on one cluster, and its blast radius.
 type Plan struct {
-	Cluster             string          `json:"cluster"`
-	Namespace           string          `json:"namespace"`
-	OffsetsTopic        string          `json:"offsetsTopic"`
-	OffsetsPartitions   int32           `json:"offsetsPartitionCount"`
-	Clusters            []string        `json:"activityClusters"` // where group activity was asked
+	Cluster           string   `json:"cluster"`
+	Namespace         string   `json:"namespace"`
+	OffsetsTopic      string   `json:"offsetsTopic"`
+	OffsetsPartitions int32    `json:"offsetsPartitionCount"`
+	Clusters          []string `json:"activityClusters"` // where group activity was asked
+	// Patterns are the --group values when any is a glob; RequestedGroups are then the
+	// persisted groups they matched.
+	Patterns            []string        `json:"groupPatterns,omitempty"`
 	RequestedGroups     []string        `json:"requestedGroups,omitempty"`
 	RequestedPartitions []int32         `json:"requestedPartitions,omitempty"`
 	AllowActive         bool            `json:"allowActive"`

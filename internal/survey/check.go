@@ -13,6 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -45,15 +46,10 @@ const DefaultExpiryWarning = 24 * time.Hour
 
 // literalGroups returns the group filter when it names groups only (no glob), else nil.
 func literalGroups(globs []string) []string {
-	if len(globs) == 0 {
-		return nil
+	if lit := match.Literals(globs); len(lit) > 0 {
+		return slices.Compact(slices.Sorted(slices.Values(lit)))
 	}
-	for _, g := range globs {
-		if verdict.IsGlob(g) {
-			return nil
-		}
-	}
-	return slices.Compact(slices.Sorted(slices.Values(globs)))
+	return nil
 }
 
 // clusterState is what was read from one cluster.
@@ -173,7 +169,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 	for _, s := range ru.states {
 		for _, v := range s.views() {
 			for _, g := range v.Groups() {
-				if verdict.MatchAny(ru.o.Groups, g.Group) {
+				if match.Any(ru.o.Groups, g.Group) {
 					ru.groupSet[g.Group] = true
 				}
 			}
@@ -187,7 +183,7 @@ func (ru *run) selectGroups(ctx context.Context) {
 	})
 	for _, s := range ru.states {
 		for _, g := range s.listed {
-			if verdict.MatchAny(ru.o.Groups, g.Group) {
+			if match.Any(ru.o.Groups, g.Group) {
 				ru.groupSet[g.Group] = true
 			}
 		}

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -83,7 +83,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 		}
 		for _, v := range s.views() {
 			for _, g := range v.Groups() {
-				if !verdict.MatchAny(groupGlobs, g.Group) {
+				if !match.Any(groupGlobs, g.Group) {
 					continue
 				}
 				r := row(g.Group)
@@ -92,7 +92,7 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 			}
 		}
 		for _, g := range s.listed {
-			if !verdict.MatchAny(groupGlobs, g.Group) {
+			if !match.Any(groupGlobs, g.Group) {
 				continue
 			}
 			r := row(g.Group)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -118,15 +119,15 @@ func (ks *KeySet) Sorted(topicGlobs []string, displayNS string) Keys {
 	for r, id := range byName {
 		rank[id] = uint32(r)
 	}
-	match := make([]int8, len(names)) // 0 unknown, 1 yes, -1 no
+	matched := make([]int8, len(names)) // 0 unknown, 1 yes, -1 no
 	keys = slices.DeleteFunc(keys, func(k keyID) bool {
-		if match[k.topic] == 0 {
-			match[k.topic] = -1
-			if t := names[k.topic]; MatchAny(topicGlobs, loader.ShortName(t, displayNS), t) {
-				match[k.topic] = 1
+		if matched[k.topic] == 0 {
+			matched[k.topic] = -1
+			if t := names[k.topic]; match.Any(topicGlobs, loader.ShortName(t, displayNS), t) {
+				matched[k.topic] = 1
 			}
 		}
-		return match[k.topic] < 0
+		return matched[k.topic] < 0
 	})
 	slices.SortFunc(keys, func(a, b keyID) int {
 		return cmp.Or(cmp.Compare(rank[a.group], rank[b.group]), cmp.Compare(rank[a.topic], rank[b.topic]), cmp.Compare(a.partition, b.partition))

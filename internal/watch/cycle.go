@@ -11,6 +11,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -175,7 +176,7 @@ func (w *Watcher) groupsToAsk(ctx context.Context, dirty [][]string, resync bool
 	}
 	var groups []string
 	for g := range ask {
-		if verdict.MatchAny(w.o.Groups, g) {
+		if match.Any(w.o.Groups, g) {
 			groups = append(groups, g)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 )
 
 // keep writes, on every cluster with a Keeper, the kept translations of the commits that
@@ -41,7 +41,7 @@ func (w *Watcher) keep(ctx context.Context, dirty [][]string) {
 }
 
 func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func(string) bool) {
-	if !verdict.MatchAny(w.o.Groups, g) {
+	if !match.Any(w.o.Groups, g) {
 		return
 	}
 	p := c.partitionOf(g)
@@ -50,7 +50,7 @@ func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func
 	}
 	var offs []loader.CommittedOffset
 	for co := range p.offsetsOf(g) {
-		if verdict.MatchAny(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
+		if match.Any(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
 			offs = append(offs, co)
 		}
 	}

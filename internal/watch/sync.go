@@ -18,8 +18,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
-	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // GroupDescriber answers DescribeGroups on one cluster (kop.KafkaGroups).
@@ -106,7 +106,7 @@ func (w *Watcher) sync(ctx context.Context, dirty [][]string, resync bool) {
 	}
 	var groups []string
 	for g := range ask {
-		if verdict.MatchAny(w.o.Groups, g) {
+		if match.Any(w.o.Groups, g) {
 			groups = append(groups, g)
 		}
 	}
@@ -270,7 +270,7 @@ func (w *Watcher) syncViews(g string, acts map[string]map[string]kop.GroupActivi
 		}
 		var v offsetsync.View
 		for co := range p.offsetsOf(g) {
-			if verdict.MatchAny(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
+			if match.Any(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
 				v.Offsets = append(v.Offsets, co)
 			}
 		}

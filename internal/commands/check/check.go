@@ -145,8 +145,8 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringArrayVar(&opts.Groups, "group", nil, "group name or glob (path.Match), repeatable (default: every group)")
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "topic name or glob, short or full name, repeatable (default: every topic)")
+	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
+	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	fl.StringVar(&opts.Source, "source", "", "the authoritative cluster (default: compare all clusters with the highest value)")
 	fl.BoolVar(&opts.Alignment, "alignment", true, "translate offsets replicated from another cluster into each cluster's numbering by message identity, reading the data topics through KoP (misaligned: the number names another message); --alignment=false skips it")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to align it (beyond: alignment unknown)")

@@ -1,10 +1,13 @@
 package cmdutil
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
 
@@ -79,3 +82,72 @@ func MutuallyExclusive(message string, conditions ...bool) error {
 // Examples trims the leading and trailing newlines of a raw-string Example, keeping the
 // indentation of its first line.
 func Examples(s string) string { return strings.Trim(s, "\n") }
+
+// PatternsVar defines the repeatable flag name (--group, --topic) of every command: names
+// or globs in internal/match's grammar, each checked as it is parsed (an invalid glob is a
+// flag error, exit 2, in every command alike). Values are not split at commas.
+func PatternsVar(fl *pflag.FlagSet, p *[]string, name, usage string) {
+	fl.Var(&patterns{p: p}, name, usage)
+}
+
+// NamesVar is PatternsVar for a command that needs exact names (locate and doctor hash a
+// group to its one offsets partition, and audit a topic by its name): a glob is refused as
+// it is parsed, with why, the one exception to the grammar.
+func NamesVar(fl *pflag.FlagSet, p *[]string, name, usage, why string) {
+	fl.Var(&patterns{p: p, names: why}, name, usage)
+}
+
+// patterns is PatternsVar's and NamesVar's pflag.Value.
+type patterns struct {
+	p     *[]string
+	set   bool
+	names string // non-empty: globs refused, for this reason
+}
+
+func (v *patterns) Set(s string) error {
+	if err := v.check(s); err != nil {
+		return err
+	}
+	if !v.set { // the first --x replaces a default, as pflag's StringArray does
+		*v.p, v.set = nil, true
+	}
+	*v.p = append(*v.p, s)
+	return nil
+}
+
+func (v *patterns) check(s string) error {
+	if v.names != "" && match.IsGlob(s) {
+		return fmt.Errorf("a name, not a glob: %s", v.names)
+	}
+	return match.Valid(s)
+}
+
+func (v *patterns) Type() string {
+	if v.names != "" {
+		return "name"
+	}
+	return "glob"
+}
+
+func (v *patterns) String() string {
+	if len(*v.p) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(*v.p, ",") + "]"
+}
+
+// Append, Replace and GetSlice make it a pflag.SliceValue (shell completion and tools that
+// read repeatable flags see each value).
+func (v *patterns) Append(s string) error { return v.Set(s) }
+
+func (v *patterns) Replace(ss []string) error {
+	for _, s := range ss {
+		if err := v.check(s); err != nil {
+			return err
+		}
+	}
+	*v.p, v.set = append([]string(nil), ss...), true
+	return nil
+}
+
+func (v *patterns) GetSlice() []string { return *v.p }

@@ -148,16 +148,6 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			if opts.KafkaTimeout <= 0 {
 				return cmdutil.FlagErrorf("--kafka-timeout must be positive, got %s", opts.KafkaTimeout)
 			}
-			for _, t := range opts.Topics {
-				if strings.TrimSpace(t) == "" {
-					return cmdutil.FlagErrorf("--topic must not be empty")
-				}
-			}
-			for _, g := range opts.Groups {
-				if g == "" {
-					return cmdutil.FlagErrorf("--group must not be empty")
-				}
-			}
 			opts.Timeout = f.Flags.Timeout
 			opts.Build = func(cl config.Cluster) (*doctor.Cluster, error) {
 				dc, err := BuildCluster(cl, opts.Timeout)
@@ -186,8 +176,8 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			return doctorRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&opts.Topics, "topic", nil, "topic to audit on every cluster (repeatable): topic-1, tenant/ns/topic or persistent://tenant/ns/topic")
-	cmd.Flags().StringArrayVar(&opts.Groups, "group", nil, "consumer group whose topics (from its persisted offsets) are audited (repeatable)")
+	cmdutil.NamesVar(cmd.Flags(), &opts.Topics, "topic", "topic to audit on every cluster (repeatable): topic-1, tenant/ns/topic or persistent://tenant/ns/topic", "doctor audits each named topic")
+	cmdutil.NamesVar(cmd.Flags(), &opts.Groups, "group", "consumer group whose topics (from its persisted offsets) are audited (repeatable)", "doctor reads the one offsets partition a group name hashes to (find names with: kop-offsets groups --group GLOB)")
 	cmd.Flags().DurationVar(&opts.OffsetsRetention, "offsets-retention", doctor.DefaultOffsetsRetention, "KoP's offsetsRetentionMinutes on the brokers, as a duration (KoP default 3 days)")
 	cmd.Flags().DurationVar(&opts.KafkaTimeout, "kafka-timeout", 5*time.Second, "how long to wait for KoP's answer on each Kafka listener")
 	return cmd

@@ -4,7 +4,6 @@ package dump
 
 import (
 	"context"
-	"regexp"
 	"strings"
 	"time"
 
@@ -56,8 +55,7 @@ type Options struct {
 	Strict      bool
 	Concurrency int
 
-	groupRE []*regexp.Regexp
-	kinds   map[offsetlog.Kind]bool
+	kinds map[offsetlog.Kind]bool
 }
 
 // Record is one record of a dump: the decoded record with where it was read.
@@ -124,8 +122,8 @@ func factoryReader(f *cmdutil.Factory) NewReaderFunc {
 func addFlags(cmd *cobra.Command, opts *Options, from *string) {
 	fl := cmd.Flags()
 	fl.IntSliceVar(&opts.Partitions, "partition", nil, "offsets-topic partitions to read, repeatable or comma-separated (default: all, or those of --group)")
-	fl.StringArrayVar(&opts.Groups, "group", nil, "only records of this group, repeatable; a glob with * ? [...]")
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "only records of this topic (short, tenant/ns/topic or full name), repeatable")
+	cmdutil.PatternsVar(fl, &opts.Groups, "group", "only records of these groups: name or glob, repeatable")
+	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "only records of these topics: name or glob, short, tenant/ns/topic or full name, repeatable")
 	fl.StringSliceVar(&opts.Kinds, "kind", nil, "only records of this kind, repeatable or comma-separated: "+kindNames())
 	fl.StringVar(from, "from", "", "start at messages published at or after this time: RFC 3339 (2025-03-04T05:06:07Z) or a duration before now (1h, 30m)")
 	fl.BoolVar(&opts.Follow, "follow", false, "keep reading new messages until interrupted")

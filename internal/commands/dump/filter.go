@@ -1,15 +1,14 @@
 package dump
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 )
 
@@ -55,14 +54,6 @@ func (o *Options) validate(from string, now time.Time) error {
 		}
 		o.kinds[offsetlog.Kind(k)] = true
 	}
-	o.groupRE = nil
-	for _, g := range o.Groups {
-		re, err := globRE(g)
-		if err != nil {
-			return cmdutil.FlagErrorf("--group %q: %v", g, err)
-		}
-		o.groupRE = append(o.groupRE, re)
-	}
 	return nil
 }
 
@@ -81,38 +72,6 @@ func ParseFrom(s string, now time.Time) (time.Time, error) {
 	return now.Add(-d), nil
 }
 
-// globRE compiles a glob (* any run, ? one character, [...] a class, [!...] its negation)
-// into an anchored regexp. Unlike path.Match, * also matches "/".
-func globRE(g string) (*regexp.Regexp, error) {
-	var b strings.Builder
-	b.WriteString(`^`)
-	for i := 0; i < len(g); i++ {
-		switch c := g[i]; c {
-		case '*':
-			b.WriteString(`.*`)
-		case '?':
-			b.WriteString(`.`)
-		case '[':
-			j := strings.IndexByte(g[i+1:], ']')
-			if j < 0 {
-				return nil, errors.New("unterminated [")
-			}
-			class := g[i+1 : i+1+j]
-			if strings.HasPrefix(class, "!") {
-				class = "^" + class[1:]
-			}
-			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
-			i += j + 1
-		default:
-			b.WriteString(regexp.QuoteMeta(string(c)))
-		}
-	}
-	b.WriteString(`$`)
-	return regexp.Compile(b.String())
-}
-
-func isGlob(g string) bool { return strings.ContainsAny(g, "*?[") }
-
 // readPartitions returns the partitions to read on a cluster with n partitions.
 func (o *Options) readPartitions(cluster string, n int32) ([]int32, error) {
 	var out []int32
@@ -124,7 +83,7 @@ func (o *Options) readPartitions(cluster string, n int32) ([]int32, error) {
 			}
 			out = append(out, int32(p))
 		}
-	case len(o.Groups) > 0 && !slices.ContainsFunc(o.Groups, isGlob):
+	case match.Literals(o.Groups) != nil:
 		for _, g := range o.Groups {
 			out = append(out, loader.PartitionFor(g, n))
 		}
@@ -145,15 +104,22 @@ func (o *Options) keep(rec *offsetlog.Record, kafkaNS string) bool {
 	if rec.Kind == offsetlog.KindUndecodable {
 		return true
 	}
-	if len(o.groupRE) > 0 && !slices.ContainsFunc(o.groupRE, func(re *regexp.Regexp) bool { return re.MatchString(rec.Group) }) {
+	if !match.Any(o.Groups, rec.Group) {
 		return false
 	}
 	if len(o.Topics) > 0 {
 		if rec.Topic == "" {
 			return false
 		}
+		// A name in any of its spellings; a glob against the short and the full name, as
+		// check and repair match topics.
 		t := loader.NormalizeTopic(rec.Topic, kafkaNS)
-		if !slices.ContainsFunc(o.Topics, func(s string) bool { return loader.NormalizeTopic(s, kafkaNS) == t }) {
+		if !slices.ContainsFunc(o.Topics, func(s string) bool {
+			if match.IsGlob(s) {
+				return match.Any([]string{s}, loader.ShortName(t, kafkaNS), t)
+			}
+			return loader.NormalizeTopic(s, kafkaNS) == t
+		}) {
 			return false
 		}
 	}

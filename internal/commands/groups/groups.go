@@ -59,7 +59,7 @@ Read-only.`),
 			return groupsRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&opts.Groups, "group", nil, "group name or glob (path.Match), repeatable (default: every group)")
+	cmdutil.PatternsVar(cmd.Flags(), &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
 	cmd.Flags().BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: list the offsets topics' groups only")
 	return cmd
 }

@@ -91,7 +91,7 @@ Output: a table, or -o json|yaml (schemaVersion 1) with every field of each reco
 	fl := cmd.Flags()
 	fl.StringVar(&opts.File, "file", audit.DefaultFile(os.Getenv), "the audit trail to read")
 	fl.Lookup("file").DefValue = audit.DefaultFileHelp
-	fl.StringArrayVar(&opts.Groups, "group", nil, "only records of these groups: name or glob (path.Match), repeatable")
+	cmdutil.PatternsVar(fl, &opts.Groups, "group", "only records of these groups: name or glob, repeatable")
 	fl.StringVar(&opts.Since, "since", "", "only records from this long ago (e.g. 24h) or since this RFC 3339 time")
 	cmdutil.SetOutputFormats(cmd, output.StandardSpec)
 	return cmd

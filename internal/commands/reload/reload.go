@@ -148,11 +148,6 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				}
 				opts.Partitions = append(opts.Partitions, int32(p))
 			}
-			for _, g := range opts.Groups {
-				if g == "" {
-					return cmdutil.FlagErrorf("--group must not be empty")
-				}
-			}
 			if err := opts.Flags.Validate(); err != nil {
 				return err
 			}
@@ -168,7 +163,7 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&opts.Groups, "group", nil, "consumer group whose offsets partition's bundle is reloaded (repeatable, comma-separated)")
+	cmdutil.PatternsVar(fl, &opts.Groups, "group", "reload the bundles of these groups' offsets partitions: name or glob (matched against the groups persisted in the offsets topic), repeatable")
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "reload bundles even where KoP would then serve older offsets or none (the plan names them); repair never does")
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows and the unserved offsets partitions of this cluster in a 'check -o json' file (- for stdin)")

@@ -180,8 +180,8 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
-	fl.StringArrayVar(&opts.Groups, "group", nil, "only these groups: name or glob (path.Match), repeatable (default: every group)")
-	fl.StringArrayVar(&opts.Topics, "topic", nil, "only rows of these topics: name or glob, short or full name, repeatable")
+	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
+	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
 	shared.BindWriteFlags(fl, &opts.Writes, true)

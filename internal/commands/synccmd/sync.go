@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -115,11 +114,6 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 			if opts.SeedTimeout <= 0 {
 				return cmdutil.FlagErrorf("--seed-timeout must be positive, got %s", opts.SeedTimeout)
 			}
-			for _, g := range opts.Groups {
-				if _, err := path.Match(g, ""); err != nil {
-					return cmdutil.FlagErrorf("bad glob %q: %v", g, err)
-				}
-			}
 			if opts.Undo && (opts.NoSeed || len(opts.Groups) > 0) {
 				return cmdutil.FlagErrorf("--no-seed and --group scope the seed: no meaning with --undo (nothing is seeded when replication is given back)")
 			}
@@ -151,7 +145,7 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.Undo, "undo", false, "remove the offsets topic's topic-level replication policy on the selected clusters (the namespace's replication applies again)")
 	fl.DurationVar(&opts.Verify, "verify", time.Minute, "how long to read the clusters back for the policies and replicators to take")
-	fl.StringArrayVar(&opts.Groups, "group", nil, "the seed syncs this group name or glob (path.Match), repeatable, as watch --sync --group (default: every group)")
+	cmdutil.PatternsVar(fl, &opts.Groups, "group", "the seed syncs this group name or glob, repeatable, as watch --sync --group (default: every group)")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "do not sync every group once after the setup (watch --sync's first cycle then does)")
 	fl.DurationVar(&opts.SeedTimeout, "seed-timeout", 10*time.Minute, "how long the seed may take (replaying every offsets topic, then one sync of every group)")
 	fl.StringVar(&opts.LeaseTopic, "lease-topic", "", "lock topic of the writer lease the seed holds, as watch --sync's ({tenant}: the cluster's tenant; default persistent://<tenant>/kop-offsets/writer-lease)")

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -273,11 +275,12 @@ func TestSetupFlags(t *testing.T) {
 	}{
 		{[]string{"--seed-timeout", "0"}, "--seed-timeout must be positive"},
 		{[]string{"--alignment-max-messages", "0"}, "--alignment-max-messages must be positive"},
-		{[]string{"--group", "a[", "--yes"}, `bad glob "a["`},
+		{[]string{"--group", "a[", "--yes"}, `invalid argument "a[" for "--group" flag: not a valid glob`},
 		{[]string{"--undo", "--no-seed", "--yes"}, "no meaning with --undo"},
 		{[]string{"--undo", "--group", "g", "--yes"}, "no meaning with --undo"},
 	} {
 		cmd := NewCmdSetup(f, func(*SetupOptions) error { t.Fatalf("%v ran", tc.args); return nil })
+		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.FlagError{Err: err} }) // as root does
 		err := clitest.Execute(context.Background(), cmd, tc.args...)
 		if cmdutil.OutcomeOf(err) != outcome.Usage || err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v (exit %d), want a usage error naming %q", tc.args, err, cmdutil.OutcomeOf(err), tc.want)

@@ -39,7 +39,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--interval", "1m", "--resync", "30s"}, "--resync"},
 		{[]string{"--repair", "--max-bundles", "0"}, "--max-bundles"},
 		{[]string{"--dry-run"}, "--dry-run only applies to --repair"},
-		{[]string{"--group", "[x"}, "bad glob"},
+		{[]string{"--group", "[x"}, `invalid argument "[x" for "--group" flag: not a valid glob`},
 		{[]string{"--listen", "nohost"}, "--listen"},
 		{[]string{"--row-series", "some"}, "--row-series"},
 		{[]string{"extra"}, "unexpected argument"},
