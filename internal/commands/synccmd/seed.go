@@ -34,7 +34,7 @@ func factorySeed(f *cmdutil.Factory, o *SetupOptions) SeedFunc {
 	return func(ctx context.Context, cls []config.Cluster) (watch.SyncSweep, error) {
 		lg := f.Logger()
 		built, release, err := shared.WatchClusters(f, cls, cls, shared.WatchBuild{Sync: true, Logger: lg,
-			Writes: shared.Writes{AuditFile: o.AuditFile, LeaseTopic: o.LeaseTopic}})
+			Writes: o.Writes})
 		if err != nil {
 			return watch.SyncSweep{}, err
 		}

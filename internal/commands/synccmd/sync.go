@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -57,9 +56,12 @@ type SetupOptions struct {
 	Seed SeedFunc
 
 	DryRun, Yes, Undo, NoSeed bool
-	AuditFile, LeaseTopic     string
-	Verify, SeedTimeout       time.Duration
-	AlignmentMax              int64
+	// Writes are the lease and audit flags every writing command takes: the seed's commits
+	// go under the writer leases and into the trail (file and topic); the policy writes
+	// into the trail's file.
+	Writes              shared.Writes
+	Verify, SeedTimeout time.Duration
+	AlignmentMax        int64
 	// Groups scope the seed (globs, as watch --sync's --group); none: every group.
 	Groups  []string
 	Confirm func(string) (bool, error)
@@ -114,6 +116,9 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 			if opts.SeedTimeout <= 0 {
 				return cmdutil.FlagErrorf("--seed-timeout must be positive, got %s", opts.SeedTimeout)
 			}
+			if err := opts.Writes.Validate(); err != nil {
+				return err
+			}
 			if opts.Undo && (opts.NoSeed || len(opts.Groups) > 0) {
 				return cmdutil.FlagErrorf("--no-seed and --group scope the seed: no meaning with --undo (nothing is seeded when replication is given back)")
 			}
@@ -126,8 +131,8 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 			if opts.Seed == nil {
 				opts.Seed = factorySeed(f, opts)
 			}
-			if opts.Audit == nil && opts.AuditFile != "" {
-				file := &audit.File{Path: opts.AuditFile}
+			if opts.Audit == nil && opts.Writes.AuditFile != "" {
+				file := &audit.File{Path: opts.Writes.AuditFile}
 				defer func() { _ = file.Close() }()
 				opts.Audit = file
 			}
@@ -148,10 +153,9 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "the seed syncs this group name or glob, repeatable, as watch --sync --group (default: every group)")
 	fl.BoolVar(&opts.NoSeed, "no-seed", false, "do not sync every group once after the setup (watch --sync's first cycle then does)")
 	fl.DurationVar(&opts.SeedTimeout, "seed-timeout", 10*time.Minute, "how long the seed may take (replaying every offsets topic, then one sync of every group)")
-	fl.StringVar(&opts.LeaseTopic, "lease-topic", "", "lock topic of the writer lease the seed holds, as watch --sync's ({tenant}: the cluster's tenant; default persistent://<tenant>/kop-offsets/writer-lease)")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "the seed's messages read at most per copy of a topic partition for its first translation, as watch --sync's")
-	fl.StringVar(&opts.AuditFile, "audit-file", audit.DefaultFile(os.Getenv), "append a JSON line per policy write to this file; \"\" for none")
-	fl.Lookup("audit-file").DefValue = audit.DefaultFileHelp
+	// No --lease-wait: as watch --sync, the seed leaves a held lease to its holder.
+	shared.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
 }
 
