@@ -66,6 +66,7 @@ func BindGlobalFlags(cmd *cobra.Command, fl *GlobalFlags) {
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&fl.ConfigPath, "config", "", "config file (default $KOP_OFFSETS_CONFIG, else $XDG_CONFIG_HOME/kop-offsets/config.yaml)")
 	pf.StringSliceVar(&fl.Clusters, "cluster", nil, "clusters to work on, repeatable or comma-separated (default: all in the config)")
+	MarkCluster(pf, "cluster")
 	pf.StringVar(&fl.AdminURL, "admin-url", "", "ad-hoc cluster \"default\": Pulsar admin URL (http[s]://host:port); no config file is read")
 	pf.StringVar(&fl.ServiceURL, "service-url", "", "ad-hoc cluster \"default\": Pulsar service URL (pulsar[+ssl]://host:port)")
 	pf.StringSliceVar(&fl.Bootstrap, "bootstrap", nil, "ad-hoc cluster \"default\": KoP bootstrap servers host:port, repeatable or comma-separated")

@@ -34,6 +34,19 @@ func SetOutputFormats(cmd *cobra.Command, spec output.Spec) {
 	cmd.Annotations[AnnotationOutputFormats] = s
 }
 
+// AnnotationCluster marks a flag whose value is a configured cluster's name: the root
+// completes every flag so marked with the config's names (MarkCluster).
+const AnnotationCluster = "kop-offsets/cluster-name"
+
+// MarkCluster marks the flags names of fl as taking a cluster name, for completion.
+func MarkCluster(fl *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		if err := fl.SetAnnotation(n, AnnotationCluster, []string{"true"}); err != nil {
+			panic(err) // a flag that is not defined: a programming error
+		}
+	}
+}
+
 // AnnotationOutputFormats is the cobra annotation that lists a command's -o values.
 const AnnotationOutputFormats = "kop-offsets/output-formats"
 

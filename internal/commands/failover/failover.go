@@ -148,6 +148,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl := cmd.Flags()
 	fl.StringVar(&opts.From, "from", "", "the source cluster, where the groups consumed (default: the other one when two are configured)")
 	fl.StringVar(&opts.To, "to", "", "the target cluster, where the groups move to (required)")
+	cmdutil.MarkCluster(fl, "from", "to")
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group written on the source)")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the plan (translations, preflight) and write nothing")

@@ -18,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -85,8 +86,9 @@ type Location struct {
 func NewCmdLocate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
 	var partitions int
+	var flagGroups []string
 	cmd := &cobra.Command{
-		Use:   "locate GROUP...",
+		Use:   "locate [GROUP...] [--group GROUP]...",
 		Short: "Show where KoP keeps a group: offsets partition, topic, bundle, owner broker",
 		Long: strings.TrimSpace(`
 Show where KoP keeps each group's offsets: the offsets-topic partition (Java String.hashCode
@@ -120,12 +122,22 @@ brokers that did not answer (one of them may own it).`),
 
   # online, on every configured cluster
   kop-offsets locate G
+  kop-offsets locate --group orders-consumer --group payments
 
   # as JSON, for a script that unloads the bundle
   kop-offsets locate G --cluster scus -o json | jq -r '.[0].bundle'`),
-		Args: cmdutil.MinimumArgs(1, "give at least one group"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Groups = args
+			// GROUP arguments and --group are the same names: locate hashes each one to its
+			// offsets partition, so a glob is refused here as --group refuses it.
+			for _, g := range args {
+				if match.IsGlob(g) {
+					return cmdutil.FlagErrorf("group %q: a name, not a glob: %s", g, locateNamesWhy)
+				}
+			}
+			opts.Groups = append(append([]string(nil), args...), flagGroups...)
+			if len(opts.Groups) == 0 {
+				return cmdutil.FlagErrorf("give at least one group (GROUP or --group)")
+			}
 			if cmd.Flags().Changed("partitions") {
 				if partitions < 1 || partitions > 1<<31-1 {
 					return cmdutil.FlagErrorf("--partitions must be at least 1, got %d", partitions)
@@ -148,9 +160,13 @@ brokers that did not answer (one of them may own it).`),
 			return locateRun(cmd.Context(), opts)
 		},
 	}
+	cmdutil.NamesVar(cmd.Flags(), &flagGroups, "group", "consumer group to locate (repeatable; the same as a GROUP argument)", locateNamesWhy)
 	cmd.Flags().IntVar(&partitions, "partitions", 0, "offline: the offsets topic's partition count (no config, no cluster)")
 	return cmd
 }
+
+// locateNamesWhy says why locate takes names only.
+const locateNamesWhy = "locate hashes a group name to its one offsets partition (find names with: kop-offsets groups --group GLOB)"
 
 // defaultAdmin asks the cluster's admin API through pulsarx.Admin.
 func defaultAdmin(timeout time.Duration) func(config.Cluster) (Admin, error) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/kop-offsets/kop-offsets/internal/buildinfo"
 	checkcmd "github.com/kop-offsets/kop-offsets/internal/commands/check"
@@ -79,11 +80,12 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	strictHelp(cmd)
 	strictParents(cmd)
 	markOnRun(cmd)
+	completeClusters(cmd, f)
 	return cmd
 }
 
 // registerCompletions completes the global flags -o (the formats of the command asked
-// about), --cluster (the configured names) and --timeout (nothing).
+// about) and --timeout (nothing); completeClusters does --cluster.
 func registerCompletions(cmd *cobra.Command, f *cmdutil.Factory) {
 	_ = cmd.RegisterFlagCompletionFunc("output", func(c *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		formats := output.Names(output.Standard)
@@ -95,14 +97,32 @@ func registerCompletions(cmd *cobra.Command, f *cmdutil.Factory) {
 		}
 		return formats, cobra.ShellCompDirectiveNoFileComp
 	})
-	_ = cmd.RegisterFlagCompletionFunc("cluster", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	_ = cmd.RegisterFlagCompletionFunc("timeout", cobra.NoFileCompletions)
+}
+
+// completeClusters completes every flag of the tree marked as a cluster name
+// (cmdutil.MarkCluster: --cluster, failover's --from and --to, check's --source) with the
+// configured names. It runs once the tree is built.
+func completeClusters(root *cobra.Command, f *cmdutil.Factory) {
+	names := func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		cfg, err := f.Config()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return config.Names(cfg.Clusters), cobra.ShellCompDirectiveNoFileComp
-	})
-	_ = cmd.RegisterFlagCompletionFunc("timeout", cobra.NoFileCompletions)
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			if _, ok := fl.Annotations[cmdutil.AnnotationCluster]; ok {
+				_ = c.RegisterFlagCompletionFunc(fl.Name, names)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // addCommands adds every subcommand under its help group.
