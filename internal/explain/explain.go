@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -152,28 +154,19 @@ func cause(err error) (string, string) {
 	}
 	detail := err.Error()
 	var dnsErr *net.DNSError
-	var ae *pulsarx.AdminError
 	var ke *kerr.Error
+	code, why := httpStatus(err)
 	switch {
-	case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
-		if r := reason(ae); r != "" {
-			return CauseNotFound + ": " + r, detail
-		}
+	case code == http.StatusNotFound && why == "":
 		return CauseNotAdminAPI + " (http 404)", detail
-	case errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden):
-		return fmt.Sprintf("%s (http %d)", CauseAuth, ae.Status), detail
-	case errors.As(err, &ae) && ae.Status >= 500:
-		s := fmt.Sprintf("%s (http %d)", CauseServer, ae.Status)
-		if r := reason(ae); r != "" {
-			s += ": " + r
-		}
-		return s, detail
-	case errors.As(err, &ae) && ae.Status != 0:
-		s := fmt.Sprintf("http %d", ae.Status)
-		if r := reason(ae); r != "" {
-			s += ": " + r
-		}
-		return s, detail
+	case code == http.StatusNotFound:
+		return CauseNotFound + ": " + why, detail
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return fmt.Sprintf("%s (http %d)", CauseAuth, code), detail
+	case code >= 500:
+		return strings.TrimSuffix(fmt.Sprintf("%s (http %d): %s", CauseServer, code, why), ": "), detail
+	case code != 0:
+		return strings.TrimSuffix(fmt.Sprintf("http %d: %s", code, why), ": "), detail
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return CauseRefused, detail
 	case errors.As(err, &dnsErr):
@@ -198,15 +191,37 @@ func cause(err error) (string, string) {
 	return detail, detail
 }
 
-// reason is the broker's own reason of an admin error when Pulsar gave one (its JSON
-// {"reason"}), "" for an empty or HTML body (Jetty's page for a path it does not serve, or
-// a server that is not Pulsar).
-func reason(ae *pulsarx.AdminError) string {
-	r := pulsarx.Reason(ae.Err)
-	if r == "" || strings.EqualFold(r, http.StatusText(ae.Status)) || strings.HasPrefix(r, "<") {
-		return ""
+// httpStatus is the HTTP status of an admin API answer in err (pulsarx's or pulsaradmin's
+// error; 0: no answer) and the broker's own reason when Pulsar gave one (its JSON
+// {"reason"}): "" for an empty or HTML body, Jetty's page for a path it does not serve or a
+// server that is not Pulsar.
+// pulsarReason matches the reasons Pulsar gives a 404: they name what does not exist.
+var pulsarReason = regexp.MustCompile(`(?i)\b(topic|namespace|tenant|cluster|subscription|bundle|broker|partition)`)
+
+func httpStatus(err error) (int, string) {
+	var code int
+	var ae *pulsarx.AdminError
+	var re rest.Error
+	var rp *rest.Error
+	switch {
+	case errors.As(err, &ae):
+		code = ae.Status
+	case errors.As(err, &re):
+		code = re.Code
+	case errors.As(err, &rp):
+		code = rp.Code
 	}
-	return r
+	if code == 0 {
+		return 0, ""
+	}
+	r := pulsarx.Reason(err)
+	if r == "" || strings.EqualFold(r, http.StatusText(code)) || strings.HasPrefix(r, "<") {
+		r = ""
+	}
+	if code == http.StatusNotFound && !pulsarReason.MatchString(r) {
+		r = "" // "404 page not found" and the like: not Pulsar's
+	}
+	return code, r
 }
 
 func isTimeout(err error) bool {

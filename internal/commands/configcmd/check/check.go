@@ -14,6 +14,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -21,9 +22,9 @@ import (
 
 // Endpoint kinds.
 const (
-	EndpointAdmin  = "admin"
-	EndpointPulsar = "pulsar"
-	EndpointKafka  = "kafka"
+	EndpointAdmin  = string(explain.Admin)
+	EndpointPulsar = string(explain.Pulsar)
+	EndpointKafka  = string(explain.Kafka)
 )
 
 // Endpoint statuses.
@@ -58,8 +59,10 @@ type EndpointResult struct {
 	URL       string   `json:"url,omitempty"`
 	Status    string   `json:"status"`
 	LatencyMs *float64 `json:"latencyMs,omitempty"`
-	Detail    string   `json:"detail,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	Detail    string   `json:"detail,omitempty"` // what answered; on failure the underlying error's text
+	Error     string   `json:"error,omitempty"`  // the cause, what failed and the fix, on one line
+	Cause     string   `json:"cause,omitempty"`
+	Fix       string   `json:"fix,omitempty"`
 }
 
 // Result is the document `config check -o json` prints.
@@ -223,8 +226,8 @@ func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJo
 			r.LatencyMs = &ms
 			r.Detail = detail
 			if err != nil {
-				r.Status = StatusFailed
-				r.Error = err.Error()
+				e := explain.New(j.cl.Name, explain.Kind(j.kind), r.URL, err)
+				r.Status, r.Error, r.Cause, r.Fix, r.Detail = StatusFailed, e.Short(), e.Cause, e.Fix, e.Detail
 			} else {
 				r.Status = StatusOK
 			}
