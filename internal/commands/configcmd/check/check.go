@@ -91,8 +91,10 @@ cluster (--cluster; default all), in parallel, each within --timeout:
           no producer, consumer, reader or subscription is created
   kafka   a Metadata request (after ApiVersions and SASL) to kafkaBootstrap
 
-Nothing is written. Each endpoint is reported ok, failed (with the error) or
-not_configured, with its latency.`),
+serviceURL's hosts are dialled first, so that a refused or unknown host fails at once (the
+Pulsar client alone retries it for the whole --timeout). Nothing is written. Each endpoint
+is reported ok, failed (with its cause and fix; -o json: cause, fix, and the client's own
+error in detail) or not_configured, with its latency.`),
 		Example: cmdutil.Examples(`
   kop-offsets config check
   kop-offsets config check --cluster scus --timeout 5s
