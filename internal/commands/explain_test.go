@@ -181,3 +181,19 @@ func TestRedactedSecretRefused(t *testing.T) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)
 	}
 }
+
+// Commands whose errors end the run explain an admin API failure below the error (Cause:),
+// and dump explains each cluster it could not read.
+func TestAdminFailureExplained(t *testing.T) {
+	cfg, admin := downConfig(t)
+	r := run(t, nil, "--config", cfg, "--timeout", "5s", "reload", "--cluster", "wus", "--group", "G", "--dry-run")
+	want := "Cause: cluster wus: admin: connection refused (get partitioned metadata of persistent://public/__kafka/__consumer_offsets); fix: start the brokers of wus or correct its adminURL"
+	if r.code != 3 || !strings.Contains(r.errOut, want) {
+		t.Errorf("reload: exit %d, stderr lacks %q:\n%s", r.code, want, r.errOut)
+	}
+	r = run(t, nil, "--config", cfg, "--timeout", "5s", "dump", "--cluster", "wus")
+	want = "error: cluster wus: admin " + admin["wus"] + ": connection refused (get partitioned metadata"
+	if r.code != 3 || !strings.Contains(r.errOut, want) {
+		t.Errorf("dump: exit %d, stderr lacks %q:\n%s", r.code, want, r.errOut)
+	}
+}

@@ -306,3 +306,28 @@ func fix(cluster string, k Kind, cause string) string {
 func URLs(cl config.Cluster) map[Kind]string {
 	return map[Kind]string{Admin: cl.AdminURL, Pulsar: cl.ServiceURL, Kafka: strings.Join(cl.KafkaBootstrap, ",")}
 }
+
+// WithURLs sets e's URL from cl's endpoint of e's kind, when e has none, and returns e.
+func (e *Error) WithURLs(cl config.Cluster) *Error {
+	if e.URL == "" {
+		e.URL = URLs(cl)[e.Endpoint]
+	}
+	return e
+}
+
+// Hint explains the first admin API failure in err's chain, for an error that was not
+// explained where it happened ("": none, or already explained).
+func Hint(err error) string {
+	if _, ok := errors.AsType[*Error](err); ok {
+		return ""
+	}
+	ae, ok := errors.AsType[*pulsarx.AdminError](err)
+	if !ok || ae.Cluster == "" {
+		return ""
+	}
+	e := New(ae.Cluster, Admin, "", ae)
+	if e.Fix == "" {
+		return ""
+	}
+	return e.Error()
+}
