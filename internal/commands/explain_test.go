@@ -2,26 +2,15 @@ package commands
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-// closedPort is a 127.0.0.1 address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
+)
 
 // downConfig is two clusters whose every endpoint is a closed port.
 func downConfig(t *testing.T) (cfg string, admin map[string]string) {
@@ -29,9 +18,9 @@ func downConfig(t *testing.T) (cfg string, admin map[string]string) {
 	admin = map[string]string{}
 	body := "clusters:\n"
 	for _, n := range []string{"scus", "wus"} {
-		admin[n] = "http://" + closedPort(t)
-		body += "  - name: " + n + "\n    adminURL: " + admin[n] + "\n    serviceURL: pulsar://" + closedPort(t) +
-			"\n    kafkaBootstrap: [" + closedPort(t) + "]\n"
+		admin[n] = "http://" + fakes.ClosedAddr(t)
+		body += "  - name: " + n + "\n    adminURL: " + admin[n] + "\n    serviceURL: pulsar://" + fakes.ClosedAddr(t) +
+			"\n    kafkaBootstrap: [" + fakes.ClosedAddr(t) + "]\n"
 	}
 	return writeConfig(t, body), admin
 }
@@ -105,6 +94,9 @@ func TestRepairClusterDown(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("exit %d, want 3\n%s\n%s", r.code, r.out, r.errOut)
 	}
+	if !strings.Contains(r.out, "stale_cache rows: 0 before, 0 after (not read: wus)") {
+		t.Errorf("stdout: %s", r.out)
+	}
 	for _, want := range []string{"nothing repaired: wus could not be read",
 		"first check: cluster wus: admin " + admin["wus"] + ": connection refused"} {
 		if !strings.Contains(r.errOut, want) {
@@ -174,7 +166,7 @@ func TestDoctorNotAnAdminAPI(t *testing.T) {
 
 // A config copied from `config view` is refused before anything is contacted.
 func TestRedactedSecretRefused(t *testing.T) {
-	cfg := writeConfig(t, "clusters:\n  - name: scus\n    adminURL: http://"+closedPort(t)+"\n    pulsarAuth:\n      token: <redacted>\n")
+	cfg := writeConfig(t, "clusters:\n  - name: scus\n    adminURL: http://"+fakes.ClosedAddr(t)+"\n    pulsarAuth:\n      token: <redacted>\n")
 	r := run(t, nil, "--config", cfg, "config", "check")
 	if r.code != 2 || r.out != "" ||
 		!strings.Contains(r.errOut, `cluster "scus": pulsarAuth.token: reads "<redacted>", as `+"`config view`"+` prints a literal secret`) {

@@ -15,19 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
-
-// closedAddr is a 127.0.0.1 port nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
 
 // adminErr is what pulsarx.Admin returns for the offsets topic's metadata at url.
 func adminErr(t *testing.T, url string) error {
@@ -56,7 +45,7 @@ func TestAdminCauses(t *testing.T) {
 	tests := []struct {
 		name, url, cause, fix string
 	}{
-		{"refused", "http://" + closedAddr(t), CauseRefused, "correct its adminURL"},
+		{"refused", "http://" + fakes.ClosedAddr(t), CauseRefused, "correct its adminURL"},
 		{"html 404", serve(404, "<html><body>Not Found</body></html>"), CauseNotAdminAPI + " (http 404)", "must be Pulsar's web service"},
 		{"plain 404", serve(404, "404 page not found"), CauseNotAdminAPI + " (http 404)", "must be Pulsar's web service"},
 		{"pulsar's 404", serve(404, `{"reason":"Partitioned Topic not found"}`), CauseNotFound + ": partitioned topic not found", "metadataNamespace"},
@@ -83,7 +72,7 @@ func TestAdminCauses(t *testing.T) {
 
 // franz-go's "N separate shard errors" is unwrapped to what each broker answered.
 func TestKafkaShardErrors(t *testing.T) {
-	addr := closedAddr(t)
+	addr := fakes.ClosedAddr(t)
 	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

@@ -431,8 +431,12 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 		fmt.Fprintf(w, "coordinator_unavailable rows after: %d\n", doc.After.Unavailable)
 	}
 	if doc.After != nil {
+		notRead := ""
+		if len(doc.Unread) > 0 {
+			notRead = " (not read: " + strings.Join(doc.Unread, ", ") + ")"
+		}
 		if len(doc.After.Stale) == 0 {
-			fmt.Fprintf(w, "stale_cache rows: %d before, 0 after\n", len(doc.Stale))
+			fmt.Fprintf(w, "stale_cache rows: %d before, 0 after%s\n", len(doc.Stale), notRead)
 		} else {
 			fmt.Fprintf(w, "stale_cache rows: %d before, %d still stale:\n", len(doc.Stale), len(doc.After.Stale))
 			tp := output.NewTablePrinterTo(w, tty)
