@@ -229,6 +229,7 @@ func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJo
 			r.Detail = detail
 			if err != nil {
 				e := explain.New(j.cl.Name, explain.Kind(j.kind), r.URL, err)
+				e.Fix, _, _ = strings.Cut(e.Fix, "; then: ") // "then: config check" is this run
 				r.Status, r.Error, r.Cause, r.Fix, r.Detail = StatusFailed, e.Short(), e.Cause, e.Fix, e.Detail
 			} else {
 				r.Status = StatusOK
