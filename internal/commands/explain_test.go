@@ -189,3 +189,26 @@ func TestAdminFailureExplained(t *testing.T) {
 		t.Errorf("dump: exit %d, stderr lacks %q:\n%s", r.code, want, r.errOut)
 	}
 }
+
+// A refused serviceURL under a live admin API is "connection refused" at once on the pulsar
+// endpoint, not a timeout after --timeout (the Pulsar client retries a refused port).
+func TestCheckRefusedServiceURL(t *testing.T) {
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/partitions") {
+			_, _ = w.Write([]byte(`{"partitions":1}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer admin.Close()
+	service := "pulsar://" + fakes.ClosedAddr(t)
+	start := time.Now()
+	r := run(t, nil, "--admin-url", admin.URL, "--service-url", service, "--timeout", "20s", "check", "--group", "G", "--persisted-only")
+	want := "error: cluster default: pulsar " + service + ": connection refused; fix: start the brokers of default or correct its serviceURL"
+	if r.code != 3 || !strings.Contains(r.errOut, want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.errOut)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+}
