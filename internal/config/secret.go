@@ -40,8 +40,12 @@ func (s Secret) Redacted() Secret {
 }
 
 // Check validates the syntax of a reference without resolving it.
+// A value holding RedactedValue was copied from `config view`: it would be sent as the
+// secret, so it is refused here, before anything is contacted.
 func (s Secret) Check() error {
 	switch {
+	case strings.Contains(string(s), RedactedValue):
+		return fmt.Errorf("reads %q, as `config view` prints a literal secret: put the secret itself back, or a reference (env:NAME, file:PATH)", string(s))
 	case strings.HasPrefix(string(s), "env:"):
 		name := strings.TrimPrefix(string(s), "env:")
 		if !envNameRE.MatchString(name) {

@@ -1,6 +1,12 @@
 package connect
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsar/auth"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
@@ -78,4 +84,37 @@ func NewPulsarClient(cl config.Cluster, o Options) (pulsar.Client, error) {
 		return nil, &config.Error{Cluster: cl.Name, Field: "serviceURL", Err: err}
 	}
 	return c, nil
+}
+
+// DialService opens (and closes) a TCP connection to each host of serviceURL
+// ("pulsar://h1:6650,h2:6650", pulsar+ssl too) within timeout and returns nil as soon as
+// one accepts, else the first host's error. pulsar-client-go retries a refused port for its
+// whole operation timeout: this makes a refused or unknown host fail in milliseconds.
+func DialService(ctx context.Context, serviceURL string, timeout time.Duration) error {
+	rest, ok := strings.CutPrefix(serviceURL, "pulsar://")
+	port := "6650"
+	if !ok {
+		if rest, ok = strings.CutPrefix(serviceURL, "pulsar+ssl://"); !ok {
+			return fmt.Errorf("serviceURL %q: not pulsar:// or pulsar+ssl://", serviceURL)
+		}
+		port = "6651"
+	}
+	rest, _, _ = strings.Cut(rest, "/")
+	d := net.Dialer{Timeout: timeout}
+	var first error
+	for _, h := range strings.Split(rest, ",") {
+		addr := h
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			addr = net.JoinHostPort(h, port)
+		}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }

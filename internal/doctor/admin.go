@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -137,5 +138,10 @@ func (a PulsarAdmin) TopicActivity(ctx context.Context, topic string) (TopicActi
 }
 
 // isNotFound and isUnreachable classify admin errors.
-func isNotFound(err error) bool    { return errors.Is(err, pulsarx.ErrNotFound) }
+// A 404 without Pulsar's reason is an adminURL that is not a Pulsar admin API: the
+// cluster is down for doctor, not missing a topic.
+func isNotFound(err error) bool    { return errors.Is(err, pulsarx.ErrNotFound) && !notAdminAPI(err) }
 func isUnreachable(err error) bool { return errors.Is(err, pulsarx.ErrUnreachable) }
+func notAdminAPI(err error) bool {
+	return err != nil && strings.HasPrefix(explain.Of(err), explain.CauseNotAdminAPI)
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
@@ -137,6 +138,19 @@ func (r *run) up(cl *Cluster) bool {
 func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Finding {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if notAdminAPI(err) {
+		if r.down[cl.Name] {
+			return nil
+		}
+		r.down[cl.Name] = true
+		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err)
+		return []Finding{{
+			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
+			Message:  fmt.Sprintf("adminURL %s of %s is not a Pulsar admin API (http 404 to %s): nothing else can be checked on it", cl.AdminURL, cl.Name, what),
+			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
+			Fix:      e.Fix,
+		}}
+	}
 	if isUnreachable(err) {
 		if r.down[cl.Name] {
 			return nil
@@ -144,7 +158,7 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 		r.down[cl.Name] = true
 		return []Finding{{
 			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
-			Message:  fmt.Sprintf("the admin API of %s does not answer: nothing else can be checked on it", cl.Name),
+			Message:  fmt.Sprintf("the admin API of %s does not answer (%s): nothing else can be checked on it", cl.Name, explain.Of(err)),
 			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
 			Fix:      fmt.Sprintf("start the brokers of %s or correct its adminURL; then: kop-offsets --cluster %s config check", cl.Name, cl.Name),
 		}}

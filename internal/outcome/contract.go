@@ -41,15 +41,15 @@ type Situation struct {
 var Contract = []Situation{
 	{"*", "--help; a command group (config, sync) without a subcommand", OK, "internal/commands:TestExitCodes/group_without_subcommand"},
 	{"*", "an unknown command, subcommand, help topic or flag; a bad flag value or argument; --timeout not positive", Usage, "internal/commands:TestExitCodes/unknown_subcommand"},
-	{"*", "the configuration cannot be found or is invalid, a secret cannot be resolved, --cluster names no configured cluster", Usage, "internal/commands:TestExitCodes/unknown_cluster"},
+	{"*", "the configuration cannot be found or is invalid, a secret cannot be resolved or reads <redacted> (copied from config view), --cluster names no configured cluster", Usage, "internal/commands:TestExitCodes/unknown_cluster"},
 
 	{"check", "nothing found that --fail-on names (default: every status but ok and expiring)", OK, "internal/commands/check:TestCheckExitCodes/fail-on_names_nothing_found"},
 	{"check", "drift found (a status --fail-on names), or offsets partitions KoP does not serve", Found, "internal/commands/check:TestCheckExitCodes/drift"},
 	{"check", "--source is not among the selected clusters; --prometheus-file cannot be written (checked before anything is contacted)", Usage, "internal/commands/check:TestPrometheusTextfileUnwritable"},
-	{"check", "a cluster or endpoint could not be reached or answered with errors: its cells are marked error and the other clusters are still checked (one KoP broker of several down marks only the groups it coordinates, and a group it coordinates has no row when the offsets topic cannot be read either: warnings names it); --prometheus-file could not be written after the survey and the survey's code is 3", Unreachable, "internal/commands/check:TestCheckExitCodes/cluster_down_wins"},
+	{"check", "a cluster or endpoint could not be reached or answered with errors: its cells are marked error and the other clusters are still checked (one KoP broker of several down marks only the groups it coordinates, and a group it coordinates has no row when the offsets topic cannot be read either: warnings names it); --prometheus-file could not be written after the survey and the survey's code is 3; no cluster could be read at all (the summary says so, naming each; unread in JSON)", Unreachable, "internal/commands/check:TestCheckExitCodes/cluster_down_wins"},
 
 	{"config check", "every configured endpoint answered", OK, ""},
-	{"config check", "an endpoint failed (each is named with its kind: admin, pulsar, kafka)", Unreachable, ""},
+	{"config check", "an endpoint failed (each is named with its kind: admin, pulsar, kafka, its cause and its fix; a refused port fails at once)", Unreachable, "internal/commands:TestConfigCheckRefusedFast"},
 	{"config view", "the effective configuration printed", OK, "internal/commands:TestExitCodes/config_from_env"},
 
 	{"decode", "done", OK, ""},
@@ -58,7 +58,7 @@ var Contract = []Situation{
 
 	{"doctor", "no error finding (warnings and info may be present)", OK, ""},
 	{"doctor", "an error finding (a broker that names itself otherwise than the config, too)", Found, ""},
-	{"doctor", "a cluster's admin API could not be reached or answered with errors (what could be checked is still printed; a broker that does not answer at its own address is a warning, not 3)", Unreachable, ""},
+	{"doctor", "a cluster's admin API could not be reached, answered with errors, or is not a Pulsar admin API (http 404) (what could be checked is still printed; a broker that does not answer at its own address is a warning, not 3)", Unreachable, "internal/commands:TestDoctorNotAnAdminAPI"},
 
 	{"dump", "done", OK, ""},
 	{"dump", "--strict and some records were undecodable", Found, ""},
@@ -87,7 +87,7 @@ var Contract = []Situation{
 	{"repair", "nothing stale or unserved, or everything it may fix fixed (the second check agrees); a --dry-run whose plans would go ahead", OK, ""},
 	{"repair", "rows remain (beyond --max-bundles, or still there after the reload), or misaligned rows were left alone (failover translates them)", Found, ""},
 	{"repair", "no --yes without a terminal; the operator declined; the audit trail cannot be written; a broker that names itself otherwise than the config", Usage, "internal/commands/repair:TestRepairFirstCheckErrors"},
-	{"repair", "an endpoint failed; another repair holds the host lock (a --dry-run takes no lock); a cluster's writer lease is held elsewhere", Unreachable, "internal/commands/repair:TestRepairLock"},
+	{"repair", "an endpoint failed (a cluster the first check could not read is named with the cause, unread in JSON: nothing is repaired there); another repair holds the host lock (a --dry-run takes no lock); a cluster's writer lease is held elsewhere", Unreachable, "internal/commands/repair:TestRepairLock"},
 	{"repair", "a cluster's plan was refused (also under --dry-run); the cache still differs after --wait", WriteFailed, "internal/commands/repair:TestRepairRefusedExit4"},
 
 	{"sync setup", "set up, verified and seeded; nothing to do; a dry run; another process syncs (the seed is left to it)", OK, ""},

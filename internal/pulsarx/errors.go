@@ -145,3 +145,7 @@ func TrimCluster(err error, cluster string) string {
 		s = t
 	}
 }
+
+// Reason is the broker's reason of an admin error's underlying err (its {"reason"}, else the
+// HTTP status text), lower case.
+func Reason(err error) string { return reason(err) }

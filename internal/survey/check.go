@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/match"
@@ -312,7 +313,7 @@ func (ru *run) fetchStats(ctx context.Context, keys verdict.Keys) {
 		if s.pErr == nil && s.c.Replication != nil && len(ru.states) > 1 {
 			s.repl = map[int32]map[string]verdict.Inbound{}
 			if _, err := ReadOutbound(ctx, s.c.Replication, partsNeeded, 0, s.repl); err != nil {
-				ru.rep.addErr(clusterErr(s.c.Name, "admin", err))
+				ru.rep.addErr(clusterErr(s.c, explain.Admin, err))
 			}
 		}
 		if s.c.Fetcher != nil && s.cacheErr == nil && len(topicSet) > 0 {
@@ -347,7 +348,8 @@ func (s *clusterState) side() verdict.Side {
 	sd := verdict.Side{Name: s.c.Name, Namespace: s.c.KafkaNamespace, Partitions: s.partitions, CacheErr: s.cacheErr,
 		EndOffsets: s.leo, Outbound: s.repl}
 	if s.pErr != nil {
-		why := fmt.Sprintf("offsets topic unreadable: %v", s.pErr)
+		ce := clusterErr(s.c, explain.Pulsar, s.pErr)
+		why := fmt.Sprintf("offsets topic unreadable: %s %s", ce.Endpoint, ce.Cause)
 		sd.Persisted = func(string) (*loader.PersistedOffsets, string) { return nil, why }
 	} else {
 		sd.Persisted = func(g string) (*loader.PersistedOffsets, string) { return s.view(g), "" }
@@ -404,11 +406,14 @@ func (ru *run) finish() {
 			rep.addWarning(fmt.Sprintf("cluster %s: %d record batches with a bad CRC in the offsets topic: KoP loads them without checking (so does the prediction)", s.c.Name, badCRC))
 		}
 		if s.pErr != nil {
-			rep.addErr(clusterErr(s.c.Name, "pulsar", s.pErr))
+			rep.addErr(clusterErr(s.c, explain.Pulsar, s.pErr))
+			if s.c.Fetcher == nil || s.cacheErr != nil {
+				rep.Unread = append(rep.Unread, s.c.Name)
+			}
 		}
 		for _, err := range []error{s.cacheErr, s.listErr} {
 			if err != nil {
-				rep.addErr(clusterErr(s.c.Name, "kafka", err))
+				rep.addErr(clusterErr(s.c, explain.Kafka, err))
 			}
 		}
 		rep.Unserved = append(rep.Unserved, s.unserved...)

@@ -5,9 +5,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/match"
-
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
@@ -74,11 +74,11 @@ func Groups(ctx context.Context, clusters []Cluster, groupGlobs []string, concur
 	}
 	for _, s := range states {
 		if s.pErr != nil {
-			rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "pulsar", s.pErr))
+			rep.Errors = append(rep.Errors, clusterErr(s.c, explain.Pulsar, s.pErr))
 		}
 		for _, err := range []error{s.cacheErr, s.listErr} {
 			if err != nil {
-				rep.Errors = append(rep.Errors, clusterErr(s.c.Name, "kafka", err))
+				rep.Errors = append(rep.Errors, clusterErr(s.c, explain.Kafka, err))
 			}
 		}
 		for _, v := range s.views() {

@@ -39,7 +39,7 @@ func (s *clusterState) probeGroups(o Options) []string {
 // readPersisted replays the offsets partitions that hold the selected groups.
 func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 	if s.c.Down != nil {
-		s.pErr, s.cacheErr = s.c.Down, fmt.Errorf("not asked: %w", s.c.Down)
+		s.pErr, s.cacheErr = s.c.Down, fmt.Errorf("%w: %w", errNotAsked, s.c.Down)
 		return
 	}
 	n, err := s.c.Reader.Partitions(ctx)
@@ -48,7 +48,7 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 		if timedOut(err) && ctx.Err() == nil {
 			// The cluster hangs (a cut link, stopped processes): its KoP is not asked
 			// either, so that nothing waits on it more than once.
-			s.cacheErr = fmt.Errorf("not asked: cluster %s did not answer its admin API within the request timeout", s.c.Name)
+			s.cacheErr = fmt.Errorf("%w: cluster %s did not answer its admin API within the request timeout", errNotAsked, s.c.Name)
 		}
 		return
 	}

@@ -15,6 +15,9 @@ type Report struct {
 	Source        *string        `json:"source"`
 	Rows          []verdict.Row  `json:"rows"`
 	Errors        []ClusterError `json:"errors,omitempty"`
+	// Unread are the clusters nothing could be read from (neither the offsets topic nor
+	// KoP): their rows are missing, not in agreement.
+	Unread []string `json:"unread,omitempty"`
 	// Unserved are the offsets partitions KoP does not serve on a cluster (every group of
 	// them gets NOT_COORDINATOR or "loading" for the whole --coordinator-wait), apart from
 	// the rows they leave coordinator_unavailable.

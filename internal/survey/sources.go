@@ -12,10 +12,13 @@ package survey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -45,6 +48,9 @@ type Cluster struct {
 	// message on two clusters (alignment). Nil: offsets replicated to or from this cluster
 	// are not translated (their alignment is unknown).
 	Copies align.Source
+	// URLs are the cluster's endpoints by kind, for its errors (explain.URLs). Nil: errors
+	// name no URL.
+	URLs map[explain.Kind]string
 }
 
 // ListedGroup is one group as KoP lists it (package kop).
@@ -107,13 +113,30 @@ func (s StaticReplication) OutboundReplication(_ context.Context, p int32) (map[
 	return maps.Clone(s[p]), nil
 }
 
-// ClusterError is a failure of one endpoint of one cluster.
+// ClusterError is a failure of one endpoint of one cluster, explained (package explain):
+// Error is the one line a table prints, the other fields its parts.
 type ClusterError struct {
 	Cluster  string `json:"cluster"`
-	Endpoint string `json:"endpoint"` // pulsar (offsets topic), admin (replication stats), kafka (KoP)
+	Endpoint string `json:"endpoint"` // admin (admin API), pulsar (offsets topic reader), kafka (KoP)
+	URL      string `json:"url,omitempty"`
+	Cause    string `json:"cause"`
+	Fix      string `json:"fix,omitempty"`
+	Detail   string `json:"detail,omitempty"` // the underlying error's own text
 	Error    string `json:"error"`
 }
 
-func clusterErr(cluster, endpoint string, err error) ClusterError {
-	return ClusterError{Cluster: cluster, Endpoint: endpoint, Error: fmt.Sprintf("cluster %s: %s: %s", cluster, endpoint, pulsarx.TrimCluster(err, cluster))}
+// errNotAsked marks an endpoint that was not asked because its cluster did not answer first.
+var errNotAsked = errors.New("not asked")
+
+// clusterErr explains err of endpoint kind of c (an admin call is labelled admin whatever
+// kind says).
+func clusterErr(c Cluster, kind explain.Kind, err error) ClusterError {
+	if errors.Is(err, errNotAsked) {
+		cause := "not asked: " + strings.TrimPrefix(pulsarx.TrimCluster(err, c.Name), errNotAsked.Error()+": ")
+		return ClusterError{Cluster: c.Name, Endpoint: string(kind), URL: c.URLs[kind], Cause: cause,
+			Error: fmt.Sprintf("cluster %s: %s %s: %s", c.Name, kind, c.URLs[kind], cause)}
+	}
+	e := explain.New(c.Name, kind, "", err)
+	e.URL = c.URLs[e.Endpoint]
+	return ClusterError{Cluster: c.Name, Endpoint: string(e.Endpoint), URL: e.URL, Cause: e.Cause, Fix: e.Fix, Detail: e.Detail, Error: e.Error()}
 }

@@ -106,8 +106,8 @@ func (w *Watcher) snapshot() *snapshot {
 	}
 	for _, c := range w.clusters {
 		if !c.up {
-			s.head.Errors = append(s.head.Errors, survey.ClusterError{Cluster: c.Name, Endpoint: "pulsar",
-				Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
+			s.head.Errors = append(s.head.Errors, survey.ClusterError{Cluster: c.Name, Endpoint: "admin",
+				Cause: "down (admin API or offsets topic not answering)", Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})
 		}
 	}
 	s.head.ExitCode = verdict.ExitCode(s.head.Summary, len(s.head.Errors) > 0, false, nil)

@@ -3,9 +3,11 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
@@ -51,7 +54,9 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), shared.ConnectFun
 	scus := fakes.NewMemReader(8).Commit(c("orders", 500), c("orders", 10900), c("billing", 42))
 	wus := fakes.NewMemReader(8).Commit(c("orders", 500), c("orders", 10900), c("billing", 40))
 	if deadWus {
-		wus.Err = &testError{"cluster wus: get partitioned metadata of persistent://public/__kafka/__consumer_offsets: unreachable: connection refused"}
+		// What pulsarx.Admin returns for a refused adminURL: an admin call, labelled admin.
+		wus.Err = &pulsarx.AdminError{Cluster: "wus", Op: "get partitioned metadata of", Target: "persistent://public/__kafka/__consumer_offsets",
+			Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	}
 	leo := map[string]map[int32]int64{"topic-1": {0: 11000}}
 	connect := func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
@@ -75,10 +80,6 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), shared.ConnectFun
 	}
 	return clusters, connect
 }
-
-type testError struct{ s string }
-
-func (e *testError) Error() string { return e.s }
 
 func run(t *testing.T, format output.Format, mutate func(*Options), deadWus bool) (string, string, int) {
 	t.Helper()
@@ -130,7 +131,7 @@ func TestCheckExitCodes(t *testing.T) {
 		{"drift", nil, false, 1, ""},
 		{"fail-on names nothing found", func(o *Options) { o.FailOn = []string{"diverged,missing"} }, false, 0, ""},
 		{"fail-on stale_cache", func(o *Options) { o.FailOn = []string{"STALE_CACHE"} }, false, 1, ""},
-		{"cluster down wins", nil, true, 3, "cluster wus: pulsar: get partitioned metadata"},
+		{"cluster down wins", nil, true, 3, "cluster wus: admin: connection refused (get partitioned metadata of persistent://public/__kafka/__consumer_offsets); fix: start the brokers of wus or correct its adminURL"},
 		{"unknown source", func(o *Options) { o.Source = "eus" }, false, 2, ""},
 		{"bad fail-on", func(o *Options) { o.FailOn = []string{"bogus"} }, false, 2, ""},
 	}

@@ -155,8 +155,15 @@ func writeFooter(w io.Writer, rep *survey.Report, rows int, hints []string) {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToUpper(string(st))))
 		}
 	}
-	if len(parts) == 0 {
+	switch {
+	case len(rep.Unread) > 0 && len(rep.Unread) == len(rep.Clusters):
+		parts = []string{"no cluster could be read (" + strings.Join(rep.Unread, ", ") + "): see the errors below"}
+	case len(parts) == 0 && len(rep.Unread) > 0:
+		parts = []string{"no offsets found on the clusters read; not read: " + strings.Join(rep.Unread, ", ")}
+	case len(parts) == 0:
 		parts = []string{"no offsets found"}
+	case len(rep.Unread) > 0:
+		parts = append(parts, "not read: "+strings.Join(rep.Unread, ", "))
 	}
 	noun := "rows"
 	if rows == 1 {

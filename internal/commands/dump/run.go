@@ -12,6 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/recordio"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
@@ -232,7 +233,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r loader.Offset
 	opts := d.opts
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) && !isUsage(res.err) {
-			fmt.Fprintf(opts.IO.ErrOut, "error: cluster %s: %v\n", cl.Name, pulsarx.TrimCluster(res.err, cl.Name))
+			fmt.Fprintf(opts.IO.ErrOut, "error: %v\n", explain.New(cl.Name, explain.Pulsar, "", res.err).WithURLs(cl))
 		}
 	}()
 	n, err := r.Partitions(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/match"
@@ -319,7 +320,7 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	}
 	n, err := a.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
 	if err != nil {
-		return fail(fmt.Errorf("offsets topic: %s", pulsarx.TrimCluster(err, cl.Name)))
+		return fail(fmt.Errorf("offsets topic: admin: %s", explain.New(cl.Name, explain.Admin, cl.AdminURL, err).Short()))
 	}
 	for i := range rows {
 		l := &rows[i]

@@ -71,7 +71,13 @@ type Document struct {
 	After    *AfterCheck     `json:"after"`
 	Summary  map[string]int  `json:"summary"`
 	Errors   []string        `json:"errors,omitempty"`
-	ExitCode outcome.Outcome `json:"exitCode"`
+	// Unread are the clusters written to that the first check could not read at all: nothing
+	// is known, so nothing is repaired there.
+	Unread []string `json:"unread,omitempty"`
+	// Unreachable are the first check's endpoint errors, explained (cluster, endpoint, url,
+	// cause, fix).
+	Unreachable []survey.ClusterError `json:"unreachable,omitempty"`
+	ExitCode    outcome.Outcome       `json:"exitCode"`
 }
 
 // Row is one check row on one cluster.
@@ -230,8 +236,18 @@ func repairRun(ctx context.Context, opts *Options) error {
 		// anything else 3.
 		return fmt.Errorf("check: %w (nothing was reloaded)", err)
 	}
+	var unread []string // clusters written to that the first check could not read at all
 	if first.ExitCode == outcome.Unreachable {
-		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
+		r.doc.Unreachable = first.Errors
+		for _, e := range first.Errors {
+			r.doc.Errors = append(r.doc.Errors, "first check: "+e.Error)
+		}
+		for _, n := range first.Unread {
+			if slices.Contains(clusterNames(write), n) {
+				unread = append(unread, n)
+			}
+		}
+		r.doc.Unread = unread
 		r.raise(outcome.Unreachable)
 	}
 	if misaligned := r.sort(first); misaligned > 0 {
@@ -239,7 +255,14 @@ func repairRun(ctx context.Context, opts *Options) error {
 		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
 	}
 	if len(r.doc.Stale) == 0 && len(r.doc.Unserved) == 0 {
-		fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved: nothing to do")
+		switch {
+		case len(unread) > 0:
+			fmt.Fprintf(opts.IO.ErrOut, "nothing repaired: %s could not be read (the errors below say why); nothing was written\n", strings.Join(unread, ", "))
+		case first.ExitCode == outcome.Unreachable:
+			fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved in what could be read (the errors below say what could not)")
+		default:
+			fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved: nothing to do")
+		}
 		r.doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
 		return finish(opts, r.doc, r.worst)
 	}
@@ -408,8 +431,12 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 		fmt.Fprintf(w, "coordinator_unavailable rows after: %d\n", doc.After.Unavailable)
 	}
 	if doc.After != nil {
+		notRead := ""
+		if len(doc.Unread) > 0 {
+			notRead = " (not read: " + strings.Join(doc.Unread, ", ") + ")"
+		}
 		if len(doc.After.Stale) == 0 {
-			fmt.Fprintf(w, "stale_cache rows: %d before, 0 after\n", len(doc.Stale))
+			fmt.Fprintf(w, "stale_cache rows: %d before, 0 after%s\n", len(doc.Stale), notRead)
 		} else {
 			fmt.Fprintf(w, "stale_cache rows: %d before, %d still stale:\n", len(doc.Stale), len(doc.After.Stale))
 			tp := output.NewTablePrinterTo(w, tty)

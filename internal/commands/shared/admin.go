@@ -3,7 +3,10 @@ package shared
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
@@ -98,5 +101,29 @@ func ReplicationNames(a ClusterNamer, cl config.Cluster, cfg *config.Config, tim
 func LoaderReader(cl config.Cluster, pc pulsarx.ReaderClient, admin pulsarx.PartitionCounter, names map[string]string) *pulsarx.Reader {
 	ro := pulsarx.LoaderView
 	ro.ClusterNames = names
+	if cl.ServiceURL != "" {
+		pc = &dialFirst{ReaderClient: pc, serviceURL: cl.ServiceURL}
+	}
 	return pulsarx.NewReader(cl.Name, pc, admin, cl.Tenant, cl.MetadataNamespace, ro)
+}
+
+// dialFirst dials serviceURL before the first reader is created, until one dial succeeds:
+// pulsar-client-go retries a refused port for its whole operation timeout and then reports a
+// timeout, so a refused port would read as a hung one.
+type dialFirst struct {
+	pulsarx.ReaderClient
+	serviceURL string
+	ok         atomic.Bool
+}
+
+func (d *dialFirst) CreateReader(o pulsar.ReaderOptions) (pulsar.Reader, error) {
+	if !d.ok.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), connect.DefaultDialTimeout)
+		defer cancel()
+		if err := connect.DialService(ctx, d.serviceURL, connect.DefaultDialTimeout); err != nil {
+			return nil, err
+		}
+		d.ok.Store(true)
+	}
+	return d.ReaderClient.CreateReader(o)
 }

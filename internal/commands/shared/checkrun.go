@@ -8,6 +8,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -67,6 +68,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Reader:      ps.Reader,
 			Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
 			Owner:       partitionOwner(ps.Admin, cl),
+			URLs:        explain.URLs(cl),
 		}
 		if ps.Down != nil {
 			c.Down = ps.Down

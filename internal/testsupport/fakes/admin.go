@@ -3,6 +3,7 @@ package fakes
 import (
 	"context"
 	"errors"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"net/http"
 	"slices"
 	"strings"
@@ -73,7 +74,8 @@ func NewAdmin(name string) *Admin {
 
 // NotFound is the error pulsarx returns for a missing target.
 func NotFound(cluster, target string) error {
-	return &pulsarx.AdminError{Cluster: cluster, Op: "get", Target: target, Status: http.StatusNotFound, Err: errors.New("not found")}
+	return &pulsarx.AdminError{Cluster: cluster, Op: "get", Target: target, Status: http.StatusNotFound,
+		Err: rest.Error{Code: http.StatusNotFound, Reason: "Tenant, namespace or topic not found: " + target}} // as Pulsar names it
 }
 
 // Call records a call and fails it as the HTTP client would: on a done ctx (the call is

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -21,9 +22,9 @@ import (
 
 // Endpoint kinds.
 const (
-	EndpointAdmin  = "admin"
-	EndpointPulsar = "pulsar"
-	EndpointKafka  = "kafka"
+	EndpointAdmin  = string(explain.Admin)
+	EndpointPulsar = string(explain.Pulsar)
+	EndpointKafka  = string(explain.Kafka)
 )
 
 // Endpoint statuses.
@@ -58,8 +59,10 @@ type EndpointResult struct {
 	URL       string   `json:"url,omitempty"`
 	Status    string   `json:"status"`
 	LatencyMs *float64 `json:"latencyMs,omitempty"`
-	Detail    string   `json:"detail,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	Detail    string   `json:"detail,omitempty"` // what answered; on failure the underlying error's text
+	Error     string   `json:"error,omitempty"`  // the cause, what failed and the fix, on one line
+	Cause     string   `json:"cause,omitempty"`
+	Fix       string   `json:"fix,omitempty"`
 }
 
 // Result is the document `config check -o json` prints.
@@ -88,8 +91,10 @@ cluster (--cluster; default all), in parallel, each within --timeout:
           no producer, consumer, reader or subscription is created
   kafka   a Metadata request (after ApiVersions and SASL) to kafkaBootstrap
 
-Nothing is written. Each endpoint is reported ok, failed (with the error) or
-not_configured, with its latency.`),
+serviceURL's hosts are dialled first, so that a refused or unknown host fails at once (the
+Pulsar client alone retries it for the whole --timeout). Nothing is written. Each endpoint
+is reported ok, failed (with its cause and fix; -o json: cause, fix, and the client's own
+error in detail) or not_configured, with its latency.`),
 		Example: cmdutil.Examples(`
   kop-offsets config check
   kop-offsets config check --cluster scus --timeout 5s
@@ -223,8 +228,9 @@ func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJo
 			r.LatencyMs = &ms
 			r.Detail = detail
 			if err != nil {
-				r.Status = StatusFailed
-				r.Error = err.Error()
+				e := explain.New(j.cl.Name, explain.Kind(j.kind), r.URL, err)
+				e.Fix, _, _ = strings.Cut(e.Fix, "; then: ") // "then: config check" is this run
+				r.Status, r.Error, r.Cause, r.Fix, r.Detail = StatusFailed, e.Short(), e.Cause, e.Fix, e.Detail
 			} else {
 				r.Status = StatusOK
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/connect"
 )
 
 // FactoryProber probes endpoints with the Factory's client constructors.
@@ -30,6 +31,9 @@ func (p *FactoryProber) Admin(ctx context.Context, cl config.Cluster) (string, e
 // Pulsar looks up the partitioned metadata of the offsets topic over the binary protocol.
 // It creates no producer, consumer or reader.
 func (p *FactoryProber) Pulsar(ctx context.Context, cl config.Cluster) (string, error) {
+	if err := connect.DialService(ctx, cl.ServiceURL, connect.DefaultDialTimeout); err != nil {
+		return "", err
+	}
 	c, err := p.F.PulsarClient(cl)
 	if err != nil {
 		return "", err
