@@ -231,6 +231,10 @@ func repairRun(ctx context.Context, opts *Options) error {
 		return fmt.Errorf("check: %w (nothing was reloaded)", err)
 	}
 	if first.ExitCode == outcome.Unreachable {
+		// Each failure names its cluster and endpoint: "nothing to do" alone hid them.
+		for _, e := range first.Errors {
+			r.doc.Errors = append(r.doc.Errors, "first check: "+e.Error)
+		}
 		r.doc.Errors = append(r.doc.Errors, "the first check could not reach every endpoint: only what it could check is repaired")
 		r.raise(outcome.Unreachable)
 	}
