@@ -53,6 +53,11 @@ func TestEveryCommand(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString(k)
 	lock := []string{"--lock-file", filepath.Join(dir, "repair.lock")}
 
+	// reach is one more run against the unreachable clusters and its code.
+	type reach struct {
+		args []string
+		code int
+	}
 	// bad is one malformed input and what its message must name.
 	type bad struct {
 		args []string
@@ -68,6 +73,7 @@ func TestEveryCommand(t *testing.T) {
 		contacts bool
 		names    []string
 		stop     time.Duration // a long-running command is stopped (as by SIGINT) after this
+		also     []reach       // more runs against the unreachable clusters
 		bad      []bad
 	}{
 		"": {code: 0, bad: []bad{{[]string{"bogus"}, `unknown command "bogus"`}}},
@@ -120,11 +126,13 @@ func TestEveryCommand(t *testing.T) {
 		}},
 		// watch runs until stopped: with every cluster down it still serves (they are
 		// reported down and retried), and a stop is 0.
-		"watch": {reach: []string{"--listen", "127.0.0.1:0"}, contacts: true, code: 0, stop: 300 * time.Millisecond, bad: []bad{
-			{[]string{"--group", "["}, "--group"},
-			{[]string{"--interval", "soon"}, "--interval"},
-			{[]string{"--listen", "127.0.0.1:99999"}, "127.0.0.1:99999"},
-		}},
+		// --sync reads where each offsets topic replicates before it starts: unknown is 3.
+		"watch": {reach: []string{"--listen", "127.0.0.1:0"}, contacts: true, code: 0, stop: 300 * time.Millisecond,
+			also: []reach{{[]string{"--sync", "--listen", "127.0.0.1:0"}, 3}}, bad: []bad{
+				{[]string{"--group", "["}, "--group"},
+				{[]string{"--interval", "soon"}, "--interval"},
+				{[]string{"--listen", "127.0.0.1:99999"}, "127.0.0.1:99999"},
+			}},
 		"version": {code: 0, bad: []bad{{[]string{"-o", "xml"}, "xml"}}},
 	}
 
@@ -157,12 +165,19 @@ func TestEveryCommand(t *testing.T) {
 			}
 
 			// (b) The clusters unreachable.
-			args := append(append(slices.Clone(global), path...), tt.reach...)
-			r = runBounded(t, env, tt.stop, args...)
-			if r.code != tt.code {
-				t.Errorf("unreachable: exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.out, r.errOut)
-			}
-			if tt.contacts {
+			for i, rc := range append([]reach{{tt.reach, tt.code}}, tt.also...) {
+				stop := tt.stop
+				if i > 0 {
+					stop = 0 // the other runs end by themselves
+				}
+				args := append(append(slices.Clone(global), path...), rc.args...)
+				r = runBounded(t, env, stop, args...)
+				if r.code != rc.code {
+					t.Errorf("unreachable %v: exit %d, want %d\nstdout: %s\nstderr: %s", rc.args, r.code, rc.code, r.out, r.errOut)
+				}
+				if !tt.contacts {
+					continue
+				}
 				names := tt.names
 				if names == nil {
 					names = []string{"scus", "wus"}
@@ -170,7 +185,7 @@ func TestEveryCommand(t *testing.T) {
 				all := r.out + r.errOut
 				for _, n := range names {
 					if !strings.Contains(all, n) || !slices.ContainsFunc(endpoints[n], func(e string) bool { return strings.Contains(all, e) }) {
-						t.Errorf("unreachable: the message does not name cluster %s and one of its endpoints %v\nstdout: %s\nstderr: %s", n, endpoints[n], r.out, r.errOut)
+						t.Errorf("unreachable %v: the message does not name cluster %s and one of its endpoints %v\nstdout: %s\nstderr: %s", rc.args, n, endpoints[n], r.out, r.errOut)
 					}
 				}
 			}
