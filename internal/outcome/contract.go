@@ -48,57 +48,57 @@ var Contract = []Situation{
 	{"check", "--source is not among the selected clusters; --prometheus-file cannot be written (checked before anything is contacted)", Usage, "internal/commands/check:TestPrometheusTextfileUnwritable"},
 	{"check", "a cluster or endpoint could not be reached or answered with errors: its cells are marked error and the other clusters are still checked (one KoP broker of several down marks only the groups it coordinates, and a group it coordinates has no row when the offsets topic cannot be read either: warnings names it); --prometheus-file could not be written after the survey and the survey's code is 3; no cluster could be read at all (the summary says so, naming each; unread in JSON)", Unreachable, "internal/commands/check:TestCheckExitCodes/cluster_down_wins"},
 
-	{"config check", "every configured endpoint answered", OK, ""},
+	{"config check", "every configured endpoint answered", OK, "internal/commands:TestConfigCheckEndpoints"},
 	{"config check", "an endpoint failed (each is named with its kind: admin, pulsar, kafka, its cause and its fix; a refused port fails at once)", Unreachable, "internal/commands:TestConfigCheckRefusedFast"},
 	{"config view", "the effective configuration printed", OK, "internal/commands:TestExitCodes/config_from_env"},
 
-	{"decode", "done", OK, ""},
-	{"decode", "--strict and some records were undecodable", Found, ""},
-	{"decode", "an unreadable --input file, or a malformed input line (the error names the line; records of earlier lines were already written)", Usage, ""},
+	{"decode", "done", OK, "internal/commands/decode:TestDecodeInputFile"},
+	{"decode", "--strict and some records were undecodable", Found, "internal/commands/decode:TestDecodeStrict"},
+	{"decode", "an unreadable --input file, or a malformed input line (the error names the line; records of earlier lines were already written)", Usage, "internal/commands/decode:TestDecodeMalformedInput"},
 
-	{"doctor", "no error finding (warnings and info may be present)", OK, ""},
-	{"doctor", "an error finding (a broker that names itself otherwise than the config, too)", Found, ""},
+	{"doctor", "no error finding (warnings and info may be present)", OK, "internal/commands/doctor:TestDoctorRunHealthy"},
+	{"doctor", "an error finding (a broker that names itself otherwise than the config, too)", Found, "internal/commands/doctor:TestDoctorRunLabGolden"},
 	{"doctor", "a cluster's admin API could not be reached, answered with errors, or is not a Pulsar admin API (http 404) (what could be checked is still printed; a broker that does not answer at its own address is a warning, not 3)", Unreachable, "internal/commands:TestDoctorNotAnAdminAPI"},
 
-	{"dump", "done", OK, ""},
-	{"dump", "--strict and some records were undecodable", Found, ""},
-	{"dump", "--partition beyond the offsets topic's partition count", Usage, ""},
-	{"dump", "a cluster could not be read: its error is printed, the other clusters are still dumped", Unreachable, ""},
+	{"dump", "done", OK, "internal/commands/dump:TestDumpAll"},
+	{"dump", "--strict and some records were undecodable", Found, "internal/commands/dump:TestDumpStrictAndUnreachable"},
+	{"dump", "--partition beyond the offsets topic's partition count", Usage, "internal/commands/dump:TestDumpPartitionOutOfRange"},
+	{"dump", "a cluster could not be read: its error is printed, the other clusters are still dumped", Unreachable, "internal/commands/dump:TestDumpStrictAndUnreachable"},
 
-	{"failover", "every selected row served at its translated offset; nothing to do; a dry run that would refuse nothing", OK, ""},
+	{"failover", "every selected row served at its translated offset; nothing to do; a dry run that would refuse nothing", OK, "internal/commands/failover:TestFailoverDryRunRefusesNothing"},
 	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "rows refused by the plan (also under --dry-run); the reload would be refused (nothing written); a record could not be written; the target does not serve the translated offset afterwards", WriteFailed, "internal/failover:TestApply"},
 
-	{"groups", "listed", OK, ""},
-	{"groups", "a cluster or endpoint could not be reached (what could be read is still listed)", Unreachable, ""},
+	{"groups", "listed", OK, "internal/commands/groups:TestGroupsExitCodes/listed"},
+	{"groups", "a cluster or endpoint could not be reached (what could be read is still listed)", Unreachable, "internal/commands/groups:TestGroupsExitCodes/a_cluster_down"},
 
 	{"history", "shown (possibly nothing; also when the default trail does not exist yet)", OK, "internal/commands/history:TestHistoryWithoutTrail"},
 	{"history", "the trail cannot be read: a --file that does not exist, a directory, a malformed line", Usage, "internal/commands/history:TestHistoryNamedTrailMissing"},
 
-	{"locate", "every row answered (also when a broker did not answer but no row needed it: see the warning)", OK, ""},
-	{"locate", "a row is not answered: a cluster could not be asked, a bundle's owner is unknown, or its bundles disagree with the broker (the row says why)", Unreachable, ""},
+	{"locate", "every row answered (also when a broker did not answer but no row needed it: see the warning)", OK, "internal/commands/locate:TestLocateOnline"},
+	{"locate", "a row is not answered: a cluster could not be asked, a bundle's owner is unknown, or its bundles disagree with the broker (the row says why)", Unreachable, "internal/commands/locate:TestLocateBundleMismatchAndUnreachable"},
 
 	{"reload", "reloaded and verified; a --dry-run whose real run would go ahead; nothing stale or unserved in --from-check", OK, "internal/commands/reload:TestFromCheck"},
 	{"reload", "no --yes without a terminal; the operator declined; the audit trail cannot be written; --from-check missing or malformed; --partition beyond the partition count (nothing written)", Usage, "internal/commands/reload:TestExitCodes/unknown_partition:_2"},
 	{"reload", "an endpoint failed (what was done is reported, the cache is not proven fresh); the writer lease is held elsewhere (nothing written); --from-check holds a check that could not reach every endpoint and nothing stale for the cluster", Unreachable, "internal/commands/reload:TestFromCheckIncompleteAndUnserved"},
 	{"reload", "the plan was refused (groups live or of unknown activity with --refuse-live, offsets a reload would lose, more bundles than --max-bundles), also under --dry-run; the cache still differs after --wait", WriteFailed, "internal/commands/reload:TestExitCodes/--dry-run_of_a_run_that_would_be_refused:_4,_says_so"},
 
-	{"repair", "nothing stale or unserved, or everything it may fix fixed (the second check agrees); a --dry-run whose plans would go ahead", OK, ""},
-	{"repair", "rows remain (beyond --max-bundles, or still there after the reload), or misaligned rows were left alone (failover translates them)", Found, ""},
+	{"repair", "nothing stale or unserved, or everything it may fix fixed (the second check agrees); a --dry-run whose plans would go ahead", OK, "internal/commands/repair:TestRepairFixesOnlyStaleAndIsIdempotent"},
+	{"repair", "rows remain (beyond --max-bundles, or still there after the reload), or misaligned rows were left alone (failover translates them)", Found, "internal/commands/repair:TestRepairBringsBackUnservedPartitions"},
 	{"repair", "no --yes without a terminal; the operator declined; the audit trail cannot be written; a broker that names itself otherwise than the config", Usage, "internal/commands/repair:TestRepairFirstCheckErrors"},
 	{"repair", "an endpoint failed (a cluster the first check could not read is named with the cause, unread in JSON: nothing is repaired there); another repair holds the host lock (a --dry-run takes no lock); a cluster's writer lease is held elsewhere", Unreachable, "internal/commands/repair:TestRepairLock"},
 	{"repair", "a cluster's plan was refused (also under --dry-run); the cache still differs after --wait", WriteFailed, "internal/commands/repair:TestRepairRefusedExit4"},
 
-	{"sync setup", "set up, verified and seeded; nothing to do; a dry run; another process syncs (the seed is left to it)", OK, ""},
+	{"sync setup", "set up, verified and seeded; nothing to do; a dry run; another process syncs (the seed is left to it)", OK, "internal/commands/synccmd:TestSetupAndUndo"},
 	{"sync setup", "the operator declined, or stdin could not be read; fewer than two clusters; a cluster without kafkaBootstrap (nothing written)", Usage, "internal/commands/synccmd:TestSetupDeclined"},
-	{"sync setup", "a cluster could not be reached (nothing is written when one could not be read)", Unreachable, ""},
+	{"sync setup", "a cluster could not be reached (nothing is written when one could not be read)", Unreachable, "internal/commands/synccmd:TestSetupRefusesAnUnreadableCluster"},
 	{"sync setup", "a write failed or did not take within --verify; groups left unsynced by the seed (named; watch --sync takes them up)", WriteFailed, "internal/commands/synccmd:TestSetupNotVerified"},
 
-	{"watch", "stopped by SIGINT or SIGTERM", OK, ""},
-	{"watch", "--sync while the offsets topic replicates between the synced clusters (the refusal prints the fix)", Found, ""},
+	{"watch", "stopped by SIGINT or SIGTERM", OK, "internal/commands/watch:TestWatchRunServesAndStopsOnSignal"},
+	{"watch", "--sync while the offsets topic replicates between the synced clusters (the refusal prints the fix)", Found, "internal/commands:TestWatchSyncRefusedWhileReplicated"},
 	{"watch", "a flag of a mode that is off (--cooldown without --repair); --listen cannot be bound; --sync with fewer than two clusters or a cluster without kafkaBootstrap; the audit trail cannot be written", Usage, "internal/commands:TestExitCodes/repair-only_flag_without_--repair"},
-	{"watch", "the HTTP server failed", Unreachable, ""},
+	{"watch", "the HTTP server failed; --sync and where a cluster's offsets topic replicates could not be read (nothing synced)", Unreachable, "internal/commands/watch:TestWatchRunHTTPServerFails"},
 }
 
 // Of returns command's situations (its own, not "*"), by code.

@@ -153,3 +153,37 @@ func TestAdminConfig(t *testing.T) {
 		t.Error("unresolvable secret accepted")
 	}
 }
+
+type answeringKafka struct{}
+
+func (answeringKafka) Probe(context.Context, doctor.Cluster) (doctor.KafkaProbe, error) {
+	return doctor.KafkaProbe{Brokers: 1}, nil
+}
+
+// The lab with KoP loaded and answering, and public/__kafka keeping what KoP's offsets
+// retention needs: no error finding, exit 0 (info findings printed all the same).
+func TestDoctorRunHealthy(t *testing.T) {
+	ios, _, out, _ := iostreams.Test()
+	o := labOpts(ios, output.JSON)
+	o.Kafka = answeringKafka{}
+	o.Build = func(cl config.Cluster) (*doctor.Cluster, error) {
+		dc, err := BuildCluster(cl, time.Second)
+		if err != nil {
+			return nil, err
+		}
+		a := newLabAdmin(cl.Name)
+		a.Runtime["messagingProtocols"] = "[kafka]"
+		retain, size, compact, ttl := 4320, int64(-1), int64(100<<20), 259200
+		a.Policies["public/__kafka"] = pulsarx.NamespacePolicy{ReplicationClusters: []string{"scus", "wus"},
+			RetentionTimeInMinutes: &retain, RetentionSizeInMB: &size, CompactionThreshold: &compact, MessageTTLInSeconds: &ttl}
+		dc.Admin = a
+		return dc, nil
+	}
+	err := doctorRun(context.Background(), o)
+	if cmdutil.ExitCode(err) != 0 {
+		t.Fatalf("exit %d (%v)\n%s", cmdutil.ExitCode(err), err, out)
+	}
+	if !strings.Contains(out.String(), `"exitCode": 0`) || !strings.Contains(out.String(), `"severity": "info"`) {
+		t.Errorf("document:\n%s", out)
+	}
+}

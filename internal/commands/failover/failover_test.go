@@ -107,3 +107,29 @@ func (c *countingWriter) CommitRequest(context.Context, []kop.OffsetCommit) (int
 	c.n++
 	return 0, nil, nil
 }
+
+// A dry run whose plan refuses nothing: 0, the plan printed, nothing written, no lease taken.
+func TestFailoverDryRunRefusesNothing(t *testing.T) {
+	ios, _, out, _ := iostreams.Test()
+	w := &countingWriter{}
+	beforeWrite := 0
+	opts := &Options{IO: ios, Format: output.JSON, From: "scus", To: "wus", DryRun: true,
+		Config: func() (*config.Config, error) {
+			return &config.Config{Clusters: []config.Cluster{{Name: "scus"}, {Name: "wus"}}}, nil
+		},
+		Session: func(from, to config.Cluster, _ []config.Cluster) (*Session, error) {
+			return &Session{Planner: planner(t), Executor: &fo.Executor{Writer: w},
+				BeforeWrite: func(context.Context) error { beforeWrite++; return nil }, Close: func() {}}, nil
+		}}
+	err := run(context.Background(), opts)
+	var doc Document
+	if jerr := json.Unmarshal(out.Bytes(), &doc); jerr != nil || doc.Plan == nil {
+		t.Fatalf("document %q (%v)", out, jerr)
+	}
+	if got := cmdutil.OutcomeOf(err); got != outcome.OK || doc.ExitCode != outcome.OK || !doc.DryRun {
+		t.Errorf("exit %d (document %d, dryRun %v), want 0: %v", got, doc.ExitCode, doc.DryRun, err)
+	}
+	if doc.Plan.Count(fo.ActionWrite) != 1 || doc.Plan.Count(fo.ActionRefused) != 0 || w.n != 0 || beforeWrite != 0 {
+		t.Errorf("plan %+v; %d writes, %d lease/trail takes", doc.Plan.Rows, w.n, beforeWrite)
+	}
+}

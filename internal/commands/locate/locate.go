@@ -320,7 +320,7 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	}
 	n, err := a.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
 	if err != nil {
-		return fail(fmt.Errorf("offsets topic: admin: %s", explain.New(cl.Name, explain.Admin, cl.AdminURL, err).Short()))
+		return fail(fmt.Errorf("offsets topic: admin %s: %s", cl.AdminURL, explain.New(cl.Name, explain.Admin, cl.AdminURL, err).Short()))
 	}
 	for i := range rows {
 		l := &rows[i]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -142,8 +143,14 @@ func WatchClusters(f *cmdutil.Factory, sel, all []config.Cluster, b WatchBuild) 
 		if o.Sync {
 			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
 			defer cancel()
-			if err := offsetsync.Refusal(offsetsync.Check(ctx, sites)); err != nil {
+			steps := offsetsync.Check(ctx, sites)
+			if err := offsetsync.Refusal(steps); err != nil {
 				release()
+				// A cluster whose replication could not be read is 3, as in sync setup:
+				// the deployment is unknown, not found wrong.
+				if slices.ContainsFunc(steps, func(st offsetsync.SetupStep) bool { return st.Error != "" }) {
+					return nil, nil, cmdutil.UnreachableError(err)
+				}
 				return nil, nil, cmdutil.DriftError(err)
 			}
 		}

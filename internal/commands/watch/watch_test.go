@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -145,5 +147,43 @@ func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
 		if !strings.Contains(joined, want) {
 			t.Errorf("logs lack %q: %v", want, msgs)
 		}
+	}
+}
+
+// failingListener is a listener whose Accept fails for good, as a closed socket does.
+type failingListener struct{ net.Listener }
+
+func (l failingListener) Accept() (net.Conn, error) {
+	return nil, errors.New("accept tcp 127.0.0.1:9464: use of closed network connection")
+}
+
+// The HTTP server failing stops watch with 3, naming the address.
+func TestWatchRunHTTPServerFails(t *testing.T) {
+	f, s := clitest.NewFactory("test", false)
+	var got *Options
+	cmd := NewCmdWatch(f, func(o *Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"--interval", "50ms"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	got.Targets = func() ([]config.Cluster, []config.Cluster, error) {
+		cl := []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}}
+		return cl, cl, nil
+	}
+	got.Build = func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
+		return []watch.Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: idleTailer{}}}, func() {}, nil
+	}
+	got.Listener = func(string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		return failingListener{ln}, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- watchRun(context.Background(), got) }()
+	err := clitest.Await(t, done, 5*time.Second, "watchRun did not stop within 5s of its server failing")
+	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "HTTP server on 127.0.0.1:9464") {
+		t.Errorf("err %v (exit %d), want 3 naming the server's address", err, cmdutil.ExitCode(err))
+	}
+	if !strings.Contains(s.ErrOut.String(), "HTTP server failed: stopping") {
+		t.Errorf("stderr %q", s.ErrOut)
 	}
 }
