@@ -156,7 +156,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	// notice where help goes (stdout), inside `-o json | jq`'s input.
 	_ = fl.MarkHidden("verify-alignment")
 	fl.BoolVar(&opts.PersistedOnly, "persisted-only", false, "do not ask KoP: compare the offsets topics only (cached, lag: null)")
-	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok)")
+	fl.StringSliceVar(&opts.FailOn, "fail-on", nil, "statuses that make the exit code 1, comma-separated (default: every status but ok and expiring)")
 	fl.StringVar(&opts.PrometheusFile, "prometheus-file", "", "write a node_exporter textfile to this path (atomic rename)")
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kop.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
