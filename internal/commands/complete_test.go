@@ -83,7 +83,7 @@ func TestLocateGroupFlag(t *testing.T) {
 	}
 	for _, args := range [][]string{{"locate", "orders-*", "--partitions", "50"}, {"locate", "--group", "orders-*", "--partitions", "50"}, {"locate", "--partitions", "50"}} {
 		r := run(t, nil, args...)
-		if r.code != 2 || !(strings.Contains(r.errOut, "not a glob") || strings.Contains(r.errOut, "at least one group")) {
+		if saysWhy := strings.Contains(r.errOut, "not a glob") || strings.Contains(r.errOut, "at least one group"); r.code != 2 || !saysWhy {
 			t.Errorf("%v: exit %d, stderr %q: want 2 saying why", args, r.code, r.errOut)
 		}
 	}

@@ -249,7 +249,7 @@ func TestReadmeSectionFlagsExist(t *testing.T) {
 		}
 		for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
 			f := flagSpan.FindStringSubmatch(m[1])
-			if f == nil || f[1] == "help" {
+			if len(f) < 2 || f[1] == "help" {
 				continue
 			}
 			found := false

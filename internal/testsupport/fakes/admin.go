@@ -3,11 +3,12 @@ package fakes
 import (
 	"context"
 	"errors"
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
