@@ -8,9 +8,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
-	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 )
 
 // clusterFlags are the flags whose value is a cluster name: each must complete the
@@ -36,8 +33,6 @@ func TestClusterNamesCompleteEverywhereAClusterIsNamed(t *testing.T) {
 	}
 
 	// Every flag of the tree that takes a cluster name is marked, and so in the list above.
-	ios, _, _, _ := iostreams.Test()
-	f := factory.NewWithEnv("1.2.3", ios, func(string) string { return "" })
 	want := map[string]bool{}
 	for _, s := range clusterFlags {
 		want[s] = true
@@ -60,7 +55,7 @@ func TestClusterNamesCompleteEverywhereAClusterIsNamed(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(root.NewCmdRoot(f))
+	walk(tree())
 }
 
 // isClusterUsage says whether a string flag's help calls its value a cluster in its first

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // TestEveryCommand runs every command of the tree (issue 32, item 6) three ways: with an
@@ -29,7 +29,7 @@ func TestEveryCommand(t *testing.T) {
 	// Two clusters, each endpoint a port nothing listens on.
 	ports := make([]string, 6)
 	for i := range ports {
-		ports[i] = closedPort(t)
+		ports[i] = fakes.ClosedAddr(t)
 	}
 	endpoints := map[string][]string{"scus": ports[0:3], "wus": ports[3:6]}
 	cfg := writeConfig(t, fmt.Sprintf(`clusters:
@@ -270,16 +270,4 @@ func runBounded(t *testing.T, env map[string]string, stop time.Duration, args ..
 		t.Errorf("kop-offsets %s: no end within %s", strings.Join(args, " "), stop+5*time.Second)
 		return result{code: -1}
 	}
-}
-
-// closedPort is a 127.0.0.1 port nothing listens on (it did a moment ago).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }

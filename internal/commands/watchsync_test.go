@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // watch --sync refuses to start while the offsets topic replicates between the clusters it
@@ -35,7 +37,7 @@ func TestWatchSyncRefusedWhileReplicated(t *testing.T) {
     adminURL: %s
     serviceURL: pulsar://%s
     kafkaBootstrap: [%s]
-`, scus.URL, closedPort(t), closedPort(t), wus.URL, closedPort(t), closedPort(t)))
+`, scus.URL, fakes.ClosedAddr(t), fakes.ClosedAddr(t), wus.URL, fakes.ClosedAddr(t), fakes.ClosedAddr(t)))
 	r := runBounded(t, nil, 0, "--config", cfg, "--timeout", "1s", "watch", "--sync", "--listen", "127.0.0.1:0")
 	if r.code != 1 || !strings.Contains(r.errOut, "replicates to wus") || !strings.Contains(r.errOut, "fix with: kop-offsets sync setup") {
 		t.Errorf("exit %d, want 1 naming the replication and the fix\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)

@@ -3,18 +3,12 @@ package commands
 import (
 	"strings"
 	"testing"
-
-	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
-	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 )
 
 // Every command that writes to a cluster takes the same lease and audit flags, so that a
 // watch --repair with a custom lease topic and a failover exclude each other (issue 32).
 func TestWritingCommandsTakeTheSameLeaseAndAuditFlags(t *testing.T) {
-	ios, _, _, _ := iostreams.Test()
-	f := factory.NewWithEnv("1.2.3", ios, func(string) string { return "" })
-	rc := root.NewCmdRoot(f)
+	rc := tree()
 	// noWait: these never wait for a held lease, they leave the work to its holder
 	// (documented in their help).
 	writers := map[string]bool{"repair": false, "reload": false, "failover": false, "watch": true, "sync setup": true}
