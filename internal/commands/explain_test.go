@@ -156,7 +156,7 @@ func TestDoctorNotAnAdminAPI(t *testing.T) {
 		t.Fatalf("exit %d, want 3\n%s\n%s", r.code, r.out, r.errOut)
 	}
 	if !strings.Contains(r.out, "adminURL "+s.URL+" of default is not a Pulsar admin API (http 404") ||
-		!strings.Contains(r.out, "fix: adminURL of default must be Pulsar's web service") {
+		!strings.Contains(r.out, "\tadminURL of default must be Pulsar's web service") { // piped: the fix is the last column
 		t.Errorf("stdout:\n%s", r.out)
 	}
 	if strings.Contains(r.out, "create") {

@@ -275,9 +275,14 @@ func TestConfigCheckEndpoints(t *testing.T) {
 		t.Errorf("doc %+v", doc)
 	}
 
-	// Only the reachable endpoints: exit 0, table piped = tab-separated rows.
+	// Only the reachable endpoints: exit 0, table piped = tab-separated rows under the
+	// header line; --no-headers drops it.
 	r = run(t, env, "--config", cfg, "--cluster", "adminonly", "config", "check")
-	if r.code != 0 || r.out == "" || strings.Contains(r.out, "CLUSTER") || !strings.HasPrefix(r.out, "adminonly\tadmin\t"+admin.URL+"\tok\t") {
+	if r.code != 0 || !strings.HasPrefix(r.out, "CLUSTER\tENDPOINT\tURL\tSTATUS\tLATENCY\tDETAIL\nadminonly\tadmin\t"+admin.URL+"\tok\t") {
 		t.Errorf("exit %d\n%q\n%s", r.code, r.out, r.errOut)
+	}
+	r = run(t, env, "--config", cfg, "--cluster", "adminonly", "--no-headers", "config", "check")
+	if r.code != 0 || !strings.HasPrefix(r.out, "adminonly\tadmin\t"+admin.URL+"\tok\t") {
+		t.Errorf("--no-headers: exit %d\n%q\n%s", r.code, r.out, r.errOut)
 	}
 }

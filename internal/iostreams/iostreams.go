@@ -23,6 +23,7 @@ type IOStreams struct {
 	stdinTTY, stdoutTTY, stderrTTY *bool
 	colorOverride                  *bool
 	termWidth                      int
+	noHeaders                      bool
 }
 
 // System returns the IOStreams of the process.
@@ -59,6 +60,12 @@ func (s *IOStreams) SetStderrTTY(v bool) { s.stderrTTY = ptr(v) }
 
 // SetColorEnabled forces the answer of ColorEnabled.
 func (s *IOStreams) SetColorEnabled(v bool) { s.colorOverride = ptr(v) }
+
+// SetNoHeaders says whether tables are written without their header line (--no-headers).
+func (s *IOStreams) SetNoHeaders(v bool) { s.noHeaders = v }
+
+// NoHeaders reports whether tables are written without their header line.
+func (s *IOStreams) NoHeaders() bool { return s.noHeaders }
 
 // IsStdinTTY reports whether stdin is a terminal.
 func (s *IOStreams) IsStdinTTY() bool {

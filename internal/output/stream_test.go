@@ -67,8 +67,8 @@ func TestJSONStreamRefusesAChangedHead(t *testing.T) {
 // TestTableStreamPiped: a piped table written row by row is the table Render writes whole.
 func TestTableStreamPiped(t *testing.T) {
 	var whole, streamedOut bytes.Buffer
-	a := output.NewTablePrinterTo(&whole, false)
-	b := output.NewTablePrinterTo(&streamedOut, false).StreamPiped()
+	a := output.NewTablePrinterTo(&whole, output.Layout{})
+	b := output.NewTablePrinterTo(&streamedOut, output.Layout{}).StreamPiped()
 	for _, tp := range []*output.TablePrinter{a, b} {
 		tp.AddHeader("A", "B")
 		for i := range 3 {

@@ -25,6 +25,7 @@ type GlobalFlags struct {
 	Output     string        // -o/--output, empty when not given (see OutputFormat)
 	Timeout    time.Duration // --timeout: per request/operation
 	Verbose    bool          // --verbose: debug logs on stderr
+	NoHeaders  bool          // --no-headers: tables without their header line
 }
 
 // AdHoc reports whether the ad-hoc cluster flags are in use.
@@ -76,4 +77,5 @@ func BindGlobalFlags(cmd *cobra.Command, fl *GlobalFlags) {
 	}
 	pf.DurationVar(&fl.Timeout, "timeout", fl.Timeout, "timeout of each request to a cluster (dial timeout: the smaller of 5s and this)")
 	pf.BoolVar(&fl.Verbose, "verbose", false, "log what is done to stderr")
+	pf.BoolVar(&fl.NoHeaders, "no-headers", false, "-o table: no header line, on a terminal or piped (piped tables are tab-separated)")
 }

@@ -277,18 +277,21 @@ func doctorRun(ctx context.Context, opts *Options) error {
 		res.ExitCode = outcome.Found
 	}
 	if opts.Format == output.Table || opts.Format == "" {
-		if err := writeTable(opts.IO.Out, opts.IO.ColorScheme(), &res); err != nil {
+		if err := writeTable(opts.IO.Out, output.StdoutLayout(opts.IO), opts.IO.ColorScheme(), &res); err != nil {
 			return err
 		}
+		// The summary is for a person, on stderr as check's: stdout stays the findings alone.
+		fmt.Fprintln(opts.IO.ErrOut, summary(&res))
 	} else if err := output.Print(opts.IO, opts.Format, res, nil); err != nil {
 		return err
 	}
 	return cmdutil.SilentError(res.ExitCode)
 }
 
-// writeTable prints the findings for a person: severity, cluster(s), check and message on
-// one aligned line, the fix on the next, then a summary line.
-func writeTable(w io.Writer, cs *iostreams.ColorScheme, res *Result) error {
+// writeTable prints the findings in layout l: on a terminal, for a person, severity,
+// cluster(s), check and message on one aligned line and the fix on the next; piped, one
+// tab-separated line per finding, the fix its last column (output.Layout's rule).
+func writeTable(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, res *Result) error {
 	where := func(f doctor.Finding) string {
 		switch {
 		case f.Cluster != "" && f.Peer != "":
@@ -298,6 +301,18 @@ func writeTable(w io.Writer, cs *iostreams.ColorScheme, res *Result) error {
 		}
 		return "all"
 	}
+	if !l.TTY {
+		tp := output.NewTablePrinterTo(w, l)
+		tp.AddHeader("SEVERITY", "CLUSTER", "CHECK", "MESSAGE", "FIX")
+		for _, f := range res.Findings {
+			fix := f.Fix
+			if fix == "" {
+				fix = "-"
+			}
+			tp.AddRow(strings.ToUpper(string(f.Severity)), where(f), f.Check, f.Message, fix)
+		}
+		return tp.Render()
+	}
 	sevW, whereW, checkW := len("SEVERITY"), len("CLUSTER"), len("CHECK")
 	for _, f := range res.Findings {
 		sevW = max(sevW, len(f.Severity))
@@ -306,7 +321,7 @@ func writeTable(w io.Writer, cs *iostreams.ColorScheme, res *Result) error {
 	}
 	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-len(s)+2) }
 	var b strings.Builder
-	if len(res.Findings) > 0 {
+	if len(res.Findings) > 0 && !l.NoHeaders {
 		fmt.Fprintf(&b, "%s%s%s%s\n", pad("SEVERITY", sevW), pad("CLUSTER", whereW), pad("CHECK", checkW), "MESSAGE")
 	}
 	for _, f := range res.Findings {
@@ -325,9 +340,13 @@ func writeTable(w io.Writer, cs *iostreams.ColorScheme, res *Result) error {
 			fmt.Fprintf(&b, "%s  fix: %s\n", strings.Repeat(" ", sevW), f.Fix)
 		}
 	}
-	if len(res.Findings) > 0 {
-		b.WriteString("\n")
-	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// summary is the line after the findings: how many of each severity, on which clusters.
+func summary(res *Result) string {
+	var b strings.Builder
 	names := make([]string, 0, len(res.Clusters))
 	for _, c := range res.Clusters {
 		names = append(names, c.Name)
@@ -337,9 +356,8 @@ func writeTable(w io.Writer, cs *iostreams.ColorScheme, res *Result) error {
 	if len(res.Unreachable) > 0 {
 		fmt.Fprintf(&b, "; unreachable: %s", strings.Join(res.Unreachable, ", "))
 	}
-	fmt.Fprintf(&b, " (exit %d)\n", res.ExitCode)
-	_, err := io.WriteString(w, b.String())
-	return err
+	fmt.Fprintf(&b, " (exit %d)", res.ExitCode)
+	return b.String()
 }
 
 func plural(n int, noun string) string {

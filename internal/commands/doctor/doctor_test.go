@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -109,14 +110,25 @@ func TestDoctorRunLabGolden(t *testing.T) {
 		{"lab.json", output.JSON, false, 1},
 		{"lab-wus-down.table", output.Table, true, 3},
 		{"lab-wus-down.yaml", output.YAML, true, 3},
+		{"lab.tty", output.Table, false, 1},
+		{"lab-no-headers.tty", output.Table, false, 1},
 	} {
 		wusDown = tc.down
-		ios, _, out, _ := iostreams.Test()
+		ios, _, out, errOut := iostreams.Test()
+		if strings.HasSuffix(tc.name, ".tty") {
+			ios.SetStdoutTTY(true)
+			ios.SetColorEnabled(false) // goldens without escape codes
+		}
+		ios.SetNoHeaders(strings.Contains(tc.name, "no-headers"))
 		err := doctorRun(context.Background(), labOpts(ios, tc.format))
 		if cmdutil.ExitCode(err) != tc.exit || (err != nil && !cmdutil.IsSilent(err)) {
 			t.Errorf("%s: err %v, want silent exit %d", tc.name, err, tc.exit)
 		}
 		clitest.Golden(t, "testdata/"+tc.name+".golden", out.Bytes())
+		// A table's summary is on stderr, so stdout holds the findings alone.
+		if tc.format == output.Table && !strings.Contains(errOut.String(), fmt.Sprintf("(exit %d)", tc.exit)) {
+			t.Errorf("%s: stderr %q: want the summary", tc.name, errOut)
+		}
 	}
 	wusDown = false
 }

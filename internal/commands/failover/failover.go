@@ -38,6 +38,7 @@ type Options struct {
 	Yes          bool
 	AcceptLoss   bool
 	AlignmentMax int64
+	ShowAll      bool // --show-all: every row of the plan and result tables
 	// Writes: the writer lease and the audit trail, as for reload and repair.
 	Writes shared.Writes
 
@@ -156,6 +157,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "also move back offsets the group committed on the target itself, and reload bundles whose other rows would lose or skip")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
+	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd
 }
 
@@ -187,7 +189,7 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Plan: plan}
 	if opts.Format == output.Table {
-		writePlan(opts.IO.Out, plan)
+		writePlan(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), plan)
 	}
 	if len(plan.Rows) == 0 {
 		fmt.Fprintf(opts.IO.ErrOut, "no group committed on %s matches: nothing to do\n", from.Name)
@@ -222,7 +224,7 @@ func run(ctx context.Context, opts *Options) error {
 	res := sess.Executor.Apply(ctx, plan)
 	doc.Result = res
 	if opts.Format == output.Table {
-		writeResult(opts.IO.Out, plan, res)
+		writeResult(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), plan, res)
 	}
 	if res.Error != "" {
 		fmt.Fprintln(opts.IO.ErrOut, "error:", res.Error)
@@ -270,7 +272,7 @@ func pick(all []config.Cluster, from, to string) (config.Cluster, config.Cluster
 	return *f, *t, nil
 }
 
-func writePlan(w io.Writer, plan *fo.Plan) {
+func writePlan(w io.Writer, l output.Layout, plan *fo.Plan) {
 	fmt.Fprintf(w, "Failover %s -> %s\n", plan.From, plan.To)
 	if plan.Blocked != "" {
 		fmt.Fprintf(w, "Blocked: %s\n", plan.Blocked)
@@ -278,7 +280,7 @@ func writePlan(w io.Writer, plan *fo.Plan) {
 	if plan.SourceDown != "" {
 		fmt.Fprintf(w, "Source %s did not answer (%s): each row lands on the translation kept on %s, nothing newer was checked\n", plan.From, plan.SourceDown, plan.To)
 	}
-	tp := output.NewTablePrinterTo(w, false)
+	tp := output.NewTablePrinterTo(w, l)
 	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.From)+" COMMITTED", strings.ToUpper(plan.To)+" TRANSLATED",
 		strings.ToUpper(plan.To)+" SERVES/PERSISTED", "ACTION", "WHY")
 	for _, r := range plan.Rows {
@@ -290,12 +292,12 @@ func writePlan(w io.Writer, plan *fo.Plan) {
 		plan.Count(fo.ActionWrite), plan.Count(fo.ActionReload), plan.Count(fo.ActionNone), plan.Count(fo.ActionRefused))
 }
 
-func writeResult(w io.Writer, plan *fo.Plan, res *fo.Result) {
+func writeResult(w io.Writer, l output.Layout, plan *fo.Plan, res *fo.Result) {
 	if len(res.Proof) == 0 {
 		return
 	}
 	fmt.Fprintln(w)
-	tp := output.NewTablePrinterTo(w, false)
+	tp := output.NewTablePrinterTo(w, l)
 	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.To)+" SERVES", "WANT", strings.ToUpper(plan.From)+" SERVES", "WANT", "OK", "MESSAGE")
 	for _, p := range res.Proof {
 		ok := "yes"

@@ -98,9 +98,10 @@ func TestHistoryTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
-	if len(lines) != 3 { // piped: tab-separated rows, no header
+	if len(lines) != 4 || lines[0] != "TIME\tCLUSTER\tACTION\tTARGET\tGROUPS\tRESULT\tWHO\tCOMMAND" { // piped: the header, then tab-separated rows
 		t.Fatalf("table:\n%s", s.Out)
 	}
+	lines = lines[1:]
 	for i, want := range []string{
 		"2026-11-30T00:00:00.000Z\twus\tunload\tpublic/__kafka/0x00000000_0x40000000\torders,a,b +1\tok\tops@jump-1 pid 42\tkop-offsets repair --yes",
 		"ok (pulsar://b1:6650)\tnobody@pod-7 pid 1",
@@ -161,9 +162,10 @@ func TestHistoryTableSyncRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(s.Out.String()), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 4 {
 		t.Fatalf("table:\n%s", s.Out)
 	}
+	lines = lines[1:] // the header
 	for i, want := range []string{"\twus\tcommit\tt[3]=5700 +1\torders\tok\t", "\twus\tdelete\tu[0]\torders\tok\t", "\twus\tdelete-group\tthe group and its offsets\tgone\tok\t"} {
 		if !strings.Contains(lines[i], want) {
 			t.Errorf("row %d %q lacks %q", i, lines[i], want)

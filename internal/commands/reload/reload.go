@@ -170,6 +170,7 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	shared.BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
 		DefaultMaxBundles, "refuse plans that unload more bundles than this")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
+	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd
 }
 
@@ -225,6 +226,7 @@ func reloadRun(ctx context.Context, opts *Options) error {
 	res := shared.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, shared.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: false, Confirm: opts.Confirm,
 		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "reload: " + requestReason(opts),
+		ShowAll: opts.ShowAll,
 	})
 	if res.Err != nil {
 		return res.Err
@@ -254,7 +256,7 @@ func printDoc(opts *Options, doc *Document, res *shared.RunResult) error {
 			return err
 		}
 	} else if res != nil && res.Execution != nil {
-		if err := shared.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), cs, res.Execution); err != nil {
+		if err := shared.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), cs, res.Execution); err != nil {
 			return err
 		}
 	}

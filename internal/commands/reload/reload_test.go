@@ -268,7 +268,7 @@ func TestWriteExecutionNamesTheSplit(t *testing.T) {
 	ex := &reload.Execution{Bundles: []reload.BundleResult{{Range: planned, Status: reload.BundleVerified, Unloaded: true, Loaded: true,
 		SplitInto: []string{part}}}, Unloaded: []string{part}}
 	var b bytes.Buffer
-	if err := shared.WriteExecution(&b, false, nil, ex); err != nil {
+	if err := shared.WriteExecution(&b, output.Layout{}, nil, ex); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "split since the plan: unloaded "+part+" in its place") {

@@ -191,6 +191,7 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		DefaultMaxBundles, "bundles reloaded per cluster and run")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
+	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd
 }
 
@@ -349,6 +350,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	res := shared.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, shared.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
 		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "repair: stale_cache rows and unserved offsets partitions",
+		ShowAll: opts.ShowAll,
 	})
 	cr.Plan = res.Plan
 	if res.Err != nil {
@@ -368,7 +370,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	if opts.Format == output.Table {
-		_ = shared.WriteExecution(opts.IO.Out, opts.IO.IsStdoutTTY(), opts.IO.ColorScheme(), res.Execution)
+		_ = shared.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), opts.IO.ColorScheme(), res.Execution)
 		fmt.Fprintln(opts.IO.Out)
 	}
 	fmt.Fprintln(opts.IO.ErrOut, shared.Summary(cl.Name, res.Execution))
@@ -410,10 +412,10 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 		return cmdutil.SilentError(code)
 	}
 	w := opts.IO.Out
-	tty := opts.IO.IsStdoutTTY()
+	layout := output.StdoutLayout(opts.IO).Cut(opts.ShowAll)
 	if len(doc.Left) > 0 {
 		fmt.Fprintln(w, "Left alone (repair only fixes stale_cache):")
-		tp := output.NewTablePrinterTo(w, tty)
+		tp := output.NewTablePrinterTo(w, layout)
 		tp.AddHeader("CLUSTER", "GROUP", "TOPIC", "PARTITION", "STATUS", "WHY")
 		for _, r := range doc.Left {
 			tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition), strings.ToUpper(r.Status), r.Reason)
@@ -439,7 +441,7 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 			fmt.Fprintf(w, "stale_cache rows: %d before, 0 after%s\n", len(doc.Stale), notRead)
 		} else {
 			fmt.Fprintf(w, "stale_cache rows: %d before, %d still stale:\n", len(doc.Stale), len(doc.After.Stale))
-			tp := output.NewTablePrinterTo(w, tty)
+			tp := output.NewTablePrinterTo(w, layout)
 			tp.AddHeader("CLUSTER", "GROUP", "TOPIC", "PARTITION")
 			for _, r := range doc.After.Stale {
 				tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition))

@@ -55,6 +55,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 			if f.Flags.Timeout <= 0 {
 				return cmdutil.FlagErrorf("--timeout must be positive, got %s", f.Flags.Timeout)
 			}
+			f.IOStreams.SetNoHeaders(f.Flags.NoHeaders)
 			return nil
 		},
 	}

@@ -1,11 +1,13 @@
 package shared
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
@@ -19,6 +21,7 @@ type Flags struct {
 	MaxBundles  int
 	Pause       time.Duration
 	Wait        time.Duration
+	ShowAll     bool // --show-all (BindShowAll)
 }
 
 // BindReloadFlags binds --dry-run, --yes, --allow-active, --refuse-live, --max-bundles, --pause and --wait
@@ -46,4 +49,10 @@ func (r *Flags) Validate() error {
 		return cmdutil.FlagErrorf("--pause must not be negative, got %s", r.Pause)
 	}
 	return nil
+}
+
+// BindShowAll binds --show-all to v: the tables of a plan and its result show every row,
+// not the first output.MaxRows (-o json always has every row).
+func BindShowAll(fl *pflag.FlagSet, v *bool) {
+	fl.BoolVar(v, "show-all", false, fmt.Sprintf("-o table: print every row of the plan and result tables (default: the first %d, then how many more)", output.MaxRows))
 }

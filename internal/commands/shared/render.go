@@ -13,12 +13,12 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
-// WritePlan writes plan as text tables: the bundles to unload, then every affected group with
-// its activity per cluster.
-func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
+// WritePlan writes plan as text tables in layout l (cut: see output.Layout): the bundles to
+// unload, then every affected group with its activity per cluster.
+func WritePlan(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, plan *reload.Plan) error {
 	fmt.Fprintf(w, "Reload plan for cluster %s: %d bundle(s) of %s, %d group(s) reloaded (%s, %d partitions)\n",
 		plan.Cluster, len(plan.Bundles), plan.Namespace, len(plan.Groups), plan.OffsetsTopic, plan.OffsetsPartitions)
-	if err := writePlanBundles(w, tty, cs, plan); err != nil {
+	if err := writePlanBundles(w, l, cs, plan); err != nil {
 		return err
 	}
 	if len(plan.Groups) == 0 {
@@ -26,18 +26,18 @@ func WritePlan(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Pl
 		return nil
 	}
 	fmt.Fprintln(w)
-	return writePlanGroups(w, tty, cs, plan)
+	return writePlanGroups(w, l, cs, plan)
 }
 
 // writePlanBundles writes the table of the plan's bundles and what each one would do.
-func writePlanBundles(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
-	tp := output.NewTablePrinterTo(w, tty)
+func writePlanBundles(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, plan *reload.Plan) error {
+	tp := output.NewTablePrinterTo(w, l)
 	tp.AddHeader("BUNDLE", "OFFSETS PARTITIONS", "GROUPS", "ACTIVE", "ACTION")
 	for _, b := range plan.Bundles {
 		action := "unload + lookup"
 		if b.Refused {
 			action = "REFUSED: " + b.Reason
-			if tty {
+			if l.TTY {
 				action = cs.Red(action)
 			}
 		}
@@ -67,8 +67,8 @@ func writePlanBundles(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *re
 
 // writePlanGroups writes the table of the affected groups, one activity column per cluster,
 // then the first DescribeGroups error of each cluster.
-func writePlanGroups(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *reload.Plan) error {
-	tp := output.NewTablePrinterTo(w, tty)
+func writePlanGroups(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, plan *reload.Plan) error {
+	tp := output.NewTablePrinterTo(w, l)
 	hdr := []string{"GROUP", "OFFSETS PARTITION", "BUNDLE", "REQUESTED", "SERVED", "AFTER RELOAD"}
 	for _, c := range plan.Clusters {
 		hdr = append(hdr, strings.ToUpper(c))
@@ -86,7 +86,7 @@ func writePlanGroups(w io.Writer, tty bool, cs *iostreams.ColorScheme, plan *rel
 			if _, seen := errs[c]; !seen && a.Error != "" && (a.Status != reload.ActivityLive || a.Members == nil) {
 				errs[c] = a.Error
 			}
-			row = append(row, activityCell(tty, cs, a))
+			row = append(row, activityCell(l.TTY, cs, a))
 		}
 		tp.AddRow(row...)
 	}
@@ -115,14 +115,15 @@ func activityCell(tty bool, cs *iostreams.ColorScheme, a reload.Activity) string
 	return cell
 }
 
-// WriteExecution writes what a reload did: per bundle, then per group before and after.
-func WriteExecution(w io.Writer, tty bool, cs *iostreams.ColorScheme, ex *reload.Execution) error {
+// WriteExecution writes what a reload did in layout l: per bundle, then per group before and
+// after.
+func WriteExecution(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, ex *reload.Execution) error {
 	fmt.Fprintln(w, "Reload result:")
-	tp := output.NewTablePrinterTo(w, tty)
+	tp := output.NewTablePrinterTo(w, l)
 	tp.AddHeader("BUNDLE", "STATUS", "UNLOADED", "LOADED", "OWNER", "DETAIL")
 	for _, b := range ex.Bundles {
 		st := b.Status
-		if tty {
+		if l.TTY {
 			st = statusColor(cs, st)
 		}
 		tp.AddRow(b.Range, st, yesNo(b.Unloaded), yesNo(b.Loaded), dash(b.Owner), dash(bundleDetail(b)))
@@ -132,11 +133,11 @@ func WriteExecution(w io.Writer, tty bool, cs *iostreams.ColorScheme, ex *reload
 	}
 	if len(ex.Groups) > 0 {
 		fmt.Fprintln(w)
-		tp = output.NewTablePrinterTo(w, tty)
+		tp = output.NewTablePrinterTo(w, l)
 		tp.AddHeader("GROUP", "BUNDLE", "CACHED BEFORE", "PREDICTED", "CACHED AFTER", "STATUS")
 		for _, g := range ex.Groups {
 			st := g.Status
-			if tty {
+			if l.TTY {
 				st = statusColor(cs, st)
 			}
 			tp.AddRow(g.Group, g.Bundle, formatAnswer(g.Before), FormatOffsets(g.Persisted), formatAnswer(g.After), st)

@@ -34,6 +34,9 @@ type RunOptions struct {
 	Replan func(context.Context) (*reload.Plan, error)
 	// Reason is what the audit trail says the writes are for.
 	Reason string
+	// ShowAll (--show-all) prints every row of the plan's tables, not the first
+	// output.MaxRows.
+	ShowAll bool
 }
 
 // RunResult is the outcome of RunPlan.
@@ -88,10 +91,10 @@ func showPlan(ios *iostreams.IOStreams, format output.Format, plan *reload.Plan,
 	cs := ios.ColorScheme()
 	switch {
 	case format == output.Table:
-		_ = WritePlan(ios.Out, ios.IsStdoutTTY(), cs, plan)
+		_ = WritePlan(ios.Out, output.StdoutLayout(ios).Cut(o.ShowAll), cs, plan)
 		fmt.Fprintln(ios.Out)
 	case !o.DryRun && !o.Yes:
-		_ = WritePlan(ios.ErrOut, ios.IsStderrTTY(), cs, plan)
+		_ = WritePlan(ios.ErrOut, output.StderrLayout(ios).Cut(o.ShowAll), cs, plan)
 	}
 }
 
