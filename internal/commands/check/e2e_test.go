@@ -248,7 +248,7 @@ func TestE2EClusterUnreachable(t *testing.T) {
 	r, s := cell(t, rep, group, "scus")
 	wc := r.Cell("wus")
 	if code != 3 || val(s.Persisted) != "77" || s.Status != verdict.StatusOK || wc.Status != verdict.StatusError ||
-		!strings.Contains(stderr, "cluster wus: pulsar") || len(rep.Errors) == 0 || rep.Errors[0].Cluster != "wus" {
+		!strings.Contains(stderr, "cluster wus: admin http://127.0.0.1:1: connection refused") || len(rep.Errors) == 0 || rep.Errors[0].Cluster != "wus" {
 		t.Errorf("exit %d row %+v scus %+v wus %+v errors %+v\n%s", code, r, s, wc, rep.Errors, stderr)
 	}
 }
