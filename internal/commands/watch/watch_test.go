@@ -71,9 +71,10 @@ func (idleTailer) Tail(ctx context.Context, p int32, fn func(pulsarx.TailMessage
 	return nil
 }
 
-func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
-	f, s := clitest.NewFactory("test", false)
-	addr := make(chan string, 1)
+// idleWatch is watch's options as parsed from --interval 50ms, on one cluster scus whose
+// offsets topic never changes.
+func idleWatch(t *testing.T, f *cmdutil.Factory) *Options {
+	t.Helper()
 	var got *Options
 	cmd := NewCmdWatch(f, func(o *Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--interval", "50ms"})
@@ -87,6 +88,13 @@ func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
 	got.Build = func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
 		return []watch.Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: idleTailer{}}}, func() {}, nil
 	}
+	return got
+}
+
+func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
+	f, s := clitest.NewFactory("test", false)
+	addr := make(chan string, 1)
+	got := idleWatch(t, f)
 	got.Listener = func(string) (net.Listener, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err == nil {
@@ -160,19 +168,7 @@ func (l failingListener) Accept() (net.Conn, error) {
 // The HTTP server failing stops watch with 3, naming the address.
 func TestWatchRunHTTPServerFails(t *testing.T) {
 	f, s := clitest.NewFactory("test", false)
-	var got *Options
-	cmd := NewCmdWatch(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--interval", "50ms"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	got.Targets = func() ([]config.Cluster, []config.Cluster, error) {
-		cl := []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}}
-		return cl, cl, nil
-	}
-	got.Build = func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
-		return []watch.Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: idleTailer{}}}, func() {}, nil
-	}
+	got := idleWatch(t, f)
 	got.Listener = func(string) (net.Listener, error) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		return failingListener{ln}, err
