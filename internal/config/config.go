@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -33,11 +34,13 @@ type Cluster struct {
 	Name string `yaml:"name" json:"name"`
 	// PulsarCluster is the cluster's own name in Pulsar (the brokers' clusterName, the key
 	// of replicators and replication clusters); empty: the same as Name.
-	PulsarCluster     string      `yaml:"pulsarCluster,omitempty" json:"pulsarCluster,omitempty"`
-	AdminURL          string      `yaml:"adminURL,omitempty" json:"adminURL,omitempty"`
-	ServiceURL        string      `yaml:"serviceURL,omitempty" json:"serviceURL,omitempty"`
-	KafkaBootstrap    []string    `yaml:"kafkaBootstrap,omitempty" json:"kafkaBootstrap,omitempty"`
-	Tenant            string      `yaml:"tenant,omitempty" json:"tenant,omitempty"`
+	PulsarCluster  string   `yaml:"pulsarCluster,omitempty" json:"pulsarCluster,omitempty"`
+	AdminURL       string   `yaml:"adminURL,omitempty" json:"adminURL,omitempty"`
+	ServiceURL     string   `yaml:"serviceURL,omitempty" json:"serviceURL,omitempty"`
+	KafkaBootstrap []string `yaml:"kafkaBootstrap,omitempty" json:"kafkaBootstrap,omitempty"`
+	Tenant         string   `yaml:"tenant,omitempty" json:"tenant,omitempty"`
+	// Tenants replaces Tenant for a multi-tenant KoP: one offsets topic per tenant.
+	Tenants           *Tenants    `yaml:"tenants,omitempty" json:"tenants,omitempty"`
 	MetadataNamespace string      `yaml:"metadataNamespace,omitempty" json:"metadataNamespace,omitempty"`
 	KafkaNamespace    string      `yaml:"kafkaNamespace,omitempty" json:"kafkaNamespace,omitempty"`
 	PulsarAuth        *PulsarAuth `yaml:"pulsarAuth,omitempty" json:"pulsarAuth,omitempty"`
@@ -194,7 +197,7 @@ func (c *Config) Select(names []string) ([]Cluster, error) {
 }
 
 func (c *Cluster) applyDefaults() {
-	if c.Tenant == "" {
+	if c.Tenant == "" && c.Tenants == nil {
 		c.Tenant = DefaultTenant
 	}
 	if c.MetadataNamespace == "" {
@@ -203,8 +206,17 @@ func (c *Cluster) applyDefaults() {
 	if c.KafkaNamespace == "" {
 		c.KafkaNamespace = DefaultKafkaNamespace
 	}
-	if c.KafkaAuth != nil && c.KafkaAuth.SASL != nil {
-		c.KafkaAuth.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(c.KafkaAuth.SASL.Mechanism))
+	c.KafkaAuth.normalize()
+	if c.Tenants != nil {
+		for i := range c.Tenants.List {
+			c.Tenants.List[i].KafkaAuth.normalize()
+		}
+	}
+}
+
+func (ka *KafkaAuth) normalize() {
+	if ka != nil && ka.SASL != nil {
+		ka.SASL.Mechanism = strings.ToUpper(strings.TrimSpace(ka.SASL.Mechanism))
 	}
 }
 
@@ -224,10 +236,19 @@ func (c Cluster) Redacted() Cluster {
 	if out.PulsarAuth != nil {
 		out.PulsarAuth.Token = out.PulsarAuth.Token.Redacted()
 	}
-	if out.KafkaAuth != nil && out.KafkaAuth.SASL != nil {
-		out.KafkaAuth.SASL.Password = out.KafkaAuth.SASL.Password.Redacted()
+	out.KafkaAuth.redact()
+	if out.Tenants != nil {
+		for i := range out.Tenants.List {
+			out.Tenants.List[i].KafkaAuth.redact()
+		}
 	}
 	return out
+}
+
+func (ka *KafkaAuth) redact() {
+	if ka != nil && ka.SASL != nil {
+		ka.SASL.Password = ka.SASL.Password.Redacted()
+	}
 }
 
 func (c Cluster) clone() Cluster {
@@ -245,17 +266,29 @@ func (c Cluster) clone() Cluster {
 		}
 		out.PulsarAuth = &pa
 	}
-	if c.KafkaAuth != nil {
-		ka := *c.KafkaAuth
-		if ka.SASL != nil {
-			s := *ka.SASL
-			ka.SASL = &s
+	out.KafkaAuth = c.KafkaAuth.clone()
+	if c.Tenants != nil {
+		ts := Tenants{Auto: c.Tenants.Auto, List: slices.Clone(c.Tenants.List)}
+		for i := range ts.List {
+			ts.List[i].KafkaAuth = ts.List[i].KafkaAuth.clone()
 		}
-		if ka.TLS != nil {
-			t := *ka.TLS
-			ka.TLS = &t
-		}
-		out.KafkaAuth = &ka
+		out.Tenants = &ts
 	}
 	return out
+}
+
+func (ka *KafkaAuth) clone() *KafkaAuth {
+	if ka == nil {
+		return nil
+	}
+	out := *ka
+	if out.SASL != nil {
+		s := *out.SASL
+		out.SASL = &s
+	}
+	if out.TLS != nil {
+		t := *out.TLS
+		out.TLS = &t
+	}
+	return &out
 }

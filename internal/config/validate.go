@@ -78,8 +78,13 @@ func (cl Cluster) validate(add func(field, format string, args ...any)) {
 			add(fmt.Sprintf("kafkaBootstrap[%d]", i), "%v", err)
 		}
 	}
-	if !pulsarRE.MatchString(cl.Tenant) {
+	switch {
+	case cl.Tenants == nil && !pulsarRE.MatchString(cl.Tenant):
 		add("tenant", "%q is not a valid tenant name", cl.Tenant)
+	case cl.Tenants != nil && cl.Tenant != "":
+		add("tenants", "tenant and tenants are alternatives: set one (tenant: one tenant; tenants: a list, or auto)")
+	case cl.Tenants != nil:
+		cl.Tenants.validate(add)
 	}
 	if !pulsarRE.MatchString(cl.MetadataNamespace) {
 		add("metadataNamespace", "%q must be a namespace name without the tenant (like __kafka)", cl.MetadataNamespace)
@@ -115,22 +120,54 @@ func (cl Cluster) validate(add func(field, format string, args ...any)) {
 		}
 		validateTLS("pulsarAuth.tls", pa.TLS, add)
 	}
-	if ka := cl.KafkaAuth; ka != nil {
-		if s := ka.SASL; s != nil {
-			if !mechanism[s.Mechanism] {
-				add("kafkaAuth.sasl.mechanism", "%q must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+	cl.KafkaAuth.validate("kafkaAuth", add)
+}
+
+func (ts *Tenants) validate(add func(field, format string, args ...any)) {
+	if !ts.Auto && len(ts.List) == 0 {
+		add("tenants", "is empty: list the tenants, or say auto")
+	}
+	seen := map[string]int{}
+	for i, t := range ts.List {
+		field := fmt.Sprintf("tenants[%d]", i)
+		switch {
+		case t.Name == "":
+			add(field+".name", "is required")
+		case !pulsarRE.MatchString(t.Name):
+			add(field+".name", "%q is not a valid tenant name", t.Name)
+		default:
+			if j, dup := seen[t.Name]; dup {
+				add(field+".name", "duplicate tenant %q (also tenants[%d])", t.Name, j)
 			}
-			if s.Username == "" {
-				add("kafkaAuth.sasl.username", "is required")
-			}
-			if s.Password == "" {
-				add("kafkaAuth.sasl.password", "is required")
-			} else if err := s.Password.Check(); err != nil {
-				add("kafkaAuth.sasl.password", "%v", err)
+			seen[t.Name] = i
+		}
+		if t.KafkaNamespace != "" {
+			if parts := strings.Split(t.KafkaNamespace, "/"); len(parts) != 2 || !pulsarRE.MatchString(parts[0]) || !pulsarRE.MatchString(parts[1]) {
+				add(field+".kafkaNamespace", "%q must be <tenant>/<namespace>", t.KafkaNamespace)
 			}
 		}
-		validateTLS("kafkaAuth.tls", ka.TLS, add)
+		t.KafkaAuth.validate(field+".kafkaAuth", add)
 	}
+}
+
+func (ka *KafkaAuth) validate(prefix string, add func(field, format string, args ...any)) {
+	if ka == nil {
+		return
+	}
+	if s := ka.SASL; s != nil {
+		if !mechanism[s.Mechanism] {
+			add(prefix+".sasl.mechanism", "%q must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.Mechanism)
+		}
+		if s.Username == "" {
+			add(prefix+".sasl.username", "is required")
+		}
+		if s.Password == "" {
+			add(prefix+".sasl.password", "is required")
+		} else if err := s.Password.Check(); err != nil {
+			add(prefix+".sasl.password", "%v", err)
+		}
+	}
+	validateTLS(prefix+".tls", ka.TLS, add)
 }
 
 func validateTLS(field string, t *TLS, add func(field, format string, args ...any)) {
@@ -217,13 +254,22 @@ func (cl Cluster) Preflight(path string) error {
 		}
 		tls("pulsarAuth.tls", pa.TLS)
 	}
-	if ka := cl.KafkaAuth; ka != nil {
+	kafka := func(prefix string, ka *KafkaAuth) {
+		if ka == nil {
+			return
+		}
 		if ka.SASL != nil {
 			if _, err := ka.SASL.Password.Resolve(); err != nil {
-				add("kafkaAuth.sasl.password", err)
+				add(prefix+".sasl.password", err)
 			}
 		}
-		tls("kafkaAuth.tls", ka.TLS)
+		tls(prefix+".tls", ka.TLS)
+	}
+	kafka("kafkaAuth", cl.KafkaAuth)
+	if cl.Tenants != nil {
+		for i, t := range cl.Tenants.List {
+			kafka(fmt.Sprintf("tenants[%d].kafkaAuth", i), t.KafkaAuth)
+		}
 	}
 	return es.err()
 }

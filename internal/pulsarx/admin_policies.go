@@ -104,3 +104,26 @@ func (a *Admin) RemoveTopicReplicationClusters(ctx context.Context, topic string
 	})
 	return err
 }
+
+// OffsetsTenants lists the tenants whose <tenant>/<metadataNamespace> holds KoP's offsets
+// topic (what `tenants: auto` covers), sorted: a tenant without that namespace or topic
+// (KoP creates both when the tenant's first client arrives) is left out.
+func (a *Admin) OffsetsTenants(ctx context.Context, metadataNamespace string) ([]string, error) {
+	tenants, err := sortedList(ctx, a, "list tenants", "", func(cctx context.Context) ([]string, error) {
+		return a.client.Tenants().ListWithContext(cctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range tenants {
+		ok, err := a.TopicExists(ctx, OffsetsTopic(t, metadataNamespace))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

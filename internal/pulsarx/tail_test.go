@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/wait"
 )
 
 func TestTailCatchesUpThenFollows(t *testing.T) {
@@ -31,7 +31,7 @@ func TestTailCatchesUpThenFollows(t *testing.T) {
 			return nil
 		}, func() { caughtAt = len(got) })
 	}()
-	if err := clitest.Await(t, done, 5*time.Second, "Tail did not return after cancel"); err != nil {
+	if err := wait.Await(t, done, 5*time.Second, "Tail did not return after cancel"); err != nil {
 		t.Fatalf("Tail: %v", err)
 	}
 	if strings.Join(got, " ") != "a@ b@ late@scus" {

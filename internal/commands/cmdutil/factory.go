@@ -26,6 +26,7 @@ type GlobalFlags struct {
 	Timeout    time.Duration // --timeout: per request/operation
 	Verbose    bool          // --verbose: debug logs on stderr
 	NoHeaders  bool          // --no-headers: tables without their header line
+	Tenants    []string      // --tenant: names or globs (internal/match)
 }
 
 // AdHoc reports whether the ad-hoc cluster flags are in use.
@@ -47,8 +48,14 @@ type Factory struct {
 	// $KOP_OFFSETS_CONFIG, $XDG_CONFIG_HOME/kop-offsets/config.yaml. Errors map to exit 2.
 	Config func() (*config.Config, error)
 	// Clusters returns the clusters --cluster selects (all when not given). An unknown name
-	// is a *config.Error (exit 2).
+	// is a *config.Error (exit 2). In a multi-tenant config (`tenants:`) or with --tenant,
+	// they are the views of the one tenant selected; more than one is a usage error that
+	// names them (commands that work per tenant call Scopes).
 	Clusters func() ([]config.Cluster, error)
+	// Scopes returns the selected clusters per tenant --tenant selects: one scope per tenant,
+	// the unit commands compare in. A `tenants: auto` cluster whose tenants cannot be listed
+	// is warned about on stderr and left out; none left at all is exit 3.
+	Scopes func() ([]config.Scope, error)
 	// ConnectOptions returns the timeouts (--timeout) and logger for the clients.
 	ConnectOptions func() connect.Options
 
@@ -77,5 +84,6 @@ func BindGlobalFlags(cmd *cobra.Command, fl *GlobalFlags) {
 	}
 	pf.DurationVar(&fl.Timeout, "timeout", fl.Timeout, "timeout of each request to a cluster (dial timeout: the smaller of 5s and this)")
 	pf.BoolVar(&fl.Verbose, "verbose", false, "log what is done to stderr")
+	PatternsVar(pf, &fl.Tenants, "tenant", "tenants to work on (multi-tenant KoP: tenants: in the config), name or glob, repeatable (default: all)")
 	pf.BoolVar(&fl.NoHeaders, "no-headers", false, "-o table: no header line, on a terminal or piped (piped tables are tab-separated)")
 }

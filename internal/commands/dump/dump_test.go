@@ -20,6 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/wait"
 )
 
 var ts = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -351,7 +352,7 @@ func TestDumpFollowStopsAtLimit(t *testing.T) {
 		}}
 	done := make(chan error, 1)
 	go func() { done <- dumpRun(context.Background(), opts) }()
-	if err := clitest.Await(t, done, 5*time.Second, "--follow --limit did not stop"); err != nil || strings.Count(out.String(), "\n") != 2 {
+	if err := wait.Await(t, done, 5*time.Second, "--follow --limit did not stop"); err != nil || strings.Count(out.String(), "\n") != 2 {
 		t.Errorf("%v %q", err, out)
 	}
 	// Without a limit, cancellation ends it cleanly.

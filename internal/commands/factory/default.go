@@ -4,8 +4,12 @@
 package factory
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/apache/pulsar-client-go/pulsar"
@@ -16,6 +20,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // New returns the Factory of the process. Getenv defaults to os.Getenv.
@@ -36,12 +41,31 @@ func NewWithEnv(appVersion string, ios *iostreams.IOStreams, getenv func(string)
 		return slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: level}))
 	})
 	f.Config = sync.OnceValues(func() (*config.Config, error) { return LoadConfig(flags, getenv) })
+	// Once: a `tenants: auto` cluster's tenants are listed once per run.
+	f.Scopes = sync.OnceValues(func() ([]config.Scope, error) {
+		cfg, err := f.Config()
+		if err != nil {
+			return nil, err
+		}
+		sel, err := cfg.Select(flags.Clusters)
+		if err != nil {
+			return nil, err
+		}
+		return Scopes(ios, sel, flags.Tenants, discoverTenants(flags))
+	})
 	f.Clusters = func() ([]config.Cluster, error) {
 		cfg, err := f.Config()
 		if err != nil {
 			return nil, err
 		}
-		return cfg.Select(flags.Clusters)
+		if !cfg.MultiTenant() && len(flags.Tenants) == 0 {
+			return cfg.Select(flags.Clusters)
+		}
+		scopes, err := f.Scopes()
+		if err != nil {
+			return nil, err
+		}
+		return OneScope(scopes)
 	}
 	f.ConnectOptions = func() connect.Options {
 		o := connect.Options{RequestTimeout: flags.Timeout}
@@ -62,6 +86,53 @@ func NewWithEnv(appVersion string, ios *iostreams.IOStreams, getenv func(string)
 		return connect.NewKafkaClient(cl, f.ConnectOptions(), extra...)
 	}
 	return f
+}
+
+// Scopes groups the selected clusters by tenant (config.Scopes), selecting by --tenant. A
+// cluster whose tenants cannot be listed is a warning on stderr; if that leaves nothing,
+// the error is exit 3. No tenant matching --tenant is exit 2.
+func Scopes(ios *iostreams.IOStreams, sel []config.Cluster, tenants []string, discover config.DiscoverFunc) ([]config.Scope, error) {
+	scopes, errs := config.Scopes(sel, tenants, discover)
+	for _, e := range errs {
+		fmt.Fprintf(ios.ErrOut, "warning: %v; its tenants are left out\n", e)
+	}
+	if len(scopes) > 0 {
+		return scopes, nil
+	}
+	if len(errs) > 0 {
+		return nil, cmdutil.UnreachableError(fmt.Errorf("no tenant could be listed: %w", errors.Join(errs...)))
+	}
+	var known []string
+	all, _ := config.Scopes(sel, nil, nil)
+	for _, s := range all {
+		known = append(known, s.Tenant)
+	}
+	return nil, cmdutil.UsageErrorf("--tenant %s matches no tenant of the selected clusters (tenants: %s)", strings.Join(tenants, ","), strings.Join(known, ", "))
+}
+
+// OneScope returns the clusters of the one scope a command that works on one tenant at a
+// time is given; several are a usage error naming them.
+func OneScope(scopes []config.Scope) ([]config.Cluster, error) {
+	if len(scopes) == 1 {
+		return scopes[0].Clusters, nil
+	}
+	return nil, cmdutil.UsageErrorf("this command works on one tenant at a time and the selected clusters have %d (%s): select one with --tenant", len(scopes), strings.Join(config.ScopeNames(scopes), ", "))
+}
+
+// discoverTenants lists a `tenants: auto` cluster's tenants through its admin API.
+func discoverTenants(flags *cmdutil.GlobalFlags) config.DiscoverFunc {
+	return func(cl config.Cluster) ([]string, error) {
+		rt, err := connect.AdminTransport(cl, connect.Options{RequestTimeout: flags.Timeout})
+		if err != nil {
+			return nil, err
+		}
+		a, err := pulsarx.NewAdminWithTransport(cl.Name, cl.AdminURL, rt)
+		if err != nil {
+			return nil, err
+		}
+		a.SetTimeout(flags.Timeout)
+		return a.OffsetsTenants(context.Background(), cl.MetadataNamespace)
+	}
 }
 
 // LoadConfig returns the config the global flags point at: the ad-hoc cluster "default"

@@ -34,8 +34,8 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
-	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest/labrun"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/wait"
 )
 
 func TestMain(m *testing.M) { labrun.Main(m) }
@@ -114,7 +114,7 @@ func (w *watchProcess) terminate(t *testing.T) error {
 	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	return clitest.Await(t, w.exited, 10*time.Second, "watch still running 10s after SIGTERM")
+	return wait.Await(t, w.exited, 10*time.Second, "watch still running 10s after SIGTERM")
 }
 
 // waitReady waits (2m at most) until watch at base answers /readyz: both clusters replayed

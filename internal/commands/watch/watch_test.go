@@ -16,6 +16,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/wait"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
@@ -136,7 +137,7 @@ func TestWatchRunServesAndStopsOnSignal(t *testing.T) {
 	}
 	t0 := time.Now()
 	cancel()
-	if err := clitest.Await(t, done, 5*time.Second, "watchRun did not stop within 5s"); err != nil {
+	if err := wait.Await(t, done, 5*time.Second, "watchRun did not stop within 5s"); err != nil {
 		t.Fatalf("watchRun: %v", err)
 	}
 	if d := time.Since(t0); d > 3*time.Second {
@@ -175,7 +176,7 @@ func TestWatchRunHTTPServerFails(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- watchRun(context.Background(), got) }()
-	err := clitest.Await(t, done, 5*time.Second, "watchRun did not stop within 5s of its server failing")
+	err := wait.Await(t, done, 5*time.Second, "watchRun did not stop within 5s of its server failing")
 	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "HTTP server on 127.0.0.1:9464") {
 		t.Errorf("err %v (exit %d), want 3 naming the server's address", err, cmdutil.ExitCode(err))
 	}

@@ -1,4 +1,6 @@
-package clitest
+// Package wait holds the test helper that waits for a goroutine with a deadline. It imports
+// nothing of the project, so that any package's tests can use it.
+package wait
 
 import (
 	"testing"
