@@ -147,6 +147,9 @@ func (c Cluster) ForTenant(t Tenant) Cluster {
 type Scope struct {
 	Tenant   string
 	Clusters []Cluster
+	// Named is set when the config has more than one tenant or a `tenants:` key: reports
+	// then name the tenant of every row (one-tenant configs print as they always did).
+	Named bool
 }
 
 // DiscoverFunc lists the tenants of a `tenants: auto` cluster that hold an offsets topic.
@@ -171,7 +174,10 @@ func (e *TenantError) Unwrap() error { return e.Err }
 // left out, the others go on.
 func Scopes(cs []Cluster, patterns []string, discover DiscoverFunc) (scopes []Scope, errs []error) {
 	idx := map[string]int{}
+	all := map[string]bool{}
+	named := false
 	for _, cl := range cs {
+		named = named || cl.Tenants != nil
 		var tenants []Tenant
 		switch {
 		case cl.Tenants == nil:
@@ -193,6 +199,7 @@ func Scopes(cs []Cluster, patterns []string, discover DiscoverFunc) (scopes []Sc
 			tenants = cl.Tenants.List
 		}
 		for _, t := range tenants {
+			all[t.Name] = true
 			if !match.Any(patterns, t.Name) {
 				continue
 			}
@@ -204,6 +211,9 @@ func Scopes(cs []Cluster, patterns []string, discover DiscoverFunc) (scopes []Sc
 			}
 			scopes[i].Clusters = append(scopes[i].Clusters, cl.ForTenant(t))
 		}
+	}
+	for i := range scopes {
+		scopes[i].Named = named || len(all) > 1
 	}
 	return scopes, errs
 }

@@ -102,6 +102,9 @@ func TestScopes(t *testing.T) {
 	if strings.Join(got, " ") != "acme:scus,wus,east billing:scus ops:wus" {
 		t.Fatalf("scopes %v", got)
 	}
+	if !scopes[0].Named || !scopes[2].Named {
+		t.Fatal("scopes of a tenants: config are not Named")
+	}
 	acmeScus, acmeWus := scopes[0].Clusters[0], scopes[0].Clusters[1]
 	// The super-user credentials with the tenant as username: KoP picks the tenant from it.
 	if acmeScus.Tenant != "acme" || acmeScus.KafkaAuth.SASL.Username != "acme" || acmeScus.KafkaAuth.SASL.Password != "token:super" || acmeScus.KafkaNamespace != "acme/default" {
@@ -144,7 +147,7 @@ func TestScopesOneTenantConfig(t *testing.T) {
 		t.Fatal("a config without tenants: is not multi-tenant")
 	}
 	scopes, errs := Scopes(cfg.Clusters, nil, nil)
-	if len(errs) != 0 || len(scopes) != 1 || scopes[0].Tenant != "public" || len(scopes[0].Clusters) != 2 {
+	if len(errs) != 0 || len(scopes) != 1 || scopes[0].Tenant != "public" || len(scopes[0].Clusters) != 2 || scopes[0].Named {
 		t.Fatalf("scopes %+v %v", scopes, errs)
 	}
 	if scopes[0].Clusters[0].KafkaNamespace != "public/default" || scopes[0].Clusters[0].OffsetsTopic() != cfg.Clusters[0].OffsetsTopic() {

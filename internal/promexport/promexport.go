@@ -42,6 +42,7 @@ const (
 // and kop_offsets_offsets_partition_unserved and kop_offsets_check_exit_code. Rows are added
 // one at a time (check streams them), the rest of the report at the end.
 type Series struct {
+	tenants          bool // a multi-tenant report: every series has a tenant label
 	reg              *prometheus.Registry
 	cells            map[string]*prometheus.GaugeVec // by name: cellGauges
 	status, unserved *prometheus.GaugeVec
@@ -87,17 +88,24 @@ func num(v *int64) (float64, bool) {
 	return float64(*v), true
 }
 
-// New registers the gauges in a new registry.
-func New() (*Series, error) {
+// New registers the gauges in a new registry; tenants adds the tenant label (a multi-tenant
+// report: the same group may be in several tenants).
+func New(tenants bool) (*Series, error) {
 	labels := []string{"cluster", "group", "topic", "partition"}
+	unservedLabels := []string{"cluster", "offsets_partition"}
+	if tenants {
+		labels = append([]string{"tenant"}, labels...)
+		unservedLabels = append([]string{"tenant"}, unservedLabels...)
+	}
 	gauge := func(name string, labels []string) *prometheus.GaugeVec {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: helps[name]}, labels)
 	}
 	s := &Series{
+		tenants:  tenants,
 		reg:      prometheus.NewPedanticRegistry(),
 		cells:    map[string]*prometheus.GaugeVec{},
 		status:   gauge(MetricStatus, append(labels, "status")),
-		unserved: gauge(MetricUnserved, []string{"cluster", "offsets_partition"}),
+		unserved: gauge(MetricUnserved, unservedLabels),
 		exit:     prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricExitCode, Help: helps[MetricExitCode]}),
 	}
 	cs := []prometheus.Collector{s.status, s.unserved, s.exit}
@@ -119,6 +127,9 @@ func (s *Series) AddRow(r *verdict.Row) {
 	for i := range r.Cells {
 		cell := &r.Cells[i]
 		lv := []string{cell.Cluster, r.Group, r.Topic, part}
+		if s.tenants {
+			lv = append([]string{r.Tenant}, lv...)
+		}
 		for _, g := range cellGauges {
 			if v, ok := g.value(cell); ok {
 				s.cells[g.name].WithLabelValues(lv...).Set(v)
@@ -142,14 +153,18 @@ func b2f(b bool) float64 {
 func (s *Series) Finish(rep *survey.Report) *prometheus.Registry {
 	s.exit.Set(float64(rep.ExitCode))
 	for _, u := range rep.Unserved {
-		s.unserved.WithLabelValues(u.Cluster, strconv.Itoa(int(u.OffsetsPartition))).Set(1)
+		lv := []string{u.Cluster, strconv.Itoa(int(u.OffsetsPartition))}
+		if s.tenants {
+			lv = append([]string{u.Tenant}, lv...)
+		}
+		s.unserved.WithLabelValues(lv...).Set(1)
 	}
 	return s.reg
 }
 
 // Registry returns a registry holding the Series of rep.
 func Registry(rep *survey.Report) (*prometheus.Registry, error) {
-	s, err := New()
+	s, err := New(len(rep.Tenants) > 0)
 	if err != nil {
 		return nil, err
 	}

@@ -46,6 +46,9 @@ func WriteText(out io.Writer, head *survey.Report, rows Rows) error {
 		w.sample(func() {
 			w.label("cluster", u.Cluster)
 			w.label("offsets_partition", strconv.Itoa(int(u.OffsetsPartition)))
+			if u.Tenant != "" {
+				w.label("tenant", u.Tenant)
+			}
 		}, 1)
 	}
 	w.family(MetricExitCode, "gauge")
@@ -73,6 +76,9 @@ func (w *textWriter) cellSample(r *verdict.Row, c *verdict.Cell, st verdict.Stat
 		w.label("partition", strconv.Itoa(int(r.Partition)))
 		if st != "" {
 			w.label("status", string(st))
+		}
+		if r.Tenant != "" {
+			w.label("tenant", r.Tenant)
 		}
 		w.label("topic", r.Topic)
 	}, v)

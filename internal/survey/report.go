@@ -2,6 +2,7 @@ package survey
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -10,11 +11,13 @@ import (
 
 // Report is the document `check -o json` prints (cli.md: "A check row").
 type Report struct {
-	SchemaVersion int            `json:"schemaVersion"`
-	Clusters      []string       `json:"clusters"`
-	Source        *string        `json:"source"`
-	Rows          []verdict.Row  `json:"rows"`
-	Errors        []ClusterError `json:"errors,omitempty"`
+	SchemaVersion int `json:"schemaVersion"`
+	// Tenants are the tenants of a multi-tenant report, each compared on its own clusters.
+	Tenants  []string       `json:"tenants,omitempty"`
+	Clusters []string       `json:"clusters"`
+	Source   *string        `json:"source"`
+	Rows     []verdict.Row  `json:"rows"`
+	Errors   []ClusterError `json:"errors,omitempty"`
 	// Unread are the clusters nothing could be read from (neither the offsets topic nor
 	// KoP): their rows are missing, not in agreement.
 	Unread []string `json:"unread,omitempty"`
@@ -25,10 +28,13 @@ type Report struct {
 	Warnings []string            `json:"warnings,omitempty"`
 	Summary  map[string]int      `json:"summary"`
 	ExitCode outcome.Outcome     `json:"exitCode"`
+	// Sides counts the (tenant, cluster) pairs of a merged report (Merge); 0: one per cluster.
+	Sides int `json:"-"`
 }
 
 // UnservedPartition is an offsets partition KoP does not serve on one cluster.
 type UnservedPartition struct {
+	Tenant           string `json:"tenant,omitempty"`
 	Cluster          string `json:"cluster"`
 	OffsetsPartition int32  `json:"offsetsPartition"`
 	// Answer is what KoP kept answering for a probe group of the partition.
@@ -37,6 +43,58 @@ type UnservedPartition struct {
 	// next lookup assigns it), when it could be read.
 	Owner string `json:"owner,omitempty"`
 	Fix   string `json:"fix"`
+}
+
+// AllUnread reports whether nothing could be read at all.
+func (r *Report) AllUnread() bool {
+	return len(r.Unread) > 0 && len(r.Unread) == r.sides()
+}
+
+func (r *Report) sides() int {
+	if r.Sides > 0 {
+		return r.Sides
+	}
+	return len(r.Clusters)
+}
+
+// Merge adds rep, the report of tenant's scope, to r, the report of every tenant: its
+// errors, unread clusters, unserved partitions and warnings name the tenant; the summary
+// adds up and the exit code is the worse. r's rows are not touched (check streams them).
+func (r *Report) Merge(tenant string, rep *Report) {
+	if r.Summary == nil {
+		r.Summary = map[string]int{}
+	}
+	if !slices.Contains(r.Tenants, tenant) {
+		r.Tenants = append(r.Tenants, tenant)
+	}
+	for _, c := range rep.Clusters {
+		if !slices.Contains(r.Clusters, c) {
+			r.Clusters = append(r.Clusters, c)
+		}
+	}
+	for k, n := range rep.Summary {
+		r.Summary[k] += n
+	}
+	prefix := "tenant " + tenant + ": "
+	for _, e := range rep.Errors {
+		e.Tenant, e.Error = tenant, prefix+e.Error
+		r.Errors = append(r.Errors, e)
+	}
+	for _, u := range rep.Unread {
+		r.Unread = append(r.Unread, tenant+"/"+u)
+	}
+	for _, u := range rep.Unserved {
+		u.Tenant = tenant
+		if !strings.Contains(u.Fix, "--tenant") {
+			u.Fix = strings.Replace(u.Fix, "kop-offsets ", "kop-offsets --tenant "+tenant+" ", 1)
+		}
+		r.Unserved = append(r.Unserved, u)
+	}
+	for _, w := range rep.Warnings {
+		r.Warnings = append(r.Warnings, prefix+w)
+	}
+	r.Sides += rep.sides()
+	r.ExitCode = outcome.Worst(r.ExitCode, rep.ExitCode)
 }
 
 var reportMu sync.Mutex

@@ -11,6 +11,9 @@ import (
 
 // Row is one group/topic/partition.
 type Row struct {
+	// Tenant is the row's tenant in a multi-tenant report (its group lives in that tenant's
+	// offsets topic); empty otherwise.
+	Tenant           string `json:"tenant,omitempty"`
 	Group            string `json:"group"`
 	Topic            string `json:"topic"`
 	Partition        int32  `json:"partition"`
@@ -81,6 +84,7 @@ type Prediction struct {
 
 // rowJSON is the JSON shape of a Row (for reading it back).
 type rowJSON struct {
+	Tenant           string `json:"tenant,omitempty"`
 	Group            string `json:"group"`
 	Topic            string `json:"topic"`
 	Partition        int32  `json:"partition"`
@@ -104,6 +108,9 @@ func (r *Row) AppendJSON(dst []byte) ([]byte, error) {
 func (r *Row) AppendJSONIndent(dst []byte, prefix, indent string) ([]byte, error) {
 	w := output.JSONWriter{B: dst, Prefix: prefix, Indent: indent}
 	w.Open()
+	if r.Tenant != "" {
+		w.String("tenant", r.Tenant)
+	}
 	w.String("group", r.Group)
 	w.String("topic", r.Topic)
 	w.Int("partition", int64(r.Partition))
@@ -186,7 +193,7 @@ func (r *Row) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*r = Row{Group: v.Group, Topic: v.Topic, Partition: v.Partition, OffsetsPartition: v.OffsetsPartition, Status: v.Status}
+	*r = Row{Tenant: v.Tenant, Group: v.Group, Topic: v.Topic, Partition: v.Partition, OffsetsPartition: v.OffsetsPartition, Status: v.Status}
 	for _, name := range slices.Sorted(maps.Keys(v.Clusters)) {
 		c := v.Clusters[name]
 		c.Cluster = name

@@ -30,7 +30,10 @@ type Options struct {
 	IO       *iostreams.IOStreams
 	Format   output.Format
 	Clusters func() ([]config.Cluster, error)
-	Connect  shared.ConnectFunc
+	// Scopes are the clusters per tenant (nil: Clusters, one tenant); each tenant's groups
+	// are compared on its own clusters.
+	Scopes  func() ([]config.Scope, error)
+	Connect shared.ConnectFunc
 
 	Groups          []string
 	Topics          []string
@@ -103,7 +106,7 @@ var checkExamples = cmdutil.Examples(`
 
 // NewCmdCheck returns `check`. runF replaces the run function in tests.
 func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters, Scopes: f.Scopes}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Compare cached and persisted offsets on each cluster and across clusters",
@@ -204,6 +207,54 @@ func ParseFailOn(vals []string) ([]verdict.Status, error) {
 	return out, nil
 }
 
+// checkScopes checks each tenant's scope on its own clusters, one after the other, rows
+// streamed to emit (named by tenant when the config has tenants), and returns the report
+// of all of them. A config error (exit 2) stops the run; a tenant that cannot be read is
+// reported in the merged report and the others go on.
+func checkScopes(ctx context.Context, opts *Options, scopes []config.Scope, failOn []verdict.Status, emit func(*verdict.Row) error) (*survey.Report, error) {
+	var total *survey.Report
+	if scopes[0].Named {
+		total = &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: shared.ScopeClusterNames(scopes), Rows: []verdict.Row{}}
+		if opts.Source != "" {
+			total.Source = &opts.Source
+		}
+	}
+	for _, sc := range scopes {
+		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect,
+			shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
+		if err != nil {
+			return nil, err
+		}
+		source := opts.Source
+		if !slices.Contains(config.Names(sc.Clusters), source) {
+			source = "" // this tenant is not on --source's cluster: compared with the highest value
+		}
+		tenant := ""
+		if sc.Named {
+			tenant = sc.Tenant
+		}
+		rep, err := survey.Stream(ctx, sources, survey.Options{
+			Groups: opts.Groups, Topics: opts.Topics, Source: source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
+			FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
+		}, func(r *verdict.Row) error {
+			r.Tenant = tenant
+			return emit(r)
+		})
+		closeAll()
+		if err != nil {
+			return nil, err
+		}
+		if total == nil {
+			return rep, nil
+		}
+		if source != opts.Source {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("--source %s: the tenant is not on that cluster; its clusters were compared with the highest value", opts.Source))
+		}
+		total.Merge(sc.Tenant, rep)
+	}
+	return total, nil
+}
+
 func checkRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -214,34 +265,25 @@ func checkRun(ctx context.Context, opts *Options) error {
 	}
 	restoreGC := cmdutil.CompactGC(cmdutil.GCReplay)
 	defer restoreGC()
-	cls, err := opts.Clusters()
+	scopes, err := shared.ScopesOf(opts.Scopes, opts.Clusters)
 	if err != nil {
 		return err
 	}
-	if opts.Source != "" && !slices.Contains(config.Names(cls), opts.Source) {
-		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(config.Names(cls), ", "))
+	names := shared.ScopeClusterNames(scopes)
+	if opts.Source != "" && !slices.Contains(names, opts.Source) {
+		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(names, ", "))
 	}
 	if opts.PrometheusFile != "" {
 		if err := promexport.CheckTextfile(opts.PrometheusFile); err != nil {
 			return cmdutil.UsageError(fmt.Errorf("--prometheus-file: %w; nothing was contacted", err))
 		}
 	}
-	sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, opts.Connect,
-		shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-
-	out, err := newReportWriter(opts, config.Names(cls))
+	out, err := newReportWriter(opts, names, scopes)
 	if err != nil {
 		return err
 	}
 	progress := opts.IO.StartProgress("checking offsets")
-	rep, err := survey.Stream(ctx, sources, survey.Options{
-		Groups: opts.Groups, Topics: opts.Topics, Source: opts.Source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
-		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
-	}, func(r *verdict.Row) error {
+	rep, err := checkScopes(ctx, opts, scopes, failOn, func(r *verdict.Row) error {
 		if out.rows == 0 {
 			progress.Stop() // rows go to stdout from now on
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
@@ -20,6 +22,7 @@ import (
 type reportWriter struct {
 	opts     *Options
 	clusters []string
+	tenants  []string // a multi-tenant report: a TENANT column, tenant labels
 	rows     int
 	hints    hints
 	series   *promexport.Series // with --prometheus-file
@@ -28,10 +31,13 @@ type reportWriter struct {
 	held     []verdict.Row // YAML
 }
 
-func newReportWriter(opts *Options, clusters []string) (*reportWriter, error) {
+func newReportWriter(opts *Options, clusters []string, scopes []config.Scope) (*reportWriter, error) {
 	w := &reportWriter{opts: opts, clusters: clusters}
+	if scopes[0].Named {
+		w.tenants = config.ScopeNames(scopes)
+	}
 	if opts.PrometheusFile != "" {
-		s, err := promexport.New()
+		s, err := promexport.New(w.tenants != nil)
 		if err != nil {
 			return nil, cmdutil.UsageError(err)
 		}
@@ -45,14 +51,14 @@ func newReportWriter(opts *Options, clusters []string) (*reportWriter, error) {
 		}
 	case output.Table, "":
 		w.table = output.NewTablePrinter(opts.IO).StreamPiped()
-		w.table.AddHeader(tableHeader(clusters)...)
+		w.table.AddHeader(tableHeader(clusters, w.tenants != nil)...)
 	}
 	return w, nil
 }
 
 // head is the report as far as it is known before the rows: what precedes them in JSON.
 func (w *reportWriter) head() *survey.Report {
-	rep := &survey.Report{SchemaVersion: 1, Clusters: w.clusters, Rows: []verdict.Row{}}
+	rep := &survey.Report{SchemaVersion: 1, Tenants: w.tenants, Clusters: w.clusters, Rows: []verdict.Row{}}
 	if w.opts.Source != "" {
 		rep.Source = &w.opts.Source
 	}
@@ -109,8 +115,12 @@ func CellText(c verdict.Cell, cachedAsked bool) string {
 	return cached + "/" + persisted
 }
 
-func tableHeader(clusters []string) []string {
-	header := []string{"GROUP", "TOPIC", "PARTITION", "OFFSETS-PARTITION"}
+func tableHeader(clusters []string, tenants bool) []string {
+	var header []string
+	if tenants {
+		header = append(header, "TENANT")
+	}
+	header = append(header, "GROUP", "TOPIC", "PARTITION", "OFFSETS-PARTITION")
 	for _, c := range clusters {
 		header = append(header, strings.ToUpper(c)+" CACHED/PERSISTED")
 	}
@@ -118,13 +128,20 @@ func tableHeader(clusters []string) []string {
 }
 
 func tableRow(tp *output.TablePrinter, r *verdict.Row, clusters []string, io *iostreams.IOStreams, cachedAsked bool) {
+	if r.Tenant != "" {
+		tp.AddField(r.Tenant)
+	}
 	tp.AddField(r.Group)
 	tp.AddField(r.Topic)
 	tp.AddField(strconv.Itoa(int(r.Partition)))
 	tp.AddField(strconv.Itoa(int(r.OffsetsPartition)))
 	var lags []string
 	for _, c := range clusters {
-		cell := r.Cell(c)
+		cell, ok := r.Lookup(c)
+		if !ok && r.Tenant != "" {
+			tp.AddField("n/a") // the tenant is not on this cluster
+			continue
+		}
 		txt := CellText(cell, cachedAsked)
 		if cell.Status != verdict.StatusOK {
 			txt += " " + strings.ToUpper(string(cell.Status))
@@ -156,7 +173,7 @@ func writeFooter(w io.Writer, rep *survey.Report, rows int, hints []string) {
 		}
 	}
 	switch {
-	case len(rep.Unread) > 0 && len(rep.Unread) == len(rep.Clusters):
+	case rep.AllUnread():
 		parts = []string{"no cluster could be read (" + strings.Join(rep.Unread, ", ") + "): see the errors below"}
 	case len(parts) == 0 && len(rep.Unread) > 0:
 		parts = []string{"no offsets found on the clusters read; not read: " + strings.Join(rep.Unread, ", ")}
@@ -196,16 +213,17 @@ type hints struct {
 }
 
 func (h *hints) add(r *verdict.Row, clusters []string) {
+	tf := shared.TenantFlag(r.Tenant)
 	for _, c := range clusters {
 		switch r.Cell(c).Status {
 		case verdict.StatusStaleCache:
-			h.addOne(fmt.Sprintf("kop-offsets reload --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", c, r.Group, c))
+			h.addOne(fmt.Sprintf("kop-offsets reload%s --cluster %s --group %s   # KoP's cache on %s differs from its offsets topic", tf, c, r.Group, c))
 		case verdict.StatusReplicationLag:
-			h.addOne(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor --cluster %s", c, c))
+			h.addOne(fmt.Sprintf("replication toward %s is behind: run check again later, or kop-offsets doctor%s --cluster %s", c, tf, c))
 		case verdict.StatusDiverged, verdict.StatusMissing:
-			h.addOne(fmt.Sprintf("kop-offsets dump --cluster %s --group %s   # history of the group's commits on %s", c, r.Group, c))
+			h.addOne(fmt.Sprintf("kop-offsets dump%s --cluster %s --group %s   # history of the group's commits on %s", tf, c, r.Group, c))
 		case verdict.StatusCoordinatorUnavailable:
-			h.addOne(fmt.Sprintf("kop-offsets locate %s --cluster %s   # who should own the group's offsets partition", r.Group, c))
+			h.addOne(fmt.Sprintf("kop-offsets locate %s%s --cluster %s   # who should own the group's offsets partition", r.Group, tf, c))
 		case verdict.StatusMisaligned:
 			h.addOne(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
 		}
