@@ -16,6 +16,7 @@ import (
 
 // Row is one check row on one cluster, as a repair run reports it.
 type Row struct {
+	Tenant    string `json:"tenant,omitempty"` // in a multi-tenant run
 	Cluster   string `json:"cluster"`
 	Group     string `json:"group"`
 	Topic     string `json:"topic"`
@@ -26,6 +27,7 @@ type Row struct {
 
 // Partition is an offsets partition of one cluster.
 type Partition struct {
+	Tenant           string `json:"tenant,omitempty"` // in a multi-tenant run
 	Cluster          string `json:"cluster"`
 	OffsetsPartition int32  `json:"offsetsPartition"`
 	Answer           string `json:"answer,omitempty"`

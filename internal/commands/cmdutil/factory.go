@@ -56,6 +56,9 @@ type Factory struct {
 	// the unit commands compare in. A `tenants: auto` cluster whose tenants cannot be listed
 	// is warned about on stderr and left out; none left at all is exit 3.
 	Scopes func() ([]config.Scope, error)
+	// AllScopes is Scopes over every configured cluster (--cluster ignored): what a
+	// writing command compares its targets with.
+	AllScopes func() ([]config.Scope, error)
 	// ConnectOptions returns the timeouts (--timeout) and logger for the clients.
 	ConnectOptions func() connect.Options
 

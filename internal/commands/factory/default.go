@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin"
@@ -41,18 +43,27 @@ func NewWithEnv(appVersion string, ios *iostreams.IOStreams, getenv func(string)
 		return slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: level}))
 	})
 	f.Config = sync.OnceValues(func() (*config.Config, error) { return LoadConfig(flags, getenv) })
-	// Once: a `tenants: auto` cluster's tenants are listed once per run.
-	f.Scopes = sync.OnceValues(func() ([]config.Scope, error) {
-		cfg, err := f.Config()
-		if err != nil {
-			return nil, err
-		}
-		sel, err := cfg.Select(flags.Clusters)
-		if err != nil {
-			return nil, err
-		}
-		return Scopes(ios, sel, flags.Tenants, discoverTenants(flags))
-	})
+	discover := discoverTenants(flags)
+	scopes := func(all bool) func() ([]config.Scope, error) {
+		return sync.OnceValues(func() ([]config.Scope, error) {
+			cfg, err := f.Config()
+			if err != nil {
+				return nil, err
+			}
+			sel := cfg.Clusters
+			if !all {
+				if sel, err = cfg.Select(flags.Clusters); err != nil {
+					return nil, err
+				}
+			}
+			warn := ios.ErrOut
+			if all {
+				warn = io.Discard // Scopes, of the selected clusters, warns
+			}
+			return Scopes(warn, sel, flags.Tenants, discover)
+		})
+	}
+	f.Scopes, f.AllScopes = scopes(false), scopes(true)
 	f.Clusters = func() ([]config.Cluster, error) {
 		cfg, err := f.Config()
 		if err != nil {
@@ -91,10 +102,10 @@ func NewWithEnv(appVersion string, ios *iostreams.IOStreams, getenv func(string)
 // Scopes groups the selected clusters by tenant (config.Scopes), selecting by --tenant. A
 // cluster whose tenants cannot be listed is a warning on stderr; if that leaves nothing,
 // the error is exit 3. No tenant matching --tenant is exit 2.
-func Scopes(ios *iostreams.IOStreams, sel []config.Cluster, tenants []string, discover config.DiscoverFunc) ([]config.Scope, error) {
+func Scopes(warn io.Writer, sel []config.Cluster, tenants []string, discover config.DiscoverFunc) ([]config.Scope, error) {
 	scopes, errs := config.Scopes(sel, tenants, discover)
 	for _, e := range errs {
-		fmt.Fprintf(ios.ErrOut, "warning: %v; its tenants are left out\n", e)
+		fmt.Fprintf(warn, "warning: %v; its tenants are left out\n", e)
 	}
 	if len(scopes) > 0 {
 		return scopes, nil
@@ -119,20 +130,38 @@ func OneScope(scopes []config.Scope) ([]config.Cluster, error) {
 	return nil, cmdutil.UsageErrorf("this command works on one tenant at a time and the selected clusters have %d (%s): select one with --tenant", len(scopes), strings.Join(config.ScopeNames(scopes), ", "))
 }
 
-// discoverTenants lists a `tenants: auto` cluster's tenants through its admin API.
+// discoverTenants lists a `tenants: auto` cluster's tenants through its admin API, once
+// per cluster and run, and warns once when it cannot.
 func discoverTenants(flags *cmdutil.GlobalFlags) config.DiscoverFunc {
-	return func(cl config.Cluster) ([]string, error) {
-		rt, err := connect.AdminTransport(cl, connect.Options{RequestTimeout: flags.Timeout})
-		if err != nil {
-			return nil, err
-		}
-		a, err := pulsarx.NewAdminWithTransport(cl.Name, cl.AdminURL, rt)
-		if err != nil {
-			return nil, err
-		}
-		a.SetTimeout(flags.Timeout)
-		return a.OffsetsTenants(context.Background(), cl.MetadataNamespace)
+	type answer struct {
+		tenants []string
+		err     error
 	}
+	var mu sync.Mutex
+	seen := map[string]answer{}
+	return func(cl config.Cluster) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a, ok := seen[cl.Name]; ok {
+			return a.tenants, a.err
+		}
+		ts, err := listTenants(cl, flags.Timeout)
+		seen[cl.Name] = answer{ts, err}
+		return ts, err
+	}
+}
+
+func listTenants(cl config.Cluster, timeout time.Duration) ([]string, error) {
+	rt, err := connect.AdminTransport(cl, connect.Options{RequestTimeout: timeout})
+	if err != nil {
+		return nil, err
+	}
+	a, err := pulsarx.NewAdminWithTransport(cl.Name, cl.AdminURL, rt)
+	if err != nil {
+		return nil, err
+	}
+	a.SetTimeout(timeout)
+	return a.OffsetsTenants(context.Background(), cl.MetadataNamespace)
 }
 
 // LoadConfig returns the config the global flags point at: the ad-hoc cluster "default"

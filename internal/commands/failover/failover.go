@@ -99,7 +99,7 @@ by name. Run 'watch --keep-translations' while both clusters answer to have them
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Config: f.Config}
+	opts := &Options{IO: f.IOStreams, Config: shared.TenantConfig(f)}
 	cmd := &cobra.Command{
 		Use:   "failover --to CLUSTER [--from CLUSTER] [--group G...] [--topic T...]",
 		Short: "Land groups on another cluster at the first message they have not consumed (offsets translated by message identity)",

@@ -39,7 +39,10 @@ type Options struct {
 
 	// Targets returns the clusters repair may write to (--cluster; default all) and every
 	// configured cluster (the check always compares all of them).
-	Targets    func() (write []config.Cluster, all []config.Cluster, err error)
+	Targets func() (write []config.Cluster, all []config.Cluster, err error)
+	// Tenants returns the same per tenant (nil: Targets, one tenant): each tenant is
+	// checked and repaired on its own clusters.
+	Tenants    func() ([]shared.TenantTarget, error)
 	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error)
 	NewSession shared.SessionFunc
 	Confirm    func(string) (bool, error)
@@ -60,6 +63,8 @@ type Scope struct {
 type Document struct {
 	SchemaVersion int  `json:"schemaVersion"`
 	DryRun        bool `json:"dryRun"`
+	// Tenants are the tenants of a multi-tenant run; every row then names its tenant.
+	Tenants []string `json:"tenants,omitempty"`
 	// Stale are the stale_cache rows the first check found on the clusters repair writes to.
 	Stale []Row `json:"stale"`
 	// Unserved are the offsets partitions KoP did not serve at the first check, on the
@@ -85,6 +90,7 @@ type Row = repair.Row
 
 // ClusterRepair is the reload of one cluster.
 type ClusterRepair struct {
+	Tenant    string            `json:"tenant,omitempty"`
 	Cluster   string            `json:"cluster"`
 	Groups    []string          `json:"groups"`
 	Plan      *reload.Plan      `json:"plan"`
@@ -177,6 +183,7 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				return err
 			}
 			opts.Targets = shared.Targets(f)
+			opts.Tenants = shared.TenantTargets(f)
 			opts.Check = FactoryCheck(f)
 			if runF != nil {
 				return runF(opts)
@@ -216,7 +223,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
-	write, all, err := opts.Targets()
+	targets, err := opts.tenantTargets()
 	if err != nil {
 		return err
 	}
@@ -228,14 +235,104 @@ func repairRun(ctx context.Context, opts *Options) error {
 		}
 		defer unlock()
 	}
+	if !targets[0].Named {
+		r := newRun(opts, targets[0])
+		if err := r.repair(ctx); err != nil {
+			return err
+		}
+		return finish(opts, r.doc, r.worst)
+	}
+	// Tenant by tenant: each one's check compares its own clusters, and its reloads unload
+	// only its own metadata namespace's bundles.
+	doc, worst := newDocument(opts), outcome.OK
+	for _, tt := range targets {
+		r := newRun(opts, tt)
+		if err := r.repair(ctx); err != nil {
+			return err
+		}
+		doc.merge(tt.Tenant, r.doc)
+		worst = outcome.Worst(worst, r.worst)
+	}
+	return finish(opts, doc, worst)
+}
 
-	r := &run{opts: opts, write: write, all: all, doc: &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{},
-		Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}}
-	first, err := opts.Check(ctx, all, opts.Scope)
+func (opts *Options) tenantTargets() ([]shared.TenantTarget, error) {
+	if opts.Tenants != nil {
+		return opts.Tenants()
+	}
+	write, all, err := opts.Targets()
+	if err != nil {
+		return nil, err
+	}
+	return []shared.TenantTarget{{Scope: config.Scope{Clusters: write}, All: all}}, nil
+}
+
+func newDocument(opts *Options) *Document {
+	return &Document{SchemaVersion: 1, DryRun: opts.DryRun, Stale: []Row{},
+		Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
+}
+
+func newRun(opts *Options, tt shared.TenantTarget) *run {
+	r := &run{opts: opts, write: tt.Clusters, all: tt.All, doc: newDocument(opts)}
+	if tt.Named {
+		r.tenant = tt.Tenant
+	}
+	return r
+}
+
+// merge adds o, the document of tenant's run, to d, naming the tenant in each of its rows.
+func (d *Document) merge(tenant string, o *Document) {
+	d.Tenants = append(d.Tenants, tenant)
+	rows := func(rs []Row) []Row {
+		for i := range rs {
+			rs[i].Tenant = tenant
+		}
+		return rs
+	}
+	parts := func(ps []Partition) []Partition {
+		for i := range ps {
+			ps[i].Tenant = tenant
+		}
+		return ps
+	}
+	d.Stale = append(d.Stale, rows(o.Stale)...)
+	d.Unserved = append(d.Unserved, parts(o.Unserved)...)
+	d.Left = append(d.Left, rows(o.Left)...)
+	for _, c := range o.Clusters {
+		c.Tenant = tenant
+		d.Clusters = append(d.Clusters, c)
+	}
+	if o.After != nil {
+		if d.After == nil {
+			d.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
+		}
+		d.After.Stale = append(d.After.Stale, rows(o.After.Stale)...)
+		d.After.Unserved = append(d.After.Unserved, parts(o.After.Unserved)...)
+		d.After.Unavailable += o.After.Unavailable
+	}
+	for k, n := range o.Summary {
+		d.Summary[k] += n
+	}
+	for _, e := range o.Errors {
+		d.Errors = append(d.Errors, "tenant "+tenant+": "+e)
+	}
+	for _, u := range o.Unread {
+		d.Unread = append(d.Unread, tenant+"/"+u)
+	}
+	for _, e := range o.Unreachable {
+		e.Tenant = tenant
+		d.Unreachable = append(d.Unreachable, e)
+	}
+}
+
+// repair runs the first check, the reloads and the second check of one tenant.
+func (r *run) repair(ctx context.Context) error {
+	opts := r.opts
+	first, err := opts.Check(ctx, r.all, opts.Scope)
 	if err != nil {
 		// Classified as check's: a configuration error (the cluster-name refusal) is 2,
 		// anything else 3.
-		return fmt.Errorf("check: %w (nothing was reloaded)", err)
+		return fmt.Errorf("%scheck: %w (nothing was reloaded)", r.label(), err)
 	}
 	var unread []string // clusters written to that the first check could not read at all
 	if first.ExitCode == outcome.Unreachable {
@@ -244,7 +341,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 			r.doc.Errors = append(r.doc.Errors, "first check: "+e.Error)
 		}
 		for _, n := range first.Unread {
-			if slices.Contains(clusterNames(write), n) {
+			if slices.Contains(clusterNames(r.write), n) {
 				unread = append(unread, n)
 			}
 		}
@@ -253,38 +350,46 @@ func repairRun(ctx context.Context, opts *Options) error {
 	}
 	if misaligned := r.sort(first); misaligned > 0 {
 		r.raise(outcome.Found)
-		fmt.Fprintf(opts.IO.ErrOut, "%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", misaligned)
+		fmt.Fprintf(opts.IO.ErrOut, "%s%d misaligned rows left alone: a reload would make KoP serve a number that names another message; run the failover command in their reason\n", r.label(), misaligned)
 	}
 	if len(r.doc.Stale) == 0 && len(r.doc.Unserved) == 0 {
 		switch {
 		case len(unread) > 0:
-			fmt.Fprintf(opts.IO.ErrOut, "nothing repaired: %s could not be read (the errors below say why); nothing was written\n", strings.Join(unread, ", "))
+			fmt.Fprintf(opts.IO.ErrOut, "%snothing repaired: %s could not be read (the errors below say why); nothing was written\n", r.label(), strings.Join(unread, ", "))
 		case first.ExitCode == outcome.Unreachable:
-			fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved in what could be read (the errors below say what could not)")
+			fmt.Fprintf(opts.IO.ErrOut, "%snothing stale or unserved in what could be read (the errors below say what could not)\n", r.label())
 		default:
-			fmt.Fprintln(opts.IO.ErrOut, "nothing stale or unserved: nothing to do")
+			fmt.Fprintf(opts.IO.ErrOut, "%snothing stale or unserved: nothing to do\n", r.label())
 		}
 		r.doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
-		return finish(opts, r.doc, r.worst)
+		return nil
 	}
 	executed := false
-	for _, cl := range write {
+	for _, cl := range r.write {
 		ran, err := r.reloadCluster(ctx, cl)
 		if err != nil {
 			return err
 		}
 		executed = executed || ran
 	}
-	if opts.DryRun {
-		return finish(opts, r.doc, r.worst)
+	if !opts.DryRun {
+		r.after(ctx, executed)
 	}
-	r.after(ctx, executed)
-	return finish(opts, r.doc, r.worst)
+	return nil
+}
+
+// label is "tenant T: " in a multi-tenant run, where messages name the tenant.
+func (r *run) label() string {
+	if r.tenant == "" {
+		return ""
+	}
+	return "tenant " + r.tenant + ": "
 }
 
 // run is one repair run: the document it builds and its exit code so far.
 type run struct {
 	opts       *Options
+	tenant     string // a multi-tenant run's tenant; "" otherwise
 	write, all []config.Cluster
 	doc        *Document
 	worst      outcome.Outcome
@@ -358,7 +463,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 	}
 	cr.Refusal, cr.Execution, cr.ExitCode = res.Refusal, res.Execution, res.ExitCode
 	if res.Refusal != "" {
-		fmt.Fprintf(opts.IO.ErrOut, "cluster %s: %s\n", cl.Name, res.Refusal)
+		fmt.Fprintf(opts.IO.ErrOut, "%scluster %s: %s\n", r.label(), cl.Name, res.Refusal)
 		if res.Execution == nil {
 			// Nothing was unloaded on this cluster: the writer lease is held elsewhere (3),
 			// the trail cannot be written (2), or the plan was refused (4; under --dry-run,
@@ -373,7 +478,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		_ = shared.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), opts.IO.ColorScheme(), res.Execution)
 		fmt.Fprintln(opts.IO.Out)
 	}
-	fmt.Fprintln(opts.IO.ErrOut, shared.Summary(cl.Name, res.Execution))
+	fmt.Fprintln(opts.IO.ErrOut, r.label()+shared.Summary(cl.Name, res.Execution))
 	if res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.WriteFailed {
 		r.raise(res.ExitCode)
 	}
@@ -416,16 +521,16 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 	if len(doc.Left) > 0 {
 		fmt.Fprintln(w, "Left alone (repair only fixes stale_cache):")
 		tp := output.NewTablePrinterTo(w, layout)
-		tp.AddHeader("CLUSTER", "GROUP", "TOPIC", "PARTITION", "STATUS", "WHY")
+		tp.AddHeader(withTenant(doc, "TENANT", "CLUSTER", "GROUP", "TOPIC", "PARTITION", "STATUS", "WHY")...)
 		for _, r := range doc.Left {
-			tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition), strings.ToUpper(r.Status), r.Reason)
+			tp.AddRow(withTenant(doc, r.Tenant, r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition), strings.ToUpper(r.Status), r.Reason)...)
 		}
 		_ = tp.Render()
 	}
 	if doc.After != nil && (len(doc.Unserved) > 0 || len(doc.After.Unserved) > 0) {
 		fmt.Fprintf(w, "unserved offsets partitions: %d before, %d after", len(doc.Unserved), len(doc.After.Unserved))
 		for _, u := range doc.After.Unserved {
-			fmt.Fprintf(w, "; %s/%d (%s)", u.Cluster, u.OffsetsPartition, u.Answer)
+			fmt.Fprintf(w, "; %s%s/%d (%s)", tenantPrefix(u.Tenant), u.Cluster, u.OffsetsPartition, u.Answer)
 		}
 		fmt.Fprintln(w)
 	}
@@ -442,9 +547,9 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 		} else {
 			fmt.Fprintf(w, "stale_cache rows: %d before, %d still stale:\n", len(doc.Stale), len(doc.After.Stale))
 			tp := output.NewTablePrinterTo(w, layout)
-			tp.AddHeader("CLUSTER", "GROUP", "TOPIC", "PARTITION")
+			tp.AddHeader(withTenant(doc, "TENANT", "CLUSTER", "GROUP", "TOPIC", "PARTITION")...)
 			for _, r := range doc.After.Stale {
-				tp.AddRow(r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition))
+				tp.AddRow(withTenant(doc, r.Tenant, r.Cluster, r.Group, r.Topic, fmt.Sprint(r.Partition))...)
 			}
 			_ = tp.Render()
 		}
@@ -453,6 +558,22 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 		fmt.Fprintln(opts.IO.ErrOut, e)
 	}
 	return cmdutil.SilentError(code)
+}
+
+// withTenant puts first (the tenant of a row, or TENANT in a header) in a multi-tenant
+// document's table rows.
+func withTenant(doc *Document, first string, cells ...string) []string {
+	if doc.Tenants == nil {
+		return cells
+	}
+	return append([]string{first}, cells...)
+}
+
+func tenantPrefix(t string) string {
+	if t == "" {
+		return ""
+	}
+	return t + "/"
 }
 
 // writePID records the holder of the lock for an operator who finds the file.

@@ -2,7 +2,9 @@ package shared
 
 import (
 	"slices"
+	"strings"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 )
 
@@ -39,4 +41,79 @@ func TenantFlag(tenant string) string {
 		return ""
 	}
 	return " --tenant " + tenant
+}
+
+// TenantTarget is a writing command's work in one tenant: the clusters it writes to and
+// every configured cluster of that tenant (what they are compared with).
+type TenantTarget struct {
+	config.Scope // the clusters written to
+	All          []config.Cluster
+}
+
+// TenantTargets returns, per tenant --tenant selects, the selected clusters (--cluster) and
+// every configured cluster of that tenant.
+func TenantTargets(f *cmdutil.Factory) func() ([]TenantTarget, error) {
+	return func() ([]TenantTarget, error) {
+		sel, err := f.Scopes()
+		if err != nil {
+			return nil, err
+		}
+		all, err := f.AllScopes()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]TenantTarget, 0, len(sel))
+		for _, sc := range sel {
+			tt := TenantTarget{Scope: sc}
+			for _, a := range all {
+				if a.Tenant == sc.Tenant {
+					tt.All = a.Clusters
+				}
+			}
+			out = append(out, tt)
+		}
+		return out, nil
+	}
+}
+
+// allClusters is every configured cluster as the tenant of sel sees it: the config's
+// clusters for a config without tenants, else that tenant's scope over all of them.
+func allClusters(f *cmdutil.Factory, sel []config.Cluster) ([]config.Cluster, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	if (!cfg.MultiTenant() && len(f.Flags.Tenants) == 0) || len(sel) == 0 {
+		return cfg.Clusters, nil
+	}
+	all, err := f.AllScopes()
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range all {
+		if sc.Tenant == sel[0].Tenant {
+			return sc.Clusters, nil
+		}
+	}
+	return sel, nil
+}
+
+// TenantConfig is the config as a command that works on one tenant sees it: the config
+// itself without tenants; else every cluster's view of the one tenant --tenant selects
+// (several: exit 2, naming them).
+func TenantConfig(f *cmdutil.Factory) func() (*config.Config, error) {
+	return func() (*config.Config, error) {
+		cfg, err := f.Config()
+		if err != nil || (!cfg.MultiTenant() && len(f.Flags.Tenants) == 0) {
+			return cfg, err
+		}
+		all, err := f.AllScopes()
+		if err != nil {
+			return nil, err
+		}
+		if len(all) != 1 {
+			return nil, cmdutil.UsageErrorf("this command works on one tenant at a time and the clusters have %d (%s): select one with --tenant", len(all), strings.Join(config.ScopeNames(all), ", "))
+		}
+		return &config.Config{Path: cfg.Path, Clusters: all[0].Clusters}, nil
+	}
 }

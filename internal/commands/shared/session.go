@@ -132,7 +132,8 @@ func Target(f *cmdutil.Factory) (config.Cluster, []config.Cluster, error) {
 	if len(sel) != 1 {
 		return config.Cluster{}, nil, cmdutil.UsageErrorf("reload writes to one cluster: select it with --cluster NAME (configured: %s)", strings.Join(config.Names(cfg.Clusters), ", "))
 	}
-	return sel[0], cfg.Clusters, nil
+	all, err := allClusters(f, sel)
+	return sel[0], all, err
 }
 
 // ErrNeedConfirmation means a writing command has neither --yes nor a terminal to ask on.
@@ -176,11 +177,11 @@ func Confirm(ios *iostreams.IOStreams, question string) (bool, error) {
 // configured cluster.
 func Targets(f *cmdutil.Factory) func() ([]config.Cluster, []config.Cluster, error) {
 	return func() ([]config.Cluster, []config.Cluster, error) {
-		cfg, err := f.Config()
+		sel, err := f.Clusters()
 		if err != nil {
 			return nil, nil, err
 		}
-		sel, err := f.Clusters()
-		return sel, cfg.Clusters, err
+		all, err := allClusters(f, sel)
+		return sel, all, err
 	}
 }
