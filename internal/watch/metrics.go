@@ -2,12 +2,14 @@ package watch
 
 import (
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -47,6 +49,8 @@ const (
 // check's names and labels, written by WriteText from the report a cycle published.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// tenant labels every series of a watch of one tenant of a multi-tenant KoP ("": none).
+	tenant string
 
 	cycles          prometheus.Counter
 	cycleDuration   prometheus.Histogram
@@ -83,7 +87,11 @@ type Metrics struct {
 var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
 // NewMetrics registers the collectors (and the Go and process collectors) in a new registry.
-func NewMetrics() *Metrics {
+func NewMetrics() *Metrics { return NewTenantMetrics("") }
+
+// NewTenantMetrics is NewMetrics for a watch of one tenant: every series but the Go and
+// process collectors' carries tenant="<tenant>" (none when tenant is empty).
+func NewTenantMetrics(tenant string) *Metrics {
 	c, cl := []string{"cluster"}, "cluster"
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
@@ -140,10 +148,15 @@ func NewMetrics() *Metrics {
 		syncActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSyncActive,
 			Help: "1 when this process syncs (--sync: it holds the writer lease of every synced cluster that is up), 0 when it waits as a standby replica."}),
 	}
-	m.Registry.MustRegister(m.syncActive, m.syncDuration, m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
+	m.tenant = tenant
+	var reg prometheus.Registerer = m.Registry
+	if tenant != "" {
+		reg = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": tenant}, m.Registry)
+	}
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(m.syncActive, m.syncDuration, m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
 		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
-		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m},
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m})
 	return m
 }
 
@@ -178,11 +191,30 @@ func (r rowsCollector) Collect(ch chan<- prometheus.Metric) {
 func (m *Metrics) WriteText(w io.Writer) error {
 	gatherErr := promexport.EncodeText(w, m.Registry)
 	if snap := m.report.Load(); snap != nil {
-		if err := promexport.WriteText(w, &snap.head, snap.seriesRows); err != nil {
+		head, rows := &snap.head, promexport.Rows(snap.seriesRows)
+		if m.tenant != "" {
+			head, rows = withTenant(m.tenant, head, rows)
+		}
+		if err := promexport.WriteText(w, head, rows); err != nil {
 			return err
 		}
 	}
 	return gatherErr
+}
+
+// withTenant names tenant in the rows and unserved partitions of a report, for their labels.
+func withTenant(tenant string, head *survey.Report, rows promexport.Rows) (*survey.Report, promexport.Rows) {
+	h := *head
+	h.Unserved = slices.Clone(head.Unserved)
+	for i := range h.Unserved {
+		h.Unserved[i].Tenant = tenant
+	}
+	return &h, func(fn func(*verdict.Row)) {
+		rows(func(r *verdict.Row) {
+			r.Tenant = tenant
+			fn(r)
+		})
+	}
 }
 
 func b2f(b bool) float64 {

@@ -117,3 +117,20 @@ func TenantConfig(f *cmdutil.Factory) func() (*config.Config, error) {
 		return &config.Config{Path: cfg.Path, Clusters: all[0].Clusters}, nil
 	}
 }
+
+// NamedTenant is the one tenant a command that works on one tenant at a time names in its
+// output (labels, logs): "" for a config without tenants.
+func NamedTenant(f *cmdutil.Factory) (string, error) {
+	cfg, err := f.Config()
+	if err != nil || (!cfg.MultiTenant() && len(f.Flags.Tenants) == 0) {
+		return "", err
+	}
+	scopes, err := f.Scopes()
+	if err != nil {
+		return "", err
+	}
+	if len(scopes) != 1 || !scopes[0].Named {
+		return "", nil // f.Clusters refuses several; a single tenant in all is not named
+	}
+	return scopes[0].Tenant, nil
+}

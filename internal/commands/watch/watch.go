@@ -39,6 +39,9 @@ type Options struct {
 	Build    BuildFunc
 	Logger   *slog.Logger
 	Listener func(addr string) (net.Listener, error)
+	// NamedTenant is the tenant watched in a multi-tenant config (one watch per tenant):
+	// every series carries it as a label ("": none; nil: none).
+	NamedTenant func() (string, error)
 
 	Groups          []string
 	Topics          []string
@@ -184,6 +187,9 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 				f.Logger = func() *slog.Logger { return lg }
 			}
 			opts.Timeout = f.Flags.Timeout
+			if opts.NamedTenant == nil {
+				opts.NamedTenant = func() (string, error) { return shared.NamedTenant(f) }
+			}
 			if opts.Targets == nil {
 				opts.Targets = shared.Targets(f)
 			}
@@ -275,6 +281,12 @@ func watchRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	tenant := ""
+	if opts.NamedTenant != nil {
+		if tenant, err = opts.NamedTenant(); err != nil {
+			return err
+		}
+	}
 	listen := opts.Listener
 	if listen == nil {
 		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
@@ -311,6 +323,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,
 		Logger: opts.Logger, RowSeries: watch.RowSeries(opts.RowSeries),
 		Sync: opts.Sync, SplitBrainWindow: opts.SplitBrainWindow, SyncMaxMessages: opts.AlignmentMax,
+		Metrics: watch.NewTenantMetrics(tenant),
 	})
 	srv := &http.Server{Handler: watch.Handler(w), ReadHeaderTimeout: 10 * time.Second}
 	srvErr := make(chan error, 1)
@@ -319,7 +332,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 	for _, c := range cls {
 		names = append(names, c.Name)
 	}
-	opts.Logger.Info("watch started", "listen", ln.Addr().String(), "clusters", names, "interval", opts.Interval.String(),
+	opts.Logger.Info("watch started", "listen", ln.Addr().String(), "tenant", tenant, "clusters", names, "interval", opts.Interval.String(),
 		"resync", opts.Resync.String(), "repair", opts.Repair, "keepTranslations", opts.KeepTranslations, "sync", opts.Sync, "dryRun", opts.DryRun)
 
 	wctx, cancel := context.WithCancel(ctx)

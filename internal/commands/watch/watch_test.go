@@ -86,6 +86,7 @@ func idleWatch(t *testing.T, f *cmdutil.Factory) *Options {
 		cl := []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}}
 		return cl, cl, nil
 	}
+	got.NamedTenant = func() (string, error) { return "", nil } // no config file: one tenant
 	got.Build = func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
 		return []watch.Cluster{{Name: "scus", KafkaNamespace: "public/default", Tailer: idleTailer{}}}, func() {}, nil
 	}
