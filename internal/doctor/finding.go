@@ -52,6 +52,7 @@ const (
 	CheckOffsetsServed        = "offsets-partitions-served"
 	CheckPeerRegistered       = "peer-cluster-registered"
 	CheckOffsetsTopicExists   = "offsets-topic-exists"
+	CheckTenantClusters       = "tenant-clusters"
 	CheckOffsetsPartitions    = "offsets-topic-partitions"
 	CheckMetadataNamespace    = "metadata-namespace-replication"
 	CheckTenantAllowed        = "tenant-allowed-clusters"
@@ -73,6 +74,9 @@ const (
 type Finding struct {
 	Severity Severity `json:"severity"`
 	Check    string   `json:"check"`
+	// Tenant is the tenant a finding of a multi-tenant audit is about (empty: the cluster's
+	// own, for every tenant).
+	Tenant string `json:"tenant,omitempty"`
 	// Cluster is the config name of the cluster the finding is about (where the fix runs).
 	Cluster string `json:"cluster,omitempty"`
 	// Peer is the other cluster of a pair finding (replication towards it, for example).

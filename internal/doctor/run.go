@@ -256,6 +256,17 @@ func Run(ctx context.Context, opts Options) *Report {
 	return r.report()
 }
 
+// count sets the summary from the findings, every severity present.
+func (rep *Report) count() {
+	rep.Summary = map[Severity]int{}
+	for _, s := range Severities {
+		rep.Summary[s] = 0
+	}
+	for _, f := range rep.Findings {
+		rep.Summary[f.Severity]++
+	}
+}
+
 func (r *run) report() *Report {
 	rep := &Report{Topics: r.opts.Topics, Groups: r.opts.Groups, Summary: map[Severity]int{}, APIErrors: r.apiErr}
 	for _, c := range r.clusters {
@@ -274,12 +285,7 @@ func (r *run) report() *Report {
 		rep.Findings = []Finding{}
 	}
 	SortFindings(rep.Findings)
-	for _, s := range Severities {
-		rep.Summary[s] = 0
-	}
-	for _, f := range rep.Findings {
-		rep.Summary[f.Severity]++
-	}
+	rep.count()
 	return rep
 }
 

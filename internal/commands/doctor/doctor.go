@@ -28,6 +28,9 @@ type Options struct {
 	IO       *iostreams.IOStreams
 	Format   output.Format
 	Clusters func() ([]config.Cluster, error)
+	// Scopes are the clusters per tenant (nil: Clusters, one tenant): each tenant is audited
+	// on its own clusters.
+	Scopes func() ([]config.Scope, error)
 
 	Topics           []string      // --topic
 	Groups           []string      // --group
@@ -47,14 +50,16 @@ type Options struct {
 
 // Result is the document `doctor -o json|yaml` prints.
 type Result struct {
-	SchemaVersion int                     `json:"schemaVersion"`
-	Clusters      []doctor.ClusterReport  `json:"clusters"`
-	Topics        []string                `json:"topics,omitempty"`
-	Groups        []string                `json:"groups,omitempty"`
-	Findings      []doctor.Finding        `json:"findings"`
-	Summary       map[doctor.Severity]int `json:"summary"`
-	Unreachable   []string                `json:"unreachable,omitempty"`
-	ExitCode      outcome.Outcome         `json:"exitCode"`
+	SchemaVersion int `json:"schemaVersion"`
+	// Tenants are the tenants of a multi-tenant audit (each finding about one names it).
+	Tenants     []string                `json:"tenants,omitempty"`
+	Clusters    []doctor.ClusterReport  `json:"clusters"`
+	Topics      []string                `json:"topics,omitempty"`
+	Groups      []string                `json:"groups,omitempty"`
+	Findings    []doctor.Finding        `json:"findings"`
+	Summary     map[doctor.Severity]int `json:"summary"`
+	Unreachable []string                `json:"unreachable,omitempty"`
+	ExitCode    outcome.Outcome         `json:"exitCode"`
 }
 
 // doctorLong is the long help of the command.
@@ -119,7 +124,7 @@ Output: -o table (findings, errors first, each fix on its own line, then a summa
 
 // NewCmdDoctor returns `doctor`. runF replaces the run function in tests.
 func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters, Scopes: f.Scopes}
 	cmd := &cobra.Command{
 		Use:   "doctor [--topic TOPIC]... [--group GROUP]...",
 		Short: "Audit what geo-replicated KoP offsets depend on, with the fix for each problem",
@@ -158,16 +163,11 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				return dc, err
 			}
 			opts.Kafka = &doctor.KgoProber{NewClient: func(dc doctor.Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
-				cfg, err := f.Clusters()
+				cl, err := configured(f, &dc)
 				if err != nil {
 					return nil, err
 				}
-				for _, c := range cfg {
-					if c.Name == dc.Name {
-						return f.KafkaClient(c, extra...)
-					}
-				}
-				return nil, fmt.Errorf("cluster %s: not in the configuration", dc.Name)
+				return f.KafkaClient(cl, extra...)
 			}}
 			opts.GroupTopics = PersistedGroupTopics(f)
 			if runF != nil {
@@ -198,19 +198,29 @@ func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, er
 	}, nil
 }
 
+// configured is the configured cluster (the tenant's view of it) dc audits.
+func configured(f *cmdutil.Factory, dc *doctor.Cluster) (config.Cluster, error) {
+	scopes, err := f.Scopes()
+	if err != nil {
+		return config.Cluster{}, err
+	}
+	for _, sc := range scopes {
+		for _, c := range sc.Clusters {
+			if c.Name == dc.Name && c.Tenant == dc.Tenant {
+				return c, nil
+			}
+		}
+	}
+	return config.Cluster{}, fmt.Errorf("cluster %s: not in the configuration", dc.Name)
+}
+
 // PersistedGroupTopics finds a group's topics by replaying its offsets partition on a
 // cluster with a non-durable reader, as KoP's loader would.
 func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doctor.Cluster, group string) ([]string, error) {
 	return func(ctx context.Context, dc *doctor.Cluster, group string) ([]string, error) {
-		cs, err := f.Clusters()
+		cl, err := configured(f, dc)
 		if err != nil {
 			return nil, err
-		}
-		var cl config.Cluster
-		for _, c := range cs {
-			if c.Name == dc.Name {
-				cl = c
-			}
 		}
 		pa, ok := dc.Admin.(doctor.PulsarAdmin)
 		if !ok {
@@ -249,26 +259,38 @@ func doctorRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	cs, err := opts.Clusters()
+	scopes, err := shared.ScopesOf(opts.Scopes, opts.Clusters)
 	if err != nil {
 		return err
 	}
-	var dcs []*doctor.Cluster
-	for _, cl := range cs {
-		dc, err := opts.Build(cl)
-		if err != nil {
-			return cmdutil.ConfigError(err)
+	names := shared.ScopeClusterNames(scopes)
+	progress := opts.IO.StartProgress("auditing " + strings.Join(names, ", "))
+	var reps []doctor.TenantReport
+	for _, sc := range scopes {
+		var dcs []*doctor.Cluster
+		for _, cl := range sc.Clusters {
+			dc, err := opts.Build(cl)
+			if err != nil {
+				progress.Stop()
+				return cmdutil.ConfigError(err)
+			}
+			dcs = append(dcs, dc)
 		}
-		dcs = append(dcs, dc)
+		rep := doctor.Run(ctx, doctor.Options{
+			Clusters: dcs, Topics: opts.Topics, Groups: opts.Groups, GroupTopics: opts.GroupTopics,
+			Kafka: opts.Kafka, KafkaTimeout: opts.KafkaTimeout, OffsetsRetention: opts.OffsetsRetention,
+			ReplicatorSettle: opts.ReplicatorSettle,
+		})
+		reps = append(reps, doctor.TenantReport{Tenant: sc.Tenant, Clusters: dcs, Report: rep})
 	}
-	progress := opts.IO.StartProgress("auditing " + strings.Join(config.Names(cs), ", "))
-	rep := doctor.Run(ctx, doctor.Options{
-		Clusters: dcs, Topics: opts.Topics, Groups: opts.Groups, GroupTopics: opts.GroupTopics,
-		Kafka: opts.Kafka, KafkaTimeout: opts.KafkaTimeout, OffsetsRetention: opts.OffsetsRetention,
-		ReplicatorSettle: opts.ReplicatorSettle,
-	})
 	progress.Stop()
-	res := Result{SchemaVersion: 1, Clusters: rep.Clusters, Topics: rep.Topics, Groups: rep.Groups,
+	rep := reps[0].Report
+	var tenants []string
+	if scopes[0].Named {
+		// Each tenant audited on its own clusters; what is about the clusters, once.
+		rep, tenants = doctor.MergeTenants(reps, names), config.ScopeNames(scopes)
+	}
+	res := Result{SchemaVersion: 1, Tenants: tenants, Clusters: rep.Clusters, Topics: rep.Topics, Groups: rep.Groups,
 		Findings: rep.Findings, Summary: rep.Summary, Unreachable: rep.Unreachable}
 	switch {
 	case len(rep.Unreachable) > 0 || rep.APIErrors:
@@ -292,18 +314,27 @@ func doctorRun(ctx context.Context, opts *Options) error {
 // cluster(s), check and message on one aligned line and the fix on the next; piped, one
 // tab-separated line per finding, the fix its last column (output.Layout's rule).
 func writeTable(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, res *Result) error {
+	// A multi-tenant audit names the tenant before the cluster(s): acme/scus->wus.
+	whereHeader := "CLUSTER"
+	if res.Tenants != nil {
+		whereHeader = "TENANT/CLUSTER"
+	}
 	where := func(f doctor.Finding) string {
+		w := "all"
 		switch {
 		case f.Cluster != "" && f.Peer != "":
-			return f.Cluster + "->" + f.Peer
+			w = f.Cluster + "->" + f.Peer
 		case f.Cluster != "":
-			return f.Cluster
+			w = f.Cluster
 		}
-		return "all"
+		if f.Tenant != "" {
+			w = f.Tenant + "/" + w
+		}
+		return w
 	}
 	if !l.TTY {
 		tp := output.NewTablePrinterTo(w, l)
-		tp.AddHeader("SEVERITY", "CLUSTER", "CHECK", "MESSAGE", "FIX")
+		tp.AddHeader("SEVERITY", whereHeader, "CHECK", "MESSAGE", "FIX")
 		for _, f := range res.Findings {
 			fix := f.Fix
 			if fix == "" {
@@ -313,7 +344,7 @@ func writeTable(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, res *Re
 		}
 		return tp.Render()
 	}
-	sevW, whereW, checkW := len("SEVERITY"), len("CLUSTER"), len("CHECK")
+	sevW, whereW, checkW := len("SEVERITY"), len(whereHeader), len("CHECK")
 	for _, f := range res.Findings {
 		sevW = max(sevW, len(f.Severity))
 		whereW = max(whereW, len(where(f)))
@@ -322,7 +353,7 @@ func writeTable(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, res *Re
 	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-len(s)+2) }
 	var b strings.Builder
 	if len(res.Findings) > 0 && !l.NoHeaders {
-		fmt.Fprintf(&b, "%s%s%s%s\n", pad("SEVERITY", sevW), pad("CLUSTER", whereW), pad("CHECK", checkW), "MESSAGE")
+		fmt.Fprintf(&b, "%s%s%s%s\n", pad("SEVERITY", sevW), pad(whereHeader, whereW), pad("CHECK", checkW), "MESSAGE")
 	}
 	for _, f := range res.Findings {
 		sev := strings.ToUpper(string(f.Severity))
