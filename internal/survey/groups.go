@@ -20,15 +20,18 @@ const (
 
 // GroupsReport is the document `groups -o json` prints.
 type GroupsReport struct {
-	SchemaVersion int             `json:"schemaVersion"`
-	Clusters      []string        `json:"clusters"`
-	Groups        []GroupRow      `json:"groups"`
-	Errors        []ClusterError  `json:"errors,omitempty"`
-	ExitCode      outcome.Outcome `json:"exitCode"`
+	SchemaVersion int `json:"schemaVersion"`
+	// Tenants are the tenants of a multi-tenant report (each group row names its tenant).
+	Tenants  []string        `json:"tenants,omitempty"`
+	Clusters []string        `json:"clusters"`
+	Groups   []GroupRow      `json:"groups"`
+	Errors   []ClusterError  `json:"errors,omitempty"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // GroupRow is one group on every cluster.
 type GroupRow struct {
+	Tenant           string               `json:"tenant,omitempty"`
 	Group            string               `json:"group"`
 	OffsetsPartition int32                `json:"offsetsPartition"`
 	Clusters         map[string]GroupCell `json:"clusters"`

@@ -5,6 +5,7 @@ package groups
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,15 +14,18 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 )
 
 // Options of `groups`.
 type Options struct {
-	IO            *iostreams.IOStreams
-	Format        output.Format
-	Clusters      func() ([]config.Cluster, error)
+	IO       *iostreams.IOStreams
+	Format   output.Format
+	Clusters func() ([]config.Cluster, error)
+	// Scopes are the clusters per tenant (nil: Clusters, one tenant).
+	Scopes        func() ([]config.Scope, error)
 	Connect       shared.ConnectFunc
 	Groups        []string
 	PersistedOnly bool
@@ -29,7 +33,7 @@ type Options struct {
 
 // NewCmdGroups returns `groups`. runF replaces the run function in tests.
 func NewCmdGroups(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters, Scopes: f.Scopes}
 	cmd := &cobra.Command{
 		Use:   "groups",
 		Short: "List groups per cluster: state, members, cached and/or persisted",
@@ -64,28 +68,77 @@ Read-only.`),
 	return cmd
 }
 
+// listScopes lists each tenant's groups on its own clusters; in a multi-tenant config every
+// row names its tenant and errors name it too.
+func listScopes(ctx context.Context, opts *Options, scopes []config.Scope) (*survey.GroupsReport, error) {
+	var total *survey.GroupsReport
+	for _, sc := range scopes {
+		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect, shared.SourceOptions{Describe: !opts.PersistedOnly})
+		if err != nil {
+			return nil, err
+		}
+		for i := range sources {
+			sources[i].Replication = nil
+		}
+		rep := survey.Groups(ctx, sources, opts.Groups, 4)
+		closeAll()
+		if !sc.Named {
+			return rep, nil
+		}
+		if total == nil {
+			total = &survey.GroupsReport{SchemaVersion: 1, Groups: []survey.GroupRow{}}
+		}
+		total.Tenants = append(total.Tenants, sc.Tenant)
+		for _, c := range rep.Clusters {
+			if !slices.Contains(total.Clusters, c) {
+				total.Clusters = append(total.Clusters, c)
+			}
+		}
+		for _, g := range rep.Groups {
+			g.Tenant = sc.Tenant
+			total.Groups = append(total.Groups, g)
+		}
+		for _, e := range rep.Errors {
+			e.Tenant, e.Error = sc.Tenant, "tenant "+sc.Tenant+": "+e.Error
+			total.Errors = append(total.Errors, e)
+		}
+		total.ExitCode = outcome.Worst(total.ExitCode, rep.ExitCode)
+	}
+	return total, nil
+}
+
 func groupsRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	sources, closeAll, err := shared.BuildSources(opts.Clusters, opts.Connect, shared.SourceOptions{Describe: !opts.PersistedOnly})
+	scopes, err := shared.ScopesOf(opts.Scopes, opts.Clusters)
 	if err != nil {
 		return err
 	}
-	defer closeAll()
-	for i := range sources {
-		sources[i].Replication = nil
-	}
 	progress := opts.IO.StartProgress("listing groups")
-	rep := survey.Groups(ctx, sources, opts.Groups, 4)
+	rep, err := listScopes(ctx, opts, scopes)
 	progress.Stop()
+	if err != nil {
+		return err
+	}
+	named := rep.Tenants != nil
 	err = output.Print(opts.IO, opts.Format, rep, func(tp *output.TablePrinter) {
-		tp.AddHeader("GROUP", "OFFSETS-PARTITION", "CLUSTER", "WHERE", "STATE", "MEMBERS", "PERSISTED-OFFSETS")
+		row := func(g survey.GroupRow, cells ...string) {
+			if named {
+				cells = append([]string{g.Tenant}, cells...)
+			}
+			tp.AddRow(cells...)
+		}
+		header := []string{"GROUP", "OFFSETS-PARTITION", "CLUSTER", "WHERE", "STATE", "MEMBERS", "PERSISTED-OFFSETS"}
+		if named {
+			header = append([]string{"TENANT"}, header...)
+		}
+		tp.AddHeader(header...)
 		for _, g := range rep.Groups {
 			for _, c := range rep.Clusters {
 				cell, ok := g.Clusters[c]
 				if !ok {
-					tp.AddRow(g.Group, fmt.Sprint(g.OffsetsPartition), c, "-", "-", "-", "0")
+					row(g, g.Group, fmt.Sprint(g.OffsetsPartition), c, "-", "-", "-", "0")
 					continue
 				}
 				state, members := "-", "-"
@@ -97,7 +150,7 @@ func groupsRun(ctx context.Context, opts *Options) error {
 				if cell.Members != nil {
 					members = fmt.Sprint(*cell.Members)
 				}
-				tp.AddRow(g.Group, fmt.Sprint(g.OffsetsPartition), c, cell.Where, state, members, fmt.Sprint(cell.PersistedOffsets))
+				row(g, g.Group, fmt.Sprint(g.OffsetsPartition), c, cell.Where, state, members, fmt.Sprint(cell.PersistedOffsets))
 			}
 		}
 	})
