@@ -207,52 +207,91 @@ func ParseFailOn(vals []string) ([]verdict.Status, error) {
 	return out, nil
 }
 
-// checkScopes checks each tenant's scope on its own clusters, one after the other, rows
-// streamed to emit (named by tenant when the config has tenants), and returns the report
-// of all of them. A config error (exit 2) stops the run; a tenant that cannot be read is
-// reported in the merged report and the others go on.
+// scopeParallelism is how many tenants' checks run at once: each has its own clients and
+// replays its own offsets topic, so tenants overlap their round trips.
+const scopeParallelism = 4
+
+// checkScopes checks each tenant's scope on its own clusters and returns the report of all
+// of them. One unnamed scope (a config without tenants) streams its rows to emit as they
+// come; named scopes run scopeParallelism at a time, their rows (named by tenant) emitted
+// in tenant order as each tenant finishes. A config error (exit 2) stops the run; a tenant
+// that cannot be read is reported in the merged report and the others go on.
 func checkScopes(ctx context.Context, opts *Options, scopes []config.Scope, failOn []verdict.Status, emit func(*verdict.Row) error) (*survey.Report, error) {
-	var total *survey.Report
-	if scopes[0].Named {
-		total = &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: shared.ScopeClusterNames(scopes), Rows: []verdict.Row{}}
-		if opts.Source != "" {
-			total.Source = &opts.Source
-		}
+	if !scopes[0].Named {
+		rep, _, err := checkScope(ctx, opts, scopes[0], failOn, emit)
+		return rep, err
 	}
-	for _, sc := range scopes {
-		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect,
-			shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
-		if err != nil {
-			return nil, err
+	total := &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: shared.ScopeClusterNames(scopes), Rows: []verdict.Row{}}
+	if opts.Source != "" {
+		total.Source = &opts.Source
+	}
+	type result struct {
+		rows   []verdict.Row
+		rep    *survey.Report
+		source string
+		err    error
+	}
+	results := make([]chan result, len(scopes))
+	sem := make(chan struct{}, scopeParallelism)
+	for i, sc := range scopes {
+		results[i] = make(chan result, 1)
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var res result
+			res.rep, res.source, res.err = checkScope(ctx, opts, sc, failOn, func(r *verdict.Row) error {
+				r.Tenant = sc.Tenant
+				res.rows = append(res.rows, *r)
+				return nil
+			})
+			results[i] <- res
+		}()
+	}
+	var firstErr error
+	for i, sc := range scopes {
+		res := <-results[i] // every one, so that no goroutine is left behind
+		if firstErr != nil {
+			continue
 		}
-		source := opts.Source
-		if !slices.Contains(config.Names(sc.Clusters), source) {
-			source = "" // this tenant is not on --source's cluster: compared with the highest value
+		if res.err != nil {
+			firstErr = res.err
+			continue
 		}
-		tenant := ""
-		if sc.Named {
-			tenant = sc.Tenant
+		for j := range res.rows {
+			if err := emit(&res.rows[j]); err != nil {
+				firstErr = err
+				break
+			}
 		}
-		rep, err := survey.Stream(ctx, sources, survey.Options{
-			Groups: opts.Groups, Topics: opts.Topics, Source: source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
-			FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
-		}, func(r *verdict.Row) error {
-			r.Tenant = tenant
-			return emit(r)
-		})
-		closeAll()
-		if err != nil {
-			return nil, err
+		if res.source != opts.Source {
+			res.rep.Warnings = append(res.rep.Warnings, fmt.Sprintf("--source %s: the tenant is not on that cluster; its clusters were compared with the highest value", opts.Source))
 		}
-		if total == nil {
-			return rep, nil
-		}
-		if source != opts.Source {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("--source %s: the tenant is not on that cluster; its clusters were compared with the highest value", opts.Source))
-		}
-		total.Merge(sc.Tenant, rep)
+		total.Merge(sc.Tenant, res.rep)
+	}
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	return total, nil
+}
+
+// checkScope checks one tenant's clusters, rows to emit, and says which --source it used
+// ("" when the tenant is not on --source's cluster: compared with the highest value).
+func checkScope(ctx context.Context, opts *Options, sc config.Scope, failOn []verdict.Status, emit func(*verdict.Row) error) (*survey.Report, string, error) {
+	sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect,
+		shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeAll()
+	source := opts.Source
+	if !slices.Contains(config.Names(sc.Clusters), source) {
+		source = ""
+	}
+	rep, err := survey.Stream(ctx, sources, survey.Options{
+		Groups: opts.Groups, Topics: opts.Topics, Source: source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
+		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
+	}, emit)
+	return rep, source, err
 }
 
 func checkRun(ctx context.Context, opts *Options) error {
