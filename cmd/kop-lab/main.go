@@ -38,6 +38,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -113,19 +114,17 @@ func up(ctx context.Context, args []string) error {
 	brokers := fs.Int("brokers", 0, "brokers per cluster: 1 = one standalone JVM, N >= 2 = ZooKeeper + bookie + N brokers (default $KOP_LAB_BROKERS, else 1)")
 	clusters := fs.Int("clusters", 0, "clusters: 2 (scus, wus) or 3 (+ eus) (default $KOP_LAB_CLUSTERS, else 2)")
 	authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
+	tenantsFlag := fs.String("tenants", "", "extra tenants tenant1..tenantN for KoP's multi-tenant metadata, each with its own token; needs --auth token (default $KOP_LAB_TENANTS, else none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var auth lab.AuthMode
-	if *authFlag != "" {
-		m, err := lab.ParseAuthMode(*authFlag)
-		if err != nil {
-			return err
-		}
-		auth = m
+	o, err := upOptions(*authFlag, *tenantsFlag)
+	if err != nil {
+		return err
 	}
+	o.Keep, o.Fresh, o.KoPNar, o.Shape = true, *fresh, *nar, lab.Shape{Clusters: *clusters, Brokers: *brokers}
 	t := time.Now()
-	l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}, Auth: auth})
+	l, err := lab.Up(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -150,8 +149,38 @@ func up(ctx context.Context, args []string) error {
 			fmt.Printf("    %-10s pid %-7d ports %v  ready %.1fs\n", ps.ID(), ps.PID, ps.Ports, ps.ReadySeconds)
 		}
 	}
+	printTenants(l.State.Tenants, l.Clusters)
 	fmt.Printf("  config: %s\n", l.ConfigPath)
 	return nil
+}
+
+// upOptions parses up's --auth and --tenants. Tenants without token auth (from --auth, else
+// $KOP_LAB_AUTH) is an error before anything starts; lab.Up checks $KOP_LAB_TENANTS alike.
+func upOptions(auth, tenants string) (lab.Options, error) {
+	var o lab.Options
+	m, err := lab.ParseAuthMode(cmp.Or(auth, os.Getenv("KOP_LAB_AUTH")))
+	if err != nil {
+		return o, err
+	}
+	if auth != "" {
+		o.Auth = m
+	}
+	if o.Tenants, err = lab.ParseTenantCount(tenants); err != nil {
+		return o, err
+	}
+	return o, lab.CheckTenants(o.Tenants, m)
+}
+
+// printTenants lists the lab's extra tenants and their token files.
+func printTenants(tenants []string, cs []lab.Cluster) {
+	if len(tenants) == 0 || len(cs) == 0 || cs[0].Auth == nil {
+		return
+	}
+	fmt.Printf("  tenants (kafkaEnableMultiTenantMetadata; SASL username = tenant):\n")
+	for _, t := range tenants {
+		f := lab.TenantFilesOf(cs[0].Auth.Files, t)
+		fmt.Printf("    %-9s role %-16s data %-18s offsets %s  token %s\n", t, lab.TenantRole(t), lab.TenantDefaultNamespace(t), lab.TenantOffsetsTopic(t), f.Token)
+	}
 }
 
 // status prints the lab's status; an unhealthy cluster makes it fail.
@@ -224,6 +253,14 @@ func printStatus(r *lab.StatusReport) {
 	if r.Running {
 		fmt.Printf("total rss %.0f MB\n", total)
 	}
+	if r.Running && len(r.Tenants) == 0 {
+		fmt.Printf("tenants: public only\n")
+	}
+	var cs []lab.Cluster
+	for _, c := range r.Clusters {
+		cs = append(cs, c.Cluster)
+	}
+	printTenants(r.Tenants, cs)
 }
 
 // portList names the ports of a process: web/binary/kafka for a broker.

@@ -20,14 +20,41 @@ import (
 // KafkaClient returns a franz-go client for c's KoP listener, built like the CLI's
 // (internal/connect: capped at Kafka 3.8 request versions, which KoP negotiates).
 func KafkaClient(c Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
-	return connect.NewKafkaClient(c.Config(), connect.Options{RequestTimeout: 30 * time.Second}, extra...)
+	return KafkaClientAs(c, "", extra...)
+}
+
+// KafkaClientAs is KafkaClient authenticated as tenant t of a multi-tenant lab (its own token,
+// username t: KoP then serves t's groups and topics); an empty t or public is KafkaClient.
+func KafkaClientAs(c Cluster, t string, extra ...kgo.Opt) (*kgo.Client, error) {
+	return connect.NewKafkaClient(c.TenantConfig(t), connect.Options{RequestTimeout: 30 * time.Second}, extra...)
+}
+
+// KafkaNamespaceOf is where tenant t's short Kafka topic names live: public/default for
+// public (or no tenant), else <t>/default.
+func KafkaNamespaceOf(t string) string {
+	if t == "" || t == Tenant {
+		return DefaultNamespace
+	}
+	return TenantDefaultNamespace(t)
+}
+
+// OffsetsTopicOf is tenant t's offsets topic (public's for an empty t).
+func OffsetsTopicOf(t string) string {
+	if t == "" || t == Tenant {
+		return OffsetsTopic
+	}
+	return TenantOffsetsTopic(t)
 }
 
 // KafkaTopic is the name a Kafka client uses for a KoP topic: the short name in the default
 // Kafka namespace (public/default), tenant/ns/topic elsewhere.
-func KafkaTopic(full string) string {
+func KafkaTopic(full string) string { return KafkaTopicOf("", full) }
+
+// KafkaTopicOf is the name tenant t's Kafka clients use for a KoP topic: the short name in
+// t's Kafka namespace, tenant/ns/topic elsewhere.
+func KafkaTopicOf(t, full string) string {
 	s := strings.TrimPrefix(full, "persistent://")
-	if rest, ok := strings.CutPrefix(s, DefaultNamespace+"/"); ok {
+	if rest, ok := strings.CutPrefix(s, KafkaNamespaceOf(t)+"/"); ok {
 		return rest
 	}
 	return s
@@ -37,22 +64,29 @@ func KafkaTopic(full string) string {
 // OffsetCommit without a member, as an admin tool sends it), so that KoP writes the record and
 // caches the value. topic may be a full persistent:// name or a Kafka name.
 func CommitThroughKoP(ctx context.Context, c Cluster, group, topic string, partition int32, offset int64) error {
-	cl, err := KafkaClient(c)
+	return CommitThroughKoPAs(ctx, c, "", group, topic, partition, offset)
+}
+
+// CommitThroughKoPAs is CommitThroughKoP as tenant t (KafkaClientAs): the commit lands in
+// t's offsets topic, and a short topic name is one of t's Kafka namespace.
+func CommitThroughKoPAs(ctx context.Context, c Cluster, t, group, topic string, partition int32, offset int64) error {
+	cl, err := KafkaClientAs(c, t)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: KafkaTopic(topic), Partition: partition, At: offset, LeaderEpoch: -1})
+	name := KafkaTopicOf(t, topic)
+	offs.Add(kadm.Offset{Topic: name, Partition: partition, At: offset, LeaderEpoch: -1})
 	// KoP answers COORDINATOR_LOAD_IN_PROGRESS while it loads the group's partition; franz-go
 	// retries that within its retry timeout.
 	resp, err := adm.CommitOffsets(ctx, group, offs)
 	if err != nil {
-		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s): %w", c.Name, group, KafkaTopic(topic), partition, offset, c.KafkaBootstrap, err)
+		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s%s): %w", c.Name, group, name, partition, offset, c.KafkaBootstrap, asTenant(t), err)
 	}
 	if err := resp.Error(); err != nil {
-		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s): %w", c.Name, group, KafkaTopic(topic), partition, offset, c.KafkaBootstrap, err)
+		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s%s): %w", c.Name, group, name, partition, offset, c.KafkaBootstrap, asTenant(t), err)
 	}
 	return nil
 }
@@ -60,7 +94,12 @@ func CommitThroughKoP(ctx context.Context, c Cluster, group, topic string, parti
 // FetchThroughKoP returns what KoP on c serves for group's topic/partition: the offset, or
 // ok false when it has none (-1 on the wire).
 func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partition int32) (offset int64, ok bool, err error) {
-	cl, err := KafkaClient(c)
+	return FetchThroughKoPAs(ctx, c, "", group, topic, partition)
+}
+
+// FetchThroughKoPAs is FetchThroughKoP as tenant t: what KoP serves for t's group.
+func FetchThroughKoPAs(ctx context.Context, c Cluster, t, group, topic string, partition int32) (offset int64, ok bool, err error) {
+	cl, err := KafkaClientAs(c, t)
 	if err != nil {
 		return 0, false, err
 	}
@@ -72,11 +111,11 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 		err = resp.Error()
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("%s: OffsetFetch %s through KoP (%s): %w", c.Name, group, c.KafkaBootstrap, err)
+		return 0, false, fmt.Errorf("%s: OffsetFetch %s through KoP (%s%s): %w", c.Name, group, c.KafkaBootstrap, asTenant(t), err)
 	}
-	want := fullTopic(topic)
+	want := fullTopicOf(t, topic)
 	for name, ps := range resp {
-		if o, found := ps[partition]; found && fullTopic(name) == want && o.At >= 0 {
+		if o, found := ps[partition]; found && fullTopicOf(t, name) == want && o.At >= 0 {
 			return o.At, true, nil
 		}
 	}
@@ -85,14 +124,25 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 
 // fullTopic returns a topic's full Pulsar name from a full name, tenant/ns/topic, or a short
 // name in the default Kafka namespace.
-func fullTopic(s string) string {
+func fullTopic(s string) string { return fullTopicOf("", s) }
+
+// fullTopicOf is fullTopic for tenant t's clients: a short name is in t's Kafka namespace.
+func fullTopicOf(t, s string) string {
 	switch {
 	case strings.HasPrefix(s, "persistent://"):
 		return s
 	case strings.Count(s, "/") == 2:
 		return "persistent://" + s
 	}
-	return "persistent://" + DefaultNamespace + "/" + s
+	return "persistent://" + KafkaNamespaceOf(t) + "/" + s
+}
+
+// asTenant names tenant t in an error, empty for public.
+func asTenant(t string) string {
+	if t == "" || t == Tenant {
+		return ""
+	}
+	return ", as tenant " + t
 }
 
 // Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka
