@@ -183,12 +183,19 @@ func (n labNamespaces) ensureMetadataPolicies(ctx context.Context, a pulsaradmin
 		return fmt.Errorf("lab: %s: %s has %v bundles, want %d (or splits of them)", c.Name, n.Metadata, pol.Bundles, MetadataBundles)
 	}
 	// KoP (MetadataUtils.createNamespaceIfMissing) gives the metadata namespace a retention
-	// of offsetsRetentionMinutes (3 days), unlimited size and a 100 MB compaction threshold,
+	// of offsetsRetentionMinutes (3 days), unlimited size, a message TTL of offsetsMessageTTL
+	// (3 days) and a 100 MB compaction threshold,
 	// but only when it creates the namespace itself. The lab creates it first, so it sets
 	// the same policies; without them a replicated-and-read ledger is deleted on rollover.
 	if pol.RetentionPolicies == nil || pol.RetentionPolicies.RetentionTimeInMinutes != MetadataRetentionMinutes {
 		if err := a.Namespaces().SetRetentionWithContext(ctx, n.Metadata, utils.NewRetentionPolicies(MetadataRetentionMinutes, -1)); err != nil {
 			return fmt.Errorf("lab: %s: set retention of %s: %w", c.Name, n.Metadata, err)
+		}
+	}
+	// And offsetsMessageTTL (3 days) as message TTL: KoP sets it with the retention.
+	if pol.MessageTTLInSeconds == nil || *pol.MessageTTLInSeconds != MetadataMessageTTLSeconds {
+		if err := a.Namespaces().SetNamespaceMessageTTLWithContext(ctx, n.Metadata, MetadataMessageTTLSeconds); err != nil {
+			return fmt.Errorf("lab: %s: set message TTL of %s: %w", c.Name, n.Metadata, err)
 		}
 	}
 	if pol.CompactionThreshold == nil || *pol.CompactionThreshold != MetadataCompactionThreshold {
