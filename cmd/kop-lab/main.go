@@ -2,14 +2,17 @@
 // clusters (scus, wus, and eus with --clusters 3) on 127.0.0.1, each a standalone or (with
 // --brokers N) a ZooKeeper, a bookie and N brokers, with KoP when it can be resolved.
 //
-//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token]
+//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] [--tenants N]
 //	                       start (or reuse) the lab and leave it running; --kop-nar (or
 //	                       KOP_NAR) loads that KoP protocol handler NAR; --brokers (or
 //	                       KOP_LAB_BROKERS, default 1 = standalone) and --clusters (or
 //	                       KOP_LAB_CLUSTERS, default 2) pick the shape; a running lab of
 //	                       another shape is restarted; --auth token (or KOP_LAB_AUTH=token)
 //	                       turns on token auth, TLS and KoP's SASL/PLAIN, on every shape
-//	                       (with --brokers N each broker has its own TLS ports)
+//	                       (with --brokers N each broker has its own TLS ports); --tenants N
+//	                       (or KOP_LAB_TENANTS, needs --auth token) adds tenants tenant1..tenantN
+//	                       for KoP's multi-tenant metadata, each with its own token, and lists
+//	                       them in config.yaml (docs/lab.md, "Tenants")
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
@@ -18,21 +21,22 @@
 //	                       stop one broker of a multi-broker cluster by pid, or start it again
 //	                       (and wait until it is healthy)
 //	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
-//	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
+//	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500 [--tenant T]
 //	                       commit one offset: through KoP when the lab runs it, else written
-//	                       in KoP's format into the cluster's offsets topic (--via pulsar)
-//	kop-lab produce --cluster scus --topic topic-1 --count 10900   (KoP only)
-//	kop-lab consume --cluster wus --group G --topic topic-1        (KoP only; no commit)
+//	                       in KoP's format into the cluster's offsets topic (--via pulsar);
+//	                       --tenant T: as tenant T (its token; T's offsets topic, T/default)
+//	kop-lab produce --cluster scus --topic topic-1 --count 10900 [--tenant T]  (KoP only)
+//	kop-lab consume --cluster wus --group G --topic topic-1 [--tenant T]       (KoP only; no commit)
 //	kop-lab refresh --cluster wus --group G   make KoP load the group's offsets partition afresh
 //	kop-lab capture [--out FILE]
 //	                       make the running KoP write group, transactional and deletion records
 //	                       and save them as decoder test data (internal/offsetlog/testdata)
-//	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
+//	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] [--tenant T] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
 // Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
 // KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
-// used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_START_TIMEOUT (per
+// used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_AUTH, KOP_LAB_TENANTS, KOP_LAB_START_TIMEOUT (per
 // cluster or broker, default 4m; 10m with several brokers), KOP_LAB_PORT_OFFSET, KOP_LAB_ROOT
 // (repository root).
 package main
@@ -63,7 +67,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] [--tenants N] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] [--tenant T] | produce [--tenant T] | consume [--tenant T] | refresh | load [flags] [--tenant T] | capture [--out FILE]")
 }
 
 func run(args []string) error {
