@@ -21,7 +21,11 @@ func TestTenantNamesAndCount(t *testing.T) {
 	if got := TenantNames(0); len(got) != 0 {
 		t.Errorf("TenantNames(0) = %v", got)
 	}
-	for in, want := range map[string]int{"": 0, " 2 ": 2, "1": 1} {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"", 0}, {" 2 ", 2}, {"1", 1}} {
+		in, want := tc.in, tc.want
 		if n, err := ParseTenantCount(in); err != nil || n != want {
 			t.Errorf("ParseTenantCount(%q) = %d, %v; want %d", in, n, err, want)
 		}
