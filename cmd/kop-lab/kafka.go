@@ -178,6 +178,7 @@ func refresh(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("refresh", flag.ContinueOnError)
 	cluster := fs.String("cluster", "wus", "lab cluster")
 	group := fs.String("group", "G", "consumer group")
+	tenant := fs.String("tenant", "", "tenant of the group: public (default) or one of kop-lab up --tenants (its offsets topic, asked as the tenant)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -185,12 +186,16 @@ func refresh(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := loader.PartitionFor(*group, lab.OffsetsTopicPartitions)
-	start := time.Now()
-	if err := lab.ReloadOffsetsPartition(ctx, c, p); err != nil {
+	t, err := tenantOf(ctx, "refresh", *tenant)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("%s: KoP loaded offsets partition %d (group %s) afresh in %s\n", c.Name, p, *group, time.Since(start).Round(time.Millisecond))
+	p := loader.PartitionFor(*group, lab.OffsetsTopicPartitions)
+	start := time.Now()
+	if err := lab.ReloadOffsetsPartitionOf(ctx, c, t, p); err != nil {
+		return err
+	}
+	fmt.Printf("%s: KoP loaded offsets partition %d of %s (group %s) afresh in %s\n", c.Name, p, lab.OffsetsTopicOf(t), *group, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -27,7 +27,8 @@
 //	                       --tenant T: as tenant T (its token; T's offsets topic, T/default)
 //	kop-lab produce --cluster scus --topic topic-1 --count 10900 [--tenant T]  (KoP only)
 //	kop-lab consume --cluster wus --group G --topic topic-1 [--tenant T]       (KoP only; no commit)
-//	kop-lab refresh --cluster wus --group G   make KoP load the group's offsets partition afresh
+//	kop-lab refresh --cluster wus --group G [--tenant T]
+//	                       make KoP load the group's offsets partition (T's) afresh
 //	kop-lab capture [--out FILE]
 //	                       make the running KoP write group, transactional and deletion records
 //	                       and save them as decoder test data (internal/offsetlog/testdata)
@@ -67,7 +68,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] [--tenants N] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] [--tenant T] | produce [--tenant T] | consume [--tenant T] | refresh | load [flags] [--tenant T] | capture [--out FILE]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] [--tenants N] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] [--tenant T] | produce [--tenant T] | consume [--tenant T] | refresh [--tenant T] | load [flags] [--tenant T] | capture [--out FILE]")
 }
 
 func run(args []string) error {

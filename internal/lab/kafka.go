@@ -183,17 +183,22 @@ func GroupInPartition(prefix string, p int32) string {
 // WaitKoPServes waits until c's KoP answers OffsetFetch for a group of offsets partition p
 // (it has loaded the partition and is its coordinator).
 func WaitKoPServes(ctx context.Context, c Cluster, p int32, timeout time.Duration) error {
+	return WaitKoPServesAs(ctx, c, "", p, timeout)
+}
+
+// WaitKoPServesAs is WaitKoPServes for tenant t's offsets partition p, asked as t.
+func WaitKoPServesAs(ctx context.Context, c Cluster, t string, p int32, timeout time.Duration) error {
 	g := GroupInPartition("lab-probe", p)
 	deadline := time.Now().Add(timeout)
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, _, err := FetchThroughKoP(fctx, c, g, Topic1, 0)
+		_, _, err := FetchThroughKoPAs(fctx, c, t, g, fullTopicOf(t, "topic-1"), 0)
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: KoP does not serve offsets partition %d after %s: %w", c.Name, p, timeout, err)
+			return fmt.Errorf("%s: KoP does not serve offsets partition %d of %s after %s: %w", c.Name, p, OffsetsTopicOf(t), timeout, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -209,11 +214,17 @@ func WaitKoPServes(ctx context.Context, c Cluster, p int32, timeout time.Duratio
 // leave it unloaded for good (issue 15), so the next unload must wait for this one. Tests use
 // it to make KoP load what they wrote, or to put back a partition they left unloaded.
 func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
+	return ReloadOffsetsPartitionOf(ctx, c, "", p)
+}
+
+// ReloadOffsetsPartitionOf is ReloadOffsetsPartition for tenant t's offsets topic (its bundles
+// of <t>/__kafka), checked through KoP as t.
+func ReloadOffsetsPartitionOf(ctx context.Context, c Cluster, t string, p int32) error {
 	a, err := NewAdmin(c)
 	if err != nil {
 		return err
 	}
-	if err := reloadBundleOf(ctx, c, a, p); err != nil {
+	if err := reloadBundleOf(ctx, c, a, t, p); err != nil {
 		return err
 	}
 	// KoP can drop the load of a partition taken back right after its unload
@@ -223,7 +234,7 @@ func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
 		var stuck []int32
 		var last error
 		for q := int32(0); q < OffsetsTopicPartitions; q++ {
-			if err := WaitKoPServes(ctx, c, q, 30*time.Second); err != nil {
+			if err := WaitKoPServesAs(ctx, c, t, q, 30*time.Second); err != nil {
 				stuck, last = append(stuck, q), err
 			}
 		}
@@ -234,16 +245,17 @@ func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
 			return last
 		}
 		for _, q := range stuck {
-			if err := reloadBundleOf(ctx, c, a, q); err != nil {
+			if err := reloadBundleOf(ctx, c, a, t, q); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// reloadBundleOf unloads the bundle of offsets partition p and looks the partition up.
-func reloadBundleOf(ctx context.Context, c Cluster, a pulsaradmin.Client, p int32) error {
-	tn, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", OffsetsTopic, p))
+// reloadBundleOf unloads the bundle of tenant t's offsets partition p and looks the
+// partition up.
+func reloadBundleOf(ctx context.Context, c Cluster, a pulsaradmin.Client, t string, p int32) error {
+	tn, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", OffsetsTopicOf(t), p))
 	if err != nil {
 		return err
 	}
@@ -252,8 +264,9 @@ func reloadBundleOf(ctx context.Context, c Cluster, a pulsaradmin.Client, p int3
 		return fmt.Errorf("%s: bundle of %s: %w", c.Name, tn, err)
 	}
 	rng = strings.Trim(strings.TrimSpace(rng), `"`)
-	if err := a.Namespaces().UnloadNamespaceBundleWithContext(ctx, MetadataNamespace, rng); err != nil {
-		return fmt.Errorf("%s: unload bundle %s/%s: %w", c.Name, MetadataNamespace, rng, err)
+	ns := tn.GetTenant() + "/" + tn.GetNamespace()
+	if err := a.Namespaces().UnloadNamespaceBundleWithContext(ctx, ns, rng); err != nil {
+		return fmt.Errorf("%s: unload bundle %s/%s: %w", c.Name, ns, rng, err)
 	}
 	// A lookup right after the unload may still see the closing owner: retry for a while.
 	for i := 0; ; i++ {
