@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -18,11 +19,16 @@ func commit(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("commit", flag.ContinueOnError)
 	cluster := fs.String("cluster", "scus", "lab cluster to write to (scus or wus)")
 	group := fs.String("group", "G", "consumer group")
-	topic := fs.String("topic", "topic-1", "Kafka topic (short name in public/default, or a full persistent:// name)")
+	topic := fs.String("topic", "topic-1", "Kafka topic (short name in the tenant's Kafka namespace, public/default or <tenant>/default, or a full persistent:// name)")
 	partition := fs.Int("partition", 0, "topic partition")
 	offset := fs.Int64("offset", -1, "committed offset (required)")
 	via := fs.String("via", "auto", "kop (KoP's Kafka path), pulsar (kopcommit's writer) or auto (kop when the lab runs KoP)")
+	tenant := fs.String("tenant", "", "tenant whose group it is: public (default) or one of kop-lab up --tenants; through KoP its Kafka client (its token, SASL username = the tenant), through Pulsar its offsets topic")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	t, err := tenantOf(ctx, "commit", *tenant)
+	if err != nil {
 		return err
 	}
 	if *offset < 0 {
@@ -40,14 +46,14 @@ func commit(ctx context.Context, args []string) error {
 	}
 	full := *topic
 	if len(full) < len("persistent://") || full[:len("persistent://")] != "persistent://" {
-		full = "persistent://" + lab.DefaultNamespace + "/" + full
+		full = "persistent://" + lab.KafkaNamespaceOf(t) + "/" + full
 	}
 	switch *via {
 	case "kop":
-		if err := lab.CommitThroughKoP(ctx, *target, *group, full, int32(*partition), *offset); err != nil {
+		if err := lab.CommitThroughKoPAs(ctx, *target, t, *group, full, int32(*partition), *offset); err != nil {
 			return fmt.Errorf("commit: %w", err)
 		}
-		fmt.Printf("committed %s %s[%d]=%d on %s through KoP (%s)\n", *group, lab.KafkaTopic(full), *partition, *offset, target.Name, target.KafkaBootstrap)
+		fmt.Printf("committed %s %s[%d]=%d on %s through KoP (%s, tenant %s)\n", *group, lab.KafkaTopicOf(t, full), *partition, *offset, target.Name, target.KafkaBootstrap, cmp.Or(t, lab.Tenant))
 		return nil
 	case "pulsar":
 	default:
@@ -58,13 +64,13 @@ func commit(ctx context.Context, args []string) error {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}
 	defer client.Close()
-	w := kop.NewWriter(client, lab.OffsetsTopic, lab.OffsetsTopicPartitions)
+	w := kop.NewWriter(client, lab.OffsetsTopicOf(t), lab.OffsetsTopicPartitions)
 	defer w.Close()
 	p, id, err := w.Commit(ctx, kop.OffsetCommit{Group: *group, Topic: full, Partition: int32(*partition), Offset: *offset})
 	if err != nil {
 		return fmt.Errorf("commit: cluster %s: %w", target.Name, err)
 	}
 	fmt.Printf("wrote offset commit %s %s[%d]=%d to %s-partition-%d on %s (message %v), as KoP's writer would\n",
-		*group, full, *partition, *offset, lab.OffsetsTopic, p, target.Name, id)
+		*group, full, *partition, *offset, lab.OffsetsTopicOf(t), p, target.Name, id)
 	return nil
 }

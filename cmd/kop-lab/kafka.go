@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,13 +46,35 @@ func runningKoP(ctx context.Context, name, what string) (lab.Cluster, error) {
 	return c, nil
 }
 
+// tenantOf checks --tenant t against the running lab: empty or public is the lab's own
+// tenant; another must be one of the tenants kop-lab up --tenants prepared.
+func tenantOf(ctx context.Context, what, t string) (string, error) {
+	if t == "" || t == lab.Tenant {
+		return "", nil
+	}
+	r, err := lab.Status(ctx, lab.Options{})
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(r.Tenants, t) {
+		return t, nil
+	}
+	if len(r.Tenants) == 0 {
+		return "", fmt.Errorf("%s: --tenant %s: the lab has no tenants but %s (kop-lab up --auth token --tenants N)", what, t, lab.Tenant)
+	}
+	return "", fmt.Errorf("%s: --tenant %s: not a tenant of the lab (%s, %s)", what, t, lab.Tenant, strings.Join(r.Tenants, ", "))
+}
+
+const tenantUsage = "tenant whose Kafka client to be (its token, SASL username = the tenant): public (default) or one of kop-lab up --tenants"
+
 // produce writes --count records to --topic through a cluster's KoP (franz-go), creating
 // the topic with one partition on both clusters first.
 func produce(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	cluster := fs.String("cluster", "scus", "lab cluster to produce to")
-	topic := fs.String("topic", "topic-1", "Kafka topic in public/default")
+	topic := fs.String("topic", "topic-1", "Kafka topic in the tenant's Kafka namespace (public/default, <tenant>/default)")
 	count := fs.Int("count", 1, "records to write")
+	tenant := fs.String("tenant", "", tenantUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,7 +82,11 @@ func produce(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	tn, err := utils.GetTopicName("persistent://" + lab.DefaultNamespace + "/" + *topic)
+	t, err := tenantOf(ctx, "produce", *tenant)
+	if err != nil {
+		return err
+	}
+	tn, err := utils.GetTopicName("persistent://" + lab.KafkaNamespaceOf(t) + "/" + *topic)
 	if err != nil {
 		return err
 	}
@@ -76,7 +103,7 @@ func produce(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s: create %s: %w", other.Name, tn, err)
 		}
 	}
-	cl, err := lab.KafkaClient(c, kgo.DefaultProduceTopic(*topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond))
+	cl, err := lab.KafkaClientAs(c, t, kgo.DefaultProduceTopic(*topic), kgo.DisableIdempotentWrite(), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -96,7 +123,7 @@ func produce(ctx context.Context, args []string) error {
 			end = o.Offset
 		}
 	}
-	fmt.Printf("produced %d records to %s on %s through KoP in %s; log end offset %d\n", *count, *topic, c.Name, time.Since(start).Round(time.Millisecond), end)
+	fmt.Printf("produced %d records to %s on %s through KoP in %s; log end offset %d\n", *count, tn, c.Name, time.Since(start).Round(time.Millisecond), end)
 	return nil
 }
 
@@ -107,6 +134,7 @@ func consume(ctx context.Context, args []string) error {
 	cluster := fs.String("cluster", "wus", "lab cluster to consume from")
 	group := fs.String("group", "G", "consumer group")
 	topic := fs.String("topic", "topic-1", "Kafka topic")
+	tenant := fs.String("tenant", "", tenantUsage)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -114,7 +142,11 @@ func consume(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := lab.KafkaClient(c, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic), kgo.DisableAutoCommit(),
+	t, err := tenantOf(ctx, "consume", *tenant)
+	if err != nil {
+		return err
+	}
+	cl, err := lab.KafkaClientAs(c, t, kgo.ConsumerGroup(*group), kgo.ConsumeTopics(*topic), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return err
@@ -146,6 +178,7 @@ func refresh(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("refresh", flag.ContinueOnError)
 	cluster := fs.String("cluster", "wus", "lab cluster")
 	group := fs.String("group", "G", "consumer group")
+	tenant := fs.String("tenant", "", "tenant of the group: public (default) or one of kop-lab up --tenants (its offsets topic, asked as the tenant)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,12 +186,16 @@ func refresh(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	p := loader.PartitionFor(*group, lab.OffsetsTopicPartitions)
-	start := time.Now()
-	if err := lab.ReloadOffsetsPartition(ctx, c, p); err != nil {
+	t, err := tenantOf(ctx, "refresh", *tenant)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("%s: KoP loaded offsets partition %d (group %s) afresh in %s\n", c.Name, p, *group, time.Since(start).Round(time.Millisecond))
+	p := loader.PartitionFor(*group, lab.OffsetsTopicPartitions)
+	start := time.Now()
+	if err := lab.ReloadOffsetsPartitionOf(ctx, c, t, p); err != nil {
+		return err
+	}
+	fmt.Printf("%s: KoP loaded offsets partition %d of %s (group %s) afresh in %s\n", c.Name, p, lab.OffsetsTopicOf(t), *group, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

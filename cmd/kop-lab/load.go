@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -31,9 +32,15 @@ func load(ctx context.Context, args []string) error {
 	concurrency := fs.Int("concurrency", 16, "kafka: OffsetCommit requests in flight")
 	memberGroups := fs.Int("member-groups", 0, "kafka: also run this many real consumer groups with one member each (join, commit, leave)")
 	hold := fs.Duration("hold", 0, "kafka: how long the members of --member-groups stay before they leave")
+	tenant := fs.String("tenant", "", "tenant to load: public (default) or one of kop-lab up --tenants; its offsets topic (pulsar), its Kafka client and token (kafka), topics in <tenant>/default")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	t, err := tenantOf(ctx, "load", *tenant)
+	if err != nil {
+		return err
+	}
+	s.Namespace = lab.KafkaNamespaceOf(t)
 	s = s.WithDefaults()
 	if err := s.Validate(); err != nil {
 		return err
@@ -53,14 +60,14 @@ func load(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	fmt.Printf("loading %s via %s: groups %s..%s, %d keys each over %d topics, %d commits (%d live keys, %d rounds)\n",
-		target.Name, *via, s.GroupName(0), s.GroupName(s.Groups-1), s.KeysPerGroup, s.Topics, s.Commits, s.LiveKeys(), s.Rounds())
+	fmt.Printf("loading %s (tenant %s) via %s: groups %s..%s, %d keys each over %d topics, %d commits (%d live keys, %d rounds)\n",
+		target.Name, cmp.Or(t, lab.Tenant), *via, s.GroupName(0), s.GroupName(s.Groups-1), s.KeysPerGroup, s.Topics, s.Commits, s.LiveKeys(), s.Rounds())
 	var st loadgen.Stats
 	switch *via {
 	case "pulsar":
-		st, err = loadViaPulsar(ctx, *target, s, *batching)
+		st, err = loadViaPulsar(ctx, *target, t, s, *batching)
 	case "kafka":
-		st, err = loadViaKafka(ctx, *target, s, *concurrency, *memberGroups, *hold)
+		st, err = loadViaKafka(ctx, *target, t, s, *concurrency, *memberGroups, *hold)
 	}
 	if err != nil {
 		return fmt.Errorf("load: cluster %s: %w (wrote %s)", target.Name, err, st)
@@ -105,29 +112,29 @@ func createLoadTopics(ctx context.Context, all []lab.Cluster, s loadgen.Spec) er
 	return nil
 }
 
-// loadViaPulsar writes the load as KoP-format messages straight into the offsets topic.
-func loadViaPulsar(ctx context.Context, target lab.Cluster, s loadgen.Spec, batching bool) (loadgen.Stats, error) {
+// loadViaPulsar writes the load as KoP-format messages straight into tenant t's offsets topic.
+func loadViaPulsar(ctx context.Context, target lab.Cluster, t string, s loadgen.Spec, batching bool) (loadgen.Stats, error) {
 	client, err := lab.NewPulsarClient(target)
 	if err != nil {
 		return loadgen.Stats{}, fmt.Errorf("load: cluster %s: %w", target.Name, err)
 	}
 	defer client.Close()
-	return loadgen.WritePulsar(ctx, client, lab.OffsetsTopic, lab.OffsetsTopicPartitions, s,
+	return loadgen.WritePulsar(ctx, client, lab.OffsetsTopicOf(t), lab.OffsetsTopicPartitions, s,
 		loadgen.PulsarOptions{Batching: batching, Progress: os.Stdout})
 }
 
-// loadViaKafka writes the load as OffsetCommit requests to KoP, then runs memberGroups real
-// consumer groups (join, commit, stay hold, leave).
-func loadViaKafka(ctx context.Context, target lab.Cluster, s loadgen.Spec, concurrency, memberGroups int, hold time.Duration) (loadgen.Stats, error) {
+// loadViaKafka writes the load as OffsetCommit requests to KoP as tenant t, then runs
+// memberGroups real consumer groups (join, commit, stay hold, leave).
+func loadViaKafka(ctx context.Context, target lab.Cluster, t string, s loadgen.Spec, concurrency, memberGroups int, hold time.Duration) (loadgen.Stats, error) {
 	if err := lab.KafkaMetadata(ctx, target); err != nil {
 		return loadgen.Stats{}, fmt.Errorf("load: --via kafka: KoP does not answer on cluster %s (%s): %w", target.Name, target.KafkaBootstrap, err)
 	}
-	opts, err := connect.KafkaOpts(target.Config(),
+	opts, err := connect.KafkaOpts(target.TenantConfig(t),
 		connect.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {
 		return loadgen.Stats{}, err
 	}
-	kcl, err := connect.NewKafkaClient(target.Config(),
+	kcl, err := connect.NewKafkaClient(target.TenantConfig(t),
 		connect.Options{RequestTimeout: 30 * time.Second})
 	if err != nil {
 		return loadgen.Stats{}, err

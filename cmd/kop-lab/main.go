@@ -2,14 +2,17 @@
 // clusters (scus, wus, and eus with --clusters 3) on 127.0.0.1, each a standalone or (with
 // --brokers N) a ZooKeeper, a bookie and N brokers, with KoP when it can be resolved.
 //
-//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token]
+//	kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] [--tenants N]
 //	                       start (or reuse) the lab and leave it running; --kop-nar (or
 //	                       KOP_NAR) loads that KoP protocol handler NAR; --brokers (or
 //	                       KOP_LAB_BROKERS, default 1 = standalone) and --clusters (or
 //	                       KOP_LAB_CLUSTERS, default 2) pick the shape; a running lab of
 //	                       another shape is restarted; --auth token (or KOP_LAB_AUTH=token)
 //	                       turns on token auth, TLS and KoP's SASL/PLAIN, on every shape
-//	                       (with --brokers N each broker has its own TLS ports)
+//	                       (with --brokers N each broker has its own TLS ports); --tenants N
+//	                       (or KOP_LAB_TENANTS, needs --auth token) adds tenants tenant1..tenantN
+//	                       for KoP's multi-tenant metadata, each with its own token, and lists
+//	                       them in config.yaml (docs/lab.md, "Tenants")
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
 //	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
@@ -18,26 +21,29 @@
 //	                       stop one broker of a multi-broker cluster by pid, or start it again
 //	                       (and wait until it is healthy)
 //	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
-//	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500
+//	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500 [--tenant T]
 //	                       commit one offset: through KoP when the lab runs it, else written
-//	                       in KoP's format into the cluster's offsets topic (--via pulsar)
-//	kop-lab produce --cluster scus --topic topic-1 --count 10900   (KoP only)
-//	kop-lab consume --cluster wus --group G --topic topic-1        (KoP only; no commit)
-//	kop-lab refresh --cluster wus --group G   make KoP load the group's offsets partition afresh
+//	                       in KoP's format into the cluster's offsets topic (--via pulsar);
+//	                       --tenant T: as tenant T (its token; T's offsets topic, T/default)
+//	kop-lab produce --cluster scus --topic topic-1 --count 10900 [--tenant T]  (KoP only)
+//	kop-lab consume --cluster wus --group G --topic topic-1 [--tenant T]       (KoP only; no commit)
+//	kop-lab refresh --cluster wus --group G [--tenant T]
+//	                       make KoP load the group's offsets partition (T's) afresh
 //	kop-lab capture [--out FILE]
 //	                       make the running KoP write group, transactional and deletion records
 //	                       and save them as decoder test data (internal/offsetlog/testdata)
-//	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] ...
+//	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] [--tenant T] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
 // Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
 // KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
-// used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_START_TIMEOUT (per
+// used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_AUTH, KOP_LAB_TENANTS, KOP_LAB_START_TIMEOUT (per
 // cluster or broker, default 4m; 10m with several brokers), KOP_LAB_PORT_OFFSET, KOP_LAB_ROOT
 // (repository root).
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -62,7 +68,7 @@ func main() {
 }
 
 func usage() error {
-	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] | produce | consume | refresh | load [flags] | capture [--out FILE]")
+	return errors.New("usage: kop-lab up [--fresh] [--kop-nar FILE] [--brokers N] [--clusters 2|3] [--auth none|token] [--tenants N] | stop-broker|start-broker --cluster C --broker I | down | clean | status | config-path | commit --cluster C --group G --topic T --offset N [--via kop|pulsar] [--tenant T] | produce [--tenant T] | consume [--tenant T] | refresh [--tenant T] | load [flags] [--tenant T] | capture [--out FILE]")
 }
 
 func run(args []string) error {
@@ -113,19 +119,17 @@ func up(ctx context.Context, args []string) error {
 	brokers := fs.Int("brokers", 0, "brokers per cluster: 1 = one standalone JVM, N >= 2 = ZooKeeper + bookie + N brokers (default $KOP_LAB_BROKERS, else 1)")
 	clusters := fs.Int("clusters", 0, "clusters: 2 (scus, wus) or 3 (+ eus) (default $KOP_LAB_CLUSTERS, else 2)")
 	authFlag := fs.String("auth", "", "auth mode: none or token (default $KOP_LAB_AUTH, else none)")
+	tenantsFlag := fs.String("tenants", "", "extra tenants tenant1..tenantN for KoP's multi-tenant metadata, each with its own token; needs --auth token (default $KOP_LAB_TENANTS, else none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var auth lab.AuthMode
-	if *authFlag != "" {
-		m, err := lab.ParseAuthMode(*authFlag)
-		if err != nil {
-			return err
-		}
-		auth = m
+	o, err := upOptions(*authFlag, *tenantsFlag)
+	if err != nil {
+		return err
 	}
+	o.Keep, o.Fresh, o.KoPNar, o.Shape = true, *fresh, *nar, lab.Shape{Clusters: *clusters, Brokers: *brokers}
 	t := time.Now()
-	l, err := lab.Up(ctx, lab.Options{Keep: true, Fresh: *fresh, KoPNar: *nar, Shape: lab.Shape{Clusters: *clusters, Brokers: *brokers}, Auth: auth})
+	l, err := lab.Up(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -150,8 +154,38 @@ func up(ctx context.Context, args []string) error {
 			fmt.Printf("    %-10s pid %-7d ports %v  ready %.1fs\n", ps.ID(), ps.PID, ps.Ports, ps.ReadySeconds)
 		}
 	}
+	printTenants(l.State.Tenants, l.Clusters)
 	fmt.Printf("  config: %s\n", l.ConfigPath)
 	return nil
+}
+
+// upOptions parses up's --auth and --tenants. Tenants without token auth (from --auth, else
+// $KOP_LAB_AUTH) is an error before anything starts; lab.Up checks $KOP_LAB_TENANTS alike.
+func upOptions(auth, tenants string) (lab.Options, error) {
+	var o lab.Options
+	m, err := lab.ParseAuthMode(cmp.Or(auth, os.Getenv("KOP_LAB_AUTH")))
+	if err != nil {
+		return o, err
+	}
+	if auth != "" {
+		o.Auth = m
+	}
+	if o.Tenants, err = lab.ParseTenantCount(tenants); err != nil {
+		return o, err
+	}
+	return o, lab.CheckTenants(o.Tenants, m)
+}
+
+// printTenants lists the lab's extra tenants and their token files.
+func printTenants(tenants []string, cs []lab.Cluster) {
+	if len(tenants) == 0 || len(cs) == 0 || cs[0].Auth == nil {
+		return
+	}
+	fmt.Printf("  tenants (kafkaEnableMultiTenantMetadata; SASL username = tenant):\n")
+	for _, t := range tenants {
+		f := lab.TenantFilesOf(cs[0].Auth.Files, t)
+		fmt.Printf("    %-9s role %-16s data %-18s offsets %s  token %s\n", t, lab.TenantRole(t), lab.TenantDefaultNamespace(t), lab.TenantOffsetsTopic(t), f.Token)
+	}
 }
 
 // status prints the lab's status; an unhealthy cluster makes it fail.
@@ -224,6 +258,14 @@ func printStatus(r *lab.StatusReport) {
 	if r.Running {
 		fmt.Printf("total rss %.0f MB\n", total)
 	}
+	if r.Running && len(r.Tenants) == 0 {
+		fmt.Printf("tenants: public only\n")
+	}
+	var cs []lab.Cluster
+	for _, c := range r.Clusters {
+		cs = append(cs, c.Cluster)
+	}
+	printTenants(r.Tenants, cs)
 }
 
 // portList names the ports of a process: web/binary/kafka for a broker.

@@ -79,13 +79,29 @@ func configureCluster(ctx context.Context, a pulsaradmin.Client, c Cluster, cs [
 			return fmt.Errorf("lab: %s: tenant %s allowed clusters %v: %w", c.Name, Tenant, names, err)
 		}
 	}
-	if err := ensureNamespaces(ctx, a, c, names, log); err != nil {
+	ns := publicNamespaces()
+	if err := ns.ensure(ctx, a, c, names, log); err != nil {
 		return err
 	}
-	if err := ensureMetadataPolicies(ctx, a, c); err != nil {
+	if err := ns.ensureMetadataPolicies(ctx, a, c); err != nil {
 		return err
 	}
-	for _, ns := range []string{DefaultNamespace, MetadataNamespace} {
+	return ns.ensureReplication(ctx, a, c, names)
+}
+
+// labNamespaces are a tenant's Kafka data namespace and KoP metadata namespace, which the lab
+// prepares alike for public and for each extra tenant (tenants.go).
+type labNamespaces struct {
+	Tenant, Default, Metadata string
+}
+
+func publicNamespaces() labNamespaces {
+	return labNamespaces{Tenant: Tenant, Default: DefaultNamespace, Metadata: MetadataNamespace}
+}
+
+// ensureReplication sets the replication clusters of both namespaces to names.
+func (n labNamespaces) ensureReplication(ctx context.Context, a pulsaradmin.Client, c Cluster, names []string) error {
+	for _, ns := range []string{n.Default, n.Metadata} {
 		cur, err := a.Namespaces().GetNamespaceReplicationClustersWithContext(ctx, ns)
 		if err != nil {
 			return fmt.Errorf("lab: %s: replication clusters of %s: %w", c.Name, ns, err)
@@ -100,27 +116,34 @@ func configureCluster(ctx context.Context, a pulsaradmin.Client, c Cluster, cs [
 	return nil
 }
 
-// ensureNamespaces creates public/default and public/__kafka (with its bundles) when missing.
-func ensureNamespaces(ctx context.Context, a pulsaradmin.Client, c Cluster, names []string, log io.Writer) error {
-	nss, err := a.Namespaces().GetNamespacesWithContext(ctx, Tenant)
+// ensure creates the data namespace and the metadata namespace (with its bundles) when
+// missing; log, when not nil, hears about the metadata namespace's creation.
+func (n labNamespaces) ensure(ctx context.Context, a pulsaradmin.Client, c Cluster, names []string, log io.Writer) error {
+	nss, err := a.Namespaces().GetNamespacesWithContext(ctx, n.Tenant)
 	if err != nil {
 		return fmt.Errorf("lab: %s: namespaces: %w", c.Name, err)
 	}
-	if !slices.Contains(nss, DefaultNamespace) {
-		if err := a.Namespaces().CreateNamespaceWithContext(ctx, DefaultNamespace); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
-			return fmt.Errorf("lab: %s: create %s: %w", c.Name, DefaultNamespace, err)
+	if !slices.Contains(nss, n.Default) {
+		// With the replication clusters at once: a tenant's namespace created with the
+		// broker's default (its own cluster) would replicate nothing until set.
+		pol := utils.NewDefaultPolicies()
+		pol.ReplicationClusters = names
+		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, n.Default, *pol); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
+			return fmt.Errorf("lab: %s: create %s: %w", c.Name, n.Default, err)
 		}
 	}
-	if !slices.Contains(nss, MetadataNamespace) {
-		fmt.Fprintf(log, "lab: %s: creating %s with %d bundles\n", c.Name, MetadataNamespace, MetadataBundles)
+	if !slices.Contains(nss, n.Metadata) {
+		if log != nil {
+			fmt.Fprintf(log, "lab: %s: creating %s with %d bundles\n", c.Name, n.Metadata, MetadataBundles)
+		}
 		// Not CreateNsWithNumBundles: pulsaradmin v0.19.0 sends "replication_clusters": null
 		// with it, and Pulsar 4.0.8 answers 500 (NullPointerException in
 		// BrokerService.setCurrentClusterAllowedIfNoClusterIsAllowed).
 		pol := utils.NewDefaultPolicies()
 		pol.Bundles = utils.NewBundlesDataWithNumBundles(MetadataBundles)
 		pol.ReplicationClusters = names
-		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, MetadataNamespace, *pol); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
-			return fmt.Errorf("lab: %s: create %s: %w", c.Name, MetadataNamespace, err)
+		if err := a.Namespaces().CreateNsWithPolicesWithContext(ctx, n.Metadata, *pol); err != nil && !connect.IsRESTStatus(err, http.StatusConflict) {
+			return fmt.Errorf("lab: %s: create %s: %w", c.Name, n.Metadata, err)
 		}
 	}
 	return nil
@@ -149,32 +172,39 @@ func MetadataBundlesOK(b *utils.BundlesData) bool {
 	return have[0xffffffff]
 }
 
-// ensureMetadataPolicies checks public/__kafka's bundles and sets KoP's retention and
+// ensureMetadataPolicies checks the metadata namespace's bundles and sets KoP's retention and
 // compaction threshold on it.
-func ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster) error {
-	pol, err := a.Namespaces().GetPoliciesWithContext(ctx, MetadataNamespace)
+func (n labNamespaces) ensureMetadataPolicies(ctx context.Context, a pulsaradmin.Client, c Cluster) error {
+	pol, err := a.Namespaces().GetPoliciesWithContext(ctx, n.Metadata)
 	if err != nil {
-		return fmt.Errorf("lab: %s: policies of %s: %w", c.Name, MetadataNamespace, err)
+		return fmt.Errorf("lab: %s: policies of %s: %w", c.Name, n.Metadata, err)
 	}
 	if !MetadataBundlesOK(pol.Bundles) {
-		return fmt.Errorf("lab: %s: %s has %v bundles, want %d (or splits of them)", c.Name, MetadataNamespace, pol.Bundles, MetadataBundles)
+		return fmt.Errorf("lab: %s: %s has %v bundles, want %d (or splits of them)", c.Name, n.Metadata, pol.Bundles, MetadataBundles)
 	}
 	// KoP (MetadataUtils.createNamespaceIfMissing) gives the metadata namespace a retention
-	// of offsetsRetentionMinutes (3 days), unlimited size and a 100 MB compaction threshold,
+	// of offsetsRetentionMinutes (3 days), unlimited size, a message TTL of offsetsMessageTTL
+	// (3 days) and a 100 MB compaction threshold,
 	// but only when it creates the namespace itself. The lab creates it first, so it sets
 	// the same policies; without them a replicated-and-read ledger is deleted on rollover.
 	if pol.RetentionPolicies == nil || pol.RetentionPolicies.RetentionTimeInMinutes != MetadataRetentionMinutes {
-		if err := a.Namespaces().SetRetentionWithContext(ctx, MetadataNamespace, utils.NewRetentionPolicies(MetadataRetentionMinutes, -1)); err != nil {
-			return fmt.Errorf("lab: %s: set retention of %s: %w", c.Name, MetadataNamespace, err)
+		if err := a.Namespaces().SetRetentionWithContext(ctx, n.Metadata, utils.NewRetentionPolicies(MetadataRetentionMinutes, -1)); err != nil {
+			return fmt.Errorf("lab: %s: set retention of %s: %w", c.Name, n.Metadata, err)
+		}
+	}
+	// And offsetsMessageTTL (3 days) as message TTL: KoP sets it with the retention.
+	if pol.MessageTTLInSeconds == nil || *pol.MessageTTLInSeconds != MetadataMessageTTLSeconds {
+		if err := a.Namespaces().SetNamespaceMessageTTLWithContext(ctx, n.Metadata, MetadataMessageTTLSeconds); err != nil {
+			return fmt.Errorf("lab: %s: set message TTL of %s: %w", c.Name, n.Metadata, err)
 		}
 	}
 	if pol.CompactionThreshold == nil || *pol.CompactionThreshold != MetadataCompactionThreshold {
-		nsName, err := utils.GetNamespaceName(MetadataNamespace)
+		nsName, err := utils.GetNamespaceName(n.Metadata)
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", c.Name, err)
 		}
 		if err := a.Namespaces().SetCompactionThresholdWithContext(ctx, *nsName, MetadataCompactionThreshold); err != nil {
-			return fmt.Errorf("lab: %s: set compaction threshold of %s: %w", c.Name, MetadataNamespace, err)
+			return fmt.Errorf("lab: %s: set compaction threshold of %s: %w", c.Name, n.Metadata, err)
 		}
 	}
 	return nil

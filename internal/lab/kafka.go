@@ -20,14 +20,41 @@ import (
 // KafkaClient returns a franz-go client for c's KoP listener, built like the CLI's
 // (internal/connect: capped at Kafka 3.8 request versions, which KoP negotiates).
 func KafkaClient(c Cluster, extra ...kgo.Opt) (*kgo.Client, error) {
-	return connect.NewKafkaClient(c.Config(), connect.Options{RequestTimeout: 30 * time.Second}, extra...)
+	return KafkaClientAs(c, "", extra...)
+}
+
+// KafkaClientAs is KafkaClient authenticated as tenant t of a multi-tenant lab (its own token,
+// username t: KoP then serves t's groups and topics); an empty t or public is KafkaClient.
+func KafkaClientAs(c Cluster, t string, extra ...kgo.Opt) (*kgo.Client, error) {
+	return connect.NewKafkaClient(c.TenantConfig(t), connect.Options{RequestTimeout: 30 * time.Second}, extra...)
+}
+
+// KafkaNamespaceOf is where tenant t's short Kafka topic names live: public/default for
+// public (or no tenant), else <t>/default.
+func KafkaNamespaceOf(t string) string {
+	if t == "" || t == Tenant {
+		return DefaultNamespace
+	}
+	return TenantDefaultNamespace(t)
+}
+
+// OffsetsTopicOf is tenant t's offsets topic (public's for an empty t).
+func OffsetsTopicOf(t string) string {
+	if t == "" || t == Tenant {
+		return OffsetsTopic
+	}
+	return TenantOffsetsTopic(t)
 }
 
 // KafkaTopic is the name a Kafka client uses for a KoP topic: the short name in the default
 // Kafka namespace (public/default), tenant/ns/topic elsewhere.
-func KafkaTopic(full string) string {
+func KafkaTopic(full string) string { return KafkaTopicOf("", full) }
+
+// KafkaTopicOf is the name tenant t's Kafka clients use for a KoP topic: the short name in
+// t's Kafka namespace, tenant/ns/topic elsewhere.
+func KafkaTopicOf(t, full string) string {
 	s := strings.TrimPrefix(full, "persistent://")
-	if rest, ok := strings.CutPrefix(s, DefaultNamespace+"/"); ok {
+	if rest, ok := strings.CutPrefix(s, KafkaNamespaceOf(t)+"/"); ok {
 		return rest
 	}
 	return s
@@ -37,22 +64,29 @@ func KafkaTopic(full string) string {
 // OffsetCommit without a member, as an admin tool sends it), so that KoP writes the record and
 // caches the value. topic may be a full persistent:// name or a Kafka name.
 func CommitThroughKoP(ctx context.Context, c Cluster, group, topic string, partition int32, offset int64) error {
-	cl, err := KafkaClient(c)
+	return CommitThroughKoPAs(ctx, c, "", group, topic, partition, offset)
+}
+
+// CommitThroughKoPAs is CommitThroughKoP as tenant t (KafkaClientAs): the commit lands in
+// t's offsets topic, and a short topic name is one of t's Kafka namespace.
+func CommitThroughKoPAs(ctx context.Context, c Cluster, t, group, topic string, partition int32, offset int64) error {
+	cl, err := KafkaClientAs(c, t)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	var offs kadm.Offsets
-	offs.Add(kadm.Offset{Topic: KafkaTopic(topic), Partition: partition, At: offset, LeaderEpoch: -1})
+	name := KafkaTopicOf(t, topic)
+	offs.Add(kadm.Offset{Topic: name, Partition: partition, At: offset, LeaderEpoch: -1})
 	// KoP answers COORDINATOR_LOAD_IN_PROGRESS while it loads the group's partition; franz-go
 	// retries that within its retry timeout.
 	resp, err := adm.CommitOffsets(ctx, group, offs)
 	if err != nil {
-		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s): %w", c.Name, group, KafkaTopic(topic), partition, offset, c.KafkaBootstrap, err)
+		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s%s): %w", c.Name, group, name, partition, offset, c.KafkaBootstrap, asTenant(t), err)
 	}
 	if err := resp.Error(); err != nil {
-		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s): %w", c.Name, group, KafkaTopic(topic), partition, offset, c.KafkaBootstrap, err)
+		return fmt.Errorf("%s: commit %s %s[%d]=%d through KoP (%s%s): %w", c.Name, group, name, partition, offset, c.KafkaBootstrap, asTenant(t), err)
 	}
 	return nil
 }
@@ -60,7 +94,12 @@ func CommitThroughKoP(ctx context.Context, c Cluster, group, topic string, parti
 // FetchThroughKoP returns what KoP on c serves for group's topic/partition: the offset, or
 // ok false when it has none (-1 on the wire).
 func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partition int32) (offset int64, ok bool, err error) {
-	cl, err := KafkaClient(c)
+	return FetchThroughKoPAs(ctx, c, "", group, topic, partition)
+}
+
+// FetchThroughKoPAs is FetchThroughKoP as tenant t: what KoP serves for t's group.
+func FetchThroughKoPAs(ctx context.Context, c Cluster, t, group, topic string, partition int32) (offset int64, ok bool, err error) {
+	cl, err := KafkaClientAs(c, t)
 	if err != nil {
 		return 0, false, err
 	}
@@ -72,11 +111,11 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 		err = resp.Error()
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("%s: OffsetFetch %s through KoP (%s): %w", c.Name, group, c.KafkaBootstrap, err)
+		return 0, false, fmt.Errorf("%s: OffsetFetch %s through KoP (%s%s): %w", c.Name, group, c.KafkaBootstrap, asTenant(t), err)
 	}
-	want := fullTopic(topic)
+	want := fullTopicOf(t, topic)
 	for name, ps := range resp {
-		if o, found := ps[partition]; found && fullTopic(name) == want && o.At >= 0 {
+		if o, found := ps[partition]; found && fullTopicOf(t, name) == want && o.At >= 0 {
 			return o.At, true, nil
 		}
 	}
@@ -85,14 +124,25 @@ func FetchThroughKoP(ctx context.Context, c Cluster, group, topic string, partit
 
 // fullTopic returns a topic's full Pulsar name from a full name, tenant/ns/topic, or a short
 // name in the default Kafka namespace.
-func fullTopic(s string) string {
+func fullTopic(s string) string { return fullTopicOf("", s) }
+
+// fullTopicOf is fullTopic for tenant t's clients: a short name is in t's Kafka namespace.
+func fullTopicOf(t, s string) string {
 	switch {
 	case strings.HasPrefix(s, "persistent://"):
 		return s
 	case strings.Count(s, "/") == 2:
 		return "persistent://" + s
 	}
-	return "persistent://" + DefaultNamespace + "/" + s
+	return "persistent://" + KafkaNamespaceOf(t) + "/" + s
+}
+
+// asTenant names tenant t in an error, empty for public.
+func asTenant(t string) string {
+	if t == "" || t == Tenant {
+		return ""
+	}
+	return ", as tenant " + t
 }
 
 // Commit writes one offset commit on cluster name the way this lab can: through KoP's Kafka
@@ -133,17 +183,22 @@ func GroupInPartition(prefix string, p int32) string {
 // WaitKoPServes waits until c's KoP answers OffsetFetch for a group of offsets partition p
 // (it has loaded the partition and is its coordinator).
 func WaitKoPServes(ctx context.Context, c Cluster, p int32, timeout time.Duration) error {
+	return WaitKoPServesAs(ctx, c, "", p, timeout)
+}
+
+// WaitKoPServesAs is WaitKoPServes for tenant t's offsets partition p, asked as t.
+func WaitKoPServesAs(ctx context.Context, c Cluster, t string, p int32, timeout time.Duration) error {
 	g := GroupInPartition("lab-probe", p)
 	deadline := time.Now().Add(timeout)
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, _, err := FetchThroughKoP(fctx, c, g, Topic1, 0)
+		_, _, err := FetchThroughKoPAs(fctx, c, t, g, fullTopicOf(t, "topic-1"), 0)
 		cancel()
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: KoP does not serve offsets partition %d after %s: %w", c.Name, p, timeout, err)
+			return fmt.Errorf("%s: KoP does not serve offsets partition %d of %s after %s: %w", c.Name, p, OffsetsTopicOf(t), timeout, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -159,11 +214,17 @@ func WaitKoPServes(ctx context.Context, c Cluster, p int32, timeout time.Duratio
 // leave it unloaded for good (issue 15), so the next unload must wait for this one. Tests use
 // it to make KoP load what they wrote, or to put back a partition they left unloaded.
 func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
+	return ReloadOffsetsPartitionOf(ctx, c, "", p)
+}
+
+// ReloadOffsetsPartitionOf is ReloadOffsetsPartition for tenant t's offsets topic (its bundles
+// of <t>/__kafka), checked through KoP as t.
+func ReloadOffsetsPartitionOf(ctx context.Context, c Cluster, t string, p int32) error {
 	a, err := NewAdmin(c)
 	if err != nil {
 		return err
 	}
-	if err := reloadBundleOf(ctx, c, a, p); err != nil {
+	if err := reloadBundleOf(ctx, c, a, t, p); err != nil {
 		return err
 	}
 	// KoP can drop the load of a partition taken back right after its unload
@@ -173,7 +234,7 @@ func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
 		var stuck []int32
 		var last error
 		for q := int32(0); q < OffsetsTopicPartitions; q++ {
-			if err := WaitKoPServes(ctx, c, q, 30*time.Second); err != nil {
+			if err := WaitKoPServesAs(ctx, c, t, q, 30*time.Second); err != nil {
 				stuck, last = append(stuck, q), err
 			}
 		}
@@ -184,16 +245,17 @@ func ReloadOffsetsPartition(ctx context.Context, c Cluster, p int32) error {
 			return last
 		}
 		for _, q := range stuck {
-			if err := reloadBundleOf(ctx, c, a, q); err != nil {
+			if err := reloadBundleOf(ctx, c, a, t, q); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// reloadBundleOf unloads the bundle of offsets partition p and looks the partition up.
-func reloadBundleOf(ctx context.Context, c Cluster, a pulsaradmin.Client, p int32) error {
-	tn, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", OffsetsTopic, p))
+// reloadBundleOf unloads the bundle of tenant t's offsets partition p and looks the
+// partition up.
+func reloadBundleOf(ctx context.Context, c Cluster, a pulsaradmin.Client, t string, p int32) error {
+	tn, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", OffsetsTopicOf(t), p))
 	if err != nil {
 		return err
 	}
@@ -202,8 +264,9 @@ func reloadBundleOf(ctx context.Context, c Cluster, a pulsaradmin.Client, p int3
 		return fmt.Errorf("%s: bundle of %s: %w", c.Name, tn, err)
 	}
 	rng = strings.Trim(strings.TrimSpace(rng), `"`)
-	if err := a.Namespaces().UnloadNamespaceBundleWithContext(ctx, MetadataNamespace, rng); err != nil {
-		return fmt.Errorf("%s: unload bundle %s/%s: %w", c.Name, MetadataNamespace, rng, err)
+	ns := tn.GetTenant() + "/" + tn.GetNamespace()
+	if err := a.Namespaces().UnloadNamespaceBundleWithContext(ctx, ns, rng); err != nil {
+		return fmt.Errorf("%s: unload bundle %s/%s: %w", c.Name, ns, rng, err)
 	}
 	// A lookup right after the unload may still see the closing owner: retry for a while.
 	for i := 0; ; i++ {

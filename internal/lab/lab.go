@@ -51,7 +51,11 @@ type Options struct {
 	FreshOnStart bool
 	// Auth is the auth mode: none (default, $KOP_LAB_AUTH unset) or token (auth.go).
 	Auth AuthMode
-	Log  io.Writer
+	// Tenants is how many extra tenants (tenant1..tenantN, each with its own token) the lab
+	// prepares for KoP's multi-tenant metadata (tenants.go); 0 means $KOP_LAB_TENANTS, else
+	// none: the lab of tenant public only. Needs Auth token.
+	Tenants int
+	Log     io.Writer
 }
 
 func (o Options) resolve() (Options, error) {
@@ -89,6 +93,13 @@ func (o Options) resolve() (Options, error) {
 		o.Auth = m
 	}
 	o.Clusters = withAuth(o.Clusters, Paths{Root: o.Root}, o.Auth)
+	if o.Tenants == 0 {
+		n, err := ParseTenantCount(os.Getenv("KOP_LAB_TENANTS"))
+		if err != nil {
+			return o, err
+		}
+		o.Tenants = n
+	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = DefaultStartTimeout
 		if !o.Shape.Standalone() {
@@ -145,6 +156,10 @@ func (l *Lab) Cluster(name string) Cluster {
 func Up(ctx context.Context, opts Options) (*Lab, error) {
 	o, err := opts.resolve()
 	if err != nil {
+		return nil, err
+	}
+	// Before anything starts or stops: a running lab stays as it is.
+	if err := CheckTenants(o.Tenants, o.Auth); err != nil {
 		return nil, err
 	}
 	p := Paths{Root: o.Root}
@@ -378,7 +393,13 @@ func finish(ctx context.Context, o Options, p Paths, st *State, started bool) (*
 	if err := Configure(ctx, cs, o.Log); err != nil {
 		return nil, err
 	}
-	y, err := RenderCLIConfig(cs, st.PulsarVersion, st.KoP)
+	// Tenants are admin-API state only (no broker setting), so a running lab is reused
+	// whatever its tenants and takes the ones asked for now; config.yaml lists those.
+	st.Tenants = TenantNames(o.Tenants)
+	if err := ConfigureTenants(ctx, cs, st.Tenants, st.KoP.Enabled); err != nil {
+		return nil, err
+	}
+	y, err := RenderCLIConfig(cs, st.PulsarVersion, st.KoP, st.Tenants...)
 	if err != nil {
 		return nil, err
 	}

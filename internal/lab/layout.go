@@ -50,6 +50,7 @@ const (
 	// with no size limit, and a 100 MB compaction threshold.
 	MetadataRetentionMinutes    = 3 * 24 * 60
 	MetadataCompactionThreshold = int64(100 * 1024 * 1024)
+	MetadataMessageTTLSeconds   = 3 * 24 * 3600 // offsetsMessageTTL
 	Topic1                      = "persistent://public/default/topic-1"
 	Topic1Partitions            = 1
 )

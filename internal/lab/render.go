@@ -263,20 +263,34 @@ type cliConfig struct {
 }
 
 type cliCluster struct {
-	Name              string   `yaml:"name"`
-	AdminURL          string   `yaml:"adminURL"`
-	ServiceURL        string   `yaml:"serviceURL"`
-	KafkaBootstrap    []string `yaml:"kafkaBootstrap"`
-	Tenant            string   `yaml:"tenant"`
-	MetadataNamespace string   `yaml:"metadataNamespace"`
-	KafkaNamespace    string   `yaml:"kafkaNamespace"`
+	Name           string   `yaml:"name"`
+	AdminURL       string   `yaml:"adminURL"`
+	ServiceURL     string   `yaml:"serviceURL"`
+	KafkaBootstrap []string `yaml:"kafkaBootstrap"`
+	Tenant         string   `yaml:"tenant,omitempty"`
+	// Tenants replaces Tenant on a lab with extra tenants (kop-lab up --tenants N).
+	Tenants           *config.Tenants `yaml:"tenants,omitempty"`
+	MetadataNamespace string          `yaml:"metadataNamespace"`
+	KafkaNamespace    string          `yaml:"kafkaNamespace"`
 	// Set on an auth lab only (Cluster.Config).
 	PulsarAuth *config.PulsarAuth `yaml:"pulsarAuth,omitempty"`
 	KafkaAuth  *config.KafkaAuth  `yaml:"kafkaAuth,omitempty"`
 }
 
-// RenderCLIConfig renders a kop-offsets configuration (docs/config.md) for the clusters.
-func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte, error) {
+// configTenants is the tenants: list of cluster c.
+func configTenants(c Cluster, tenants []string) *config.Tenants {
+	ts := &config.Tenants{}
+	for _, t := range tenants {
+		ts.List = append(ts.List, c.ConfigTenant(t))
+	}
+	return ts
+}
+
+// RenderCLIConfig renders a kop-offsets configuration (docs/config.md) for the clusters. With
+// tenants, every cluster lists them under tenants: (instead of tenant: public), each with its
+// Kafka namespace and its own token as Kafka credentials; pulsarAuth stays the superuser's,
+// which reads every tenant's offsets topic.
+func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus, tenants ...string) ([]byte, error) {
 	cfg := cliConfig{}
 	for _, c := range cs {
 		cc := c.Config()
@@ -287,7 +301,7 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 		if c.Auth != nil {
 			cc.ServiceURL = c.ServiceURLsTLS()
 		}
-		cfg.Clusters = append(cfg.Clusters, cliCluster{
+		out := cliCluster{
 			Name:              cc.Name,
 			AdminURL:          cc.AdminURL,
 			ServiceURL:        cc.ServiceURL,
@@ -297,7 +311,11 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 			KafkaNamespace:    cc.KafkaNamespace,
 			PulsarAuth:        cc.PulsarAuth,
 			KafkaAuth:         cc.KafkaAuth,
-		})
+		}
+		if len(tenants) > 0 {
+			out.Tenant, out.Tenants = "", configTenants(c, tenants)
+		}
+		cfg.Clusters = append(cfg.Clusters, out)
 	}
 	var body bytes.Buffer
 	enc := yaml.NewEncoder(&body)
@@ -328,6 +346,10 @@ func RenderCLIConfig(cs []Cluster, pulsarVersion string, kop KoPStatus) ([]byte,
 	if len(cs) > 0 && cs[0].Auth != nil {
 		fmt.Fprintf(&b, "# Auth: %s. Admin over https and the binary protocol over TLS (CA %s), with\n", cs[0].Auth.Mode, cs[0].Auth.Files.CACert)
 		fmt.Fprintf(&b, "# the %s token; KoP with SASL/PLAIN (username the tenant, password token:<jwt>).\n", SuperuserRole)
+	}
+	if len(tenants) > 0 {
+		fmt.Fprintf(&b, "# Tenants %s (kop-lab up --tenants %d): each one's groups in <tenant>/__kafka, its Kafka\n", strings.Join(tenants, ", "), len(tenants))
+		fmt.Fprintf(&b, "# clients with its own %s token; pick one with kop-offsets --tenant.\n", TenantRole("<tenant>"))
 	}
 	b.Write(body.Bytes())
 	return b.Bytes(), nil

@@ -32,6 +32,9 @@ type State struct {
 
 	// Auth is the lab's auth mode; a state file written before auth modes existed has none.
 	Auth AuthMode `json:"auth,omitempty"`
+	// Tenants are the extra tenants the last Up prepared (tenant1..tenantN), none for the lab
+	// of tenant public only.
+	Tenants []string `json:"tenants,omitempty"`
 }
 
 // ClusterState is one started cluster. PID, ConfPath and LogPath are its standalone's, or

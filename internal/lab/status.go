@@ -38,7 +38,9 @@ type StatusReport struct {
 	PulsarVersion string
 	KoP           KoPStatus
 	// Auth is the running lab's auth mode, else the one the next Up would start.
-	Auth     AuthMode
+	Auth AuthMode
+	// Tenants are the running lab's extra tenants (kop-lab up --tenants N), none without.
+	Tenants  []string
 	Clusters []ClusterStatus
 }
 
@@ -66,7 +68,7 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 		}
 		return r, nil
 	}
-	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode()
+	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth, r.Tenants = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode(), st.Tenants
 	for _, c := range st.Clusters {
 		r.Clusters = append(r.Clusters, clusterStatus(ctx, c))
 	}
