@@ -104,7 +104,9 @@ type Filter struct {
 	// Groups are names or globs (internal/match) matched against a record's groups and
 	// requested groups.
 	Groups []string
-	Since  time.Time
+	// Tenants are names or globs matched against the tenant a record wrote to (Tenant).
+	Tenants []string
+	Since   time.Time
 }
 
 // Match reports whether r passes the filter.
@@ -113,6 +115,9 @@ func (f Filter) Match(r Record) bool {
 		return false
 	}
 	if !f.Since.IsZero() && r.Time.Before(f.Since) {
+		return false
+	}
+	if len(f.Tenants) > 0 && !match.Any(f.Tenants, r.Tenant()) {
 		return false
 	}
 	if len(f.Groups) == 0 {

@@ -89,6 +89,17 @@ type Record struct {
 	DurationMs int64  `json:"durationMs"`
 }
 
+// Tenant is the tenant whose metadata namespace the record wrote to: the first part of its
+// namespace, else of its topic ("" when it names neither).
+func (r Record) Tenant() string {
+	name := r.Namespace
+	if name == "" {
+		_, name, _ = strings.Cut(r.Topic, "://")
+	}
+	t, _, _ := strings.Cut(name, "/")
+	return t
+}
+
 // Offset is one committed offset of a commit record.
 type Offset struct {
 	Group     string `json:"group"`

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 )
 
 // clusterChecks are the checks about a cluster itself (its admin API, brokers, peers): the
@@ -46,7 +48,7 @@ func MergeTenants(reps []TenantReport, names []string) *Report {
 				}
 				seen[key] = true
 			} else {
-				f.Tenant = tr.Tenant
+				f.Tenant, f.Fix = tr.Tenant, explain.WithTenant(f.Fix, tr.Tenant)
 			}
 			out.Findings = append(out.Findings, f)
 		}

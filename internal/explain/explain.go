@@ -331,3 +331,12 @@ func Hint(err error) string {
 	}
 	return e.Error()
 }
+
+// WithTenant puts --tenant tenant into the kop-offsets command lines of a fix or message
+// (where they lack one): in a multi-tenant report the command must select the tenant.
+func WithTenant(s, tenant string) string {
+	if tenant == "" || !strings.Contains(s, "kop-offsets ") || strings.Contains(s, "--tenant") {
+		return s
+	}
+	return strings.ReplaceAll(s, "kop-offsets ", "kop-offsets --tenant "+tenant+" ")
+}

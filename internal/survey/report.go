@@ -2,9 +2,9 @@ package survey
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -77,21 +77,18 @@ func (r *Report) Merge(tenant string, rep *Report) {
 	}
 	prefix := "tenant " + tenant + ": "
 	for _, e := range rep.Errors {
-		e.Tenant, e.Error = tenant, prefix+e.Error
+		e.Tenant, e.Error, e.Fix = tenant, prefix+explain.WithTenant(e.Error, tenant), explain.WithTenant(e.Fix, tenant)
 		r.Errors = append(r.Errors, e)
 	}
 	for _, u := range rep.Unread {
 		r.Unread = append(r.Unread, tenant+"/"+u)
 	}
 	for _, u := range rep.Unserved {
-		u.Tenant = tenant
-		if !strings.Contains(u.Fix, "--tenant") {
-			u.Fix = strings.Replace(u.Fix, "kop-offsets ", "kop-offsets --tenant "+tenant+" ", 1)
-		}
+		u.Tenant, u.Fix = tenant, explain.WithTenant(u.Fix, tenant)
 		r.Unserved = append(r.Unserved, u)
 	}
 	for _, w := range rep.Warnings {
-		r.Warnings = append(r.Warnings, prefix+w)
+		r.Warnings = append(r.Warnings, prefix+explain.WithTenant(w, tenant))
 	}
 	r.Sides += rep.sides()
 	r.ExitCode = outcome.Worst(r.ExitCode, rep.ExitCode)

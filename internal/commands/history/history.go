@@ -31,6 +31,7 @@ type Options struct {
 	// the default one not there yet only means nothing was written with it.
 	Named    bool
 	Clusters []string
+	Tenants  []string // --tenant: the records of these tenants' metadata namespaces
 	Groups   []string
 	Since    string
 }
@@ -81,6 +82,7 @@ Output: a table, or -o json|yaml (schemaVersion 1) with every field of each reco
 				return err
 			}
 			opts.Clusters = splitNames(f.Flags.Clusters)
+			opts.Tenants = f.Flags.Tenants
 			opts.Named = cmd.Flags().Changed("file")
 			if runF != nil {
 				return runF(opts)
@@ -144,7 +146,7 @@ func historyRun(opts *Options) error {
 		return cmdutil.UsageError(fmt.Errorf("audit trail: %w", err))
 	}
 	defer func() { _ = fh.Close() }()
-	recs, err := audit.Read(fh, audit.Filter{Clusters: opts.Clusters, Groups: opts.Groups, Since: since})
+	recs, err := audit.Read(fh, audit.Filter{Clusters: opts.Clusters, Groups: opts.Groups, Tenants: opts.Tenants, Since: since})
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("audit trail %s: %w", opts.File, err))
 	}

@@ -302,7 +302,12 @@ func (d *Document) merge(tenant string, o *Document) {
 		c.Tenant = tenant
 		d.Clusters = append(d.Clusters, c)
 	}
-	if o.After != nil {
+	first := len(d.Tenants) == 1
+	switch {
+	case o.After == nil || (!first && d.After == nil):
+		// A dry run that planned reloads has no second check: neither has the whole run.
+		d.After = nil
+	default:
 		if d.After == nil {
 			d.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
 		}

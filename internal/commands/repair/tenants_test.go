@@ -79,3 +79,31 @@ func TestRepairPerTenant(t *testing.T) {
 		t.Errorf("table:\n%s", h.out)
 	}
 }
+
+// TestRepairPerTenantDryRun: a dry run that plans a reload in one tenant has no second
+// check, so the whole run reports none (no "0 after" from the tenant with nothing to do).
+func TestRepairPerTenantDryRun(t *testing.T) {
+	h := newHarness(t)
+	stale := h.opts.Check
+	h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
+		if all[0].Tenant == "acme" {
+			return stale(ctx, all, scope)
+		}
+		return &survey.Report{SchemaVersion: 1}, nil
+	}
+	h.opts.Tenants = func() ([]shared.TenantTarget, error) {
+		var out []shared.TenantTarget
+		for _, tn := range []string{"acme", "billing"} {
+			cl := config.Cluster{Name: "wus", Tenant: tn, MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
+			out = append(out, shared.TenantTarget{Scope: config.Scope{Tenant: tn, Named: true, Clusters: []config.Cluster{cl}}, All: []config.Cluster{cl}})
+		}
+		return out, nil
+	}
+	h.opts.DryRun = true
+	if err := repairRun(context.Background(), h.opts); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h.out.String(), "after") || len(h.unloads()) != 0 {
+		t.Errorf("dry run: unloads %v, stdout:\n%s", h.unloads(), h.out)
+	}
+}

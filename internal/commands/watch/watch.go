@@ -318,10 +318,14 @@ func watchRun(ctx context.Context, opts *Options) error {
 	// 1.5x), for 10% to 15% more CPU than at 1.15x. GOGC set by the user wins.
 	restoreGC := cmdutil.CompactGC(cmdutil.GCWatch)
 	defer restoreGC()
+	logger := opts.Logger
+	if tenant != "" {
+		logger = logger.With("tenant", tenant) // every decision names the tenant
+	}
 	w := watch.New(cls, watch.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Interval: opts.Interval, Resync: opts.Resync,
 		Repair: opts.Repair, DryRun: opts.DryRun, MaxBundles: opts.MaxBundles, Cooldown: opts.Cooldown, RepairWait: opts.Wait,
-		Logger: opts.Logger, RowSeries: watch.RowSeries(opts.RowSeries),
+		Logger: logger, RowSeries: watch.RowSeries(opts.RowSeries),
 		Sync: opts.Sync, SplitBrainWindow: opts.SplitBrainWindow, SyncMaxMessages: opts.AlignmentMax,
 		Metrics: watch.NewTenantMetrics(tenant),
 	})
