@@ -257,13 +257,13 @@ func Run(ctx context.Context, opts Options) *Report {
 }
 
 // count sets the summary from the findings, every severity present.
-func (rep *Report) count() {
-	rep.Summary = map[Severity]int{}
+func (r *Report) count() {
+	r.Summary = map[Severity]int{}
 	for _, s := range Severities {
-		rep.Summary[s] = 0
+		r.Summary[s] = 0
 	}
-	for _, f := range rep.Findings {
-		rep.Summary[f.Severity]++
+	for _, f := range r.Findings {
+		r.Summary[f.Severity]++
 	}
 }
 
