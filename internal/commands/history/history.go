@@ -71,6 +71,7 @@ Output: a table, or -o json|yaml (schemaVersion 1) with every field of each reco
 		Example: cmdutil.Examples(`
   kop-offsets history --since 24h
   kop-offsets history --cluster wus --group 'orders-*' -o json
+  kop-offsets history --tenant acme --since 24h
   kop-offsets history --file /var/log/kop-offsets/audit.jsonl --since 2026-12-01T00:00:00Z`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
