@@ -42,6 +42,8 @@ var Contract = []Situation{
 	{"*", "--help; a command group (config, sync) without a subcommand", OK, "internal/commands:TestExitCodes/group_without_subcommand"},
 	{"*", "an unknown command, subcommand, help topic or flag; a bad flag value or argument; --timeout not positive", Usage, "internal/commands:TestExitCodes/unknown_subcommand"},
 	{"*", "the configuration cannot be found or is invalid, a secret cannot be resolved or reads <redacted> (copied from config view), --cluster names no configured cluster", Usage, "internal/commands:TestExitCodes/unknown_cluster"},
+	{"*", "--tenant matches no tenant of the selected clusters; a command that works on one tenant at a time (dump, locate, reload, failover, watch) given several (a multi-tenant config: select one with --tenant)", Usage, "internal/commands/factory:TestClustersOfOneTenant"},
+	{"*", "tenants: auto and no cluster's tenants could be listed (each cluster is named; a cluster whose tenants cannot be listed beside others that can is a warning)", Unreachable, "internal/commands/factory:TestAutoTenantsUnlistable"},
 
 	{"check", "nothing found that --fail-on names (default: every status but ok and expiring)", OK, "internal/commands/check:TestCheckExitCodes/fail-on_names_nothing_found"},
 	{"check", "drift found (a status --fail-on names), or offsets partitions KoP does not serve", Found, "internal/commands/check:TestCheckExitCodes/drift"},
