@@ -145,7 +145,7 @@ func TestCommandsWithConfig(t *testing.T) {
 	// Right after a start KoP has not loaded its offsets partitions yet, and doctor rightly
 	// says so (seen: all 8 unserved on both clusters); wait as the KoP suite does.
 	waitKoPServesAll(t, l)
-	code, out, errOut := runCLI(t, l.ConfigPath, "--timeout", "60s", "doctor", "-o", "json")
+	code, out, errOut := runCLI(t, publicConfig(t, l), "--timeout", "60s", "doctor", "-o", "json")
 	var doc struct {
 		Findings []struct{ Check, Cluster, Severity, Message string }
 	}
@@ -172,13 +172,13 @@ func TestCommandsWithConfig(t *testing.T) {
 		t.Errorf("doctor: exit %d, want 0", code)
 	}
 
-	code, out, _ = runCLI(t, l.ConfigPath, "--timeout", "60s", "dump", "--cluster", "scus", "--limit", "5", "-o", "ndjson")
+	code, out, _ = runCLI(t, publicConfig(t, l), "--timeout", "60s", "dump", "--cluster", "scus", "--limit", "5", "-o", "ndjson")
 	if code != 0 {
 		t.Errorf("dump: exit %d", code)
 	}
 	t.Logf("dump: %d lines", strings.Count(out, "\n"))
 
-	rep, code := checkJSON(t, l.ConfigPath, "--persisted-only")
+	rep, code := checkJSON(t, publicConfig(t, l), "--persisted-only")
 	if code != 0 {
 		t.Errorf("check --persisted-only: exit %d, %d rows", code, len(rep.Rows))
 	}
@@ -234,6 +234,17 @@ func userConfig(t *testing.T, l *lab.Lab) string {
 	})
 }
 
+// publicConfig is the lab's config for tenant public: the lab's config.yaml itself, or, on a
+// lab with tenants (KOP_LAB_TENANTS), a copy without them (its clusters' own credentials are
+// public's). The tests of one tenant run on it; TestTenantStoryRepairedAlone uses the tenants.
+func publicConfig(t *testing.T, l *lab.Lab) string {
+	t.Helper()
+	if len(l.State.Tenants) == 0 {
+		return l.ConfigPath
+	}
+	return editedConfig(t, l, filepath.Join(t.TempDir(), "public.yaml"), func(*config.Cluster) {})
+}
+
 // editedConfig writes to path a copy of the lab's config with edit applied to each cluster.
 func editedConfig(t *testing.T, l *lab.Lab, path string, edit func(c *config.Cluster)) string {
 	t.Helper()
@@ -242,6 +253,7 @@ func editedConfig(t *testing.T, l *lab.Lab, path string, edit func(c *config.Clu
 		t.Fatal(err)
 	}
 	for i := range cfg.Clusters {
+		cfg.Clusters[i].Tenants = nil // public's config (publicConfig)
 		edit(&cfg.Clusters[i])
 	}
 	b, err := yaml.Marshal(cfg)
@@ -275,7 +287,7 @@ func TestKoPSASLCommitCheckReload(t *testing.T) {
 		t.Fatalf("scus serves %d %v %v, want %d", got, ok, err, offset)
 	}
 
-	rep, code := checkJSON(t, l.ConfigPath, "--group", group, "--source", "scus", "--cluster", "scus")
+	rep, code := checkJSON(t, publicConfig(t, l), "--group", group, "--source", "scus", "--cluster", "scus")
 	cell := cellOf(t, rep, group, "scus")
 	if code != 0 || val(cell.Cached) != "42" || val(cell.Persisted) != "42" {
 		t.Errorf("check on scus: exit %d, cached %s persisted %s, want 42/42", code, val(cell.Cached), val(cell.Persisted))
@@ -284,7 +296,7 @@ func TestKoPSASLCommitCheckReload(t *testing.T) {
 	// wus has the record once it replicated; KoP there serves it after a reload.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		rep, _ = checkJSON(t, l.ConfigPath, "--group", group, "--persisted-only")
+		rep, _ = checkJSON(t, publicConfig(t, l), "--group", group, "--persisted-only")
 		if val(cellOf(t, rep, group, "wus").Persisted) == "42" {
 			break
 		}
@@ -293,14 +305,14 @@ func TestKoPSASLCommitCheckReload(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	code, _, _ = runCLI(t, l.ConfigPath, "--timeout", "30s", "--cluster", "wus", "reload", "--group", group, "--yes")
+	code, _, _ = runCLI(t, publicConfig(t, l), "--timeout", "30s", "--cluster", "wus", "reload", "--group", group, "--yes")
 	if code != 0 {
 		t.Errorf("reload on wus: exit %d", code)
 	}
 	if got, ok, err := lab.FetchThroughKoP(ctx, wus, group, lab.Topic1, 0); err != nil || !ok || got != offset {
 		t.Errorf("wus serves %d %v %v after reload, want %d", got, ok, err, offset)
 	}
-	rep, code = checkJSON(t, l.ConfigPath, "--group", group, "--source", "scus")
+	rep, code = checkJSON(t, publicConfig(t, l), "--group", group, "--source", "scus")
 	if code != 0 {
 		t.Errorf("check after reload: exit %d: %+v", code, rep.Rows)
 	}

@@ -65,7 +65,7 @@ func TestSeveralBrokersDoctorLocateReload(t *testing.T) {
 	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		rep, _ := checkJSON(t, l.ConfigPath, "--group", group, "--persisted-only")
+		rep, _ := checkJSON(t, publicConfig(t, l), "--group", group, "--persisted-only")
 		if val(cellOf(t, rep, group, "wus").Persisted) == "42" {
 			break
 		}
@@ -78,14 +78,14 @@ func TestSeveralBrokersDoctorLocateReload(t *testing.T) {
 	if o := ownerOf(ctx, t, wus, bundle); o != brokerID(wus, 1) {
 		t.Fatalf("wus: bundle %s owned by %q before the reload, want broker 1 (%s)", bundle, o, brokerID(wus, 1))
 	}
-	code, out, _ := runCLI(t, l.ConfigPath, "--timeout", "60s", "--cluster", "wus", "reload", "--group", group, "--yes", "-o", "json")
+	code, out, _ := runCLI(t, publicConfig(t, l), "--timeout", "60s", "--cluster", "wus", "reload", "--group", group, "--yes", "-o", "json")
 	if code != 0 {
 		t.Fatalf("reload on wus of a bundle owned by broker 1 through broker 0's adminURL: exit %d\n%s", code, out)
 	}
 	if got, ok, err := lab.FetchThroughKoP(ctx, wus, group, lab.Topic1, 0); err != nil || !ok || got != offset {
 		t.Errorf("wus serves %d %v %v after reload, want %d", got, ok, err, offset)
 	}
-	rep, code := checkJSON(t, l.ConfigPath, "--group", group, "--source", "scus")
+	rep, code := checkJSON(t, publicConfig(t, l), "--group", group, "--source", "scus")
 	if code != 0 {
 		t.Errorf("check after reload: exit %d: %+v", code, rep.Rows)
 	}
@@ -97,7 +97,7 @@ func TestSeveralBrokersDoctorLocateReload(t *testing.T) {
 // finding above info.
 func doctorEveryBroker(t *testing.T, l *lab.Lab) {
 	t.Helper()
-	code, out, _ := runCLI(t, l.ConfigPath, "--timeout", "60s", "doctor", "-o", "json")
+	code, out, _ := runCLI(t, publicConfig(t, l), "--timeout", "60s", "doctor", "-o", "json")
 	res := labtest.ParseDoctor(t, []byte(out))
 	if code != 0 {
 		t.Errorf("doctor: exit %d, want 0", code)
@@ -119,7 +119,7 @@ func locateOnBothBrokers(t *testing.T, l *lab.Lab, group string, p int32) {
 	for q := range int32(lab.OffsetsTopicPartitions) {
 		args = append(args, loader.ProbeGroup(q, lab.OffsetsTopicPartitions))
 	}
-	code, out, _ := runCLI(t, l.ConfigPath, args...)
+	code, out, _ := runCLI(t, publicConfig(t, l), args...)
 	var rows []locate.Location
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || code != 0 {
 		t.Fatalf("locate: exit %d, %v", code, err)

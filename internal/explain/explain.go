@@ -20,6 +20,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/apache/pulsar-client-go/oauth2"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -155,8 +156,13 @@ func cause(err error) (string, string) {
 	detail := err.Error()
 	var dnsErr *net.DNSError
 	var ke *kerr.Error
+	var te *oauth2.TokenError
 	code, why := httpStatus(err)
 	switch {
+	case errors.As(err, &te):
+		// The OAuth2 issuer refused the client before anything reached Pulsar: its own error
+		// code (invalid_client, unauthorized_client, ...) says which setting is wrong.
+		return CauseAuth + " by the OAuth2 issuer: " + te.Error(), detail
 	case code == http.StatusNotFound && why == "":
 		return CauseNotAdminAPI + " (http 404)", detail
 	case code == http.StatusNotFound:
@@ -287,6 +293,8 @@ func fix(cluster string, k Kind, cause string) string {
 			return fmt.Sprintf("check kafkaAuth.tls of %s (caFile, insecureSkipVerify) and that the listener uses TLS", cluster)
 		}
 		return fmt.Sprintf("check pulsarAuth.tls of %s (caFile, insecureSkipVerify) and that the URL's scheme (https, pulsar+ssl) matches the port", cluster)
+	case strings.HasPrefix(cause, CauseAuth+" by the OAuth2 issuer"):
+		return fmt.Sprintf("check pulsarAuth.oauth2 of %s: issuerUrl, audience and the client id and secret of its privateKey file", cluster)
 	case strings.HasPrefix(cause, CauseAuth):
 		if k == Kafka {
 			return fmt.Sprintf("check kafkaAuth.sasl of %s (KoP: username the tenant, password token:<jwt>)", cluster)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/oauth2"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -103,6 +104,8 @@ func TestOtherCauses(t *testing.T) {
 		{"dns", &net.OpError{Op: "dial", Err: &net.DNSError{Name: "nohost.invalid", Err: "no such host"}}, CauseDNS + ": nohost.invalid", "correct the host name in serviceURL"},
 		{"timeout", fmt.Errorf("lookup: %w", context.DeadlineExceeded), CauseTimeout, "raise --timeout"},
 		{"pulsar client text", errors.New("connection error: dial tcp 127.0.0.1:1: connect: connection refused"), CauseRefused, "correct its serviceURL"},
+		{"oauth2 issuer", fmt.Errorf("get token: %w", &oauth2.TokenError{ErrorCode: "invalid_client", ErrorDescription: "bad secret"}),
+			CauseAuth + " by the OAuth2 issuer: bad secret (invalid_client)", "check pulsarAuth.oauth2 of wus"},
 		{"unknown", errors.New("something else"), "something else", ""},
 	}
 	for _, tt := range tests {
