@@ -139,8 +139,9 @@ Safety as in reload: the plan is shown, --yes or a terminal confirmation is need
 written to are refused unless --allow-active (groups live there are reloaded, their members
 pause; --refuse-live refuses them), and a bundle where KoP would then serve an older offset
 or none is always refused (repair has no --accept-loss). At most --max-bundles bundles
-(default 1) are reloaded per cluster and run; the others stay stale (exit 1) and the next
-run takes them.
+(default 1) are reloaded per cluster and run (per tenant and cluster with several tenants:
+each tenant's metadata namespace has its own bundles); the others stay stale (exit 1) and the
+next run takes them.
 
 Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock or
 /tmp/kop-offsets-repair.lock, flock) keeps two runs on one host apart: a second run while
@@ -196,7 +197,7 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
-		DefaultMaxBundles, "bundles reloaded per cluster and run")
+		DefaultMaxBundles, "bundles reloaded per cluster (per tenant and cluster) and run")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd
