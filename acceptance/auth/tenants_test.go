@@ -50,7 +50,7 @@ func TestTenantStoryRepairedAlone(t *testing.T) {
 		if err := lab.CommitThroughKoPAs(ctx, scus, tn, group, topic, 0, 50); err != nil {
 			t.Fatal(err)
 		}
-		waitTenantReplicated(ctx, t, l, tn, p)
+		labtest.WaitReplicatedTenant(t, l, tn, "scus", "wus", p)
 		// wus's KoP loaded the partition before the commit arrived: load it again so that
 		// both tenants start served, at 50.
 		if err := lab.ReloadOffsetsPartitionOf(ctx, wus, tn, p); err != nil {
@@ -63,7 +63,7 @@ func TestTenantStoryRepairedAlone(t *testing.T) {
 	if err := lab.CommitThroughKoPAs(ctx, scus, stale, group, topic, 0, 110); err != nil {
 		t.Fatal(err)
 	}
-	waitTenantReplicated(ctx, t, l, stale, p)
+	labtest.WaitReplicatedTenant(t, l, stale, "scus", "wus", p)
 	if got := servedAs(ctx, t, wus, stale, group, topic); got != 50 {
 		t.Fatalf("tenant %s: wus serves %d, want the stale 50 (the story did not happen)", stale, got)
 	}
@@ -177,30 +177,6 @@ func servedAs(ctx context.Context, t *testing.T, c lab.Cluster, tn, group, topic
 			t.Fatalf("%s: tenant %s: %v", c.Name, tn, err)
 		}
 		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// waitTenantReplicated waits until scus's replicator of tenant tn's offsets partition p toward
-// wus is connected with no backlog.
-func waitTenantReplicated(ctx context.Context, t *testing.T, l *lab.Lab, tn string, p int32) {
-	t.Helper()
-	name, err := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.TenantOffsetsTopic(tn), p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := labtest.Admin(t, l.Cluster("scus"))
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		st, err := a.Topics().GetStatsWithContext(ctx, *name)
-		if err == nil {
-			if r, ok := st.Replication["wus"]; ok && r.Connected && r.ReplicationBacklog == 0 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("scus: tenant %s: replication of offsets partition %d to wus not done: %+v %v", tn, p, st.Replication, err)
-		}
-		time.Sleep(300 * time.Millisecond)
 	}
 }
 

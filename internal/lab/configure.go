@@ -26,13 +26,9 @@ import (
 //     with 1 partition, on every cluster (auto-created partitioned topics are local only).
 func Configure(ctx context.Context, cs []Cluster, log io.Writer) error {
 	names := ClusterNames(cs)
-	admins := make([]pulsaradmin.Client, len(cs))
-	for i, c := range cs {
-		a, err := NewAdmin(c)
-		if err != nil {
-			return err
-		}
-		admins[i] = a
+	admins, err := newAdmins(cs)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -272,4 +268,17 @@ func sameSet(a, b []string) bool {
 	slices.Sort(x)
 	slices.Sort(y)
 	return slices.Equal(x, y)
+}
+
+// newAdmins is an admin client per cluster of cs, in order.
+func newAdmins(cs []Cluster) ([]pulsaradmin.Client, error) {
+	admins := make([]pulsaradmin.Client, len(cs))
+	for i, c := range cs {
+		a, err := NewAdmin(c)
+		if err != nil {
+			return nil, err
+		}
+		admins[i] = a
+	}
+	return admins, nil
 }

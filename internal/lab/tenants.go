@@ -171,15 +171,13 @@ func ConfigureTenants(ctx context.Context, cs []Cluster, tenants []string, kopOn
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	names := ClusterNames(cs)
-	admins := make([]pulsaradmin.Client, len(cs))
+	admins, err := newAdmins(cs)
+	if err != nil {
+		return err
+	}
 	for i, c := range cs {
-		a, err := NewAdmin(c)
-		if err != nil {
-			return err
-		}
-		admins[i] = a
 		for _, t := range tenants {
-			if err := configureTenant(ctx, a, c, t, names); err != nil {
+			if err := configureTenant(ctx, admins[i], c, t, names); err != nil {
 				return err
 			}
 		}

@@ -100,7 +100,13 @@ func WaitEndOffset(t testing.TB, c lab.Cluster, topic string, want int64) {
 // toward to is connected with no backlog.
 func WaitReplicated(t testing.TB, l *lab.Lab, from, to string, p int32) {
 	t.Helper()
-	tn, _ := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.OffsetsTopic, p))
+	WaitReplicatedTenant(t, l, "", from, to, p)
+}
+
+// WaitReplicatedTenant is WaitReplicated for tenant tn's offsets topic (public's for "").
+func WaitReplicatedTenant(t testing.TB, l *lab.Lab, tenant, from, to string, p int32) {
+	t.Helper()
+	tn, _ := utils.GetTopicName(fmt.Sprintf("%s-partition-%d", lab.OffsetsTopicOf(tenant), p))
 	a := Admin(t, l.Cluster(from))
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -111,7 +117,7 @@ func WaitReplicated(t testing.TB, l *lab.Lab, from, to string, p int32) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: replication of offsets partition %d to %s not done: %+v %v", from, p, to, st.Replication, err)
+			t.Fatalf("%s: replication of %s to %s not done: %+v %v", from, tn, to, st.Replication, err)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
