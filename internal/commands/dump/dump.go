@@ -42,6 +42,10 @@ type Options struct {
 	Format    output.Format
 	Clusters  func() ([]config.Cluster, error)
 	NewReader NewReaderFunc
+	// NamedTenant is the tenant dumped in a multi-tenant config (--tenant), named in every
+	// record; "" (or a nil func) for a config without tenants.
+	NamedTenant func() (string, error)
+	tenant      string
 
 	Partitions  []int    // --partition
 	Groups      []string // --group (globs)
@@ -60,6 +64,7 @@ type Options struct {
 
 // Record is one record of a dump: the decoded record with where it was read.
 type Record struct {
+	Tenant           string       `json:"tenant,omitempty"` // a multi-tenant config's tenant
 	Cluster          string       `json:"cluster"`
 	OffsetsPartition int32        `json:"offsetsPartition"`
 	MessageID        string       `json:"messageId,omitempty"`
@@ -94,6 +99,9 @@ func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			}
 			if runF != nil {
 				return runF(opts)
+			}
+			if opts.NamedTenant == nil {
+				opts.NamedTenant = func() (string, error) { return shared.NamedTenant(f) }
 			}
 			return dumpRun(cmd.Context(), opts)
 		},
@@ -154,7 +162,9 @@ count).
 Each record has the fields of the JSON contract (kind, group, topic, partition, offset, ...)
 plus cluster, offsetsPartition, messageId ("ledger:entry:partition:batch") and publishTime;
 --raw adds the message's base64 "key" and "value" (repeated on each record of a message with
-several), which 'kop-offsets decode --input' reads back.
+several), which 'kop-offsets decode --input' reads back. With a multi-tenant config, dump
+reads the offsets topic of the one tenant --tenant selects, and every record names it
+(tenant; a TENANT column).
 
 Filters: --group (glob: * ? [...]), --topic (compared after normalising both names to KoP's
 full name, so "t1", "public/default/t1" and "persistent://public/default/t1" match alike) and

@@ -117,11 +117,18 @@ func lab() (map[string]*fakeReader, []config.Cluster) {
 
 func runDump(t *testing.T, args []string, readers map[string]*fakeReader, clusters []config.Cluster) (string, string, *pulsarx.ReaderOptions, error) {
 	t.Helper()
+	return runDumpAs(t, "", args, readers, clusters)
+}
+
+// runDumpAs is runDump of tenant of a multi-tenant config ("": a config without tenants).
+func runDumpAs(t *testing.T, tenant string, args []string, readers map[string]*fakeReader, clusters []config.Cluster) (string, string, *pulsarx.ReaderOptions, error) {
+	t.Helper()
 	f, s := clitest.NewFactory("x", false)
 	var ro pulsarx.ReaderOptions
 	var runErr error
 	root := clitest.NewTestRoot(f, NewCmdDump(f, func(o *Options) error {
 		o.Clusters = func() ([]config.Cluster, error) { return clusters, nil }
+		o.NamedTenant = func() (string, error) { return tenant, nil }
 		o.NewReader = func(cl config.Cluster, r pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
 			ro = r
 			return readers[cl.Name], nil, nil
@@ -152,6 +159,59 @@ func TestDumpAll(t *testing.T) {
 		if readers["scus"].Reads[p] != 1 {
 			t.Errorf("partition %d read %d times", p, readers["scus"].Reads[p])
 		}
+	}
+}
+
+func TestDumpNamesTheTenant(t *testing.T) {
+	// A dump of one tenant of a multi-tenant config names it in every record, in every format
+	// (the table without a terminal has no header: the tenant is the first cell).
+	for _, format := range []string{"ndjson", "json", "table"} {
+		readers, clusters := lab()
+		out, _, _, err := runDumpAs(t, "acme", []string{"-o", format}, readers, clusters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		switch format {
+		case "table":
+			for line := range strings.Lines(out) {
+				n++
+				if !strings.HasPrefix(line, "acme\t") {
+					t.Errorf("table: a row without its tenant: %q", line)
+				}
+			}
+		case "ndjson":
+			for line := range strings.Lines(out) {
+				n++
+				if !strings.HasPrefix(line, `{"tenant":"acme","cluster":`) {
+					t.Errorf("ndjson: a record without its tenant: %s", line)
+				}
+			}
+		case "json":
+			var doc []map[string]any
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				var wrapped struct{ Records []map[string]any }
+				if err2 := json.Unmarshal([]byte(out), &wrapped); err2 != nil {
+					t.Fatalf("json: %v / %v:\n%s", err, err2, out)
+				}
+				doc = wrapped.Records
+			}
+			for _, r := range doc {
+				n++
+				if r["tenant"] != "acme" {
+					t.Errorf("json: a record without its tenant: %v", r)
+				}
+			}
+		}
+		if n != 10 {
+			t.Errorf("%s: %d records, want the 10 of the lab:\n%s", format, n, out)
+		}
+	}
+	// Without tenants the records are what they always were.
+	readers, clusters := lab()
+	out, _, _, _ := runDumpAs(t, "", []string{"-o", "ndjson"}, readers, clusters)
+	if strings.Contains(out, "tenant") {
+		t.Errorf("a config without tenants names one: %s", out)
 	}
 }
 

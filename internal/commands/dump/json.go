@@ -16,7 +16,7 @@ func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 	if (rec.Kind != offsetlog.KindOffsetCommit && rec.Kind != offsetlog.KindOffsetTombstone) ||
 		rec.Generation != nil || rec.ProtocolType != nil || rec.Protocol != nil || rec.Leader != nil ||
 		rec.CurrentStateTimestamp != nil || rec.Members != nil || rec.Error != "" ||
-		!plain(r.Cluster) || !plain(r.MessageID) || !plain(rec.Group) || !plain(rec.Topic) ||
+		!plain(r.Tenant) || !plain(r.Cluster) || !plain(r.MessageID) || !plain(rec.Group) || !plain(rec.Topic) ||
 		(rec.Metadata != nil && !plain(*rec.Metadata)) {
 		return b, false
 	}
@@ -25,6 +25,9 @@ func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 		w.Prefix, w.Indent = "  ", "  " // recordio indents with prefix "  " and indent "  "
 	}
 	w.Open()
+	if r.Tenant != "" {
+		w.String("tenant", r.Tenant)
+	}
 	w.String("cluster", r.Cluster)
 	w.Int("offsetsPartition", int64(r.OffsetsPartition))
 	if r.MessageID != "" {

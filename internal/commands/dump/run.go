@@ -28,10 +28,15 @@ var errLimit = errors.New("limit reached")
 var Columns = append([]recordio.Column{{Header: "CLUSTER"}, {Header: "PART"}, {Header: "MESSAGE-ID"}},
 	recordio.RecordColumns...)
 
+// tenantColumns are Columns for a dump of one tenant of a multi-tenant config.
+var tenantColumns = append([]recordio.Column{{Header: "TENANT"}}, Columns...)
+
 func row(v any) []string {
 	r := v.(*Record)
 	return append([]string{r.Cluster, strconv.Itoa(int(r.OffsetsPartition)), dash(r.MessageID)}, recordio.RecordCells(&r.Record)...)
 }
+
+func tenantRow(v any) []string { return append([]string{v.(*Record).Tenant}, row(v)...) }
 
 func dash(s string) string {
 	if s == "" {
@@ -90,6 +95,11 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.NamedTenant != nil {
+		if opts.tenant, err = opts.NamedTenant(); err != nil {
+			return err
+		}
+	}
 	if opts.Compacted {
 		restoreGC := cmdutil.CompactGC(cmdutil.GCReplay)
 		defer restoreGC()
@@ -104,7 +114,11 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	// Records are written through a buffer (one write per 64 KiB, not per record); --follow
 	// and a terminal flush it after each message.
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
-	d := &dumper{opts: opts, out: out, sink: recordio.NewSink(out, opts.Format, opts.IO.IsStdoutTTY(), Columns, row)}
+	cols, rowOf := Columns, row
+	if opts.tenant != "" {
+		cols, rowOf = tenantColumns, tenantRow
+	}
+	d := &dumper{opts: opts, out: out, sink: recordio.NewSink(out, opts.Format, opts.IO.IsStdoutTTY(), cols, rowOf)}
 	results := d.clusters(ctx, clusters, readers)
 	if err := d.sink.Close(); err != nil {
 		return err
@@ -363,7 +377,7 @@ func (d *dumper) record(cluster string, m loader.Message, rec *offsetlog.Record)
 }
 
 func (d *dumper) recordInto(out *Record, cluster string, m loader.Message, rec *offsetlog.Record) {
-	*out = Record{Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
+	*out = Record{Tenant: d.opts.tenant, Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
 		PublishTime: output.NewTime(m.PublishTime), Record: *rec, times: &d.times}
 	if d.opts.Raw {
 		out.Key, out.Value = m.Key, m.Value
