@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -45,8 +42,8 @@ func TestTenantStoryRepairedAlone(t *testing.T) {
 	p := loader.PartitionFor(group, lab.OffsetsTopicPartitions)
 
 	for _, tn := range []string{stale, healthy} {
-		createTopic(ctx, t, l, tn, topic)
-		produceAs(ctx, t, scus, tn, topic, 120)
+		labtest.CreateTopic(t, l, tn, topic)
+		labtest.ProduceAs(t, scus, tn, topic, 120)
 		if err := lab.CommitThroughKoPAs(ctx, scus, tn, group, topic, 0, 50); err != nil {
 			t.Fatal(err)
 		}
@@ -56,16 +53,16 @@ func TestTenantStoryRepairedAlone(t *testing.T) {
 		if err := lab.ReloadOffsetsPartitionOf(ctx, wus, tn, p); err != nil {
 			t.Fatal(err)
 		}
-		if got := servedAs(ctx, t, wus, tn, group, topic); got != 50 {
-			t.Fatalf("tenant %s: wus serves %d after the reload, want 50", tn, got)
+		if got := labtest.ServedAs(t, l, tn, "wus", group, topic); got != "50" {
+			t.Fatalf("tenant %s: wus serves %s after the reload, want 50", tn, got)
 		}
 	}
 	if err := lab.CommitThroughKoPAs(ctx, scus, stale, group, topic, 0, 110); err != nil {
 		t.Fatal(err)
 	}
 	labtest.WaitReplicatedTenant(t, l, stale, "scus", "wus", p)
-	if got := servedAs(ctx, t, wus, stale, group, topic); got != 50 {
-		t.Fatalf("tenant %s: wus serves %d, want the stale 50 (the story did not happen)", stale, got)
+	if got := labtest.ServedAs(t, l, stale, "wus", group, topic); got != "50" {
+		t.Fatalf("tenant %s: wus serves %s, want the stale 50 (the story did not happen)", stale, got)
 	}
 
 	rep, code := checkJSON(t, l.ConfigPath, "--group", group)
@@ -105,11 +102,11 @@ func TestTenantStoryRepairedAlone(t *testing.T) {
 	if unloaded == 0 {
 		t.Errorf("repair unloaded nothing: %s", out)
 	}
-	if got := servedAs(ctx, t, wus, stale, group, topic); got != 110 {
-		t.Errorf("tenant %s: wus serves %d after repair, want 110", stale, got)
+	if got := labtest.ServedAs(t, l, stale, "wus", group, topic); got != "110" {
+		t.Errorf("tenant %s: wus serves %s after repair, want 110", stale, got)
 	}
-	if got := servedAs(ctx, t, wus, healthy, group, topic); got != 50 {
-		t.Errorf("tenant %s: wus serves %d after repair, want 50 (untouched)", healthy, got)
+	if got := labtest.ServedAs(t, l, healthy, "wus", group, topic); got != "50" {
+		t.Errorf("tenant %s: wus serves %s after repair, want 50 (untouched)", healthy, got)
 	}
 
 	auto := editedConfig(t, l, filepath.Join(t.TempDir(), "auto.yaml"), func(c *config.Cluster) {
@@ -124,59 +121,6 @@ func TestTenantStoryRepairedAlone(t *testing.T) {
 			t.Errorf("tenants: auto found %v, want %s among them", rep.Tenants, tn)
 		}
 		assertTenantStatus(t, rep, group, tn, "wus", verdict.StatusOK)
-	}
-}
-
-// createTopic creates tenant tn's Kafka topic (one partition) on every cluster: KoP's
-// auto-creation would make it local to one cluster.
-func createTopic(ctx context.Context, t *testing.T, l *lab.Lab, tn, topic string) {
-	t.Helper()
-	name, err := utils.GetTopicName("persistent://" + lab.KafkaNamespaceOf(tn) + "/" + topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range l.Clusters {
-		// 409: the topic is there already (Pulsar created it from another cluster's).
-		if err := labtest.Admin(t, c).Topics().CreateWithContext(ctx, *name, 1); err != nil && !strings.Contains(err.Error(), "409") {
-			t.Fatalf("%s: create %s: %v", c.Name, name, err)
-		}
-	}
-}
-
-// produceAs writes n records to tenant tn's topic through c's KoP, as tn.
-func produceAs(ctx context.Context, t *testing.T, c lab.Cluster, tn, topic string, n int) {
-	t.Helper()
-	cl, err := lab.KafkaClientAs(c, tn, kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	rs := make([]*kgo.Record, n)
-	for i := range rs {
-		rs[i] = &kgo.Record{Value: []byte(fmt.Sprint(i))}
-	}
-	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		t.Fatalf("%s: produce to %s as %s: %v", c.Name, topic, tn, err)
-	}
-}
-
-// servedAs is what c's KoP serves tenant tn's group for topic/0, asked as tn (-1: none),
-// asked again while KoP moves the partition.
-func servedAs(ctx context.Context, t *testing.T, c lab.Cluster, tn, group, topic string) int64 {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		off, ok, err := lab.FetchThroughKoPAs(ctx, c, tn, group, topic, 0)
-		if err == nil {
-			if !ok {
-				return -1
-			}
-			return off
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: tenant %s: %v", c.Name, tn, err)
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 }
 

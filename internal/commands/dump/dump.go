@@ -45,7 +45,6 @@ type Options struct {
 	// NamedTenant is the tenant dumped in a multi-tenant config (--tenant), named in every
 	// record; "" (or a nil func) for a config without tenants.
 	NamedTenant func() (string, error)
-	tenant      string
 
 	Partitions  []int    // --partition
 	Groups      []string // --group (globs)

@@ -47,8 +47,9 @@ func dash(s string) string {
 
 // dumper is the state of one run, shared by the clusters.
 type dumper struct {
-	opts *Options
-	sink *recordio.Sink
+	opts   *Options
+	tenant string // named in every record: the tenant of a multi-tenant config
+	sink   *recordio.Sink
 
 	out         *bufio.Writer // under sink
 	mu          sync.Mutex    // also guards times: the sink writes under it (emit)
@@ -95,8 +96,9 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	var tenant string
 	if opts.NamedTenant != nil {
-		if opts.tenant, err = opts.NamedTenant(); err != nil {
+		if tenant, err = opts.NamedTenant(); err != nil {
 			return err
 		}
 	}
@@ -115,10 +117,10 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	// and a terminal flush it after each message.
 	out := bufio.NewWriterSize(opts.IO.Out, 64<<10)
 	cols, rowOf := Columns, row
-	if opts.tenant != "" {
+	if tenant != "" {
 		cols, rowOf = tenantColumns, tenantRow
 	}
-	d := &dumper{opts: opts, out: out, sink: recordio.NewSink(out, opts.Format, opts.IO.IsStdoutTTY(), cols, rowOf)}
+	d := &dumper{opts: opts, tenant: tenant, out: out, sink: recordio.NewSink(out, opts.Format, opts.IO.IsStdoutTTY(), cols, rowOf)}
 	results := d.clusters(ctx, clusters, readers)
 	if err := d.sink.Close(); err != nil {
 		return err
@@ -377,7 +379,7 @@ func (d *dumper) record(cluster string, m loader.Message, rec *offsetlog.Record)
 }
 
 func (d *dumper) recordInto(out *Record, cluster string, m loader.Message, rec *offsetlog.Record) {
-	*out = Record{Tenant: d.opts.tenant, Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
+	*out = Record{Tenant: d.tenant, Cluster: cluster, OffsetsPartition: m.Partition, MessageID: m.MessageID,
 		PublishTime: output.NewTime(m.PublishTime), Record: *rec, times: &d.times}
 	if d.opts.Raw {
 		out.Key, out.Value = m.Key, m.Value

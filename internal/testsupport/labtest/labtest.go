@@ -111,7 +111,13 @@ func PulsarxAdmin(t testing.TB, c lab.Cluster) *pulsarx.Admin {
 // Kafka returns a Kafka client of c's KoP listener with opts, closed when the test ends.
 func Kafka(t testing.TB, c lab.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := lab.KafkaClient(c, opts...)
+	return KafkaAs(t, c, "", opts...)
+}
+
+// KafkaAs is Kafka authenticated as tenant tn of a multi-tenant lab ("": public).
+func KafkaAs(t testing.TB, c lab.Cluster, tn string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := lab.KafkaClientAs(c, tn, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,16 +30,24 @@ import (
 func NewTopic(t testing.TB, l *lab.Lab, prefix string) string {
 	t.Helper()
 	name := Name(prefix)
-	tn, err := utils.GetTopicName("persistent://public/default/" + name)
+	CreateTopic(t, l, "", name)
+	return name
+}
+
+// CreateTopic creates tenant tn's Kafka topic name (in <tn>/default; public/default for "")
+// with one partition on every cluster of l: KoP's auto-creation would make it local to one.
+// 409 means another cluster's creation reached this one first.
+func CreateTopic(t testing.TB, l *lab.Lab, tn, name string) {
+	t.Helper()
+	topic, err := utils.GetTopicName("persistent://" + lab.KafkaNamespaceOf(tn) + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range l.Clusters {
-		if err := Admin(t, c).Topics().Create(*tn, 1); err != nil && !strings.Contains(err.Error(), "409") {
-			t.Fatalf("%s: create %s: %v", c.Name, tn, err)
+		if err := Admin(t, c).Topics().Create(*topic, 1); err != nil && !strings.Contains(err.Error(), "409") {
+			t.Fatalf("%s: create %s: %v", c.Name, topic, err)
 		}
 	}
-	return name
 }
 
 // PatientProducer is a producer without idempotence (the lab's KoP has no transaction
@@ -54,8 +62,14 @@ func PatientProducer() []kgo.Opt {
 // Produce writes n records (key k-<i>, value v-<i>) to topic through c's KoP.
 func Produce(t testing.TB, c lab.Cluster, topic string, n int) {
 	t.Helper()
+	ProduceAs(t, c, "", topic, n)
+}
+
+// ProduceAs is Produce as tenant tn (its client; a short topic name is in <tn>/default).
+func ProduceAs(t testing.TB, c lab.Cluster, tn, topic string, n int) {
+	t.Helper()
 	start := time.Now()
-	cl := Kafka(t, c, append(PatientProducer(), kgo.DefaultProduceTopic(topic))...)
+	cl := KafkaAs(t, c, tn, append(PatientProducer(), kgo.DefaultProduceTopic(topic))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const chunk = 1000
@@ -128,12 +142,18 @@ func WaitReplicatedTenant(t testing.TB, l *lab.Lab, tenant, from, to string, p i
 // ...) is asked again for a minute: tests poll this while watch or repair unloads.
 func Served(t testing.TB, l *lab.Lab, cluster, group, topic string) string {
 	t.Helper()
+	return ServedAs(t, l, "", cluster, group, topic)
+}
+
+// ServedAs is Served for tenant tn's group, asked as tn ("": public).
+func ServedAs(t testing.TB, l *lab.Lab, tn, cluster, group, topic string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	off, ok, err := lab.FetchThroughKoP(ctx, l.Cluster(cluster), group, topic, 0)
+	off, ok, err := lab.FetchThroughKoPAs(ctx, l.Cluster(cluster), tn, group, topic, 0)
 	for err != nil && kerr.IsRetriable(err) && ctx.Err() == nil {
 		time.Sleep(500 * time.Millisecond)
-		off, ok, err = lab.FetchThroughKoP(ctx, l.Cluster(cluster), group, topic, 0)
+		off, ok, err = lab.FetchThroughKoPAs(ctx, l.Cluster(cluster), tn, group, topic, 0)
 	}
 	if err != nil {
 		t.Fatalf("%v", err)
