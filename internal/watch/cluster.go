@@ -4,6 +4,7 @@ package watch
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -17,6 +18,8 @@ type clusterRT struct {
 	mu    sync.Mutex // n and parts, set once the partition count is known
 	n     int32
 	parts []*partition
+
+	upNow atomic.Bool // up, for the sync engine's goroutine
 
 	// Owned by the cycle.
 	up, kopUp  bool

@@ -75,8 +75,14 @@ func (w *Watcher) Cycle(ctx context.Context) {
 			}
 		}
 	}
-	if w.syncing != nil && ready {
-		w.sync(ctx, dirty, resync)
+	if w.engine != nil {
+		// The engine syncs as commits are read; the cycle tells it which clusters answer.
+		for _, c := range w.clusters {
+			w.engine.SetUp(c.Name, c.up)
+		}
+		if resync && w.cycles.Load() > 0 {
+			w.engine.Resync()
+		}
 	}
 	if w.o.Repair && ready {
 		for _, c := range w.clusters {
@@ -144,6 +150,7 @@ func (w *Watcher) setUp(ctx context.Context, c *clusterRT, err error, up bool, f
 		}
 	}
 	c.up, c.probed, c.adminDown = up, true, err != nil
+	c.upNow.Store(up)
 	w.m.up.WithLabelValues(c.Name).Set(b2f(up))
 	w.m.following.WithLabelValues(c.Name).Set(float64(following))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -48,6 +49,27 @@ func (m *memTail) commit(from string, cs ...kop.OffsetCommit) {
 		msg.ReplicatedFrom = from // as pulsarx sets both
 		m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg, ReplicatedFrom: from})
 	}
+	close(m.wake)
+	m.wake = make(chan struct{})
+}
+
+// group appends a group record of group with members members, as KoP writes one when a
+// rebalance completes or the group goes empty.
+func (m *memTail) group(group string, members int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := loader.PartitionFor(group, m.n)
+	key := (&kmsg.GroupMetadataKey{Version: 2, Group: group}).AppendTo(nil)
+	v := kmsg.GroupMetadataValue{Version: 1, ProtocolType: "consumer", Generation: int32(len(m.msgs[p]) + 1)}
+	if members > 0 {
+		v.Protocol, v.Leader = kmsg.StringPtr("range"), kmsg.StringPtr("m-0")
+	}
+	for i := range members {
+		v.Members = append(v.Members, kmsg.GroupMetadataValueMember{MemberID: fmt.Sprintf("m-%d", i), ClientID: "c", ClientHost: "/127.0.0.1"})
+	}
+	val := kop.EncodeBatch(key, v.AppendTo(nil), time.Now())
+	msg := loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(m.msgs[p]), p), Key: kop.PulsarKey(group), Value: val}
+	m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg})
 	close(m.wake)
 	m.wake = make(chan struct{})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -224,6 +225,9 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 	c.mu.Lock()
 	c.n, c.parts = n, parts
 	c.mu.Unlock()
+	if s := w.store(c); s != nil {
+		s.SetPartitions(n)
+	}
 	w.log.Info("following offsets topic", "cluster", c.Name, "partitions", n)
 	for _, p := range parts {
 		wg.Go(func() { w.follow(ctx, c, p) })
@@ -234,14 +238,24 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 // with a new replay (the old view stays in use until the new one has caught up).
 func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 	backoff := w.o.Backoff
+	st := w.store(c) // the sync engine's copy (nil unless --sync)
 	for ctx.Err() == nil {
 		next := loader.NewReplayer(p.index, loader.OrderingKoP)
 		live := false
 		start := w.o.Now()
+		if st != nil {
+			st.Begin(p.index)
+		}
 		err := c.Tailer.Tail(ctx, p.index, func(m pulsarx.TailMessage) error {
 			if !live {
 				_ = next.ApplyMessage(m.Message) // decode errors are counted, never fatal
+				if st != nil {
+					st.Replayed(p.index, m.Message)
+				}
 				return nil
+			}
+			if st != nil {
+				st.Live(p.index, m) // first: sync does not wait for the cycle to take the queue
 			}
 			p.waitRoom(ctx)
 			w.m.messages.WithLabelValues(c.Name).Inc()
@@ -256,6 +270,9 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 			live = true
 			msgs := next.Counts().Messages // next is the cycle's after the swap
 			p.swap(next)
+			if st != nil {
+				st.CaughtUp(p.index)
+			}
 			d := w.o.Now().Sub(start)
 			w.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
 			w.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
@@ -269,6 +286,9 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 			err = errors.New("reader ended")
 		}
 		p.failed(err)
+		if st != nil {
+			st.Failed(p.index)
+		}
 		w.m.errors.WithLabelValues(c.Name, "pulsar").Inc()
 		w.log.Warn("offsets partition reader failed; replaying again", "cluster", c.Name, "partition", p.index,
 			"err", err.Error(), "retryIn", backoff.String())
@@ -277,4 +297,12 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 		}
 		backoff = min(2*backoff, w.o.MaxBackoff)
 	}
+}
+
+// store is the sync engine's Store of c, nil when watch does not sync.
+func (w *Watcher) store(c *clusterRT) *streamsync.Store {
+	if w.engine == nil {
+		return nil
+	}
+	return w.engine.Store(c.Name)
 }

@@ -144,7 +144,7 @@ func NewTenantMetrics(tenant string) *Metrics {
 		syncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricSyncLatency,
 			Help: "Time from a commit on its source (its commit timestamp) to its translation committed on the target.", Buckets: durationBuckets}, []string{cl, "from"}),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricSyncDuration,
-			Help: "Duration of a cycle's sync step (--sync: DescribeGroups, translation, OffsetCommits); near --interval, it does not keep up.", Buckets: durationBuckets}),
+			Help: "Duration of one sync step (--sync: a batch of due groups: DescribeGroups where membership is not known, translation, OffsetCommits). Steps run as commits arrive: steps near a second long are a sync falling behind its sources.", Buckets: durationBuckets}),
 		syncActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSyncActive,
 			Help: "1 when this process syncs (--sync: it holds the writer lease of every synced cluster that is up), 0 when it waits as a standby replica."}),
 	}

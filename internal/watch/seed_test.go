@@ -52,6 +52,7 @@ func TestSyncOnceSeeds(t *testing.T) {
 func TestSyncOnceStandby(t *testing.T) {
 	e, _, wus := syncEnv(t, Options{})
 	e.w.clusters[0].SyncLease, e.w.clusters[1].SyncLease = &fakeLease{}, &fakeLease{other: true}
+	e.syncEngine()
 	e.scus.commit("", commit("orders", 0, 6000))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
@@ -62,10 +63,13 @@ func (f *kopFront) DescribeGroups(_ context.Context, groups []string) (map[strin
 	return out, nil
 }
 
+// setMembers sets the members of group g and, as KoP does when a rebalance completes or the
+// group goes empty, writes a group record into the offsets topic.
 func (f *kopFront) setMembers(g string, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.members[g] = n
+	f.tail.group(g, n)
 }
 
 func (f *kopFront) count() int {
@@ -88,35 +92,39 @@ func syncEnv(t *testing.T, o Options) (e *env, scus, wus *kopFront) {
 		e.w.clusters[i].Committer, e.w.clusters[i].Members = f, f
 		e.w.clusters[i].Reloader = nil
 	}
-	e.w.syncing = newSync(e.w.o, e.w.clusters)
+	e.syncEngine()
 	return e, scus, wus
 }
 
-// TestSyncFollowsTheSource: a group live on scus commits; each cycle its latest commit is
-// committed on wus through KoP, translated, and served there at once. The consumer moves to
-// wus; its commits flow back into scus's numbering.
+// syncEngine makes the watcher's sync engine anew, of its clusters as they are now.
+func (e *env) syncEngine() {
+	e.w.engine = newEngine(e.w.o, e.w.clusters, &syncObserver{w: e.w, split: map[string]bool{}})
+}
+
+// TestSyncFollowsTheSource: a group live on scus commits; as each commit is read, the latest
+// is committed on wus through KoP, translated, and served there at once; the commits of one
+// window are one commit on wus. The consumer moves to wus; its commits flow back into scus's
+// numbering.
 func TestSyncFollowsTheSource(t *testing.T) {
-	e, scus, wus := syncEnv(t, Options{})
+	e, scus, wus := syncEnv(t, Options{SyncWindow: 300 * time.Millisecond})
 	scus.setMembers("orders", 1)
 	e.scus.commit("", commit("orders", 0, 6000))
 	e.kScus.Set("orders", "topic-1", 0, 6000)
 	e.start()
 	e.cycleUntilReady()
 	e.cycleUntil("synced 6000", servedIs("orders", "wus", 5700))
-	// 50 commits between two cycles: at most one commit on wus a cycle, the latest (the
-	// follower may hand a cycle part of them: it delivers asynchronously).
-	before, cycles := wus.count(), e.w.cycles.Load()
+	// 50 commits within one window: one commit on wus, the latest (two if the first was
+	// read just before a step took the group).
+	before := wus.count()
 	for o := int64(6001); o <= 6050; o++ {
 		e.scus.commit("", commit("orders", 0, o))
 	}
 	e.kScus.Set("orders", "topic-1", 0, 6050)
 	e.cycleUntil("synced 6050", servedIs("orders", "wus", 5750))
-	if n, c := wus.count()-before, e.w.cycles.Load()-cycles; n < 1 || int64(n) > c {
-		t.Errorf("%d commits on wus in %d cycles for 50 commits on scus, want one a cycle at most", n, c)
+	if n := wus.count() - before; n < 1 || n > 2 {
+		t.Errorf("%d commits on wus for 50 commits on scus within one window, want 1 (2 at most)", n)
 	}
-	for range 3 {
-		e.w.Cycle(e.ctx)
-	}
+	e.settle() // the tool's commits landing on wus, read back
 	if scus.count() != 0 {
 		t.Fatalf("the tool's own commits on wus were synced back to scus (%d)", scus.count())
 	}
@@ -142,22 +150,19 @@ func TestSyncSplitBrainAndUnknown(t *testing.T) {
 	e.kScus.Set("orders", "topic-1", 0, 6000)
 	e.start()
 	e.cycleUntilReady()
-	for range 3 {
-		e.w.Cycle(e.ctx)
-	}
-	if wus.count() != 0 || testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")) == 0 {
+	e.waitFor("split brain counted", func() bool { return testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")) > 1 })
+	if wus.count() != 0 {
 		t.Fatalf("split brain: %d commits on wus, skipped %v", wus.count(), testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")))
 	}
-	if n := strings.Count(e.logs.String(), "split brain (logged once"); n != 1 {
+	if n := strings.Count(e.logText(), "split brain (logged once"); n != 1 {
 		t.Errorf("split brain logged %d times over several cycles, want once", n)
 	}
 	wus.setMembers("orders", 0)
 	wus.mu.Lock()
 	wus.fail = errDown
 	wus.mu.Unlock()
-	for range 3 {
-		e.w.Cycle(e.ctx)
-	}
+	e.waitFor("DescribeGroups failure logged", func() bool { return strings.Contains(e.logText(), "DescribeGroups failed") })
+	e.settle()
 	if wus.count() != 0 {
 		t.Fatalf("committed on a cluster whose members are unknown")
 	}
@@ -175,14 +180,34 @@ func TestSyncDryRun(t *testing.T) {
 	e.scus.commit("", commit("orders", 0, 6000))
 	e.start()
 	e.cycleUntilReady()
-	for range 3 {
-		e.w.Cycle(e.ctx)
-	}
-	if wus.count() != 0 || testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "dry_run")) == 0 {
+	e.waitFor("dry run counted", func() bool { return testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "dry_run")) > 0 })
+	if wus.count() != 0 {
 		t.Fatalf("dry run: %d commits", wus.count())
 	}
-	if !strings.Contains(e.logs.String(), "would sync (dry run)") {
+	if !strings.Contains(e.logText(), "would sync (dry run)") {
 		t.Fatal("dry run logged nothing")
+	}
+}
+
+// waitFor runs cycles until cond holds (the sync engine works on its own goroutine).
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: not reached after 5s", what)
+		}
+		e.w.Cycle(e.ctx)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settle runs cycles for 200 ms: forty sync windows, for a test that shows something does
+// not happen.
+func (e *env) settle() {
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		e.w.Cycle(e.ctx)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -220,6 +245,13 @@ func (l *fakeLease) Release() {
 	l.mine = false
 }
 
+// state is whether this process holds the lease and how often it took it.
+func (l *fakeLease) state() (mine bool, acquisitions int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mine, l.acquisitions
+}
+
 func (l *fakeLease) set(other bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -233,26 +265,26 @@ func TestSyncStandbyReplica(t *testing.T) {
 	e, scus, wus := syncEnv(t, Options{})
 	ls, lw := &fakeLease{}, &fakeLease{other: true}
 	e.w.clusters[0].SyncLease, e.w.clusters[1].SyncLease = ls, lw
+	e.syncEngine()
 	scus.setMembers("orders", 1)
 	e.scus.commit("", commit("orders", 0, 6000))
 	e.start()
 	e.cycleUntilReady()
-	for range 3 {
-		e.w.Cycle(e.ctx)
-	}
-	if wus.count() != 0 || ls.mine || testutil.ToFloat64(e.w.m.syncActive) != 0 {
-		t.Fatalf("standby synced (%d commits) or kept scus's lease (%v)", wus.count(), ls.mine)
+	e.waitFor("standby logged", func() bool { return strings.Contains(e.logText(), "sync standby") })
+	e.settle()
+	if mine, _ := ls.state(); wus.count() != 0 || mine || testutil.ToFloat64(e.w.m.syncActive) != 0 {
+		t.Fatalf("standby synced (%d commits) or kept scus's lease (%v)", wus.count(), mine)
 	}
 	lw.set(false) // the active replica died
 	e.cycleUntil("taken over", servedIs("orders", "wus", 5700))
-	taken := ls.acquisitions
-	for range 3 {
-		e.w.Cycle(e.ctx)
+	_, taken := ls.state()
+	e.settle()
+	sMine, sN := ls.state()
+	wMine, wN := lw.state()
+	if testutil.ToFloat64(e.w.m.syncActive) != 1 || !sMine || !wMine || sN != taken || wN != 1 {
+		t.Fatalf("after the takeover: active %v, leases %v/%v acquired %d/%d times", testutil.ToFloat64(e.w.m.syncActive), sMine, wMine, sN, wN)
 	}
-	if testutil.ToFloat64(e.w.m.syncActive) != 1 || !ls.mine || !lw.mine || ls.acquisitions != taken || lw.acquisitions != 1 {
-		t.Fatalf("after the takeover: active %v, leases %v/%v acquired %d/%d times", testutil.ToFloat64(e.w.m.syncActive), ls.mine, lw.mine, ls.acquisitions, lw.acquisitions)
-	}
-	if n := strings.Count(e.logs.String(), "sync standby"); n != 1 {
+	if n := strings.Count(e.logText(), "sync standby"); n != 1 {
 		t.Errorf("standby logged %d times, want once", n)
 	}
 }
@@ -307,7 +339,7 @@ func TestSyncSendsInParallel(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if most < 4 {
-		t.Errorf("at most %d commits in flight at once, want several (up to %d)", most, syncParallel)
+		t.Errorf("at most %d commits in flight at once, want several (up to %d)", most, streamsync.DefaultMaxInFlight)
 	}
 	if got := testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "written")); got != n {
 		t.Errorf("synced scus→wus %v, want %d", got, n)

@@ -12,6 +12,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/standby"
+	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -87,6 +88,10 @@ type Options struct {
 	Sync             bool
 	SplitBrainWindow time.Duration
 	SyncMaxMessages  int64
+	// SyncWindow is how long a group whose commit was read waits for more of its commits
+	// before it is synced (default streamsync.DefaultWindow); SyncRetry is when a group
+	// left for later is synced again (default streamsync.DefaultRetry).
+	SyncWindow, SyncRetry time.Duration
 
 	Backoff, MaxBackoff time.Duration // reconnects of a failed reader or admin call
 	// ExpiryWarning is the window of the expiring status, as check's (0: check's default;
@@ -111,7 +116,7 @@ type Watcher struct {
 	rows       map[string]*verdict.PackedRows // by group; each replaced whole, never changed
 	topicLists map[string][]string            // the rows' lists of topics, each kept once (emptied at a resync)
 	lastResync time.Time
-	syncing    *syncState // nil unless Options.Sync
+	engine     *streamsync.Engine // nil unless Options.Sync
 
 	report atomic.Pointer[snapshot]
 	ready  atomic.Bool
@@ -148,7 +153,7 @@ func New(clusters []Cluster, o Options) *Watcher {
 			repl: map[int32]map[string]verdict.Inbound{}, leo: map[string]map[int32]int64{},
 			pending: map[verdict.Key]arrival{}, lastReload: map[string]time.Time{}})
 	}
-	w.syncing = newSync(o, w.clusters)
+	w.engine = newEngine(o, w.clusters, &syncObserver{w: w, split: map[string]bool{}})
 	return w
 }
 
@@ -194,12 +199,21 @@ func (w *Watcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Start starts the followers of every cluster (they stop when ctx ends); cycles are then
-// run with Cycle. wait returns once the followers have stopped, or after 5 seconds.
+// Start starts the followers of every cluster and, in sync mode, the sync engine (they stop
+// when ctx ends); cycles are then run with Cycle. wait returns once they have stopped, or
+// after 5 seconds.
 func (w *Watcher) Start(ctx context.Context) (wait func()) {
+	return w.start(ctx, true)
+}
+
+// start is Start, with the sync engine running or not (SyncOnce runs one sweep itself).
+func (w *Watcher) start(ctx context.Context, engine bool) (wait func()) {
 	var wg sync.WaitGroup
 	for _, c := range w.clusters {
 		wg.Go(func() { w.startCluster(ctx, c, &wg) })
+	}
+	if engine && w.engine != nil {
+		wg.Go(func() { w.engine.Run(ctx) })
 	}
 	return func() {
 		done := make(chan struct{})

@@ -66,6 +66,13 @@ func (s syncWriter) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// logText is what was logged so far (the sync engine logs from its own goroutine).
+func (e *env) logText() string {
+	logMu <- struct{}{}
+	defer func() { <-logMu }()
+	return e.logs.String()
+}
+
 func (e *env) logLines() []map[string]any {
 	logMu <- struct{}{}
 	defer func() { <-logMu }()

@@ -1,0 +1,219 @@
+// Package streamsync is sync mode's engine (watch --sync): it follows every synced cluster's
+// offsets topic as it lands (a Store per cluster, fed by watch's followers), and a group's own
+// commit, the moment it is read, makes the group's sync due. Due groups are coalesced for a
+// short Window (a group committing every 10 ms costs one OffsetCommit per window and target,
+// the latest), then decided and translated by package offsetsync from the newest state of
+// every cluster, and committed through KoP's OffsetCommit on every target at once, at most
+// MaxInFlight groups in flight. Who a group's source is comes from the stream itself (the
+// newest own commit) and from DescribeGroups, asked only when the stream says membership may
+// have changed (membership). The engine keeps no state of its own beyond what it read: a
+// restart replays every offsets topic and syncs every group once.
+//
+// The path of one commit: the group commits on scus -> KoP appends it to scus's offsets topic
+// -> watch's follower of that partition reads it (pulsarx.Reader.Tail) -> Store.Live feeds
+// the partition's Replayer and marks the group due -> after Window, step takes the due
+// groups: views from every Store, DescribeGroups where membership is not known, Plan
+// (offsetsync: source, translation by message identity, the rules) -> Plan.Apply: one
+// OffsetCommit per target -> KoP serves it at once and appends it, marked, to the target's
+// offsets topic -> the target's Store reads it back (marked: wakes nothing).
+package streamsync
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/match"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
+)
+
+// Describer answers DescribeGroups on one cluster (kop.KafkaGroups).
+type Describer interface {
+	DescribeGroups(ctx context.Context, groups []string) (map[string]kop.GroupActivity, error)
+}
+
+// Lease is a cluster's writer lease (*lease.Lease): held while this process syncs.
+type Lease interface {
+	Acquire(ctx context.Context) error
+	Release()
+}
+
+// Cluster is one synced cluster.
+type Cluster struct {
+	Name           string
+	KafkaNamespace string
+	Committer      offsetsync.Committer
+	Members        Describer
+	Data           align.Source // the cluster's copies of the data topics, to translate
+	Lease          Lease        // nil: none
+}
+
+// Defaults of Options.
+const (
+	DefaultWindow      = 5 * time.Millisecond
+	DefaultMaxInFlight = 128
+	DefaultRetry       = time.Second
+	DefaultMembersTTL  = time.Minute
+	DefaultCallTimeout = 5 * time.Second
+)
+
+// Options tune an Engine; the zero value works.
+type Options struct {
+	Groups, Topics []string // globs; none: every group, every topic
+	// Window is how long a due group waits for more of its commits before it is synced.
+	Window time.Duration
+	// MaxInFlight bounds the groups whose OffsetCommits are in flight at once.
+	MaxInFlight int
+	// Retry is when a group left for later (a failure, data not replicated yet, split
+	// brain, members unknown) is synced again, and how often a standby tries the leases.
+	Retry time.Duration
+	// MembersTTL bounds how long a DescribeGroups answer is used without the stream
+	// saying anything of the group.
+	MembersTTL       time.Duration
+	CallTimeout      time.Duration // each DescribeGroups and lease call
+	SplitBrainWindow time.Duration
+	MaxMessages      int64 // first translation's reads per copy (align.DefaultMaxMessages)
+	DryRun           bool  // decide and report, commit nothing
+	// Now is the clock commit timestamps are compared with (split brain, the Pool's
+	// sweeps); the engine's own timing (windows, retries, leases) is the wall clock.
+	Now      func() time.Time
+	Observer Observer // nil: nothing observed
+}
+
+// Observer is told what the engine does (watch's metrics and logs). Its methods are called
+// from one goroutine at a time.
+type Observer interface {
+	Result(res offsetsync.Result)
+	// Active: whether this process holds every lease; cluster and err say why not.
+	Active(active bool, cluster string, err error)
+	DescribeFailed(cluster string, groups int, err error)
+	Step(st StepStats)
+}
+
+// StepStats is what one step did and where its time went.
+type StepStats struct {
+	Groups, Sent                     int
+	Describe, Read, Plan, Apply, All time.Duration
+}
+
+// Engine syncs groups as their commits are read. New, then Store(c) to its followers, then
+// Run; SetUp and Resync from the watch cycle.
+type Engine struct {
+	o        Options
+	clusters []Cluster
+	stores   map[string]*Store
+	syncer   *offsetsync.Syncer
+	members  *membership
+	obs      Observer
+	kick     chan struct{}
+
+	q *queue
+
+	health *health
+
+	// Owned by the goroutine that runs steps.
+	active, known bool
+	nextLease     time.Time
+	leaseErr      error // why the last hold failed
+}
+
+// New returns the engine of clusters.
+func New(clusters []Cluster, o Options) *Engine {
+	o.Window = cmp.Or(o.Window, DefaultWindow)
+	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
+	o.Retry = cmp.Or(o.Retry, DefaultRetry)
+	o.MembersTTL = cmp.Or(o.MembersTTL, DefaultMembersTTL)
+	o.CallTimeout = cmp.Or(o.CallTimeout, DefaultCallTimeout)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	pool := &align.Pool{Sources: map[string]align.Source{}, MaxMessages: o.MaxMessages, Now: o.Now}
+	e := &Engine{o: o, stores: map[string]*Store{}, members: newMembership(o.MembersTTL), obs: o.Observer,
+		kick: make(chan struct{}, 1), q: newQueue(o.Retry), health: newHealth(),
+		syncer: &offsetsync.Syncer{Pool: pool, Window: o.SplitBrainWindow, Now: o.Now}}
+	for _, c := range clusters {
+		if o.DryRun {
+			c.Committer = dryCommitter{}
+		}
+		e.clusters = append(e.clusters, c)
+		e.stores[c.Name] = newStore(c.Name, e)
+		pool.Sources[c.Name] = c.Data
+		e.syncer.Clusters = append(e.syncer.Clusters, offsetsync.Cluster{Name: c.Name, KafkaNamespace: c.KafkaNamespace, Committer: c.Committer})
+	}
+	return e
+}
+
+// Store returns the Store of cluster name (nil when it is not synced).
+func (e *Engine) Store(name string) *Store { return e.stores[name] }
+
+// dirty makes groups due (events, from the Stores).
+func (e *Engine) dirty(cluster string, groups []string, members bool) {
+	if members {
+		e.members.forget(cluster, groups)
+	}
+	e.q.add(slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return !match.Any(e.o.Groups, g) }))
+	e.wake()
+}
+
+func (e *Engine) wake() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
+}
+
+// SetUp records whether cluster answers (the watch cycle's probe). A cluster back, or seen
+// up for the first time, makes every group due: it missed what the others committed.
+func (e *Engine) SetUp(cluster string, up bool) {
+	if e.health.set(cluster, up) {
+		e.all()
+	}
+	e.wake()
+}
+
+// Resync makes every group due and asks every group's members again.
+func (e *Engine) Resync() {
+	e.members.clear()
+	e.all()
+}
+
+// all makes every group any Store holds due.
+func (e *Engine) all() {
+	var groups []string
+	for _, s := range e.stores {
+		groups = append(groups, s.Groups()...)
+	}
+	e.dirty("", groups, false)
+}
+
+// ready reports whether every cluster's state is known and every cluster up has replayed its
+// offsets topic.
+func (e *Engine) ready() bool {
+	for _, c := range e.clusters {
+		u, known := e.health.state(c.Name)
+		if !known || (u && !e.stores[c.Name].complete()) {
+			return false
+		}
+	}
+	return true
+}
+
+// dryCommitter commits nothing (DryRun).
+type dryCommitter struct{}
+
+func (dryCommitter) Commit(context.Context, string, []kop.SyncCommit) error   { return nil }
+func (dryCommitter) Delete(context.Context, string, map[string][]int32) error { return nil }
+func (dryCommitter) DeleteGroup(context.Context, string) error                { return nil }
+
+type nopObserver struct{}
+
+func (nopObserver) Result(offsetsync.Result)          {}
+func (nopObserver) Active(bool, string, error)        {}
+func (nopObserver) DescribeFailed(string, int, error) {}
+func (nopObserver) Step(StepStats)                    {}

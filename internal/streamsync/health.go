@@ -1,0 +1,58 @@
+package streamsync
+
+import (
+	"sync"
+	"time"
+)
+
+// health is whether each cluster answers: up as the watch cycle's probe last saw it, and
+// quiet for a while after a DescribeGroups failed (a cluster that hangs is not asked again at
+// every step, each ask waiting for the call timeout).
+type health struct {
+	mu    sync.Mutex
+	ups   map[string]bool
+	quiet map[string]time.Time
+}
+
+func newHealth() *health { return &health{ups: map[string]bool{}, quiet: map[string]time.Time{}} }
+
+// set records the probe's answer and reports whether the cluster came up (or was seen up for
+// the first time).
+func (h *health) set(cluster string, up bool) (came bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	was, known := h.ups[cluster]
+	h.ups[cluster] = up
+	if up && !was {
+		delete(h.quiet, cluster)
+	}
+	return up && (!was || !known)
+}
+
+// state is the probe's last answer, and whether there was one.
+func (h *health) state(cluster string) (up, known bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	up, known = h.ups[cluster]
+	return up, known
+}
+
+// up reports whether the probe last saw cluster up.
+func (h *health) up(cluster string) bool {
+	u, _ := h.state(cluster)
+	return u
+}
+
+// answers reports whether cluster is up and not quiet at now.
+func (h *health) answers(cluster string, now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ups[cluster] && !now.Before(h.quiet[cluster])
+}
+
+// quietUntil leaves cluster unasked until t.
+func (h *health) quietUntil(cluster string, t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.quiet[cluster] = t
+}

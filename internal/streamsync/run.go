@@ -1,0 +1,351 @@
+package streamsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/kop"
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/match"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
+)
+
+// chunk is how many groups one step decides at once (one DescribeGroups per cluster at most).
+const chunk = 1000
+
+// reads is how many topic partitions a step reads ahead at once (Syncer.Warm).
+const reads = 8
+
+// Run syncs due groups until ctx ends, then gives back the leases.
+func (e *Engine) Run(ctx context.Context) {
+	defer e.release()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		timer.Reset(e.q.wait(time.Now()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.kick:
+		case <-timer.C:
+		}
+		// Coalesce: the commits of the next Window are synced with this one.
+		if sleep(ctx, e.o.Window) != nil {
+			return
+		}
+		for ctx.Err() == nil && e.ready() && e.hold(ctx) {
+			groups := e.q.take(time.Now(), chunk)
+			if len(groups) == 0 {
+				break
+			}
+			e.step(ctx, groups, nil)
+		}
+	}
+}
+
+// hold takes the writer lease of every cluster that is up, in name order (two replicas never
+// hold one each), and reports whether this process holds them all; else it gives back what it
+// took and tries again after Retry (the holder's leases expire with its connections when it
+// dies). Taking over, it syncs every group: it missed what changed.
+func (e *Engine) hold(ctx context.Context) bool {
+	now := time.Now()
+	if !e.active && e.known && now.Before(e.nextLease) {
+		return false
+	}
+	cs := slices.Clone(e.clusters)
+	slices.SortFunc(cs, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	var failed error
+	var on string
+	for _, c := range cs {
+		if c.Lease == nil || !e.health.up(c.Name) {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.o.CallTimeout)
+		err := c.Lease.Acquire(cctx)
+		cancel()
+		if err != nil {
+			failed, on = err, c.Name
+			break
+		}
+	}
+	active := failed == nil
+	e.leaseErr = nil
+	if !active {
+		e.release()
+		e.nextLease = now.Add(e.o.Retry)
+		e.leaseErr = fmt.Errorf("cluster %s: %w", on, failed)
+	}
+	if !e.known || active != e.active {
+		e.obs.Active(active, on, failed)
+		if active && e.known {
+			e.all()
+		}
+	}
+	e.active, e.known = active, true
+	return active
+}
+
+// release gives back every lease.
+func (e *Engine) release() {
+	for _, c := range e.clusters {
+		if c.Lease != nil {
+			c.Lease.Release()
+		}
+	}
+}
+
+// step syncs groups: their members where not known, their views, the plans, the commits.
+// sw, when set, sums what was done (a sweep).
+func (e *Engine) step(ctx context.Context, groups []string, sw *Sweep) {
+	t0 := time.Now()
+	members := e.describe(ctx, groups)
+	t1 := time.Now()
+	views := make(map[string]map[string]offsetsync.View, len(groups))
+	for _, g := range groups {
+		views[g] = e.views(g, members)
+	}
+	e.syncer.Warm(ctx, views, reads)
+	t2 := time.Now()
+	plans := make([]*offsetsync.Plan, len(groups))
+	sent := 0
+	for i, g := range groups {
+		plans[i] = e.syncer.Plan(ctx, g, views[g])
+		if plans[i].Sends() {
+			sent++
+		}
+	}
+	t3 := time.Now()
+	results := apply(ctx, plans, e.o.MaxInFlight)
+	if ctx.Err() != nil {
+		return // stopping: what was sent is in KoP, the rest is read back at start
+	}
+	t4 := time.Now()
+	for _, res := range results {
+		e.record(res, sw, t4)
+	}
+	e.obs.Step(StepStats{Groups: len(groups), Sent: sent, Describe: t1.Sub(t0), Read: t2.Sub(t1), Plan: t3.Sub(t2), Apply: t4.Sub(t3), All: t4.Sub(t0)})
+}
+
+// record reports res and leaves the group for later when it is not done.
+func (e *Engine) record(res offsetsync.Result, sw *Sweep, now time.Time) {
+	e.obs.Result(res)
+	if len(res.Errors) > 0 {
+		// A commit refused may be a group that became live there: ask again.
+		e.members.forget("", []string{res.Group})
+	}
+	again := unfinished(res, e.health.up)
+	if again {
+		e.q.retryLater(res.Group, now)
+	}
+	if sw != nil {
+		sw.add(res, again)
+	}
+}
+
+// unfinished reports whether the group's sync is not done: a failure, a key behind (data not
+// replicated yet), split brain (once one side's members leave, the other is the source), or
+// members unknown on a cluster that answers (up).
+func unfinished(res offsetsync.Result, up func(string) bool) bool {
+	if len(res.Errors) > 0 || res.SplitBrain != "" {
+		return true
+	}
+	for _, sy := range res.Synced {
+		if sy.Behind {
+			return true
+		}
+	}
+	for _, l := range res.Left {
+		if l.Partition < 0 && up(l.Cluster) {
+			return true
+		}
+	}
+	return false
+}
+
+// describe returns, by cluster, the members of groups: what is known, and for the rest what
+// one DescribeGroups per cluster answers. A cluster down, quiet, or failing is missing.
+func (e *Engine) describe(ctx context.Context, groups []string) map[string]map[string]int {
+	now := time.Now()
+	out := map[string]map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range e.clusters {
+		if !e.health.answers(c.Name, now) || c.Members == nil {
+			continue
+		}
+		known := map[string]int{}
+		var ask []string
+		for _, g := range groups {
+			if n, ok := e.members.lookup(c.Name, g, now); ok {
+				known[g] = n
+			} else {
+				ask = append(ask, g)
+			}
+		}
+		wg.Go(func() {
+			if len(ask) > 0 && !e.ask(ctx, c, ask, known) {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			out[c.Name] = known
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// ask asks c about groups and adds the answers to into; false when c did not answer (it is
+// then left quiet for Retry: a cluster that hangs delays no step after this one).
+func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[string]int) bool {
+	seq := e.members.ask()
+	cctx, cancel := context.WithTimeout(ctx, e.o.CallTimeout)
+	defer cancel()
+	acts, err := c.Members.DescribeGroups(cctx, groups)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.health.quietUntil(c.Name, time.Now().Add(e.o.Retry))
+			e.obs.DescribeFailed(c.Name, len(groups), err)
+		}
+		return false
+	}
+	e.members.set(c.Name, acts, seq, time.Now())
+	for g, a := range acts {
+		if a.Err == nil {
+			into[g] = a.Members
+		}
+	}
+	return true
+}
+
+// views is group on every cluster that is up and has read its partition, the offsets
+// filtered by Topics; MembersKnown where members (describe's) has the group.
+func (e *Engine) views(g string, members map[string]map[string]int) map[string]offsetsync.View {
+	views := map[string]offsetsync.View{}
+	for _, c := range e.clusters {
+		if !e.health.up(c.Name) {
+			continue
+		}
+		offs, ok := e.stores[c.Name].Offsets(g)
+		if !ok {
+			continue
+		}
+		var v offsetsync.View
+		for _, co := range offs {
+			if match.Any(e.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
+				v.Offsets = append(v.Offsets, co)
+			}
+		}
+		v.Members, v.MembersKnown = members[c.Name][g]
+		views[c.Name] = v
+	}
+	return views
+}
+
+// apply applies plans, at most par at once, and returns their results in plans' order.
+func apply(ctx context.Context, plans []*offsetsync.Plan, par int) []offsetsync.Result {
+	out := make([]offsetsync.Result, len(plans))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(par, 1))
+	for i, p := range plans {
+		if !p.Sends() {
+			out[i] = p.Apply(ctx) // nothing to send: its result as decided
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = p.Apply(ctx)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// ErrStandby is SweepAll's error when a synced cluster's writer lease could not be taken:
+// most often another process holds it (a watch --sync runs, and it syncs).
+var ErrStandby = errors.New("the writer lease of a synced cluster could not be taken")
+
+// ErrNotReady is SweepAll's error before every cluster up has replayed its offsets topic.
+var ErrNotReady = errors.New("not every cluster that answers has replayed its offsets topic")
+
+// SweepAll syncs every group once, now (sync setup's seed): it needs the engine ready and
+// every lease; Run must not be running.
+func (e *Engine) SweepAll(ctx context.Context) (Sweep, error) {
+	if !e.ready() {
+		return Sweep{}, ErrNotReady
+	}
+	e.nextLease = time.Time{}
+	if !e.hold(ctx) {
+		return Sweep{}, fmt.Errorf("%w: %w", ErrStandby, e.leaseErr)
+	}
+	e.all()
+	var sw Sweep
+	for ctx.Err() == nil {
+		groups := e.q.take(time.Now(), chunk)
+		if len(groups) == 0 {
+			break
+		}
+		e.step(ctx, groups, &sw)
+	}
+	if err := ctx.Err(); err != nil {
+		return Sweep{}, err
+	}
+	now := time.Now()
+	for _, c := range e.clusters {
+		if !e.health.answers(c.Name, now) {
+			sw.Down = append(sw.Down, c.Name)
+		}
+	}
+	slices.Sort(sw.Again)
+	slices.Sort(sw.SplitBrain)
+	return sw, nil
+}
+
+// Sweep is what one sync of every group did (SweepAll).
+type Sweep struct {
+	Groups  int `json:"groups"`  // groups looked at
+	Synced  int `json:"synced"`  // groups with an offset committed on a target
+	Offsets int `json:"offsets"` // offsets committed
+	Deleted int `json:"deleted"` // offsets deleted
+	// Again are the groups watch --sync takes up again: a failure, data not all replicated
+	// yet (behind), or members unknown on a cluster that answers.
+	Again      []string `json:"again,omitempty"`
+	SplitBrain []string `json:"splitBrain,omitempty"`
+	// Down are the clusters that did not answer: nothing was synced to or from them.
+	Down []string `json:"down,omitempty"`
+}
+
+func (sw *Sweep) add(res offsetsync.Result, again bool) {
+	sw.Groups++
+	sw.Offsets += len(res.Synced)
+	sw.Deleted += len(res.Deleted)
+	if len(res.Synced) > 0 {
+		sw.Synced++
+	}
+	if res.SplitBrain != "" {
+		sw.SplitBrain = append(sw.SplitBrain, res.Group)
+	}
+	if again {
+		sw.Again = append(sw.Again, res.Group)
+	}
+}
+
+// sleep waits d or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+var _ Describer = kop.KafkaGroups{}

@@ -1,0 +1,199 @@
+package streamsync
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+)
+
+// Store is one cluster's offsets topic as the engine reads it: a loader.Replayer per offsets
+// partition, fed by the cluster's followers (watch's tail goroutines) message by message, so a
+// group's newest commit is known the moment it is read, not at the next watch cycle. It is
+// the engine's own copy (watch's exporter keeps its view between cycles and may not be fed
+// from another goroutine): about a hundred bytes per live key. Safe for concurrent use.
+type Store struct {
+	cluster string
+	events  events
+
+	mu    sync.Mutex
+	parts []*storePart
+}
+
+// events is what a Store tells its engine.
+type events interface {
+	// dirty: groups to sync; members: group records were read (membership may have changed).
+	dirty(cluster string, groups []string, members bool)
+	// wake: a partition caught up; the engine may be ready now.
+	wake()
+}
+
+// storePart is one offsets partition: next replays (after a start or a reader failure),
+// rep is the live state once next has caught up.
+type storePart struct {
+	next   *loader.Replayer
+	rep    *loader.Replayer
+	caught bool
+	view   *loader.PersistedOffsets // of rep, nil after a feed (rebuilt on the next read)
+}
+
+func newStore(cluster string, ev events) *Store { return &Store{cluster: cluster, events: ev} }
+
+// SetPartitions sets the partition count of the offsets topic (before the first Begin).
+func (s *Store) SetPartitions(n int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(n) == len(s.parts) {
+		return
+	}
+	s.parts = make([]*storePart, n)
+	for i := range s.parts {
+		s.parts[i] = &storePart{}
+	}
+}
+
+// part returns partition p (nil when out of range) with s.mu held.
+func (s *Store) part(p int32) *storePart {
+	if p < 0 || int(p) >= len(s.parts) {
+		return nil
+	}
+	return s.parts[p]
+}
+
+// Begin starts a replay of partition p from its earliest message. The state read so far
+// stays in use until the replay has caught up.
+func (s *Store) Begin(p int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp := s.part(p); sp != nil {
+		sp.next = loader.NewReplayer(p, loader.OrderingKoP)
+	}
+}
+
+// Replayed feeds a message of p's replay (read before the catch-up).
+func (s *Store) Replayed(p int32, m loader.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp := s.part(p); sp != nil && sp.next != nil {
+		_ = sp.next.ApplyMessage(m) // decode errors are counted, never fatal
+	}
+}
+
+// CaughtUp makes p's replay the live state: every group of it is synced again (what was
+// committed while it was not read is in it).
+func (s *Store) CaughtUp(p int32) {
+	s.mu.Lock()
+	sp := s.part(p)
+	if sp == nil || sp.next == nil {
+		s.mu.Unlock()
+		return
+	}
+	sp.rep, sp.next, sp.caught, sp.view = sp.next, nil, true, nil
+	groups := slices.Collect(sp.viewOf().GroupNames())
+	s.mu.Unlock()
+	s.events.dirty(s.cluster, groups, true)
+	s.events.wake()
+}
+
+// Failed marks p unread (its reader failed): its groups are neither source nor target on
+// this cluster until a new replay catches up.
+func (s *Store) Failed(p int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sp := s.part(p); sp != nil {
+		sp.caught = false
+	}
+}
+
+// Live feeds a message read after the catch-up and tells the engine which groups it
+// touched: the groups of the group's own commits, tombstones and group records. The tool's
+// own commits (marked) landing on a target change no decision and wake nothing.
+func (s *Store) Live(p int32, m pulsarx.TailMessage) {
+	recs, _ := offsetlog.Decode(m.Key, m.Value)
+	s.mu.Lock()
+	sp := s.part(p)
+	if sp == nil || sp.rep == nil {
+		s.mu.Unlock()
+		return
+	}
+	_ = sp.rep.ApplyMessage(m.Message)
+	sp.view = nil
+	s.mu.Unlock()
+	var groups []string
+	members := false
+	for _, r := range recs {
+		if r.Group == "" {
+			continue
+		}
+		switch r.Kind {
+		case offsetlog.KindGroupMetadata, offsetlog.KindGroupTombstone:
+			members = true
+		case offsetlog.KindOffsetCommit:
+			if r.Metadata != nil && m.ReplicatedFrom == "" {
+				if _, _, marked := offsetsync.ParseMark(*r.Metadata); marked {
+					continue
+				}
+			}
+		}
+		if len(groups) == 0 || groups[len(groups)-1] != r.Group {
+			groups = append(groups, r.Group)
+		}
+	}
+	if len(groups) > 0 {
+		s.events.dirty(s.cluster, groups, members)
+	}
+}
+
+// viewOf returns the view of sp's live state, built once per feed (with s.mu held).
+func (sp *storePart) viewOf() *loader.PersistedOffsets {
+	if sp.view == nil {
+		sp.view = sp.rep.View()
+	}
+	return sp.view
+}
+
+// Offsets returns group's loaded offsets, and false when its partition has not been read
+// (the cluster is then neither source nor target of the group).
+func (s *Store) Offsets(group string) ([]loader.CommittedOffset, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.parts) == 0 {
+		return nil, false
+	}
+	sp := s.parts[loader.PartitionFor(group, int32(len(s.parts)))]
+	if !sp.caught || sp.rep == nil {
+		return nil, false
+	}
+	return sp.viewOf().GroupOffsets(group), true
+}
+
+// Groups returns every group the partitions read so far hold.
+func (s *Store) Groups() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, sp := range s.parts {
+		if sp.caught && sp.rep != nil {
+			out = slices.AppendSeq(out, sp.viewOf().GroupNames())
+		}
+	}
+	return out
+}
+
+// complete reports whether every partition has caught up (false before SetPartitions).
+func (s *Store) complete() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.parts) == 0 {
+		return false
+	}
+	for _, sp := range s.parts {
+		if !sp.caught {
+			return false
+		}
+	}
+	return true
+}
