@@ -1,17 +1,20 @@
 package offsetsync
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestMarkRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		m    Mark
 		orig string
 	}{
-		{Mark{From: "scus", Source: 1200}, ""},
-		{Mark{From: "wus", Source: 0}, "app metadata"},
-		{Mark{From: "eus-2", Source: 1 << 40}, "a|b,from=x"},
+		{Mark{From: "scus", Source: 1200, HasFloor: true}, ""},
+		{Mark{From: "wus", Source: 0, HasFloor: true}, "app metadata"},
+		{Mark{From: "eus-2", Source: 1 << 40, Floor: 1 << 39, HasFloor: true}, "a|b,from=x"},
 		// A client's metadata that is itself marked stays whole inside.
-		{Mark{From: "scus", Source: 5}, "kop-offsets-sync:from=wus,source=9|"},
+		{Mark{From: "scus", Source: 5, Floor: 3, HasFloor: true}, "kop-offsets-sync:from=wus,source=9|"},
 	} {
 		md := tc.m.Metadata(tc.orig)
 		m, orig, ok := ParseMark(md)
@@ -19,8 +22,12 @@ func TestMarkRoundTrip(t *testing.T) {
 			t.Errorf("ParseMark(%q) = %+v %q %v, want %+v %q", md, m, orig, ok, tc.m, tc.orig)
 		}
 	}
-	if got := (Mark{From: "scus", Source: 1200}).Metadata("x"); got != "kop-offsets-sync:from=scus,source=1200|x" {
+	if got := (Mark{From: "scus", Source: 1200, Floor: 7}).Metadata("x"); got != "kop-offsets-sync:from=scus,source=1200,floor=7|x" {
 		t.Errorf("Metadata = %q", got)
+	}
+	// A mark of the releases before floors were carried: read, without a floor.
+	if m, orig, ok := ParseMark("kop-offsets-sync:from=scus,source=1200|x"); !ok || m != (Mark{From: "scus", Source: 1200}) || orig != "x" {
+		t.Errorf("a mark without floor: %+v %q %v", m, orig, ok)
 	}
 }
 
@@ -42,6 +49,10 @@ func TestParseMarkRejects(t *testing.T) {
 		" kop-offsets-sync:from=scus,source=1|",                   // not at the start
 		"KOP-OFFSETS-SYNC:from=scus,source=1|",                    // case
 		"kop-offsets-sync:from=scus,source=99999999999999999999|", // overflow
+		"kop-offsets-sync:from=scus,source=1,floor=|",             // empty floor
+		"kop-offsets-sync:from=scus,source=1,floor=-2|",           // negative floor
+		"kop-offsets-sync:from=scus,source=1,flor=2|",             // not floor
+		"kop-offsets-sync:from=scus,source=1,floor=2,x=1|",        // more fields
 	} {
 		if m, orig, ok := ParseMark(md); ok || orig != md || m != (Mark{}) {
 			t.Errorf("ParseMark(%q) = %+v %q %v, want no mark and the metadata whole", md, m, orig, ok)
@@ -49,9 +60,11 @@ func TestParseMarkRejects(t *testing.T) {
 	}
 }
 
-// FuzzParseMark: a mark read back writes the same metadata; anything else is returned whole.
+// FuzzParseMark: a mark read back writes the same metadata (one of the releases before
+// floors were carried writes it with floor 0); anything else is returned whole.
 func FuzzParseMark(f *testing.F) {
 	f.Add("kop-offsets-sync:from=scus,source=1200|app")
+	f.Add("kop-offsets-sync:from=scus,source=1200,floor=900|app")
 	f.Add("kop-offsets-sync:from=scus,source=-1|")
 	f.Add("app")
 	f.Fuzz(func(t *testing.T, md string) {
@@ -62,7 +75,11 @@ func FuzzParseMark(f *testing.F) {
 			}
 			return
 		}
-		if got := m.Metadata(orig); got != md {
+		want := md
+		if !m.HasFloor {
+			want = strings.Replace(md, "|", ",floor=0|", 1)
+		}
+		if got := m.Metadata(orig); got != want {
 			t.Fatalf("ParseMark(%q) = %+v %q, which writes %q", md, m, orig, got)
 		}
 	})

@@ -28,12 +28,11 @@
 //     the group would be refused by KoP or overwrite theirs. (With one live cluster, the
 //     source, this is a guard: members on two clusters are split brain.)
 //   - On every other target, each key of the source's own offsets is translated into the
-//     target's numbering with the target's current offset of the key as the floor
-//     (loader.CommittedOffset.Floor): a target's own newer commit is never moved back, and
-//     after a failback the messages the target wrote alone are not read again
-//     (docs/failover.md). A consequence: a reset of the group to earlier offsets on the
-//     source does not move a target back; reset the group on the cluster it will run on.
-//     A key is committed only when its translation differs from what the target holds
+//     target's numbering, floored on the group's own position there (floorOf): a target's
+//     own newer commit is never moved back, and after a failback the messages the target
+//     wrote alone are not read again (docs/failover.md); but the newest intent wins: a
+//     source moved back (a reset) after the group left the target moves the target back
+//     too, and the tool's own commit there is never a floor. A key is committed only when its translation differs from what the target holds
 //     through its KoP (a replicated or kept entry of the same number is committed again:
 //     KoP serves only what it loaded or was sent), all
 //     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
@@ -344,10 +343,7 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 			continue // the tool's own commit on the source (never synced back), or not the group's
 		}
 		cur, has := to[k]
-		var floor int64
-		if has {
-			floor = cur.co.Floor()
-		}
+		floor := s.floorOf(ctx, group, src, c.Name, k, e, cur, has)
 		t, err := s.Pool.Translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
 		if err != nil {
 			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: fmt.Errorf("sync group %s %s[%d] (%d from %s): %w", group, k.topic, k.partition, e.co.Offset, src, err)})
@@ -359,7 +355,7 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 			// translation) was written into the topic only: KoP may not serve it.
 			continue
 		}
-		md := Mark{From: src, Source: e.co.Offset}.Metadata(e.orig)
+		md := Mark{From: src, Source: e.co.Offset, Floor: floor, HasFloor: true}.Metadata(e.orig)
 		o.commits = append(o.commits, kop.SyncCommit{Topic: k.topic, Partition: k.partition, Offset: t.Translated, Metadata: md})
 		o.synced = append(o.synced, Synced{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Source: e.co.Offset, SourceAt: e.co.CommitTimestamp, Translated: t.Translated, Behind: t.Behind})
 	}
@@ -368,6 +364,49 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 		return nil
 	}
 	return o
+}
+
+// floorOf is the floor of key k's translation on target to: the group's own position there
+// (its messages before it were consumed there, as after a failback, so a message only the
+// target holds does not send the group back to it), or 0. The rule, the newest intent wins:
+//
+//   - The group's own commit on the target that is newer than the source's is never moved
+//     back: it is the group's newest word on the key.
+//   - Otherwise the floor (the group's own older commit there, or the floor the tool's last
+//     commit carried in its mark) holds only while the source's commit is at or past where
+//     the floor stands in the source's numbering. A source below it was moved back after the
+//     group left the target (a reset: to earliest, to a datetime, by a shift): the target
+//     follows it backwards, as every other cluster does. The tool's own commit is never a
+//     floor by itself: it is no consumption by the group on the target (MirrorMaker 2
+//     cannot tell its writes from the group's, and so never follows a reset, KAFKA-9076).
+//   - A replicated or kept entry (history from before sync setup) floors on the group's own
+//     commit below it (loader.CommittedOffset.Floor).
+//
+// When the floor cannot be placed in the source's numbering it holds: never a skip.
+func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e entry, cur entry, has bool) int64 {
+	var f int64
+	switch {
+	case !has:
+		return 0
+	case cur.foreign:
+		return cur.co.Floor()
+	case cur.marked && cur.mark.HasFloor:
+		f = cur.mark.Floor
+	case cur.marked:
+		f = cur.co.Offset // a mark of a release before floors were carried: its number was floored
+	case cur.co.CommitTimestamp > e.co.CommitTimestamp:
+		return cur.co.Offset
+	default:
+		f = cur.co.Offset
+	}
+	if f <= 0 {
+		return 0
+	}
+	back, err := s.Pool.Translate(ctx, to, src, k.topic, k.partition, f, 0, group)
+	if err == nil && e.co.Offset < back.Translated {
+		return 0 // moved back on the source past the group's position here: followed
+	}
+	return f
 }
 
 // planDelete finds on target o.c the keys it holds as the tool's commits from src that src

@@ -108,7 +108,7 @@ func TestSyncAligned(t *testing.T) {
 	l := aligned("scus", "wus")
 	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "app")), "wus": view(0)})
 	noErrors(t, res)
-	want := []kop.SyncCommit{{Topic: "orders", Partition: 0, Offset: 900, Metadata: "kop-offsets-sync:from=scus,source=900|app"}}
+	want := []kop.SyncCommit{{Topic: "orders", Partition: 0, Offset: 900, Metadata: "kop-offsets-sync:from=scus,source=900,floor=0|app"}}
 	if res.Source != "scus" || !reflect.DeepEqual(l.sent["wus"].commits, [][]kop.SyncCommit{want}) {
 		t.Fatalf("source %s, commits %+v", res.Source, l.sent["wus"].commits)
 	}
@@ -146,18 +146,42 @@ func TestSyncMisaligned(t *testing.T) {
 	}
 }
 
-// TestSyncNeverMovesOwnCommitBack: the target's own commit is ahead of the source's
-// translation; it stays. A source past it moves it forward.
-func TestSyncNeverMovesOwnCommitBack(t *testing.T) {
+// TestSyncNewestIntentWins: the group's own commit on the target newer than the source's is
+// never moved back; an older one is no floor against a source moved back below it (a reset
+// after the group left the target): the target follows. A source past it moves it forward.
+func TestSyncNewestIntentWins(t *testing.T) {
 	l := aligned("scus", "wus")
-	wus := view(0, commit("orders", 0, 950, 1, ""))
-	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": wus})
+	newer := view(0, commit("orders", 0, 950, 6, ""))
+	res := l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": newer})
 	if noErrors(t, res); len(l.sent["wus"].commits) != 0 {
-		t.Fatalf("moved wus's own 950 back: %+v", l.sent["wus"].commits)
+		t.Fatalf("moved wus's own newer 950 back: %+v", l.sent["wus"].commits)
 	}
-	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 990, 6, "")), "wus": wus})
-	if noErrors(t, res); len(l.sent["wus"].commits) != 1 || l.sent["wus"].commits[0][0].Offset != 990 {
+	older := view(0, commit("orders", 0, 950, 1, ""))
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 900, 5, "")), "wus": older})
+	if noErrors(t, res); len(l.sent["wus"].commits) != 1 || l.sent["wus"].commits[0][0].Offset != 900 {
+		t.Fatalf("scus reset to 900 after the group left wus at 950: sent %+v, want 900", l.sent["wus"].commits)
+	}
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 990, 6, "")), "wus": older})
+	if noErrors(t, res); len(l.sent["wus"].commits) != 2 || l.sent["wus"].commits[1][0].Offset != 990 {
 		t.Fatalf("scus 990 over wus's 950: %+v", l.sent["wus"].commits)
+	}
+}
+
+// TestSyncFollowsAReset: the tool's own commit on a target is no floor: a group reset on
+// its source (to earliest, by a shift) moves every target back to the reset point.
+func TestSyncFollowsAReset(t *testing.T) {
+	l := newLab(map[string][]uint64{"scus": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 1000)...), "wus": fakes.Sequence(0, 1000)}, "scus", "wus")
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 600, 5, "")), "wus": view(0)})
+	noErrors(t, res)
+	first := l.sent["wus"].commits[0][0]
+	for i, reset := range []int64{450, 0, 500} { // by a shift, to earliest, then forward again
+		res = l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, reset, 10+i, "")), "wus": view(0, commit("orders", 0, first.Offset, 6+i, first.Metadata))})
+		noErrors(t, res)
+		want := max(reset-300, 0)
+		if c := l.sent["wus"].commits; len(c) != i+2 || c[i+1][0].Offset != want {
+			t.Fatalf("scus at %d: sent %+v, want %d", reset, c, want)
+		}
+		first = l.sent["wus"].commits[i+1][0]
 	}
 }
 
@@ -369,11 +393,29 @@ func TestSyncFailback(t *testing.T) {
 	if c := l.sent["scus"].commits; len(c) != 1 || c[0][0].Offset != 1200 {
 		t.Fatalf("commits to scus %+v, want 1200", c)
 	}
-	// The next cycle floors on the translation committed: still never below it.
-	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 950, 51, "")), "scus": view(0, commit("orders", 0, 1200, 50, marked("wus", 900)))})
+	// The next sync floors on the floor the commit carried: still never below it.
+	md := l.sent["scus"].commits[0][0].Metadata
+	if m, _, _ := ParseMark(md); m.Floor != 1100 {
+		t.Fatalf("the commit's mark %q, want floor 1100", md)
+	}
+	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 950, 51, "")), "scus": view(0, commit("orders", 0, 1200, 50, md))})
 	noErrors(t, res)
 	if c := l.sent["scus"].commits; len(c) != 2 || c[1][0].Offset != 1250 {
 		t.Fatalf("commits to scus %+v, want 1250 next", c)
+	}
+	// A mark of a release before floors were carried floors on its own number.
+	legacy := "kop-offsets-sync:from=wus,source=950|"
+	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 960, 52, "")), "scus": view(0, commit("orders", 0, 1250, 51, legacy))})
+	noErrors(t, res)
+	if c := l.sent["scus"].commits; len(c) != 3 || c[2][0].Offset != 1260 {
+		t.Fatalf("commits to scus %+v, want 1260 over a mark without floor", c)
+	}
+	// The group is reset on wus to its first message: scus follows, back to the start of
+	// the shared messages' position... the messages scus wrote alone included: a replay.
+	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 0, 53, "")), "scus": view(0, commit("orders", 0, 1260, 52, l.sent["scus"].commits[2][0].Metadata))})
+	noErrors(t, res)
+	if c := l.sent["scus"].commits; len(c) != 4 || c[3][0].Offset != 0 {
+		t.Fatalf("commits to scus %+v, want 0 after the reset to earliest on wus", c)
 	}
 }
 
