@@ -100,15 +100,7 @@ func syncLatencies(t *testing.T, scus, wus *kadm.Client, group, topic string, of
 	t.Helper()
 	ctx := context.Background()
 	for _, o := range offs {
-		var os kadm.Offsets
-		os.Add(kadm.Offset{Topic: topic, Partition: 0, At: o, LeaderEpoch: -1})
-		resp, err := scus.CommitOffsets(ctx, group, os)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			t.Fatalf("commit %d on scus: %v", o, err)
-		}
+		commitOn(t, scus, "scus", group, topic, o)
 		acked := time.Now()
 		for {
 			got, ok := servedBy(ctx, wus, group, topic)

@@ -161,10 +161,26 @@ func Build(ctx context.Context, from, to string, src, dst Source, topic string, 
 // consumed there, so a message there that the source lacks (written while the target was the
 // primary) does not hold the translation back; it starts at floor and never lands below it.
 func BuildFrom(ctx context.Context, from, to string, src, dst Source, topic string, partition int32, upTo, floor int64, maxMessages int64) (*Map, error) {
+	return build(ctx, from, to, src, dst, topic, partition, upTo, floor, false, maxMessages)
+}
+
+// BuildSince is BuildFrom for a group moved back on the source (a reset) below where it stood
+// on the target, floor (its own position there): the target's messages before floor that the
+// source lacks were consumed there, so they hold nothing back, but the translation lands
+// where the source now points, below floor if that is where it points.
+func BuildSince(ctx context.Context, from, to string, src, dst Source, topic string, partition int32, upTo, floor int64, maxMessages int64) (*Map, error) {
+	return build(ctx, from, to, src, dst, topic, partition, upTo, floor, true, maxMessages)
+}
+
+// build is BuildFrom (soft false) and BuildSince (soft true).
+func build(ctx context.Context, from, to string, src, dst Source, topic string, partition int32, upTo, floor int64, soft bool, maxMessages int64) (*Map, error) {
 	if maxMessages <= 0 {
 		maxMessages = DefaultMaxMessages
 	}
 	m := &Map{From: from, To: to, Topic: topic, Partition: partition, UpTo: upTo, Floor: floor}
+	if soft {
+		m.Floor = -1 // no answer is held at it
+	}
 	idx := newIndex()
 	var n int64
 	var tooLarge bool
@@ -196,13 +212,16 @@ func BuildFrom(ctx context.Context, from, to string, src, dst Source, topic stri
 			return false
 		}
 		s, ok := idx.take(r.ID)
-		if r.Offset < floor {
+		if r.Offset < floor && !soft {
 			if ok {
 				m.below = append(m.below, s)
 			}
 			return true
 		}
-		if !ok {
+		switch {
+		case !ok && r.Offset < floor:
+			s = -1 // soft: consumed on the target, holds nothing back
+		case !ok:
 			s = math.MaxInt64
 		}
 		highest = max(highest, s)
@@ -228,7 +247,7 @@ func BuildFrom(ctx context.Context, from, to string, src, dst Source, topic stri
 	if floor > tb.End {
 		// An own commit past what the copy holds is not a position in it (the topic was
 		// recreated, or the number is wrong): no floor.
-		return BuildFrom(ctx, from, to, src, dst, topic, partition, upTo, -1, maxMessages)
+		return build(ctx, from, to, src, dst, topic, partition, upTo, -1, false, maxMessages)
 	}
 	slices.Sort(m.below)
 	m.missing = idx.remaining()

@@ -151,3 +151,32 @@ func TestAlignerFloorShared(t *testing.T) {
 		t.Fatalf("read wus %d, scus %d messages: a Map per request?", wus.reads.Load(), scus.reads.Load())
 	}
 }
+
+// TestBuildSinceFollowsAReset: the group stood at 1100 on scus (its own commit, wus 800),
+// then was moved back on wus (a reset): the messages only scus holds, below 1100, count as
+// consumed, and the translation lands exactly on the reset point, below the floor.
+func TestBuildSinceFollowsAReset(t *testing.T) {
+	wus, scus := failback()
+	ctx := context.Background()
+	for _, c := range []struct{ offset, want int64 }{{700, 1000}, {400, 700}, {0, 300}, {800, 1100}, {900, 1200}} {
+		m, err := BuildSince(ctx, "wus", "scus", wus, scus, "t", 0, c.offset, 1100, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Translate(c.offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Translated != c.want || got.Floor != nil || got.TargetOnly {
+			t.Errorf("wus %d since 1100: %+v, want %d", c.offset, got, c.want)
+		}
+	}
+	// A Tracker since the floor answers the same, then follows the group forward.
+	tr := &Tracker{From: "wus", To: "scus", Topic: "t", Src: wus, Dst: scus, Floor: 1100, Since: true}
+	for _, c := range []struct{ offset, want int64 }{{400, 700}, {500, 800}, {950, 1250}} {
+		got, err := tr.Translate(ctx, c.offset)
+		if err != nil || got.Translated != c.want {
+			t.Errorf("tracker since 1100: wus %d -> %+v %v, want %d", c.offset, got, err, c.want)
+		}
+	}
+}

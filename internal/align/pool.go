@@ -64,6 +64,23 @@ func (p *Pool) Translate(ctx context.Context, from, to, topic string, partition 
 	return tr.Translate(ctx, offset)
 }
 
+// TranslateSince is Translate for a group moved back on from (a reset) below where it stood on
+// to, floor (its own position there): the messages only to holds before floor count as
+// consumed, and the answer lands where the group was moved back to, below floor if need be
+// (BuildSince). A Tracker of the group from floor answers.
+func (p *Pool) TranslateSince(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
+	key := poolKey{from: from, to: to, topic: topic, partition: partition, group: group + "\x00since"}
+	if ft := p.trackers[key]; ft != nil && ft.Floor != floor {
+		p.drop(key) // built from an older position of the group
+	}
+	tr, err := p.tracker(key, floor)
+	if err != nil {
+		return Translation{}, err
+	}
+	tr.Since = true
+	return tr.Translate(ctx, offset)
+}
+
 // Trackers is how many Trackers the Pool holds.
 func (p *Pool) Trackers() int { return len(p.trackers) }
 

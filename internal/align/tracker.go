@@ -50,6 +50,10 @@ type Tracker struct {
 	// Floor is one group's own commit on the target (BuildFrom; 0: none): a Tracker with a
 	// floor answers for that group only.
 	Floor int64
+	// Since: the group was moved back on the source below Floor (BuildSince): the target's
+	// messages before Floor that the source lacks count as consumed, and answers may be
+	// below Floor.
+	Since bool
 
 	m      *Map
 	anchor Translation // m.Translate(m.UpTo)
@@ -178,7 +182,11 @@ func (tr *Tracker) build(ctx context.Context, upTo int64) error {
 	if floor <= 0 {
 		floor = -1
 	}
-	m, err := BuildFrom(ctx, tr.From, tr.To, src, dst, tr.Topic, tr.Partition, upTo, floor, tr.MaxMessages)
+	buildMap := BuildFrom
+	if tr.Since {
+		buildMap = BuildSince
+	}
+	m, err := buildMap(ctx, tr.From, tr.To, src, dst, tr.Topic, tr.Partition, upTo, floor, tr.MaxMessages)
 	if err != nil {
 		return err
 	}

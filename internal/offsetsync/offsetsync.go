@@ -32,7 +32,7 @@
 //     own newer commit is never moved back, and after a failback the messages the target
 //     wrote alone are not read again (docs/failover.md); but the newest intent wins: a
 //     source moved back (a reset) after the group left the target moves the target back
-//     too, and the tool's own commit there is never a floor. A key is committed only when its translation differs from what the target holds
+//     too, exactly to the reset point, and the tool's own commit there is never a floor. A key is committed only when its translation differs from what the target holds
 //     through its KoP (a replicated or kept entry of the same number is committed again:
 //     KoP serves only what it loaded or was sent), all
 //     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
@@ -343,8 +343,12 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 			continue // the tool's own commit on the source (never synced back), or not the group's
 		}
 		cur, has := to[k]
-		floor := s.floorOf(ctx, group, src, c.Name, k, e, cur, has)
-		t, err := s.Pool.Translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
+		floor, since := s.floorOf(ctx, group, src, c.Name, k, e, cur, has)
+		translate := s.Pool.Translate
+		if since {
+			translate = s.Pool.TranslateSince
+		}
+		t, err := translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
 		if err != nil {
 			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: fmt.Errorf("sync group %s %s[%d] (%d from %s): %w", group, k.topic, k.partition, e.co.Offset, src, err)})
 			continue
@@ -373,40 +377,40 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 //   - The group's own commit on the target that is newer than the source's is never moved
 //     back: it is the group's newest word on the key.
 //   - Otherwise the floor (the group's own older commit there, or the floor the tool's last
-//     commit carried in its mark) holds only while the source's commit is at or past where
-//     the floor stands in the source's numbering. A source below it was moved back after the
-//     group left the target (a reset: to earliest, to a datetime, by a shift): the target
-//     follows it backwards, as every other cluster does. The tool's own commit is never a
-//     floor by itself: it is no consumption by the group on the target (MirrorMaker 2
-//     cannot tell its writes from the group's, and so never follows a reset, KAFKA-9076).
+//     commit carried in its mark) holds the translation at or above it only while the
+//     source's commit is at or past where the floor stands in the source's numbering. A
+//     source below that was moved back after the group left the target (a reset: to
+//     earliest, to a datetime, by a shift): since is then true, and the target follows it
+//     backwards, the messages only the target holds below the floor still counted as
+//     consumed (align.BuildSince), so the group resumes exactly at the reset point. The
+//     tool's own commit is never a floor by itself: it is no consumption by the group on
+//     the target (MirrorMaker 2 cannot tell its writes from the group's, and so never
+//     follows a reset: KAFKA-9076).
 //   - A replicated or kept entry (history from before sync setup) floors on the group's own
 //     commit below it (loader.CommittedOffset.Floor).
 //
 // When the floor cannot be placed in the source's numbering it holds: never a skip.
-func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e entry, cur entry, has bool) int64 {
+func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e entry, cur entry, has bool) (floor int64, since bool) {
 	var f int64
 	switch {
 	case !has:
-		return 0
+		return 0, false
 	case cur.foreign:
-		return cur.co.Floor()
+		return cur.co.Floor(), false
 	case cur.marked && cur.mark.HasFloor:
 		f = cur.mark.Floor
 	case cur.marked:
 		f = cur.co.Offset // a mark of a release before floors were carried: its number was floored
 	case cur.co.CommitTimestamp > e.co.CommitTimestamp:
-		return cur.co.Offset
+		return cur.co.Offset, false
 	default:
 		f = cur.co.Offset
 	}
 	if f <= 0 {
-		return 0
+		return 0, false
 	}
 	back, err := s.Pool.Translate(ctx, to, src, k.topic, k.partition, f, 0, group)
-	if err == nil && e.co.Offset < back.Translated {
-		return 0 // moved back on the source past the group's position here: followed
-	}
-	return f
+	return f, err == nil && e.co.Offset < back.Translated
 }
 
 // planDelete finds on target o.c the keys it holds as the tool's commits from src that src

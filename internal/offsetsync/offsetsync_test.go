@@ -410,12 +410,15 @@ func TestSyncFailback(t *testing.T) {
 	if c := l.sent["scus"].commits; len(c) != 3 || c[2][0].Offset != 1260 {
 		t.Fatalf("commits to scus %+v, want 1260 over a mark without floor", c)
 	}
-	// The group is reset on wus to its first message: scus follows, back to the start of
-	// the shared messages' position... the messages scus wrote alone included: a replay.
-	res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, 0, 53, "")), "scus": view(0, commit("orders", 0, 1260, 52, l.sent["scus"].commits[2][0].Metadata))})
-	noErrors(t, res)
-	if c := l.sent["scus"].commits; len(c) != 4 || c[3][0].Offset != 0 {
-		t.Fatalf("commits to scus %+v, want 0 after the reset to earliest on wus", c)
+	// The group is reset on wus to 400, then to its earliest: scus follows it back to the
+	// same messages (700 is wus's 400 there); the 300 messages scus wrote alone, below the
+	// group's own position there, stay consumed: the group resumes at the reset point.
+	for i, c := range []struct{ reset, want int64 }{{400, 700}, {0, 300}} {
+		res = l.sync(t, map[string]View{"wus": view(1, commit("orders", 0, c.reset, 53+i, "")), "scus": view(0, commit("orders", 0, 1260, 52, l.sent["scus"].commits[2][0].Metadata))})
+		noErrors(t, res)
+		if got := l.sent["scus"].commits; len(got) != 4+i || got[3+i][0].Offset != c.want {
+			t.Fatalf("wus reset to %d: commits to scus %+v, want %d", c.reset, got, c.want)
+		}
 	}
 }
 

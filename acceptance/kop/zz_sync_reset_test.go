@@ -1,0 +1,113 @@
+//go:build kop
+
+package kop
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+)
+
+// TestSyncFollowsResets is issue 51's resets on real KoP, through streaming sync, on a
+// misaligned topic (300 messages on scus alone: scus N is wus N-300). The group is homed on
+// scus, consumes to 600, and is reset the ways operators reset an empty group (an
+// OffsetCommit of the computed position, as kafka-consumer-groups --reset-offsets does): by a
+// negative shift, to an explicit offset, to the earliest, and forward to the latest. After
+// each, wus serves the exact translation of the reset point (the tool's own commit there is
+// no floor), and a Kafka consumer of the group on wus starts at the first message after it.
+// Then the group is homed on wus (its newer own commit there) and moved back there: scus
+// follows it back exactly, its 300 messages of its own (below the group's position there)
+// still consumed.
+func TestSyncFollowsResets(t *testing.T) {
+	topic, group, _ := settledGroup(t, "sync-reset")
+	shiftedCopies(t, topic, 300, 600)
+	syncSetUp(t, "--group", group)
+	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
+	cfg := labtest.ConfigCopy(t, theLab, "sync-reset")
+	listen := labtest.FreeListen(t)
+	p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "10s", "--verbose", "watch", "--sync", "--interval", "1s",
+		"--listen", listen, "--group", group, "--audit-file", "")
+	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	waitActive(t, listen, 1)
+
+	step := func(on string, offset, want int64, what string) {
+		t.Helper()
+		from, to := scus, wus
+		if on == "wus" {
+			from, to = wus, scus
+		}
+		commitOn(t, from, on, group, topic, offset)
+		at := time.Now()
+		for {
+			if got, ok := servedBy(context.Background(), to, group, topic); ok && got == want {
+				t.Logf("%s: %s %d -> the other cluster serves %d after %s", what, on, offset, want, time.Since(at).Round(time.Millisecond))
+				return
+			}
+			if time.Since(at) > 10*time.Second {
+				got, ok := servedBy(context.Background(), to, group, topic)
+				t.Fatalf("%s: %s committed %d; the other cluster serves %d (%v) 10 s later, want %d; sync log:\n%s",
+					what, on, offset, got, ok, want, grepLines(p.stderr(), group, 20))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// firstOnWus: a consumer of the group on wus starts at want, the record scus holds at
+	// scusAt (the same message).
+	firstOnWus := func(want, scusAt int64) {
+		t.Helper()
+		first := labtest.FirstRecord(t, theLab, "wus", group, topic)
+		next := recordAt(t, "scus", topic, scusAt)
+		if first.Offset != want || string(first.Key) != string(next.Key) {
+			t.Fatalf("a consumer on wus starts at %d %s, want %d %s (scus %d)", first.Offset, first.Key, want, next.Key, scusAt)
+		}
+		t.Logf("a consumer of the group on wus starts at %d, key %s: scus's %d", first.Offset, first.Key, scusAt)
+		waitNoMembers(t, "wus", group)
+	}
+
+	step("scus", 600, 300, "consumed to 600 on scus")
+	step("scus", 500, 200, "reset by a shift of -100")
+	firstOnWus(200, 500)
+	step("scus", 350, 50, "reset to the offset 350")
+	step("scus", 0, 0, "reset to the earliest")
+	firstOnWus(0, 300) // scus's first 300 are scus's alone: wus's first is scus's 300
+	end := endOf(t, "scus", topic)
+	step("scus", end, end-300, "reset forward to the latest")
+
+	// Homed on wus now: its own commit there is newer. It is moved back on wus (the group
+	// had reached wus 600 on scus): scus follows exactly, its own 300 messages below the
+	// group's position there still consumed; then forward, then to wus's earliest.
+	time.Sleep(50 * time.Millisecond)
+	step("wus", 400, 700, "the group commits 400 on wus (back from 600)")
+	step("wus", 550, 850, "then 550 on wus")
+	step("wus", 0, 300, "reset to the earliest on wus")
+	first := labtest.FirstRecord(t, theLab, "scus", group, topic)
+	if first.Offset != 300 || string(first.Key) != string(recordAt(t, "wus", topic, 0).Key) {
+		t.Fatalf("a consumer on scus starts at %d %s, want 300, wus's first message", first.Offset, first.Key)
+	}
+	t.Logf("a consumer of the group on scus starts at %d, key %s: wus's first message", first.Offset, first.Key)
+	if strings.Contains(p.stderr(), `"level":"ERROR"`) {
+		t.Errorf("sync logged errors:\n%s", grepLines(p.stderr(), `"level":"ERROR"`, 10))
+	}
+}
+
+// commitOn commits offset for group's topic/0 through KoP on cluster with adm (the group
+// empty: as a reset does).
+func commitOn(t *testing.T, adm *kadm.Client, cluster, group, topic string, offset int64) {
+	t.Helper()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: offset, LeaderEpoch: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := adm.CommitOffsets(ctx, group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("%s: commit %d for %s: %v", cluster, offset, group, err)
+	}
+}
