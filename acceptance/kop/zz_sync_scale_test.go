@@ -71,7 +71,7 @@ const scaleTopics = 20
 func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	prefix := labtest.Name(fmt.Sprintf("ss%d", n)) + "-"
 	rounds := int(load.Seconds()) * rate / n // commits per group and phase
-	msgs := 2*rounds + 10                    // both phases commit below the topics' end
+	msgs := 3*rounds + 10                    // every phase commits below the topics' end
 	var topics []string
 	for i := range scaleTopics {
 		topics = append(topics, labtest.NewTopic(t, theLab, fmt.Sprintf("%st%02d", prefix, i)))
@@ -119,6 +119,18 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 		t.Fatalf("sync setup: exit %d (%v), want every one of %d groups seeded: %s", code, err, n, o)
 	}
 	t.Logf("%d groups: sync setup seeded wus with every group in %s (the seed %.1f s, %d offsets)", n, time.Since(seedAt).Round(time.Millisecond), res.Seed.Seconds, res.Seed.Offsets)
+	round := 2
+	if base := os.Getenv("KOP_SYNC_BASELINE"); base != "" {
+		// The release before, whose watch --sync synced once per cycle: the same load.
+		listen := labtest.FreeListen(t)
+		p := startProcess(t, base, "sync-baseline", cfg, "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)
+		labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+		waitActive(t, listen, 1)
+		row, _ := phase(t, gen, p, listen, "sync, once per cycle (KOP_SYNC_BASELINE)", n, rate, load, round)
+		out = append(out, row)
+		stopProcess(t, p)
+	}
+	round += rounds
 	listen := labtest.FreeListen(t)
 	started := time.Now()
 	p := startProcess(t, bin, "sync", cfg, append(verbose(), "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)...)
@@ -126,7 +138,13 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	waitActive(t, listen, 1)
 	t.Logf("%d groups: watch --sync ready and active in %s; its first sweep committed %v offsets on wus (the seed left nothing)", n,
 		time.Since(started).Round(time.Millisecond), metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`))
-	row, served := phase(t, gen, p, listen, "sync", n, rate, load, 2)
+	sentBefore := metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`)
+	row, served := phase(t, gen, p, listen, "sync, streaming", n, rate, load, round)
+	sent := metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`) - sentBefore
+	t.Logf("%d groups: streaming sync committed %v offsets on wus for %d commits on scus (never more than received)", n, sent, rounds*n)
+	if sent > float64(rounds*n) {
+		t.Errorf("streaming sync committed %v offsets on wus for %d commits received", sent, rounds*n)
+	}
 	out = append(out, row)
 	// Exact: every value wus served is one a commit of the group made (aligned: the same number).
 	for i, s := range served {
@@ -153,7 +171,7 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	listen = labtest.FreeListen(t)
 	p = startProcess(t, bin, "repair", cfg, "--timeout", "10s", "watch", "--repair", "--interval", "5s", "--listen", listen, "--group", scope)
 	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
-	row, _ = phase(t, gen, p, listen, "replication + watch --repair", n, rate, load, 2+rounds)
+	row, _ = phase(t, gen, p, listen, "replication + watch --repair", n, rate, load, round+rounds)
 	out = append(out, row)
 	stopProcess(t, p)
 	return out

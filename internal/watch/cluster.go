@@ -22,6 +22,7 @@ type clusterRT struct {
 	upNow atomic.Bool // up, for the sync engine's goroutine
 
 	// Owned by the cycle.
+	keepPaused bool // the last keeping found the writer lease held by another process
 	up, kopUp  bool
 	probed     bool              // up is known
 	adminDown  bool              // the last probe of the admin API failed

@@ -92,6 +92,13 @@ func (m *memTail) Keep(_ context.Context, cs []kop.OffsetCommit, mark loader.Kep
 	return p, nil, nil
 }
 
+// keptCount is how many kept translations were written.
+func (m *memTail) keptCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.kept
+}
+
 func (m *memTail) setDown(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -28,11 +28,18 @@ func (w *Watcher) keep(ctx context.Context, dirty [][]string) {
 		before := c.Keeper.Stats()
 		groups := append(slices.Clone(dirty[i]), c.Keeper.Again()...)
 		slices.Sort(groups)
-		for _, g := range slices.Compact(groups) {
+		groups = slices.Compact(groups)
+		if len(groups) == 0 || !w.keepLease(ctx, c, groups) {
+			continue
+		}
+		for _, g := range groups {
 			if ctx.Err() != nil {
-				return
+				break
 			}
 			w.keepGroup(ctx, c, g, up)
+		}
+		if c.KeepLease != nil {
+			c.KeepLease.Release()
 		}
 		after := c.Keeper.Stats()
 		w.m.keepReads.WithLabelValues(c.Name, "source").Add(float64(after.SourceReads - before.SourceReads))
@@ -82,4 +89,31 @@ func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func
 		w.m.errors.WithLabelValues(c.Name, "keep").Inc()
 		w.log.Warn("translation not kept", "cluster", c.Name, "group", g, "err", err.Error())
 	}
+}
+
+// keepLease takes c's writer lease for this cycle's keeping (true: kept, or no lease). While
+// another process holds it, nothing is written here: the groups wait for the next cycle, and
+// the pause is logged when it starts and ends.
+func (w *Watcher) keepLease(ctx context.Context, c *clusterRT, groups []string) bool {
+	if c.KeepLease == nil || w.o.DryRun {
+		return true
+	}
+	cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+	err := c.KeepLease.Acquire(cctx)
+	cancel()
+	if err != nil {
+		c.Keeper.Later(groups...)
+		w.m.errors.WithLabelValues(c.Name, "keep").Inc()
+		if !c.keepPaused {
+			w.log.Warn("keeping paused: another process writes this cluster's offsets topic (a watch --sync, a failover or a repair); no translation is kept here until it stops",
+				"cluster", c.Name, "err", err.Error())
+		}
+		c.keepPaused = true
+		return false
+	}
+	if c.keepPaused {
+		w.log.Info("keeping again: the cluster's writer lease is taken", "cluster", c.Name)
+	}
+	c.keepPaused = false
+	return true
 }

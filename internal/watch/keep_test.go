@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -14,7 +15,14 @@ import (
 // replicated, so scus offset N is wus offset N-300.
 func keptEnv(t *testing.T, o Options) *env {
 	t.Helper()
+	return keptEnvLeased(t, o, nil)
+}
+
+// keptEnvLeased is keptEnv with wus's writer lease l taken for each keeping (nil: none).
+func keptEnvLeased(t *testing.T, o Options, l SyncLease) *env {
+	t.Helper()
 	e := newEnv(t, o)
+	e.w.clusters[1].KeepLease = l
 	src := fakes.MemCopies{Topics: map[string][]uint64{"topic-1": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 20_000)...)}}
 	dst := fakes.MemCopies{Topics: map[string][]uint64{"topic-1": fakes.Sequence(0, 20_000)}}
 	e.w.clusters[1].Keeper = &standby.Keeper{Cluster: "wus", KafkaNamespace: "public/default",
@@ -72,4 +80,29 @@ func TestKeepTranslationsWaitForTheSource(t *testing.T) {
 	}
 	e.scus.setDown(nil)
 	e.cycleUntil("kept once scus is back", persistedIs("orders", "wus", 10600))
+}
+
+// TestKeepWaitsForTheWriterLease: while another process holds wus's writer lease (a watch
+// --sync, a failover), nothing is kept there and the pause is logged once; once the lease is
+// free the translation is kept, and the lease is given back after each cycle's keeping (a
+// failover between two cycles can take it).
+func TestKeepWaitsForTheWriterLease(t *testing.T) {
+	l := &fakeLease{other: true}
+	e := keptEnvLeased(t, Options{}, l)
+	e.waitFor("pause logged", func() bool { return strings.Contains(e.logText(), "keeping paused") })
+	e.settle()
+	if e.wus.keptCount() != 0 {
+		t.Fatalf("kept %d translations while another process held wus's lease", e.wus.keptCount())
+	}
+	if n := strings.Count(e.logText(), "keeping paused"); n != 1 {
+		t.Errorf("pause logged %d times, want once", n)
+	}
+	l.set(false)
+	e.cycleUntil("kept once the lease is free", persistedIs("orders", "wus", 500))
+	if mine, n := l.state(); mine || n < 1 {
+		t.Fatalf("after the cycle: lease held %v (want given back), taken %d times", mine, n)
+	}
+	if !strings.Contains(e.logText(), "keeping again") {
+		t.Error("the end of the pause is not logged")
+	}
 }

@@ -34,6 +34,10 @@ type Cluster struct {
 	// Keeper keeps the translations of the commits replicated here (--keep-translations).
 	// Nil: none is kept.
 	Keeper *standby.Keeper
+	// KeepLease is the cluster's writer lease, taken for each cycle's keeping and given back
+	// after it: while another process holds it (a watch --sync, a failover, a repair), no
+	// translation is kept here and the groups wait for the next cycle. Nil: no lease.
+	KeepLease SyncLease
 	// Committer commits and deletes offsets through KoP's Kafka front door, and Members
 	// says where groups are live (--sync). Nil: the cluster is not synced.
 	Committer offsetsync.Committer

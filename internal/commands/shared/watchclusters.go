@@ -137,6 +137,12 @@ func WatchClusters(f *cmdutil.Factory, sel, all []config.Cluster, b WatchBuild) 
 				w := &keepWriter{client: ps.Client, reader: ps.Reader, topic: cl.OffsetsTopic()}
 				closers = append(closers, w.Close)
 				wc.Keeper = &standby.Keeper{Cluster: cl.Name, KafkaNamespace: cl.KafkaNamespace, Sources: copies, Writer: w, MaxMessages: o.AlignmentMax}
+				if !o.Writes.NoLease {
+					// Taken for each cycle's keeping and given back after it: a failover or
+					// repair can write between two cycles; a sync (which holds it) is never
+					// written over.
+					wc.KeepLease = &lease.Lease{Cluster: cl.Name, Topic: o.Writes.TopicOf(cl), Broker: lease.Pulsar{Client: ps.Client, Admin: ps.Admin}, Self: audit.Self()}
+				}
 			}
 			out = append(out, wc)
 		}

@@ -121,21 +121,24 @@ counts them. --dry-run logs what it would keep.
 
 --sync is the other deployment model (docs/sync.md): the offsets topic is not replicated
 between the selected clusters (kop-offsets sync setup), and watch is the only path offsets
-take between them. After every cycle, each group that changed is synced from its source (the
-one cluster where it has members; with none, the cluster of its newest own commit) to every
+take between them. Sync streams: as each commit of a group is read from an offsets topic
+(the commits of the next 5 ms coalesced), the group is synced from its source (the one
+cluster where it has members; with none, the cluster of its newest own commit) to every
 other selected cluster where it has no members: its offsets translated by message identity
-and committed through KoP's OffsetCommit, which KoP serves at once, with no unload. The
-tool's commits carry a mark in their metadata and are never synced back; a target's own
-newer commit is never moved back; a group live on two clusters at once (or, with
+and committed through KoP's OffsetCommit, which KoP serves at once, with no unload.
+--interval paces the exporter, not sync. The tool's commits carry a mark in their metadata
+and are never synced back; the newest intent wins: a reset of the group on its source moves
+the other clusters back to the reset point, and a target's own newer commit is never moved
+back; a group live on two clusters at once (or, with
 --split-brain-window, committing on both that close in time) is reported and left alone;
 offsets the source deleted are deleted on the targets it synced them to. Each commit and
-delete is appended to the audit trail (one record per group, target and cycle; the
+delete is appended to the audit trail (one record per group, target and sync; the
 metadata's mark names the source). watch --sync refuses to start while the offsets topic replicates
 between the selected clusters. kop_offsets_sync_commits_total and
 kop_offsets_sync_latency_seconds count the commits and their delay. Run two replicas: the
 one that holds the writer lease of every synced cluster syncs (kop_offsets_sync_active 1)
 and keeps them for as long as it runs; the other follows and exports, and takes over
-within a cycle of the leases expiring with the holder's connections.
+within a second of the leases expiring with the holder's connections.
 
 One writer per cluster: before a cycle's first unload on a cluster, --repair takes the
 cluster's writer lease (an exclusive producer on --lease-topic, default
@@ -161,7 +164,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
   kop-offsets watch --repair --cluster wus --dry-run
   kop-offsets watch --repair --group 'orders-*' --max-bundles 2 --cooldown 5m
   kop-offsets watch --keep-translations --cluster wus   # wus: a standby right without scus
-  kop-offsets sync setup --yes && kop-offsets watch --sync --interval 1s`),
+  kop-offsets sync setup --yes && kop-offsets watch --sync`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := onlyWith(cmd, "--repair", opts.Repair, "refuse-live", "max-bundles", "cooldown", "wait"); err != nil {

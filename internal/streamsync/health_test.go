@@ -1,0 +1,75 @@
+package streamsync
+
+import (
+	"testing"
+	"time"
+)
+
+// TestHealthSetReportsComingUp: set reports true only when a cluster is seen up for the
+// first time or comes back from down.
+func TestHealthSetReportsComingUp(t *testing.T) {
+	h := newHealth()
+	steps := []struct {
+		cluster string
+		up      bool
+		came    bool
+	}{
+		{"a", true, true},   // first seen, up
+		{"a", true, false},  // still up
+		{"a", false, false}, // down
+		{"a", false, false}, // still down
+		{"a", true, true},   // back
+		{"b", false, false}, // first seen, down
+		{"b", true, true},   // up
+		{"a", true, false},  // a is unaffected by b
+	}
+	for i, s := range steps {
+		if came := h.set(s.cluster, s.up); came != s.came {
+			t.Fatalf("step %d: set(%s, %v) = %v, want %v", i, s.cluster, s.up, came, s.came)
+		}
+		if up, known := h.state(s.cluster); up != s.up || !known {
+			t.Fatalf("step %d: state(%s) = %v, %v, want %v, true", i, s.cluster, up, known, s.up)
+		}
+	}
+	if _, known := h.state("c"); known {
+		t.Fatal("state of a cluster never set: known")
+	}
+}
+
+// TestHealthQuiet: a quiet cluster does not answer until the quiet ends, or until it comes
+// back from down; a cluster down or unknown never answers.
+func TestHealthQuiet(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := newHealth()
+	if h.answers("a", now) {
+		t.Fatal("an unknown cluster answers")
+	}
+	h.set("a", true)
+	if !h.answers("a", now) {
+		t.Fatal("a cluster up does not answer")
+	}
+	h.quietUntil("a", now.Add(time.Second))
+	if h.answers("a", now) || h.answers("a", now.Add(time.Second-time.Nanosecond)) {
+		t.Fatal("a quiet cluster answers before its quiet ends")
+	}
+	if !h.answers("a", now.Add(time.Second)) {
+		t.Fatal("a cluster does not answer once its quiet has ended")
+	}
+	// Up again while up: still quiet.
+	h.set("a", true)
+	if h.answers("a", now) {
+		t.Fatal("a probe seeing the cluster up again ended its quiet")
+	}
+	// Down: it does not answer, quiet or not; back up: the quiet is over.
+	h.set("a", false)
+	if h.answers("a", now.Add(time.Hour)) {
+		t.Fatal("a cluster down answers")
+	}
+	h.set("a", true)
+	if !h.answers("a", now) {
+		t.Fatal("a cluster back from down is still quiet")
+	}
+	if !h.up("a") || h.up("b") {
+		t.Fatalf("up(a) = %v, up(b) = %v, want true, false", h.up("a"), h.up("b"))
+	}
+}

@@ -1,0 +1,137 @@
+package streamsync
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// TestQueueTakeDedupesAndSorts: a group added many times is due once; take returns the due
+// groups sorted and removes them.
+func TestQueueTakeDedupesAndSorts(t *testing.T) {
+	q := newQueue(time.Second)
+	q.add([]string{"c", "a", "b", "a"})
+	q.add([]string{"c"})
+	if due, later := q.size(); due != 3 || later != 0 {
+		t.Fatalf("size %d due, %d later, want 3, 0", due, later)
+	}
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("take = %v, want [a b c]", got)
+	}
+	if got := q.take(t0, 10); len(got) != 0 {
+		t.Fatalf("second take = %v, want nothing (taken groups are removed)", got)
+	}
+}
+
+// TestQueueTakeHonoursN: take returns the first n groups by name and leaves the rest due.
+func TestQueueTakeHonoursN(t *testing.T) {
+	q := newQueue(time.Second)
+	q.add([]string{"d", "c", "b", "a", "e"})
+	if got := q.take(t0, 2); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("take(2) = %v, want [a b]", got)
+	}
+	if due, _ := q.size(); due != 3 {
+		t.Fatalf("%d due after take(2) of 5, want 3", due)
+	}
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"c", "d", "e"}) {
+		t.Fatalf("take(10) = %v, want [c d e]", got)
+	}
+}
+
+// TestQueueRetryLater: a group left for later is due only once the retry delay has passed.
+func TestQueueRetryLater(t *testing.T) {
+	const retry = 2 * time.Second
+	q := newQueue(retry)
+	q.retryLater("g", t0)
+	if due, later := q.size(); due != 0 || later != 1 {
+		t.Fatalf("size %d due, %d later, want 0, 1", due, later)
+	}
+	if got := q.take(t0, 10); len(got) != 0 {
+		t.Fatalf("take at once = %v, want nothing", got)
+	}
+	if got := q.take(t0.Add(retry-time.Nanosecond), 10); len(got) != 0 {
+		t.Fatalf("take just before the retry delay = %v, want nothing", got)
+	}
+	if got := q.take(t0.Add(retry), 10); !slices.Equal(got, []string{"g"}) {
+		t.Fatalf("take at the retry delay = %v, want [g]", got)
+	}
+	if due, later := q.size(); due != 0 || later != 0 {
+		t.Fatalf("size after the retry was taken: %d due, %d later, want 0, 0", due, later)
+	}
+}
+
+// TestQueueRetryLaterKeepsTheFirstTime: leaving a group for later again does not push its
+// retry further out.
+func TestQueueRetryLaterKeepsTheFirstTime(t *testing.T) {
+	const retry = time.Second
+	q := newQueue(retry)
+	q.retryLater("g", t0)
+	q.retryLater("g", t0.Add(900*time.Millisecond))
+	if got := q.take(t0.Add(retry), 10); !slices.Equal(got, []string{"g"}) {
+		t.Fatalf("take at the first retry time = %v, want [g]", got)
+	}
+}
+
+// TestQueueRetryLaterWhileDue: a group due now is not also left for later: once taken, it
+// does not come back after the retry delay.
+func TestQueueRetryLaterWhileDue(t *testing.T) {
+	const retry = time.Second
+	q := newQueue(retry)
+	q.add([]string{"g"})
+	q.retryLater("g", t0)
+	if due, later := q.size(); due != 1 || later != 0 {
+		t.Fatalf("size %d due, %d later, want 1, 0", due, later)
+	}
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"g"}) {
+		t.Fatalf("take = %v, want [g]", got)
+	}
+	if got := q.take(t0.Add(10*retry), 10); len(got) != 0 {
+		t.Fatalf("take after the retry delay = %v, want nothing", got)
+	}
+}
+
+// TestQueueAddCancelsRetry: a group left for later that commits again is due now, once.
+func TestQueueAddCancelsRetry(t *testing.T) {
+	const retry = time.Second
+	q := newQueue(retry)
+	q.retryLater("g", t0)
+	q.add([]string{"g"})
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"g"}) {
+		t.Fatalf("take = %v, want [g] at once", got)
+	}
+	if got := q.take(t0.Add(retry), 10); len(got) != 0 {
+		t.Fatalf("take at the old retry time = %v, want nothing", got)
+	}
+}
+
+// TestQueueWait: 0 with a group due; otherwise until the first retry, the retry delay at
+// most.
+func TestQueueWait(t *testing.T) {
+	const retry = time.Second
+	q := newQueue(retry)
+	if d := q.wait(t0); d != retry {
+		t.Fatalf("empty queue: wait %v, want the retry delay %v", d, retry)
+	}
+	q.retryLater("a", t0)
+	q.retryLater("b", t0.Add(400*time.Millisecond))
+	if d := q.wait(t0); d != retry {
+		t.Fatalf("wait at the first retry's start = %v, want %v", d, retry)
+	}
+	if d := q.wait(t0.Add(300 * time.Millisecond)); d != 700*time.Millisecond {
+		t.Fatalf("wait 300ms later = %v, want 700ms (a's retry)", d)
+	}
+	if d := q.wait(t0.Add(5 * retry)); d != 0 {
+		t.Fatalf("wait past every retry = %v, want 0", d)
+	}
+	q.add([]string{"c"})
+	if d := q.wait(t0); d != 0 {
+		t.Fatalf("wait with a group due = %v, want 0", d)
+	}
+	for _, now := range []time.Time{t0, t0.Add(-time.Hour), t0.Add(time.Hour)} {
+		if d := q.wait(now); d < 0 || d > retry {
+			t.Fatalf("wait(%v) = %v, outside [0, retry]", now, d)
+		}
+	}
+}
