@@ -331,6 +331,8 @@ type stepSeen struct {
 // fakeObserver records what the engine reports; safe to read from the test goroutine.
 type fakeObserver struct {
 	q *queue // the engine's, set after New
+	// describeFailed, when set, is called at the start of each DescribeFailed, outside mu.
+	describeFailed func()
 
 	mu       sync.Mutex
 	results  []offsetsync.Result
@@ -352,6 +354,9 @@ func (o *fakeObserver) Active(active bool, cluster string, err error) {
 }
 
 func (o *fakeObserver) DescribeFailed(cluster string, groups int, err error) {
+	if o.describeFailed != nil {
+		o.describeFailed()
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures = append(o.failures, describeFailure{cluster, groups, err})

@@ -22,6 +22,8 @@ type membership struct {
 	// forgot is the seq of each group's last forget on a cluster: an answer asked for
 	// before it is older than what the stream said since, and is not kept.
 	forgot map[string]map[string]uint64
+	// forgotAll is the seq of each group's last forget on every cluster.
+	forgotAll map[string]uint64
 	// cleared is the seq of the last clear: no answer asked for before it is kept.
 	cleared uint64
 }
@@ -32,7 +34,7 @@ type memberEntry struct {
 }
 
 func newMembership(ttl time.Duration) *membership {
-	return &membership{ttl: ttl, m: map[string]map[string]memberEntry{}, forgot: map[string]map[string]uint64{}}
+	return &membership{ttl: ttl, m: map[string]map[string]memberEntry{}, forgot: map[string]map[string]uint64{}, forgotAll: map[string]uint64{}}
 }
 
 // ask returns the sequence number to pass to set for an answer asked for now.
@@ -67,7 +69,7 @@ func (ms *membership) set(cluster string, acts map[string]kop.GroupActivity, seq
 		ms.m[cluster] = m
 	}
 	for g, a := range acts {
-		if a.Err != nil || ms.forgot[cluster][g] > seq {
+		if a.Err != nil || ms.forgot[cluster][g] > seq || ms.forgotAll[g] > seq {
 			continue
 		}
 		m[g] = memberEntry{n: a.Members, at: now}
@@ -87,22 +89,15 @@ func (ms *membership) forget(cluster string, groups []string) {
 			delete(m, g)
 		}
 	}
-	cs := []string{cluster}
-	if cluster == "" {
-		cs = cs[:0]
-		for c := range ms.m {
-			cs = append(cs, c)
+	f := ms.forgotAll
+	if cluster != "" {
+		if f = ms.forgot[cluster]; f == nil {
+			f = map[string]uint64{}
+			ms.forgot[cluster] = f
 		}
 	}
-	for _, c := range cs {
-		f := ms.forgot[c]
-		if f == nil {
-			f = map[string]uint64{}
-			ms.forgot[c] = f
-		}
-		for _, g := range groups {
-			f[g] = ms.seq
-		}
+	for _, g := range groups {
+		f[g] = ms.seq
 	}
 }
 
@@ -114,4 +109,5 @@ func (ms *membership) clear() {
 	ms.cleared = ms.seq
 	ms.m = map[string]map[string]memberEntry{}
 	ms.forgot = map[string]map[string]uint64{}
+	ms.forgotAll = map[string]uint64{}
 }

@@ -1,19 +1,22 @@
 package streamsync
 
 import (
-	"maps"
+	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // queue is the groups due for a sync, each once however often it committed (the latest state
-// is read when it is synced), and those left for later.
+// is read when it is synced), first due first taken (under a backlog no group waits behind
+// groups that became due after it), and those left for later.
 type queue struct {
 	retry time.Duration
 
 	mu    sync.Mutex
 	due   map[string]bool      // groups to sync now
+	order []string             // due, in the order they became due
 	later map[string]time.Time // groups to sync again at
 }
 
@@ -26,25 +29,37 @@ func (q *queue) add(groups []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, g := range groups {
-		q.due[g] = true
+		q.push(g)
 		delete(q.later, g)
 	}
 }
 
-// take returns the groups due at now (at most n), sorted, and removes them.
+// push makes g due, at the end of the order unless it is due already (with q.mu held).
+func (q *queue) push(g string) {
+	if !q.due[g] {
+		q.due[g] = true
+		q.order = append(q.order, g)
+	}
+}
+
+// take returns the groups due at now (at most n), first due first, and removes them.
 func (q *queue) take(now time.Time, n int) []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	var back []string
 	for g, at := range q.later {
 		if !now.Before(at) {
-			q.due[g] = true
-			delete(q.later, g)
+			back = append(back, g)
 		}
 	}
-	groups := slices.Sorted(maps.Keys(q.due))
-	if len(groups) > n {
-		groups = groups[:n]
+	slices.SortFunc(back, func(a, b string) int { return cmp.Or(q.later[a].Compare(q.later[b]), strings.Compare(a, b)) })
+	for _, g := range back {
+		q.push(g)
+		delete(q.later, g)
 	}
+	k := min(n, len(q.order))
+	groups := slices.Clone(q.order[:k])
+	q.order = slices.Delete(q.order, 0, k)
 	for _, g := range groups {
 		delete(q.due, g)
 	}

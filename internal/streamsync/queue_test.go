@@ -8,35 +8,67 @@ import (
 
 var t0 = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// TestQueueTakeDedupesAndSorts: a group added many times is due once; take returns the due
-// groups sorted and removes them.
-func TestQueueTakeDedupesAndSorts(t *testing.T) {
+// TestQueueTakeDedupesFirstDueFirst: a group added many times is due once, at the place it
+// first became due; take returns the due groups first due first and removes them.
+func TestQueueTakeDedupesFirstDueFirst(t *testing.T) {
 	q := newQueue(time.Second)
 	q.add([]string{"c", "a", "b", "a"})
 	q.add([]string{"c"})
 	if due, later := q.size(); due != 3 || later != 0 {
 		t.Fatalf("size %d due, %d later, want 3, 0", due, later)
 	}
-	if got := q.take(t0, 10); !slices.Equal(got, []string{"a", "b", "c"}) {
-		t.Fatalf("take = %v, want [a b c]", got)
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"c", "a", "b"}) {
+		t.Fatalf("take = %v, want [c a b]", got)
 	}
 	if got := q.take(t0, 10); len(got) != 0 {
 		t.Fatalf("second take = %v, want nothing (taken groups are removed)", got)
 	}
+	if due, _ := q.size(); due != 0 {
+		t.Fatalf("%d due after every group was taken", due)
+	}
+	// Due again after it was taken: once, at the back.
+	q.add([]string{"b", "a"})
+	q.add([]string{"c", "b"})
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"b", "a", "c"}) {
+		t.Fatalf("take = %v, want [b a c]", got)
+	}
 }
 
-// TestQueueTakeHonoursN: take returns the first n groups by name and leaves the rest due.
+// TestQueueTakeHonoursN: take returns the first n groups due and leaves the rest, which
+// go before the groups due after them.
 func TestQueueTakeHonoursN(t *testing.T) {
 	q := newQueue(time.Second)
 	q.add([]string{"d", "c", "b", "a", "e"})
-	if got := q.take(t0, 2); !slices.Equal(got, []string{"a", "b"}) {
-		t.Fatalf("take(2) = %v, want [a b]", got)
+	if got := q.take(t0, 2); !slices.Equal(got, []string{"d", "c"}) {
+		t.Fatalf("take(2) = %v, want [d c]", got)
 	}
 	if due, _ := q.size(); due != 3 {
 		t.Fatalf("%d due after take(2) of 5, want 3", due)
 	}
-	if got := q.take(t0, 10); !slices.Equal(got, []string{"c", "d", "e"}) {
-		t.Fatalf("take(10) = %v, want [c d e]", got)
+	q.add([]string{"f", "d"})
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"b", "a", "e", "f", "d"}) {
+		t.Fatalf("take(10) = %v, want [b a e f d]", got)
+	}
+	if got := q.take(t0, 0); len(got) != 0 {
+		t.Fatalf("take(0) = %v", got)
+	}
+}
+
+// TestQueueRetriesTakenByRetryTime: groups left for later come back after the groups due
+// already, the earliest retry first.
+func TestQueueRetriesTakenByRetryTime(t *testing.T) {
+	const retry = time.Second
+	q := newQueue(retry)
+	q.retryLater("x", t0.Add(200*time.Millisecond))
+	q.retryLater("y", t0)
+	q.retryLater("w", t0.Add(100*time.Millisecond))
+	q.retryLater("late", t0.Add(time.Hour))
+	q.add([]string{"z"})
+	if got := q.take(t0.Add(retry+200*time.Millisecond), 10); !slices.Equal(got, []string{"z", "y", "w", "x"}) {
+		t.Fatalf("take = %v, want [z y w x]", got)
+	}
+	if due, later := q.size(); due != 0 || later != 1 {
+		t.Fatalf("size %d due, %d later, want 0, 1", due, later)
 	}
 }
 

@@ -172,6 +172,12 @@ func unfinished(res offsetsync.Result, up func(string) bool) bool {
 func (e *Engine) describe(ctx context.Context, groups []string) map[string]map[string]int {
 	now := time.Now()
 	out := map[string]map[string]int{}
+	type failure struct {
+		cluster string
+		asked   int
+		err     error
+	}
+	var failed []failure
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range e.clusters {
@@ -188,31 +194,41 @@ func (e *Engine) describe(ctx context.Context, groups []string) map[string]map[s
 			}
 		}
 		wg.Go(func() {
-			if len(ask) > 0 && !e.ask(ctx, c, ask, known) {
-				return
+			var err error
+			if len(ask) > 0 {
+				err = e.ask(ctx, c, ask, known)
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			if err != nil {
+				failed = append(failed, failure{c.Name, len(ask), err})
+				return
+			}
 			out[c.Name] = known
 		})
 	}
 	wg.Wait()
+	for _, f := range failed { // the Observer is called from one goroutine at a time
+		if ctx.Err() == nil {
+			e.obs.DescribeFailed(f.cluster, f.asked, f.err)
+		}
+	}
 	return out
 }
 
-// ask asks c about groups and adds the answers to into; false when c did not answer (it is
-// then left quiet for Retry: a cluster that hangs delays no step after this one).
-func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[string]int) bool {
+// ask asks c about groups and adds the answers to into; an error when c did not answer (it
+// is then left quiet for Retry: a cluster that hangs delays no step after this one).
+func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[string]int) error {
 	seq := e.members.ask()
 	cctx, cancel := context.WithTimeout(ctx, e.o.CallTimeout)
 	defer cancel()
 	acts, err := c.Members.DescribeGroups(cctx, groups)
 	if err != nil {
-		if ctx.Err() == nil {
-			e.health.quietUntil(c.Name, time.Now().Add(e.o.Retry))
-			e.obs.DescribeFailed(c.Name, len(groups), err)
+		if ctx.Err() != nil {
+			return ctx.Err() // stopping: nothing to report
 		}
-		return false
+		e.health.quietUntil(c.Name, time.Now().Add(e.o.Retry))
+		return err
 	}
 	e.members.set(c.Name, acts, seq, time.Now())
 	for g, a := range acts {
@@ -220,7 +236,7 @@ func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[s
 			into[g] = a.Members
 		}
 	}
-	return true
+	return nil
 }
 
 // views is group on every cluster that is up and has read its partition, the offsets
