@@ -22,6 +22,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
@@ -95,7 +96,9 @@ type Observer interface {
 
 // StepStats is what one step did and where its time went.
 type StepStats struct {
-	Groups, Sent                     int
+	Groups, Sent int
+	// Apply is the time the step waited for room among the commits in flight (it does not
+	// wait for its own commits).
 	Describe, Read, Plan, Apply, All time.Duration
 }
 
@@ -113,6 +116,10 @@ type Engine struct {
 	q *queue
 
 	health *health
+
+	sem       chan struct{}  // a slot per group whose commits are in flight
+	flying    sync.WaitGroup // the goroutines of those commits
+	recording sync.Mutex     // record, one result at a time
 
 	// Owned by the goroutine that runs steps.
 	active, known bool
@@ -133,9 +140,10 @@ func New(clusters []Cluster, o Options) *Engine {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
+	o.Observer = &serialObserver{o: o.Observer}
 	pool := &align.Pool{Sources: map[string]align.Source{}, MaxMessages: o.MaxMessages, Now: o.Now}
 	e := &Engine{o: o, stores: map[string]*Store{}, members: newMembership(o.MembersTTL), obs: o.Observer,
-		kick: make(chan struct{}, 1), q: newQueue(o.Retry), health: newHealth(),
+		kick: make(chan struct{}, 1), q: newQueue(o.Retry), health: newHealth(), sem: make(chan struct{}, o.MaxInFlight),
 		syncer: &offsetsync.Syncer{Pool: pool, Window: o.SplitBrainWindow, Now: o.Now}}
 	for _, c := range clusters {
 		if o.DryRun {
@@ -210,6 +218,30 @@ type dryCommitter struct{}
 func (dryCommitter) Commit(context.Context, string, []kop.SyncCommit) error   { return nil }
 func (dryCommitter) Delete(context.Context, string, map[string][]int32) error { return nil }
 func (dryCommitter) DeleteGroup(context.Context, string) error                { return nil }
+
+// serialObserver calls o one call at a time: results are recorded from the goroutines of
+// the commits in flight, the rest from the step's.
+type serialObserver struct {
+	mu sync.Mutex
+	o  Observer
+}
+
+func (s *serialObserver) Result(res offsetsync.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Result(res)
+}
+func (s *serialObserver) Active(active bool, cluster string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Active(active, cluster, err)
+}
+func (s *serialObserver) DescribeFailed(cluster string, groups int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.DescribeFailed(cluster, groups, err)
+}
+func (s *serialObserver) Step(st StepStats) { s.mu.Lock(); defer s.mu.Unlock(); s.o.Step(st) }
 
 type nopObserver struct{}
 

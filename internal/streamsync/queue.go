@@ -18,10 +18,13 @@ type queue struct {
 	due   map[string]bool      // groups to sync now
 	order []string             // due, in the order they became due
 	later map[string]time.Time // groups to sync again at
+	// busy are the groups taken and not done: due again meanwhile, they wait in order until
+	// done (a group is never planned while its last commit is in flight).
+	busy map[string]bool
 }
 
 func newQueue(retry time.Duration) *queue {
-	return &queue{retry: retry, due: map[string]bool{}, later: map[string]time.Time{}}
+	return &queue{retry: retry, due: map[string]bool{}, later: map[string]time.Time{}, busy: map[string]bool{}}
 }
 
 // add makes groups due.
@@ -57,13 +60,27 @@ func (q *queue) take(now time.Time, n int) []string {
 		q.push(g)
 		delete(q.later, g)
 	}
-	k := min(n, len(q.order))
-	groups := slices.Clone(q.order[:k])
-	q.order = slices.Delete(q.order, 0, k)
-	for _, g := range groups {
-		delete(q.due, g)
+	var groups []string
+	rest := q.order[:0]
+	for _, g := range q.order {
+		if len(groups) < n && !q.busy[g] {
+			groups = append(groups, g)
+			delete(q.due, g)
+			q.busy[g] = true
+			continue
+		}
+		rest = append(rest, g)
 	}
+	clear(q.order[len(rest):])
+	q.order = rest
 	return groups
+}
+
+// done ends group's take: due again, it can be taken again.
+func (q *queue) done(group string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.busy, group)
 }
 
 // retryLater makes group due after the retry delay, unless it is due already.
@@ -78,12 +95,14 @@ func (q *queue) retryLater(group string, now time.Time) {
 }
 
 // wait is how long until a group left for later is due (the retry delay at most); 0 when a
-// group is due now.
+// group that is not busy is due now.
 func (q *queue) wait(now time.Time) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.due) > 0 {
-		return 0
+	for _, g := range q.order {
+		if !q.busy[g] {
+			return 0
+		}
 	}
 	d := q.retry
 	for _, at := range q.later {

@@ -26,9 +26,22 @@ func TestQueueTakeDedupesFirstDueFirst(t *testing.T) {
 	if due, _ := q.size(); due != 0 {
 		t.Fatalf("%d due after every group was taken", due)
 	}
-	// Due again after it was taken: once, at the back.
+	// Due again while taken (its commit in flight): it waits until done, then is taken
+	// again, once, in the order it became due.
 	q.add([]string{"b", "a"})
 	q.add([]string{"c", "b"})
+	if got := q.take(t0, 10); len(got) != 0 {
+		t.Fatalf("take = %v while every group is busy, want nothing", got)
+	}
+	if w := q.wait(t0); w == 0 {
+		t.Fatal("wait is 0 while every due group is busy")
+	}
+	q.done("a")
+	if w := q.wait(t0); w != 0 {
+		t.Fatalf("wait %s with a due group done, want 0", w)
+	}
+	q.done("b")
+	q.done("c")
 	if got := q.take(t0, 10); !slices.Equal(got, []string{"b", "a", "c"}) {
 		t.Fatalf("take = %v, want [b a c]", got)
 	}
@@ -46,8 +59,12 @@ func TestQueueTakeHonoursN(t *testing.T) {
 		t.Fatalf("%d due after take(2) of 5, want 3", due)
 	}
 	q.add([]string{"f", "d"})
-	if got := q.take(t0, 10); !slices.Equal(got, []string{"b", "a", "e", "f", "d"}) {
-		t.Fatalf("take(10) = %v, want [b a e f d]", got)
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"b", "a", "e", "f"}) {
+		t.Fatalf("take(10) = %v, want [b a e f] (d is busy)", got)
+	}
+	q.done("d")
+	if got := q.take(t0, 10); !slices.Equal(got, []string{"d"}) {
+		t.Fatalf("take(10) = %v, want [d] once it is done", got)
 	}
 	if got := q.take(t0, 0); len(got) != 0 {
 		t.Fatalf("take(0) = %v", got)
