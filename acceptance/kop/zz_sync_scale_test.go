@@ -26,7 +26,8 @@ import (
 // TestSyncScale is issue 31's measurement (docs/performance.md), one run, side by side: for
 // each size in KOP_SYNC_SCALE (groups, e.g. 1000,10000), member-less groups commit on scus
 // at KOP_SYNC_RATE commits a second (default 1,000) on aligned topics, first with the sync
-// deployment (`sync setup`, `watch --sync --interval 1s`), then with the replication model
+// deployment (`sync setup`, `watch --sync`; with KOP_SYNC_BASELINE, that binary's
+// `watch --sync --interval 1s` first), then with the replication model
 // (`sync setup --undo`, `watch --repair --interval 5s`) under the same load. For a sample of
 // groups, every commit's latency is measured from its acknowledgement on scus to wus serving
 // it (or more), by asking wus's KoP; unloads come from the tool's own counter, CPU and memory
@@ -133,7 +134,9 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	round += rounds
 	listen := labtest.FreeListen(t)
 	started := time.Now()
-	p := startProcess(t, bin, "sync", cfg, append(verbose(), "--timeout", "10s", "watch", "--sync", "--interval", "1s", "--listen", listen, "--group", scope)...)
+	// Streaming sync waits for no cycle: the exporter's cycle keeps its default (30 s), so
+	// that its OffsetFetches of every changed group do not compete with sync every second.
+	p := startProcess(t, bin, "sync", cfg, append(verbose(), "--timeout", "10s", "watch", "--sync", "--listen", listen, "--group", scope)...)
 	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
 	waitActive(t, listen, 1)
 	t.Logf("%d groups: watch --sync ready and active in %s; its first sweep committed %v offsets on wus (the seed left nothing)", n,
