@@ -13,6 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
 // chunk is how many groups one step decides at once (one DescribeGroups per cluster at most).
@@ -37,7 +38,7 @@ func (e *Engine) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		// Coalesce: the commits of the next Window are synced with this one.
-		if sleep(ctx, e.o.Window) != nil {
+		if reload.Sleep(ctx, e.o.Window) != nil {
 			return
 		}
 		for ctx.Err() == nil && e.ready() && e.hold(ctx) {
@@ -368,18 +369,6 @@ func (sw *Sweep) add(res offsetsync.Result, again bool) {
 	}
 	if again {
 		sw.Again = append(sw.Again, res.Group)
-	}
-}
-
-// sleep waits d or until ctx ends (its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
