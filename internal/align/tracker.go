@@ -168,10 +168,13 @@ func (tr *Tracker) lockstep(o int64) Translation {
 	// Every verified target message was consumed; the next is the first not consumed.
 	t.Translated, t.TargetOnly = tr.t+tr.k, tr.extra
 	t.Behind = !tr.extra && tr.s+tr.k < min(o, tr.srcEnd)
-	if o > tr.srcEnd && !tr.extra {
+	if base := max(tr.s+tr.k, tr.srcEnd); o > base && !tr.extra {
 		// Past the source's log end: positions of messages not yet written, which
-		// replication appends in the same order on both sides (as Map.Translate).
-		t.Translated += o - tr.srcEnd
+		// replication appends in the same order on both sides (as Map.Translate). Counted
+		// from the anchor when the anchor itself lies past the end (a commit past the end
+		// built it: its translation holds that distance already; counting from the log end
+		// again ran ahead of the reference by it).
+		t.Translated += o - base
 	}
 	return t
 }
