@@ -111,3 +111,33 @@ func commitOn(t *testing.T, adm *kadm.Client, cluster, group, topic string, offs
 		t.Fatalf("%s: commit %d for %s: %v", cluster, offset, group, err)
 	}
 }
+
+// TestSyncEmptyTopic: on a topic with no message on either cluster (a new topic, or one whose
+// messages all expired), commits past the log end are synced exactly: positions of messages
+// not written yet, the same on both sides (issue 47: the Tracker ran 1,000 ahead, 2000 -> 3000).
+func TestSyncEmptyTopic(t *testing.T) {
+	topic, group, _ := settledGroup(t, "sync-empty")
+	syncSetUp(t, "--group", group)
+	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
+	cfg := labtest.ConfigCopy(t, theLab, "sync-empty")
+	listen := labtest.FreeListen(t)
+	p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "10s", "--verbose", "watch", "--sync",
+		"--listen", listen, "--group", group, "--audit-file", "")
+	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	waitActive(t, listen, 1)
+	for _, o := range []int64{1000, 2000, 2500, 2400} {
+		commitOn(t, scus, "scus", group, topic, o)
+		at := time.Now()
+		for {
+			got, ok := servedBy(context.Background(), wus, group, topic)
+			if ok && got == o {
+				t.Logf("scus %d on an empty topic: wus serves %d after %s", o, got, time.Since(at).Round(time.Millisecond))
+				break
+			}
+			if time.Since(at) > 10*time.Second {
+				t.Fatalf("scus committed %d on an empty topic; wus serves %d (%v) 10 s later, want %d; sync log:\n%s", o, got, ok, o, grepLines(p.stderr(), group, 20))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
