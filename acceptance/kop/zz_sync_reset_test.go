@@ -141,3 +141,64 @@ func TestSyncEmptyTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncTargetCutOff is issue 46's cut link on real KoP: a group commits on scus every
+// 100 ms on a misaligned topic while wus is stopped (SIGSTOP: connections open, nothing
+// answers) for 60 s. When wus resumes, it serves the translation of scus's newest commit
+// within seconds (nothing queued beyond the latest per group), never a value no commit of the
+// group translates to, and the OffsetCommits sent to wus stay fewer than the commits made.
+func TestSyncTargetCutOff(t *testing.T) {
+	topic, group, _ := settledGroup(t, "sync-cut")
+	shiftedCopies(t, topic, 300, 3000)
+	syncSetUp(t, "--group", group)
+	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
+	cfg := labtest.ConfigCopy(t, theLab, "sync-cut")
+	listen := labtest.FreeListen(t)
+	p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "5s", "--verbose", "watch", "--sync",
+		"--listen", listen, "--group", group, "--audit-file", "")
+	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	waitActive(t, listen, 1)
+
+	made := map[int64]bool{}
+	var last int64
+	commitFor := func(d time.Duration) {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			last += 5
+			commitOn(t, scus, "scus", group, topic, 300+last)
+			made[last] = true
+		}
+	}
+	commitFor(5 * time.Second)
+	resume := labtest.PauseCluster(t, theLab, "wus")
+	before := len(made)
+	commitFor(60 * time.Second)
+	during := len(made) - before
+	resume()
+	resumed, want := time.Now(), last
+	var served []int64
+	for {
+		got, ok := servedBy(context.Background(), wus, group, topic)
+		if ok {
+			served = append(served, got)
+		}
+		if ok && got == want {
+			t.Logf("wus resumed after 60 s cut off: it serves %d (scus's newest, %d, translated) %s later", got, 300+want, time.Since(resumed).Round(time.Millisecond))
+			break
+		}
+		if time.Since(resumed) > time.Minute {
+			t.Fatalf("wus serves %d (%v) a minute after it resumed, want %d; sync log:\n%s", got, ok, want, labtest.Tail(p.stderr(), 30))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, v := range served {
+		if !made[v] {
+			t.Errorf("wus served %d after it resumed: no commit of the group translates to it", v)
+		}
+	}
+	sent := metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`)
+	t.Logf("%d commits on scus (%d while wus was cut off); %v offsets committed on wus; what the sync logged:\n%s", len(made), during, sent,
+		grepLines(strings.ReplaceAll(p.stderr(), `"level":"DEBUG"`, ""), `"level":"`, 20))
+	if sent > float64(len(made)) {
+		t.Errorf("%v offsets committed on wus for %d commits on scus", sent, len(made))
+	}
+}

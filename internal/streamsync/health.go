@@ -12,9 +12,18 @@ type health struct {
 	mu    sync.Mutex
 	ups   map[string]bool
 	quiet map[string]time.Time
+	// pause is how long the next failure leaves a cluster quiet: doubled at each failure
+	// in a row (a cluster that hangs costs a step the call timeout once per pause, not at
+	// every step), back to the first at an answer.
+	pause map[string]time.Duration
 }
 
-func newHealth() *health { return &health{ups: map[string]bool{}, quiet: map[string]time.Time{}} }
+// maxQuiet bounds how long a failing cluster is left unasked.
+const maxQuiet = 8 * time.Second
+
+func newHealth() *health {
+	return &health{ups: map[string]bool{}, quiet: map[string]time.Time{}, pause: map[string]time.Duration{}}
+}
 
 // set records the probe's answer and reports whether the cluster came up (or was seen up for
 // the first time).
@@ -25,6 +34,7 @@ func (h *health) set(cluster string, up bool) (came bool) {
 	h.ups[cluster] = up
 	if up && !was {
 		delete(h.quiet, cluster)
+		delete(h.pause, cluster)
 	}
 	return up && (!was || !known)
 }
@@ -50,9 +60,22 @@ func (h *health) answers(cluster string, now time.Time) bool {
 	return h.ups[cluster] && !now.Before(h.quiet[cluster])
 }
 
-// quietUntil leaves cluster unasked until t.
-func (h *health) quietUntil(cluster string, t time.Time) {
+// failed leaves cluster unasked for first, or twice as long as after its last failure (at
+// most maxQuiet), from now.
+func (h *health) failed(cluster string, now time.Time, first time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.quiet[cluster] = t
+	d := first
+	if p, ok := h.pause[cluster]; ok {
+		d = min(2*p, max(maxQuiet, first))
+	}
+	h.pause[cluster] = d
+	h.quiet[cluster] = now.Add(d)
+}
+
+// answered ends cluster's run of failures.
+func (h *health) answered(cluster string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.pause, cluster)
 }

@@ -48,7 +48,7 @@ func TestHealthQuiet(t *testing.T) {
 	if !h.answers("a", now) {
 		t.Fatal("a cluster up does not answer")
 	}
-	h.quietUntil("a", now.Add(time.Second))
+	h.failed("a", now, time.Second)
 	if h.answers("a", now) || h.answers("a", now.Add(time.Second-time.Nanosecond)) {
 		t.Fatal("a quiet cluster answers before its quiet ends")
 	}
@@ -71,5 +71,31 @@ func TestHealthQuiet(t *testing.T) {
 	}
 	if !h.up("a") || h.up("b") {
 		t.Fatalf("up(a) = %v, up(b) = %v, want true, false", h.up("a"), h.up("b"))
+	}
+}
+
+// TestHealthQuietBacksOff: failures in a row leave a cluster quiet twice as long each time, up
+// to maxQuiet; an answer, or the cluster coming back from down, starts over.
+func TestHealthQuietBacksOff(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := newHealth()
+	h.set("a", true)
+	for _, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, maxQuiet, maxQuiet} {
+		h.failed("a", now, time.Second)
+		if h.answers("a", now.Add(want-time.Nanosecond)) || !h.answers("a", now.Add(want)) {
+			t.Fatalf("quiet after a failure in a row: want %s", want)
+		}
+	}
+	h.answered("a")
+	h.failed("a", now, time.Second)
+	if !h.answers("a", now.Add(time.Second)) {
+		t.Fatal("an answer did not start the pause over")
+	}
+	h.failed("a", now, time.Second)
+	h.set("a", false)
+	h.set("a", true)
+	h.failed("a", now, time.Second)
+	if !h.answers("a", now.Add(time.Second)) {
+		t.Fatal("coming back from down did not start the pause over")
 	}
 }

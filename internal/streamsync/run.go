@@ -261,9 +261,10 @@ func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[s
 		if ctx.Err() != nil {
 			return ctx.Err() // stopping: nothing to report
 		}
-		e.health.quietUntil(c.Name, time.Now().Add(e.o.Retry))
+		e.health.failed(c.Name, time.Now(), e.o.Retry)
 		return err
 	}
+	e.health.answered(c.Name)
 	e.members.set(c.Name, acts, seq, time.Now())
 	for g, a := range acts {
 		if a.Err == nil {

@@ -37,7 +37,7 @@ func newEngine(o Options, clusters []*clusterRT, obs *syncObserver) *streamsync.
 		cs = append(cs, sc)
 	}
 	return streamsync.New(cs, streamsync.Options{Groups: o.Groups, Topics: o.Topics, Window: o.SyncWindow,
-		CallTimeout: o.CallTimeout, Retry: o.SyncRetry, SplitBrainWindow: o.SplitBrainWindow, MaxMessages: o.SyncMaxMessages,
+		CallTimeout: min(o.CallTimeout, streamsync.DefaultCallTimeout), Retry: o.SyncRetry, SplitBrainWindow: o.SplitBrainWindow, MaxMessages: o.SyncMaxMessages,
 		DryRun: o.DryRun, Now: o.Now, Observer: obs})
 }
 
