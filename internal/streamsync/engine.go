@@ -182,6 +182,9 @@ func (e *Engine) SetUp(cluster string, up bool) {
 	if e.health.set(cluster, up) {
 		e.all()
 	}
+	if !up {
+		e.health.failed(cluster, time.Now(), e.o.Retry) // asked again once the pause ends
+	}
 	e.wake()
 }
 

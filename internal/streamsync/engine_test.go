@@ -394,3 +394,24 @@ func TestEngineClusterBack(t *testing.T) {
 	env.e.SetUp("wus", true)
 	waitFor(t, "synced once wus is back", env.wus.hasCommit("orders", 0, 5700))
 }
+
+// TestEngineLearnsAClusterIsBack: a cluster the probe saw down is asked again once its quiet
+// ends (with a short timeout), and the first answer syncs what it missed, before the probe
+// (one watch cycle later) says it is up.
+func TestEngineLearnsAClusterIsBack(t *testing.T) {
+	env := newEngineEnv(t, Options{Window: 10 * time.Millisecond, Retry: 50 * time.Millisecond}, nil, nil)
+	env.scus.setMembers("orders", 1)
+	env.scus.start()
+	env.wus.start()
+	env.up()
+	env.run()
+	env.wus.setDescribeErr(errDown)
+	env.e.SetUp("wus", false)
+	env.scus.live(commitOf("orders", 0, 6000))
+	waitFor(t, "wus asked again while down", func() bool { n, _ := env.wus.describes(); return n >= 2 })
+	if env.wus.hasCommit("orders", 0, 5700)() {
+		t.Fatal("committed on wus while it did not answer")
+	}
+	env.wus.setDescribeErr(nil) // back; the probe has not seen it yet
+	waitFor(t, "synced once wus answers", env.wus.hasCommit("orders", 0, 5700))
+}

@@ -6,8 +6,10 @@ import (
 )
 
 // health is whether each cluster answers: up as the watch cycle's probe last saw it, and
-// quiet for a while after a DescribeGroups failed (a cluster that hangs is not asked again at
-// every step, each ask waiting for the call timeout).
+// quiet for a while after a DescribeGroups failed or the probe saw it down (a cluster that
+// hangs is not asked again at every step, each ask waiting for the call timeout). A cluster
+// the probe saw down is still asked once its quiet ends: the engine learns that it is back
+// from its own answer, not at the next cycle (up to --interval later).
 type health struct {
 	mu    sync.Mutex
 	ups   map[string]bool
@@ -53,11 +55,12 @@ func (h *health) up(cluster string) bool {
 	return u
 }
 
-// answers reports whether cluster is up and not quiet at now.
+// answers reports whether cluster is known to the probe and not quiet at now.
 func (h *health) answers(cluster string, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.ups[cluster] && !now.Before(h.quiet[cluster])
+	_, known := h.ups[cluster]
+	return known && !now.Before(h.quiet[cluster])
 }
 
 // failed leaves cluster unasked for first, or twice as long as after its last failure (at
@@ -73,9 +76,12 @@ func (h *health) failed(cluster string, now time.Time, first time.Duration) {
 	h.quiet[cluster] = now.Add(d)
 }
 
-// answered ends cluster's run of failures.
-func (h *health) answered(cluster string) {
+// answered ends cluster's run of failures, and reports whether there was one (the cluster
+// is back: what the others committed meanwhile was not synced to it).
+func (h *health) answered(cluster string) (back bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	_, back = h.pause[cluster]
 	delete(h.pause, cluster)
+	return back
 }

@@ -60,10 +60,12 @@ func TestHealthQuiet(t *testing.T) {
 	if h.answers("a", now) {
 		t.Fatal("a probe seeing the cluster up again ended its quiet")
 	}
-	// Down: it does not answer, quiet or not; back up: the quiet is over.
+	// Down (the engine makes it quiet too): asked again once the quiet ends, to learn that it
+	// is back; back up by the probe: the quiet is over.
 	h.set("a", false)
-	if h.answers("a", now.Add(time.Hour)) {
-		t.Fatal("a cluster down answers")
+	h.failed("a", now, time.Second)
+	if h.answers("a", now) || !h.answers("a", now.Add(time.Hour)) {
+		t.Fatal("a cluster down is not quiet, or not asked once its quiet ends")
 	}
 	h.set("a", true)
 	if !h.answers("a", now) {

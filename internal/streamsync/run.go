@@ -40,6 +40,7 @@ func (e *Engine) Run(ctx context.Context) {
 		if reload.Sleep(ctx, e.o.Window) != nil {
 			return
 		}
+		e.probe(ctx)
 		for ctx.Err() == nil && e.ready() && e.hold(ctx) {
 			groups := e.q.take(time.Now(), chunk)
 			if len(groups) == 0 {
@@ -47,6 +48,23 @@ func (e *Engine) Run(ctx context.Context) {
 			}
 			e.step(ctx, groups, nil)
 		}
+	}
+}
+
+// probeGroup is the group a probe describes: any name does (KoP answers Dead for a group it
+// does not know); this one says whose it is.
+const probeGroup = "kop-offsets-sync-probe"
+
+// probe asks every cluster the watch cycle's probe saw down, once its quiet ends, whether it
+// answers (one DescribeGroups, a second at most): the first answer makes every group due (it
+// missed what the others committed), up to a cycle before the watch's probe would say so.
+func (e *Engine) probe(ctx context.Context) {
+	now := time.Now()
+	for _, c := range e.clusters {
+		if c.Members == nil || e.health.up(c.Name) || !e.health.answers(c.Name, now) {
+			continue
+		}
+		_ = e.ask(ctx, c, []string{probeGroup}, map[string]int{}) // still down: the cycle said so
 	}
 }
 
@@ -254,7 +272,13 @@ func (e *Engine) describe(ctx context.Context, groups []string) map[string]map[s
 // is then left quiet for Retry: a cluster that hangs delays no step after this one).
 func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[string]int) error {
 	seq := e.members.ask()
-	cctx, cancel := context.WithTimeout(ctx, e.o.CallTimeout)
+	timeout := e.o.CallTimeout
+	if !e.health.up(c.Name) {
+		// Seen down by the probe: asked to learn that it is back, which a KoP that answers
+		// says in milliseconds; a second is all a gone cluster costs a step.
+		timeout = min(timeout, time.Second)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	acts, err := c.Members.DescribeGroups(cctx, groups)
 	if err != nil {
@@ -264,7 +288,9 @@ func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[s
 		e.health.failed(c.Name, time.Now(), e.o.Retry)
 		return err
 	}
-	e.health.answered(c.Name)
+	if e.health.answered(c.Name) {
+		e.all() // back: it missed what the others committed
+	}
 	e.members.set(c.Name, acts, seq, time.Now())
 	for g, a := range acts {
 		if a.Err == nil {
@@ -278,8 +304,9 @@ func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[s
 // filtered by Topics; MembersKnown where members (describe's) has the group.
 func (e *Engine) views(g string, members map[string]map[string]int) map[string]offsetsync.View {
 	views := map[string]offsetsync.View{}
+	now := time.Now()
 	for _, c := range e.clusters {
-		if !e.health.up(c.Name) {
+		if !e.health.answers(c.Name, now) {
 			continue
 		}
 		offs, ok := e.stores[c.Name].Offsets(g)
