@@ -121,10 +121,7 @@ type Engine struct {
 	flying    sync.WaitGroup // the goroutines of those commits
 	recording sync.Mutex     // record, one result at a time
 
-	// Owned by the goroutine that runs steps.
-	active, known bool
-	nextLease     time.Time
-	leaseErr      error // why the last hold failed
+	leases *leases
 }
 
 // New returns the engine of clusters.
@@ -145,6 +142,7 @@ func New(clusters []Cluster, o Options) *Engine {
 	e := &Engine{o: o, stores: map[string]*Store{}, members: newMembership(o.MembersTTL), obs: o.Observer,
 		kick: make(chan struct{}, 1), q: newQueue(o.Retry), health: newHealth(), sem: make(chan struct{}, o.MaxInFlight),
 		syncer: &offsetsync.Syncer{Pool: pool, Window: o.SplitBrainWindow, Now: o.Now}}
+	e.leases = &leases{e: e}
 	for _, c := range clusters {
 		if o.DryRun {
 			c.Committer = dryCommitter{}

@@ -2,9 +2,6 @@ package streamsync
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +21,7 @@ const reads = 8
 // Run syncs due groups until ctx ends, then waits for the commits in flight and gives back
 // the leases.
 func (e *Engine) Run(ctx context.Context) {
-	defer e.release()
+	defer e.leases.release()
 	defer e.flying.Wait()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -41,7 +38,7 @@ func (e *Engine) Run(ctx context.Context) {
 			return
 		}
 		e.probe(ctx)
-		for ctx.Err() == nil && e.ready() && e.hold(ctx) {
+		for ctx.Err() == nil && e.ready() && e.leases.hold(ctx) {
 			groups := e.q.take(time.Now(), chunk)
 			if len(groups) == 0 {
 				break
@@ -65,57 +62,6 @@ func (e *Engine) probe(ctx context.Context) {
 			continue
 		}
 		_ = e.ask(ctx, c, []string{probeGroup}, map[string]int{}) // still down: the cycle said so
-	}
-}
-
-// hold takes the writer lease of every cluster that is up, in name order (two replicas never
-// hold one each), and reports whether this process holds them all; else it gives back what it
-// took and tries again after Retry (the holder's leases expire with its connections when it
-// dies). Taking over, it syncs every group: it missed what changed.
-func (e *Engine) hold(ctx context.Context) bool {
-	now := time.Now()
-	if !e.active && e.known && now.Before(e.nextLease) {
-		return false
-	}
-	cs := slices.Clone(e.clusters)
-	slices.SortFunc(cs, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
-	var failed error
-	var on string
-	for _, c := range cs {
-		if c.Lease == nil || !e.health.up(c.Name) {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, e.o.CallTimeout)
-		err := c.Lease.Acquire(cctx)
-		cancel()
-		if err != nil {
-			failed, on = err, c.Name
-			break
-		}
-	}
-	active := failed == nil
-	e.leaseErr = nil
-	if !active {
-		e.release()
-		e.nextLease = now.Add(e.o.Retry)
-		e.leaseErr = fmt.Errorf("cluster %s: %w", on, failed)
-	}
-	if !e.known || active != e.active {
-		e.obs.Active(active, on, failed)
-		if active && e.known {
-			e.all()
-		}
-	}
-	e.active, e.known = active, true
-	return active
-}
-
-// release gives back every lease.
-func (e *Engine) release() {
-	for _, c := range e.clusters {
-		if c.Lease != nil {
-			c.Lease.Release()
-		}
 	}
 }
 

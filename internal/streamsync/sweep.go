@@ -23,9 +23,9 @@ func (e *Engine) SweepAll(ctx context.Context) (Sweep, error) {
 	if !e.ready() {
 		return Sweep{}, ErrNotReady
 	}
-	e.nextLease = time.Time{}
-	if !e.hold(ctx) {
-		return Sweep{}, fmt.Errorf("%w: %w", ErrStandby, e.leaseErr)
+	e.leases.next = time.Time{}
+	if !e.leases.hold(ctx) {
+		return Sweep{}, fmt.Errorf("%w: %w", ErrStandby, e.leases.err)
 	}
 	e.all()
 	var sw Sweep
