@@ -41,9 +41,11 @@
 //   - A commit a cluster holds by replication (Origin set) is history from before sync
 //     setup: it counts in another cluster's numbering, so it is neither a source nor a
 //     writer; as a target's current offset, only the group's own commit below it is a floor
-//     (Floor). But the tool's own commit coming back by replication proves the offsets topic
-//     replicates now: its next load would take a number of the wrong numbering. Nothing of
-//     such a group is synced (Replicated); the startup check refuses this set-up.
+//     (Floor). The tool's own commits replicated during an earlier replication phase (sync
+//     setup --undo, then setup again) are history too. But the tool's own commit coming back
+//     by replication while the cluster is followed (View.Replicating) proves the offsets
+//     topic replicates now: its next load would take a number of the wrong numbering.
+//     Nothing of such a group is synced (Replicated); the startup check refuses this set-up.
 //   - Deletion follows the source: a key a target holds as the tool's commit from the source
 //     that the source no longer holds at all is deleted there (OffsetDelete). A key the
 //     target committed itself is never deleted: it is the group's own. When no cluster
@@ -93,6 +95,10 @@ type View struct {
 	Offsets      []loader.CommittedOffset
 	Members      int
 	MembersKnown bool
+	// Replicating: a commit of the tool's arrived on this cluster by replication while the
+	// cluster was followed (not in its replay, which holds the history of earlier
+	// deployments): the offsets topic replicates now.
+	Replicating bool
 }
 
 // Syncer syncs groups between Clusters. Not safe for concurrent use (the Pool is not); the
@@ -309,16 +315,23 @@ func (p *Plan) Apply(ctx context.Context) Result {
 // Sends reports whether Apply has anything to send.
 func (p *Plan) Sends() bool { return len(p.ops) > 0 }
 
-// replicated says which cluster holds a commit of the tool's that replication brought back,
-// "" when none does.
+// replicated says which cluster received a commit of the tool's by replication while it was
+// followed (View.Replicating), "" when none did. One in the replay is history: a sync
+// deployment, undone (sync setup --undo: the offsets topic replicated again, and carried the
+// tool's commits to the other cluster), then set up again; it is a foreign entry like any
+// replicated commit (never a source, never a writer).
 func replicated(views map[string]View) string {
 	for _, name := range slices.Sorted(maps.Keys(views)) {
+		if !views[name].Replicating {
+			continue
+		}
 		for _, co := range views[name].Offsets {
 			if _, _, marked := ParseMark(co.Metadata); marked && co.Origin != "" {
 				return fmt.Sprintf("%s holds the tool's commit replicated back from %s (%s[%d] at %d): the offsets topic replicates between synced clusters, nothing synced",
 					name, co.Origin, co.Topic, co.Partition, co.Offset)
 			}
 		}
+		return fmt.Sprintf("%s received the tool's commits by replication while followed: the offsets topic replicates between synced clusters, nothing synced", name)
 	}
 	return ""
 }

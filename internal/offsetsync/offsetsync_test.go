@@ -459,12 +459,22 @@ func TestSyncReplicatedCommits(t *testing.T) {
 	if noErrors(t, res); len(res.Synced) != 0 {
 		t.Fatalf("synced a replicated commit: %+v", res.Synced)
 	}
-	// The tool's commit replicated back: the offsets topic replicates; nothing is written.
+	// The tool's commit replicated back while scus was followed: the offsets topic
+	// replicates; nothing is written.
 	rep := commit("payments", 0, 5700, 6, marked("scus", 6000))
 	rep.Origin = "wus"
-	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 6100, 7, ""), rep), "wus": view(0, commit("orders", 0, 5700, 6, marked("scus", 6000)))})
+	live := view(1, commit("orders", 0, 6100, 7, ""), rep)
+	live.Replicating = true
+	res = l.sync(t, map[string]View{"scus": live, "wus": view(0, commit("orders", 0, 5700, 6, marked("scus", 6000)))})
 	if len(l.sent["wus"].commits) != 1 || res.Source != "" || !strings.Contains(res.Replicated, "scus holds the tool's commit replicated back from wus (persistent://public/default/payments") {
 		t.Fatalf("synced beside replication: %+v, sent %+v", res, l.sent["wus"].commits)
+	}
+	// The same commit in the replay only (an earlier replication phase, sync setup --undo then
+	// setup again): history; the group is synced.
+	res = l.sync(t, map[string]View{"scus": view(1, commit("orders", 0, 6100, 7, ""), rep), "wus": view(0, commit("orders", 0, 5700, 6, marked("scus", 6000)))})
+	noErrors(t, res)
+	if res.Replicated != "" || res.Source != "scus" || len(l.sent["wus"].commits) != 2 || l.sent["wus"].commits[1][0].Offset != 5800 {
+		t.Fatalf("history refused or not synced: %+v, sent %+v", res, l.sent["wus"].commits)
 	}
 }
 

@@ -266,6 +266,7 @@ func (e *Engine) views(g string, members map[string]map[string]int) map[string]o
 			}
 		}
 		v.Members, v.MembersKnown = members[c.Name][g]
+		v.Replicating = e.stores[c.Name].Replicating(g, now)
 		views[c.Name] = v
 	}
 	return views

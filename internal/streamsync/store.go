@@ -2,7 +2,9 @@ package streamsync
 
 import (
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
@@ -21,7 +23,14 @@ type Store struct {
 
 	mu    sync.Mutex
 	parts []*storePart
+	// replicating: when a commit of the tool's last arrived here by replication, by group,
+	// read live (not in a replay: that is the history of an earlier deployment).
+	replicating map[string]time.Time
 }
+
+// replicatingFor is how long a commit of the tool's that arrived by replication keeps its
+// group from being synced: the offsets topic replicated then, and may still.
+const replicatingFor = 10 * time.Minute
 
 // events is what a Store tells its engine.
 type events interface {
@@ -40,7 +49,9 @@ type storePart struct {
 	view   *loader.PersistedOffsets // of rep, nil after a feed (rebuilt on the next read)
 }
 
-func newStore(cluster string, ev events) *Store { return &Store{cluster: cluster, events: ev} }
+func newStore(cluster string, ev events) *Store {
+	return &Store{cluster: cluster, events: ev, replicating: map[string]time.Time{}}
+}
 
 // SetPartitions sets the partition count of the offsets topic (before the first Begin).
 func (s *Store) SetPartitions(n int32) {
@@ -121,7 +132,6 @@ func (s *Store) Live(p int32, m pulsarx.TailMessage) {
 	}
 	_ = sp.rep.ApplyMessage(m.Message)
 	sp.view = nil
-	s.mu.Unlock()
 	var groups []string
 	members := false
 	for _, r := range recs {
@@ -132,19 +142,38 @@ func (s *Store) Live(p int32, m pulsarx.TailMessage) {
 		case offsetlog.KindGroupMetadata, offsetlog.KindGroupTombstone:
 			members = true
 		case offsetlog.KindOffsetCommit:
-			if r.Metadata != nil && m.ReplicatedFrom == "" {
-				if _, _, marked := offsetsync.ParseMark(*r.Metadata); marked {
-					continue
-				}
+			marked := false
+			if r.Metadata != nil {
+				_, _, marked = offsetsync.ParseMark(*r.Metadata)
+			}
+			switch {
+			case marked && m.ReplicatedFrom != "":
+				s.replicating[strings.Clone(r.Group)] = time.Now()
+			case marked:
+				continue
 			}
 		}
 		if len(groups) == 0 || groups[len(groups)-1] != r.Group {
 			groups = append(groups, r.Group)
 		}
 	}
+	s.mu.Unlock()
 	if len(groups) > 0 {
 		s.events.dirty(s.cluster, groups, members)
 	}
+}
+
+// Replicating reports whether a commit of the tool's for group arrived here by replication,
+// read live, within replicatingFor of now.
+func (s *Store) Replicating(group string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.replicating[group]
+	if ok && now.Sub(at) > replicatingFor {
+		delete(s.replicating, group)
+		return false
+	}
+	return ok
 }
 
 // viewOf returns the view of sp's live state, built once per feed (with s.mu held).

@@ -246,11 +246,20 @@ func TestStoreLive(t *testing.T) {
 
 	// The tool's commit that came by replication is news (the offsets topic replicates):
 	// the group is due.
+	if se.s.Replicating("orders", time.Now()) {
+		t.Fatal("replicating before any commit of the tool's arrived by replication")
+	}
 	c = commitOf("orders", 1, 5002)
 	c.Metadata = marked("wus", 4702)
 	se.live(c, "wus")
 	if d, _ := se.ev.take(); len(d) != 1 || !slices.Equal(d[0].groups, []string{"orders"}) {
 		t.Fatalf("the tool's commit replicated back: dirty %+v, want [orders]", d)
+	}
+	if !se.s.Replicating("orders", time.Now()) || se.s.Replicating("other", time.Now()) {
+		t.Fatal("the tool's commit replicated back, read live, does not say the group's offsets topic replicates")
+	}
+	if se.s.Replicating("orders", time.Now().Add(replicatingFor+time.Second)) {
+		t.Fatal("still replicating long after the last commit of the tool's came by replication")
 	}
 
 	se.liveGroup("orders", 2)
