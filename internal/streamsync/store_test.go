@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
