@@ -202,3 +202,66 @@ func TestSyncTargetCutOff(t *testing.T) {
 		t.Errorf("%v offsets committed on wus for %d commits on scus", sent, len(made))
 	}
 }
+
+// TestSyncAfterUndo is issue 51's switch of modes on real KoP: sync (the tool's commits land
+// on wus), `sync setup --undo` (the offsets topic replicates again and carries what it missed,
+// the tool's commits included, while the group commits on scus), then `sync setup` and
+// `watch --sync` again: the tool's commits that replicated meanwhile are history, not a sign
+// that the topic replicates now. The group's next commit is synced, once.
+func TestSyncAfterUndo(t *testing.T) {
+	topic, group, part := settledGroup(t, "sync-undo")
+	labtest.Produce(t, theLab.Cluster("scus"), topic, 500)
+	labtest.WaitEndOffset(t, theLab.Cluster("wus"), topic, 500)
+	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
+	cfg := labtest.ConfigCopy(t, theLab, "sync-undo")
+	watchSync := func() (*process, string) {
+		listen := labtest.FreeListen(t)
+		p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "10s", "--verbose", "watch", "--sync",
+			"--listen", listen, "--group", group, "--audit-file", "")
+		labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+		waitActive(t, listen, 1)
+		return p, listen
+	}
+	served := func(o int64) {
+		t.Helper()
+		for at := time.Now(); ; time.Sleep(5 * time.Millisecond) {
+			if got, ok := servedBy(context.Background(), wus, group, topic); ok && got == o {
+				return
+			}
+			if time.Since(at) > 20*time.Second {
+				t.Fatalf("wus does not serve %d 20 s after scus committed it", o)
+			}
+		}
+	}
+	syncSetUp(t, "--group", group)
+	p, _ := watchSync()
+	for _, o := range []int64{100, 150} {
+		commitOn(t, scus, "scus", group, topic, o)
+		served(o)
+	}
+	stopProcess(t, p)
+	if code, out := cli.Run(t, "sync", "setup", "--undo", "--yes", "--audit-file", ""); code != 0 {
+		t.Fatalf("sync setup --undo: exit %d: %s", code, out)
+	}
+	commitOn(t, scus, "scus", group, topic, 200) // the replication model: replicated to wus
+	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
+	labtest.WaitReplicated(t, theLab, "wus", "scus", part)
+
+	syncSetUp(t, "--group", group)
+	p, listen := watchSync()
+	commitOn(t, scus, "scus", group, topic, 300)
+	served(300)
+	// A commit of the tool's still carried back by a draining replicator holds the group for
+	// 30 s at most; then, and from then on, the group's commits are synced.
+	time.Sleep(31 * time.Second)
+	refused := metric(t, listen, "kop_offsets_sync_groups_skipped_total", `reason="replicated"`)
+	commitOn(t, scus, "scus", group, topic, 350)
+	served(350)
+	if n := metric(t, listen, "kop_offsets_sync_groups_skipped_total", `reason="replicated"`); n != refused {
+		t.Errorf("the group was refused as replicating 31 s after sync setup again (%v times); sync log:\n%s", n-refused, grepLines(p.stderr(), "replicat", 10))
+	}
+	if n := metric(t, listen, "kop_offsets_sync_commits_total", `cluster="wus"`); n < 2 || n > 3 {
+		t.Errorf("%v offsets committed on wus after setup again for two commits (and the seed's), want 2 or 3", n)
+	}
+	t.Logf("after sync, --undo and sync again: scus's 300 served on wus; sync log:\n%s", grepLines(p.stderr(), "replicat", 5))
+}
