@@ -14,7 +14,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/watch"
 )
 
-// SeedFunc syncs every group once between cls (watch --sync's first cycle, run by setup so
+// SeedFunc syncs every group once between cls (watch --sync at its start, run by setup so
 // that every target holds its groups' translated offsets before watch starts).
 type SeedFunc func(ctx context.Context, cls []config.Cluster) (watch.SyncSweep, error)
 
@@ -49,7 +49,7 @@ func factorySeed(f *cmdutil.Factory, o *SetupOptions) SeedFunc {
 // failure: it is doing the seed's work).
 func seed(ctx context.Context, o *SetupOptions, cls []config.Cluster) (*Seed, string, outcome.Outcome) {
 	if o.NoSeed {
-		return &Seed{Skipped: "--no-seed"}, "not seeded (--no-seed): watch --sync's first cycle syncs every group", outcome.OK
+		return &Seed{Skipped: "--no-seed"}, "not seeded (--no-seed): watch --sync at its start syncs every group", outcome.OK
 	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, o.SeedTimeout)
@@ -62,7 +62,7 @@ func seed(ctx context.Context, o *SetupOptions, cls []config.Cluster) (*Seed, st
 		return sd, "not seeded: " + err.Error() + ": it syncs every group", outcome.OK
 	case err != nil:
 		sd.Error = err.Error()
-		return sd, "seed failed: " + err.Error() + " (watch --sync's first cycle syncs every group)", seedOutcome(err)
+		return sd, "seed failed: " + err.Error() + " (watch --sync at its start syncs every group)", seedOutcome(err)
 	}
 	tail := fmt.Sprintf("seeded in %.1f s: %d groups, %d synced (%d offsets committed through KoP, %d deleted)", sd.Seconds, sw.Groups, sw.Synced, sw.Offsets, sw.Deleted)
 	if len(sw.SplitBrain) > 0 {

@@ -36,7 +36,7 @@ offsets through KoP's own OffsetCommit on the clusters where it has no members: 
 them at once, with no unload. 'sync setup' makes the deployment.`),
 		Example: cmdutil.Examples(`
   kop-offsets sync setup --dry-run
-  kop-offsets sync setup --yes && kop-offsets watch --sync --interval 1s`),
+  kop-offsets sync setup --yes && kop-offsets watch --sync`),
 		Args: cmdutil.NoArgs,
 	}
 	cmd.AddCommand(NewCmdSetup(f, nil))
@@ -86,7 +86,7 @@ cluster's offsets topic has stopped replicating to the others (its policy and it
 replicators), at most --verify.
 
 Then it seeds: it replays every selected cluster's offsets topic and syncs every group once,
-as the first cycle of 'watch --sync' does (each group's offsets translated by message
+as 'watch --sync' does when it starts (each group's offsets translated by message
 identity and committed through KoP's OffsetCommit on the clusters where it has no members;
 KoP serves them at once), under the writer leases (--lease-topic) and into the audit trail.
 Every target then holds its groups' translated offsets. A group live on two clusters is
@@ -151,7 +151,7 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 	fl.BoolVar(&opts.Undo, "undo", false, "remove the offsets topic's topic-level replication policy on the selected clusters (the namespace's replication applies again)")
 	fl.DurationVar(&opts.Verify, "verify", time.Minute, "how long to read the clusters back for the policies and replicators to take")
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "the seed syncs this group name or glob, repeatable, as watch --sync --group (default: every group)")
-	fl.BoolVar(&opts.NoSeed, "no-seed", false, "do not sync every group once after the setup (watch --sync's first cycle then does)")
+	fl.BoolVar(&opts.NoSeed, "no-seed", false, "do not sync every group once after the setup (watch --sync then does when it starts)")
 	fl.DurationVar(&opts.SeedTimeout, "seed-timeout", 10*time.Minute, "how long the seed may take (replaying every offsets topic, then one sync of every group)")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "the seed's messages read at most per copy of a topic partition for its first translation, as watch --sync's")
 	// No --lease-wait: as watch --sync, the seed leaves a held lease to its holder.
