@@ -29,31 +29,33 @@ func (w *Watcher) keep(ctx context.Context, dirty [][]string) {
 		groups := append(slices.Clone(dirty[i]), c.Keeper.Again()...)
 		slices.Sort(groups)
 		groups = slices.Compact(groups)
-		if len(groups) == 0 || !w.keepLease(ctx, c, groups) {
-			continue
-		}
-		for _, g := range groups {
+		// The writer lease is taken before the step's first write, not before a step that
+		// writes nothing (a source gone: a failover must find it free), and given back after.
+		l := &stepLease{w: w, c: c}
+		for i, g := range groups {
 			if ctx.Err() != nil {
 				break
 			}
-			w.keepGroup(ctx, c, g, up)
+			if !w.keepGroup(ctx, c, g, up, l) {
+				c.Keeper.Later(groups[i:]...) // another process writes here: next cycle
+				break
+			}
 		}
-		if c.KeepLease != nil {
-			c.KeepLease.Release()
-		}
+		l.release()
 		after := c.Keeper.Stats()
 		w.m.keepReads.WithLabelValues(c.Name, "source").Add(float64(after.SourceReads - before.SourceReads))
 		w.m.keepReads.WithLabelValues(c.Name, "target").Add(float64(after.TargetReads - before.TargetReads))
 	}
 }
 
-func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func(string) bool) {
+// keepGroup keeps g's translations on c; false when it could not take the writer lease.
+func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func(string) bool, l *stepLease) bool {
 	if !match.Any(w.o.Groups, g) {
-		return
+		return true
 	}
 	p := c.partitionOf(g)
 	if p == nil {
-		return
+		return true
 	}
 	var offs []loader.CommittedOffset
 	for co := range p.offsetsOf(g) {
@@ -64,7 +66,7 @@ func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func
 	want := c.Keeper.Want(offs)
 	if len(want) == 0 {
 		c.Keeper.Done(g)
-		return
+		return true
 	}
 	if w.o.DryRun {
 		for _, co := range want {
@@ -73,7 +75,10 @@ func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func
 				w.log.Info("would keep a translation (dry run)", "cluster", c.Name, "group", g, "topic", loader.ShortName(co.Topic, c.KafkaNamespace), "partition", co.Partition, "from", co.Origin, "offset", co.Offset)
 			}
 		}
-		return
+		return true
+	}
+	if slices.ContainsFunc(want, func(co loader.CommittedOffset) bool { return up(co.Origin) }) && !l.take(ctx) {
+		return false // Keep writes only what a source that answers translates
 	}
 	res := c.Keeper.Keep(ctx, g, want, up)
 	for _, k := range res.Kept {
@@ -89,20 +94,27 @@ func (w *Watcher) keepGroup(ctx context.Context, c *clusterRT, g string, up func
 		w.m.errors.WithLabelValues(c.Name, "keep").Inc()
 		w.log.Warn("translation not kept", "cluster", c.Name, "group", g, "err", err.Error())
 	}
+	return true
 }
 
-// keepLease takes c's writer lease for this cycle's keeping (true: kept, or no lease). While
-// another process holds it, nothing is written here: the groups wait for the next cycle, and
-// the pause is logged when it starts and ends.
-func (w *Watcher) keepLease(ctx context.Context, c *clusterRT, groups []string) bool {
-	if c.KeepLease == nil || w.o.DryRun {
+// stepLease is c's writer lease for one cycle's keeping: taken before its first write, given
+// back after its last. While another process holds it, nothing is written here: the groups
+// wait for the next cycle, and the pause is logged when it starts and ends.
+type stepLease struct {
+	w    *Watcher
+	c    *clusterRT
+	held bool
+}
+
+func (l *stepLease) take(ctx context.Context) bool {
+	c, w := l.c, l.w
+	if l.held || c.KeepLease == nil {
 		return true
 	}
 	cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
 	err := c.KeepLease.Acquire(cctx)
 	cancel()
 	if err != nil {
-		c.Keeper.Later(groups...)
 		w.m.errors.WithLabelValues(c.Name, "keep").Inc()
 		if !c.keepPaused {
 			w.log.Warn("keeping paused: another process writes this cluster's offsets topic (a watch --sync, a failover or a repair); no translation is kept here until it stops",
@@ -114,6 +126,13 @@ func (w *Watcher) keepLease(ctx context.Context, c *clusterRT, groups []string) 
 	if c.keepPaused {
 		w.log.Info("keeping again: the cluster's writer lease is taken", "cluster", c.Name)
 	}
-	c.keepPaused = false
+	c.keepPaused, l.held = false, true
 	return true
+}
+
+func (l *stepLease) release() {
+	if l.held {
+		l.c.KeepLease.Release()
+		l.held = false
+	}
 }

@@ -106,3 +106,21 @@ func TestKeepWaitsForTheWriterLease(t *testing.T) {
 		t.Error("the end of the pause is not logged")
 	}
 }
+
+// TestKeepTakesNoLeaseWithTheSourceGone: with the source down, a keeping step writes nothing
+// and takes no lease: a failover run then finds the cluster's writer lease free.
+func TestKeepTakesNoLeaseWithTheSourceGone(t *testing.T) {
+	l := &fakeLease{}
+	e := keptEnvLeased(t, Options{}, l)
+	e.cycleUntil("kept 800", persistedIs("orders", "wus", 500))
+	if mine, n := l.state(); mine || n != 1 {
+		t.Fatalf("after the first keeping: lease held %v, taken %d times (want given back, once)", mine, n)
+	}
+	e.scus.setDown(errDown)
+	e.wus.commit("scus", commit("orders", 0, 10900))
+	e.cycleUntil("replicated 10900", persistedIs("orders", "wus", 10900))
+	e.settle()
+	if mine, n := l.state(); mine || n != 1 {
+		t.Fatalf("with scus down: lease held %v, taken %d times (want not taken again)", mine, n)
+	}
+}
