@@ -30,10 +30,7 @@ func TestSyncFollowsResets(t *testing.T) {
 	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
 	cfg := labtest.ConfigCopy(t, theLab, "sync-reset")
 	listen := labtest.FreeListen(t)
-	p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "10s", "--verbose", "watch", "--sync", "--interval", "1s",
-		"--listen", listen, "--group", group, "--audit-file", "")
-	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
-	waitActive(t, listen, 1)
+	p := startSync(t, cfg, listen, "10s", group)
 
 	step := func(on string, offset, want int64, what string) {
 		t.Helper()
@@ -95,6 +92,20 @@ func TestSyncFollowsResets(t *testing.T) {
 	}
 }
 
+// startSync starts this build's watch --sync of groups on listen with config cfg (--timeout
+// timeout, --verbose, no audit file) and waits until it is ready and holds the leases.
+func startSync(t *testing.T, cfg, listen, timeout string, groups ...string) *process {
+	t.Helper()
+	args := []string{"--timeout", timeout, "--verbose", "watch", "--sync", "--listen", listen, "--audit-file", ""}
+	for _, g := range groups {
+		args = append(args, "--group", g)
+	}
+	p := startProcess(t, labtest.Binary(t), "sync", cfg, args...)
+	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
+	waitActive(t, listen, 1)
+	return p
+}
+
 // commitOn commits offset for group's topic/0 through KoP on cluster with adm (the group
 // empty: as a reset does).
 func commitOn(t *testing.T, adm *kadm.Client, cluster, group, topic string, offset int64) {
@@ -121,10 +132,7 @@ func TestSyncEmptyTopic(t *testing.T) {
 	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
 	cfg := labtest.ConfigCopy(t, theLab, "sync-empty")
 	listen := labtest.FreeListen(t)
-	p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "10s", "--verbose", "watch", "--sync",
-		"--listen", listen, "--group", group, "--audit-file", "")
-	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
-	waitActive(t, listen, 1)
+	p := startSync(t, cfg, listen, "10s", group)
 	for _, o := range []int64{1000, 2000, 2500, 2400} {
 		commitOn(t, scus, "scus", group, topic, o)
 		at := time.Now()
@@ -154,10 +162,7 @@ func TestSyncTargetCutOff(t *testing.T) {
 	scus, wus := kafkaAdmin(t, "scus"), kafkaAdmin(t, "wus")
 	cfg := labtest.ConfigCopy(t, theLab, "sync-cut")
 	listen := labtest.FreeListen(t)
-	p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "5s", "--verbose", "watch", "--sync",
-		"--listen", listen, "--group", group, "--audit-file", "")
-	labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
-	waitActive(t, listen, 1)
+	p := startSync(t, cfg, listen, "5s", group)
 
 	made := map[int64]bool{}
 	var last int64
@@ -216,10 +221,7 @@ func TestSyncAfterUndo(t *testing.T) {
 	cfg := labtest.ConfigCopy(t, theLab, "sync-undo")
 	watchSync := func() (*process, string) {
 		listen := labtest.FreeListen(t)
-		p := startProcess(t, labtest.Binary(t), "sync", cfg, "--timeout", "10s", "--verbose", "watch", "--sync",
-			"--listen", listen, "--group", group, "--audit-file", "")
-		labtest.WaitReady(t, "http://"+listen+"/readyz", func() error { return nil })
-		waitActive(t, listen, 1)
+		p := startSync(t, cfg, listen, "10s", group)
 		return p, listen
 	}
 	served := func(o int64) {
