@@ -55,13 +55,24 @@ func (p *Pool) Translate(ctx context.Context, from, to, topic string, partition 
 		p.drop(own)
 		return t, err
 	}
-	if ft := p.trackers[own]; ft != nil && ft.Floor != floor {
-		p.drop(own) // built from an older commit of the group
-	}
-	if tr, err = p.tracker(own, floor); err != nil {
+	if tr, err = p.groupTracker(own, floor, false); err != nil {
 		return Translation{}, err
 	}
 	return tr.Translate(ctx, offset)
+}
+
+// groupTracker is the Tracker of one group's key from its floor (since: BuildSince), made
+// anew when the group's floor moved.
+func (p *Pool) groupTracker(key poolKey, floor int64, since bool) (*Tracker, error) {
+	if ft := p.trackers[key]; ft != nil && ft.Floor != floor {
+		p.drop(key) // built from an older commit of the group
+	}
+	tr, err := p.tracker(key, floor)
+	if err != nil {
+		return nil, err
+	}
+	tr.Since = since
+	return tr, nil
 }
 
 // TranslateSince is Translate for a group moved back on from (a reset) below where it stood on
@@ -70,14 +81,10 @@ func (p *Pool) Translate(ctx context.Context, from, to, topic string, partition 
 // (BuildSince). A Tracker of the group from floor answers.
 func (p *Pool) TranslateSince(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
 	key := poolKey{from: from, to: to, topic: topic, partition: partition, group: group + "\x00since"}
-	if ft := p.trackers[key]; ft != nil && ft.Floor != floor {
-		p.drop(key) // built from an older position of the group
-	}
-	tr, err := p.tracker(key, floor)
+	tr, err := p.groupTracker(key, floor, true)
 	if err != nil {
 		return Translation{}, err
 	}
-	tr.Since = true
 	return tr.Translate(ctx, offset)
 }
 

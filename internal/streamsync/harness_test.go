@@ -18,6 +18,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
@@ -158,7 +159,7 @@ func (f *fakeCluster) live(cs ...kop.OffsetCommit) {
 	defer f.feed.Unlock()
 	for _, c := range cs {
 		p, m := f.topic.commitMessage(c)
-		f.store.Live(p, pulsarx.TailMessage{Message: m})
+		feedLive(f.store, p, pulsarx.TailMessage{Message: m})
 	}
 }
 
@@ -167,7 +168,7 @@ func (f *fakeCluster) liveGroup(group string, members int) {
 	f.feed.Lock()
 	defer f.feed.Unlock()
 	p := loader.PartitionFor(group, testParts)
-	f.store.Live(p, pulsarx.TailMessage{Message: groupMessage(p, f.topic.next(p), group, members)})
+	feedLive(f.store, p, pulsarx.TailMessage{Message: groupMessage(p, f.topic.next(p), group, members)})
 }
 
 func (f *fakeCluster) setMembers(group string, n int) {
@@ -478,4 +479,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // from, floored on nothing, of a source commit without metadata.
 func marked(from string, src int64) string {
 	return offsetsync.Mark{From: from, Source: src, HasFloor: true}.Metadata("")
+}
+
+// feedLive feeds s a live message as watch's follower does: decoded once, then handed over.
+func feedLive(s *Store, p int32, tm pulsarx.TailMessage) {
+	recs, _ := offsetlog.Decode(tm.Key, tm.Value)
+	s.Live(p, tm, recs)
 }

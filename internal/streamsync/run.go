@@ -72,8 +72,15 @@ func (e *Engine) step(ctx context.Context, groups []string, sw *Sweep) {
 	members := e.describe(ctx, groups)
 	t1 := time.Now()
 	views := make(map[string]map[string]offsetsync.View, len(groups))
+	now := time.Now()
+	var answering []Cluster
+	for _, c := range e.clusters {
+		if e.health.answers(c.Name, now) {
+			answering = append(answering, c)
+		}
+	}
 	for _, g := range groups {
-		views[g] = e.views(g, members)
+		views[g] = e.views(g, answering, members, now)
 	}
 	e.syncer.Warm(ctx, views, reads)
 	t2 := time.Now()
@@ -246,15 +253,11 @@ func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[s
 	return nil
 }
 
-// views is group on every cluster that is up and has read its partition, the offsets
+// views is group on every cluster of answering that has read its partition, the offsets
 // filtered by Topics; MembersKnown where members (describe's) has the group.
-func (e *Engine) views(g string, members map[string]map[string]int) map[string]offsetsync.View {
+func (e *Engine) views(g string, answering []Cluster, members map[string]map[string]int, now time.Time) map[string]offsetsync.View {
 	views := map[string]offsetsync.View{}
-	now := time.Now()
-	for _, c := range e.clusters {
-		if !e.health.answers(c.Name, now) {
-			continue
-		}
+	for _, c := range answering {
 		offs, ok := e.stores[c.Name].Offsets(g)
 		if !ok {
 			continue

@@ -121,11 +121,11 @@ func (s *Store) Failed(p int32) {
 	}
 }
 
-// Live feeds a message read after the catch-up and tells the engine which groups it
-// touched: the groups of the group's own commits, tombstones and group records. The tool's
-// own commits (marked) landing on a target change no decision and wake nothing.
-func (s *Store) Live(p int32, m pulsarx.TailMessage) {
-	recs, _ := offsetlog.Decode(m.Key, m.Value)
+// Live feeds a message read after the catch-up, recs its records (offsetlog.Decode), and
+// tells the engine which groups it touched: the groups of the group's own commits,
+// tombstones and group records. The tool's own commits (marked) landing on a target change
+// no decision and wake nothing.
+func (s *Store) Live(p int32, m pulsarx.TailMessage, recs []offsetlog.Record) {
 	s.mu.Lock()
 	sp := s.part(p)
 	if sp == nil || sp.rep == nil {
@@ -156,7 +156,7 @@ func (s *Store) Live(p int32, m pulsarx.TailMessage) {
 			}
 		}
 		if len(groups) == 0 || groups[len(groups)-1] != r.Group {
-			groups = append(groups, r.Group)
+			groups = append(groups, strings.Clone(r.Group)) // kept by the queue
 		}
 	}
 	s.mu.Unlock()

@@ -68,12 +68,12 @@ func (se *storeEnv) replayed(c kop.OffsetCommit) {
 func (se *storeEnv) live(c kop.OffsetCommit, from string) {
 	p, m := se.topic.commitMessage(c)
 	m.ReplicatedFrom = from
-	se.s.Live(p, pulsarx.TailMessage{Message: m, ReplicatedFrom: from})
+	feedLive(se.s, p, pulsarx.TailMessage{Message: m, ReplicatedFrom: from})
 }
 
 func (se *storeEnv) liveGroup(group string, members int) {
 	p := loader.PartitionFor(group, testParts)
-	se.s.Live(p, pulsarx.TailMessage{Message: groupMessage(p, se.topic.next(p), group, members)})
+	feedLive(se.s, p, pulsarx.TailMessage{Message: groupMessage(p, se.topic.next(p), group, members)})
 }
 
 // offsets fails the test unless group's offsets are readable, and returns them by partition.
@@ -273,7 +273,7 @@ func TestStoreLive(t *testing.T) {
 	}
 
 	// A message of a partition out of range is dropped.
-	se.s.Live(testParts, pulsarx.TailMessage{Message: kop.Message(testParts, 0, commitOf("orders", 0, 1))})
+	feedLive(se.s, testParts, pulsarx.TailMessage{Message: kop.Message(testParts, 0, commitOf("orders", 0, 1))})
 	if d, _ := se.ev.take(); len(d) != 0 {
 		t.Fatalf("a message of partition %d (of %d): dirty %+v", testParts, testParts, d)
 	}

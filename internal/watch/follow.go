@@ -109,8 +109,7 @@ func (p *partition) swap(r *loader.Replayer) {
 
 // apply feeds one live message and records what it touched. It returns the replicated
 // offset commits it holds (for the metrics).
-func (p *partition) apply(m pulsarx.TailMessage, now time.Time) []arrival {
-	recs, _ := offsetlog.Decode(m.Key, m.Value) // undecodable parts are counted by the Replayer
+func (p *partition) apply(m pulsarx.TailMessage, recs []offsetlog.Record, now time.Time) []arrival {
 	var arr []arrival
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -254,12 +253,15 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 				}
 				return nil
 			}
+			// Decoded once, for the sync engine and the cycle's queue (undecodable parts are
+			// counted by the Replayers).
+			recs, _ := offsetlog.Decode(m.Key, m.Value)
 			if st != nil {
-				st.Live(p.index, m) // first: sync does not wait for the cycle to take the queue
+				st.Live(p.index, m, recs) // first: sync does not wait for the cycle to take the queue
 			}
 			p.waitRoom(ctx)
 			w.m.messages.WithLabelValues(c.Name).Inc()
-			for _, a := range p.apply(m, w.o.Now()) {
+			for _, a := range p.apply(m, recs, w.o.Now()) {
 				w.m.replicated.WithLabelValues(c.Name, a.from).Inc()
 				if !a.committed.IsZero() {
 					w.m.replDelay.WithLabelValues(c.Name, a.from).Observe(max(0, a.at.Sub(a.committed).Seconds()))

@@ -6,19 +6,15 @@ package watch
 // what it does (syncObserver: the exporter's metrics and the decision log).
 
 import (
-	"context"
 	"errors"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 )
 
 // GroupDescriber answers DescribeGroups on one cluster (kop.KafkaGroups).
-type GroupDescriber interface {
-	DescribeGroups(ctx context.Context, groups []string) (map[string]kop.GroupActivity, error)
-}
+type GroupDescriber = streamsync.Describer
 
 // newEngine is the sync engine of clusters, nil when o.Sync is off.
 func newEngine(o Options, clusters []*clusterRT, obs *syncObserver) *streamsync.Engine {
@@ -27,14 +23,8 @@ func newEngine(o Options, clusters []*clusterRT, obs *syncObserver) *streamsync.
 	}
 	var cs []streamsync.Cluster
 	for _, c := range clusters {
-		sc := streamsync.Cluster{Name: c.Name, KafkaNamespace: c.KafkaNamespace, Committer: c.Committer, Data: c.Data}
-		if c.Members != nil {
-			sc.Members = c.Members
-		}
-		if c.SyncLease != nil {
-			sc.Lease = c.SyncLease
-		}
-		cs = append(cs, sc)
+		cs = append(cs, streamsync.Cluster{Name: c.Name, KafkaNamespace: c.KafkaNamespace, Committer: c.Committer,
+			Members: c.Members, Data: c.Data, Lease: c.SyncLease})
 	}
 	return streamsync.New(cs, streamsync.Options{Groups: o.Groups, Topics: o.Topics, Window: o.SyncWindow,
 		CallTimeout: min(o.CallTimeout, streamsync.DefaultCallTimeout), Retry: o.SyncRetry, SplitBrainWindow: o.SplitBrainWindow, MaxMessages: o.SyncMaxMessages,

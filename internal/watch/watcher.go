@@ -50,10 +50,7 @@ type Cluster struct {
 }
 
 // SyncLease is a writer lease held for as long as the process syncs (*lease.Lease).
-type SyncLease interface {
-	Acquire(ctx context.Context) error
-	Release()
-}
+type SyncLease = streamsync.Lease
 
 // Defaults of Options.
 const (
