@@ -107,23 +107,32 @@ func syncLatencies(t *testing.T, scus, wus *kadm.Client, group, topic string, of
 	ctx := context.Background()
 	for _, o := range offs {
 		commitOn(t, scus, "scus", group, topic, o)
-		acked := time.Now()
-		for {
-			got, ok := servedBy(ctx, wus, group, topic)
-			if ok && got == o-shift {
-				lat = append(lat, time.Since(acked))
-				break
-			}
-			if time.Since(acked) > 10*time.Second {
-				t.Logf("wus serves %d (%v) 10 s after scus's %d, want %d", got, ok, o, o-shift)
-				missed++
-				break
-			}
-			time.Sleep(time.Millisecond)
+		d, got, ok := servedWithin(ctx, wus, group, topic, o-shift, 10*time.Second)
+		if ok {
+			lat = append(lat, d)
+		} else {
+			t.Logf("wus serves %d 10 s after scus's %d, want %d", got, o, o-shift)
+			missed++
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	return lat, missed
+}
+
+// servedWithin asks adm every millisecond, from now, until KoP serves want for group's
+// topic/0 or within has passed: how long it took, and what it served last.
+func servedWithin(ctx context.Context, adm *kadm.Client, group, topic string, want int64, within time.Duration) (time.Duration, int64, bool) {
+	start := time.Now()
+	for {
+		got, ok := servedBy(ctx, adm, group, topic)
+		if ok && got == want {
+			return time.Since(start), got, true
+		}
+		if time.Since(start) > within {
+			return time.Since(start), got, false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // servedBy is what KoP serves for group's topic/0 (its answer names topics

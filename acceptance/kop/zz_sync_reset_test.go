@@ -39,19 +39,12 @@ func TestSyncFollowsResets(t *testing.T) {
 			from, to = wus, scus
 		}
 		commitOn(t, from, on, group, topic, offset)
-		at := time.Now()
-		for {
-			if got, ok := servedBy(context.Background(), to, group, topic); ok && got == want {
-				t.Logf("%s: %s %d -> the other cluster serves %d after %s", what, on, offset, want, time.Since(at).Round(time.Millisecond))
-				return
-			}
-			if time.Since(at) > 10*time.Second {
-				got, ok := servedBy(context.Background(), to, group, topic)
-				t.Fatalf("%s: %s committed %d; the other cluster serves %d (%v) 10 s later, want %d; sync log:\n%s",
-					what, on, offset, got, ok, want, grepLines(p.stderr(), group, 20))
-			}
-			time.Sleep(time.Millisecond)
+		d, got, ok := servedWithin(context.Background(), to, group, topic, want, 10*time.Second)
+		if !ok {
+			t.Fatalf("%s: %s committed %d; the other cluster serves %d 10 s later, want %d; sync log:\n%s",
+				what, on, offset, got, want, grepLines(p.stderr(), group, 20))
 		}
+		t.Logf("%s: %s %d -> the other cluster serves %d after %s", what, on, offset, want, d.Round(time.Millisecond))
 	}
 	// firstOnWus: a consumer of the group on wus starts at want, the record scus holds at
 	// scusAt (the same message).
@@ -135,18 +128,11 @@ func TestSyncEmptyTopic(t *testing.T) {
 	p := startSync(t, cfg, listen, "10s", group)
 	for _, o := range []int64{1000, 2000, 2500, 2400} {
 		commitOn(t, scus, "scus", group, topic, o)
-		at := time.Now()
-		for {
-			got, ok := servedBy(context.Background(), wus, group, topic)
-			if ok && got == o {
-				t.Logf("scus %d on an empty topic: wus serves %d after %s", o, got, time.Since(at).Round(time.Millisecond))
-				break
-			}
-			if time.Since(at) > 10*time.Second {
-				t.Fatalf("scus committed %d on an empty topic; wus serves %d (%v) 10 s later, want %d; sync log:\n%s", o, got, ok, o, grepLines(p.stderr(), group, 20))
-			}
-			time.Sleep(time.Millisecond)
+		d, got, ok := servedWithin(context.Background(), wus, group, topic, o, 10*time.Second)
+		if !ok {
+			t.Fatalf("scus committed %d on an empty topic; wus serves %d 10 s later, want %d; sync log:\n%s", o, got, o, grepLines(p.stderr(), group, 20))
 		}
+		t.Logf("scus %d on an empty topic: wus serves %d after %s", o, got, d.Round(time.Millisecond))
 	}
 }
 
@@ -226,13 +212,8 @@ func TestSyncAfterUndo(t *testing.T) {
 	}
 	served := func(o int64) {
 		t.Helper()
-		for at := time.Now(); ; time.Sleep(5 * time.Millisecond) {
-			if got, ok := servedBy(context.Background(), wus, group, topic); ok && got == o {
-				return
-			}
-			if time.Since(at) > 20*time.Second {
-				t.Fatalf("wus does not serve %d 20 s after scus committed it", o)
-			}
+		if _, _, ok := servedWithin(context.Background(), wus, group, topic, o, 20*time.Second); !ok {
+			t.Fatalf("wus does not serve %d 20 s after scus committed it", o)
 		}
 	}
 	syncSetUp(t, "--group", group)
