@@ -341,9 +341,19 @@ func index(offsets []loader.CommittedOffset, kafkaNamespace string) map[key]entr
 	out := make(map[key]entry, len(offsets))
 	for _, co := range offsets {
 		m, orig, marked := ParseMark(co.Metadata)
-		out[key{loader.ShortName(co.Topic, kafkaNamespace), co.Partition}] = entry{co: co, mark: m, marked: marked, orig: orig, foreign: co.Origin != "" || co.Kept != nil}
+		out[key{loader.ShortName(co.Topic, kafkaNamespace), co.Partition}] = entry{co: co, mark: m, marked: marked, orig: orig, foreign: foreign(co)}
 	}
 	return out
+}
+
+// foreign reports whether co is not the group's own commit on the cluster read: replicated
+// from another cluster, or a kept translation that is still the key's last word. A commit that
+// came after a kept translation (the group's own, a failover's record, the tool's sync
+// commit) carries the kept one as history (Kept.Current false) and is not foreign: counting it
+// foreign re-sent the same commit every cycle after a failover and never synced the group's
+// own commits from the cluster it failed over to (issue 51).
+func foreign(co loader.CommittedOffset) bool {
+	return co.Origin != "" || (co.Kept != nil && co.Kept.Current)
 }
 
 // planTo translates the source's own offsets for target c (one Commit), and finds there what

@@ -527,3 +527,43 @@ func TestWarmReadsWhatPlansTranslate(t *testing.T) {
 		t.Errorf("plans after Warm read %d+%d messages, want none", after.SourceReads-read.SourceReads, after.TargetReads-read.TargetReads)
 	}
 }
+
+// TestSyncAfterAKeptTranslation: wus kept a translation of scus's commit (watch
+// --keep-translations), then a failover wrote its record over it, then the sync committed the
+// same number (marked). The kept translation is history on those keys (Kept.Current false):
+// the tool's commit is not sent again, and the group's own commit on wus after it is synced
+// to scus (issue 51: the same commit was sent every cycle after a failover).
+func TestSyncAfterAKeptTranslation(t *testing.T) {
+	l := aligned("scus", "wus")
+	history := &loader.Kept{From: "scus", Source: 1995, Offset: 1995, At: 4000}
+	failedOver := commit("orders", 0, 1995, 4, "")
+	failedOver.Kept = history
+	res := l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 1995, 4, "")), "wus": view(0, failedOver)})
+	noErrors(t, res)
+	if len(l.sent["wus"].commits) != 0 {
+		t.Fatalf("the failover's record is the translation already; sent %+v", l.sent["wus"].commits)
+	}
+	synced := commit("orders", 0, 1995, 6, marked("scus", 1995))
+	synced.Kept = history
+	for range 3 {
+		res = l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 1995, 4, "")), "wus": view(0, synced)})
+		noErrors(t, res)
+	}
+	if len(l.sent["wus"].commits) != 0 {
+		t.Fatalf("the tool's own commit sent again %d times: %+v", len(l.sent["wus"].commits), l.sent["wus"].commits)
+	}
+	own := commit("orders", 0, 2100, 8, "app")
+	own.Kept = history
+	res = l.sync(t, map[string]View{"scus": view(0, commit("orders", 0, 1995, 4, "")), "wus": view(1, own)})
+	noErrors(t, res)
+	if res.Source != "wus" || len(l.sent["scus"].commits) != 1 || l.sent["scus"].commits[0][0].Offset != 2100 {
+		t.Fatalf("the group's own commit on wus after a kept translation: source %q, sent to scus %+v", res.Source, l.sent["scus"].commits)
+	}
+	// A kept translation that is still the key's last word is not the group's own.
+	kept := commit("orders", 0, 1995, 4, "")
+	kept.Kept = &loader.Kept{From: "scus", Source: 1995, Offset: 1995, At: 4000, Current: true}
+	res = l.sync(t, map[string]View{"scus": view(0), "wus": view(0, kept)})
+	if noErrors(t, res); len(l.sent["scus"].commits) != 1 {
+		t.Fatalf("a current kept translation synced as the group's own: %+v", l.sent["scus"].commits)
+	}
+}
