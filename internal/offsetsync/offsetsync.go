@@ -432,8 +432,7 @@ func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e en
 	if f <= 0 {
 		return 0, false
 	}
-	back, err := s.Pool.Translate(ctx, to, src, k.topic, k.partition, f, 0, group)
-	return f, err == nil && e.co.Offset < back.Translated
+	return f, !s.Pool.FloorHolds(ctx, src, to, k.topic, k.partition, e.co.Offset, f, group)
 }
 
 // planDelete finds on target o.c the keys it holds as the tool's commits from src that src
