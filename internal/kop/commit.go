@@ -215,6 +215,34 @@ func (w *Writer) Keep(ctx context.Context, cs []OffsetCommit, mark loader.KeptMa
 	return w.publish(ctx, cs[0].Group, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()})
 }
 
+// KeepAsync is Keep without waiting for the broker: done is called with the outcome, from the
+// producer's goroutine. The writes of one group go to one partition's producer, in order; a
+// keeper with many groups to write keeps many in flight instead of one round trip each.
+func (w *Writer) KeepAsync(ctx context.Context, cs []OffsetCommit, mark loader.KeptMark, done func(error)) {
+	if len(mark.Sources) != len(cs) {
+		done(fmt.Errorf("kopcommit: %d source offsets for %d commits", len(mark.Sources), len(cs)))
+		return
+	}
+	key, v, err := EncodeKeep(cs)
+	if err != nil {
+		done(err)
+		return
+	}
+	p := loader.PartitionFor(cs[0].Group, w.partitions)
+	prod, err := w.producer(p)
+	if err != nil {
+		done(err)
+		return
+	}
+	m := &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()}
+	prod.SendAsync(ctx, m, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+		if err != nil {
+			err = fmt.Errorf("send to %s-partition-%d: %w", w.topic, p, err)
+		}
+		done(err)
+	})
+}
+
 // EncodeKeep is EncodeRequest for a kept translation: each commit keeps its CommitTime
 // (the source's), so that it expires with the source's commit.
 func EncodeKeep(cs []OffsetCommit) (pulsarKey, value []byte, err error) {

@@ -14,9 +14,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -24,15 +23,16 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
-// Writer writes a kept translation into the cluster's offsets topic (*kop.Writer).
+// Writer writes a kept translation into the cluster's offsets topic without waiting for it
+// (*kop.Writer): done gets the outcome, from any goroutine.
 type Writer interface {
-	Keep(ctx context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error)
+	KeepAsync(ctx context.Context, cs []kop.OffsetCommit, mark loader.KeptMark, done func(error))
 }
 
 var _ Writer = (*kop.Writer)(nil)
 
-// Keeper keeps the translations of one cluster. Not safe for concurrent use: watch's cycle
-// calls it.
+// Keeper keeps the translations of one cluster. Not safe for concurrent use (watch's cycle
+// calls it), but for the completions of its own writes.
 type Keeper struct {
 	// Cluster is the cluster kept (the target of the replicated commits).
 	Cluster string
@@ -52,6 +52,18 @@ type Keeper struct {
 	behind map[verdict.Key]int64
 	// again: groups left for a source that did not answer, or whose keeping failed.
 	again map[string]struct{}
+
+	// The writes in flight (Keep) and those done, for Flush.
+	inflight sync.WaitGroup
+	mu       sync.Mutex
+	written  []written
+}
+
+// written is one kept translation's write, done.
+type written struct {
+	group, from string
+	kept        []Kept
+	err         error
 }
 
 // Want returns the offsets of one group that want a kept translation: the newest commit of
@@ -106,9 +118,12 @@ type Result struct {
 	Errors []error // each names the cluster, group, topic and partition
 }
 
-// Keep translates want (from Want) and writes one kept translation per source cluster.
-// up reports whether a cluster answers; a source that does not is left for later (its
-// offsets stay as replicated). Nothing is written for a key whose translation failed.
+// Keep translates want (from Want) and sends one kept translation per source cluster, without
+// waiting for the writes: Flush waits for them and reports them (a write is a round trip to
+// the broker, and thousands of groups a cycle kept one round trip at a time fell behind a
+// busy source: issue 47). The Result holds the translations that failed. up reports whether a
+// cluster answers; a source that does not is left for later (its offsets stay as replicated).
+// Nothing is written for a key whose translation failed.
 func (k *Keeper) Keep(ctx context.Context, group string, want []loader.CommittedOffset, up func(cluster string) bool) Result {
 	var res Result
 	delete(k.again, group)
@@ -145,19 +160,40 @@ func (k *Keeper) Keep(ctx context.Context, group string, want []loader.Committed
 		if len(commits) == 0 {
 			continue
 		}
-		if _, _, err := k.Writer.Keep(ctx, commits, mark); err != nil {
-			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: write the kept translation of group %s (from %s): %w", k.Cluster, group, from, err))
-			k.retry(group)
+		k.inflight.Add(1)
+		k.Writer.KeepAsync(ctx, commits, mark, func(err error) {
+			k.mu.Lock()
+			k.written = append(k.written, written{group: group, from: from, kept: kept, err: err})
+			k.mu.Unlock()
+			k.inflight.Done()
+		})
+	}
+	return res
+}
+
+// Flush waits for every write Keep sent and returns what was kept and the writes that failed
+// (their groups are kept again next time).
+func (k *Keeper) Flush() Result {
+	k.inflight.Wait()
+	k.mu.Lock()
+	done := k.written
+	k.written = nil
+	k.mu.Unlock()
+	var res Result
+	for _, w := range done {
+		if w.err != nil {
+			res.Errors = append(res.Errors, fmt.Errorf("cluster %s: write the kept translation of group %s (from %s): %w", k.Cluster, w.group, w.from, w.err))
+			k.retry(w.group)
 			continue
 		}
-		for _, kt := range kept {
+		for _, kt := range w.kept {
 			if kt.Behind {
 				k.remember(kt.Key, kt.Source)
 			} else {
 				delete(k.behind, kt.Key)
 			}
 		}
-		res.Kept = append(res.Kept, kept...)
+		res.Kept = append(res.Kept, w.kept...)
 	}
 	return res
 }

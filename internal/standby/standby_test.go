@@ -2,12 +2,13 @@ package standby
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -42,15 +43,17 @@ func (w *target) replicateAt(offset, at int64) {
 	}
 }
 
-func (w *target) Keep(_ context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
+// KeepAsync lands the write at once, as the broker would by the time Flush returns.
+func (w *target) KeepAsync(_ context.Context, cs []kop.OffsetCommit, mark loader.KeptMark, done func(error)) {
 	key, v, err := kop.EncodeKeep(cs)
 	if err != nil {
-		return 0, nil, err
+		done(err)
+		return
 	}
 	w.writes++
 	m := loader.Message{MessageID: fmt.Sprintf("1:%d:0:-1", w.seq), Key: key, Value: v, Kept: &mark}
 	w.seq++
-	return 0, nil, w.r.ApplyMessage(m)
+	done(w.r.ApplyMessage(m))
 }
 
 func (w *target) offsets() []loader.CommittedOffset { return w.r.Result().Offsets() }
@@ -80,10 +83,21 @@ func setup(t *testing.T, src, dst []uint64) (*Keeper, *target, fakes.MemCopies) 
 func keep(t *testing.T, k *Keeper, w *target, up bool) Result {
 	t.Helper()
 	res := k.Keep(context.Background(), "G", k.Want(w.offsets()), func(string) bool { return up })
-	for _, err := range res.Errors {
+	done := k.Flush()
+	for _, err := range append(res.Errors, done.Errors...) {
 		t.Fatal(err)
 	}
-	return res
+	done.Errors = res.Errors
+	return done
+}
+
+// keepStale keeps what was wanted earlier (stale: decided before what landed since).
+func keepStale(t *testing.T, k *Keeper, stale []loader.CommittedOffset) {
+	t.Helper()
+	res := k.Keep(context.Background(), "G", stale, func(string) bool { return true })
+	for _, err := range append(res.Errors, k.Flush().Errors...) {
+		t.Fatal(err)
+	}
 }
 
 func TestKeepAligned(t *testing.T) {
@@ -208,9 +222,7 @@ func TestKeepFencedAgainstANewerCommit(t *testing.T) {
 	w.replicateAt(500, 1_000)
 	stale := k.Want(w.offsets()) // decided now, written after 10900 landed
 	w.replicateAt(10900, 2_000)
-	if res := k.Keep(context.Background(), "G", stale, func(string) bool { return true }); len(res.Errors) > 0 {
-		t.Fatal(res.Errors)
-	}
+	keepStale(t, k, stale)
 	if c := w.offset(); c.Offset != 500 || c.Newer == nil || c.Newer.Offset != 10900 || c.Newer.Origin != "scus" {
 		t.Fatalf("the late kept 500: %+v newer %+v", c, c.Newer)
 	}
@@ -224,9 +236,7 @@ func TestKeepFencedAgainstANewerCommit(t *testing.T) {
 	if err := w.r.ApplyMessage(kop.Message(0, 99, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 12000, CommitTime: time.UnixMilli(4_000)})); err != nil {
 		t.Fatal(err)
 	}
-	if res := k.Keep(context.Background(), "G", stale, func(string) bool { return true }); len(res.Errors) > 0 {
-		t.Fatal(res.Errors)
-	}
+	keepStale(t, k, stale)
 	if c := w.offset(); c.Offset != 11000 || c.Newer == nil || c.Newer.Origin != "" || c.Newer.Offset != 12000 {
 		t.Fatalf("the late kept 11000 over the group's own 12000: %+v newer %+v", c, c.Newer)
 	}
@@ -301,9 +311,7 @@ func TestKeepFenceProperty(t *testing.T) {
 				for range rng.IntN(3) {
 					commitSomething()
 				}
-				if res := k.Keep(context.Background(), "G", stale, func(string) bool { return true }); len(res.Errors) > 0 {
-					t.Fatal(res.Errors)
-				}
+				keepStale(t, k, stale)
 			default:
 				keep(t, k, w, true)
 			}
@@ -314,5 +322,64 @@ func TestKeepFenceProperty(t *testing.T) {
 		if c := w.offset(); c.Offset != newest || int64(c.CommitTimestamp) != newestAt || c.Newer != nil {
 			t.Fatalf("run %d: after a keep, %d@%d (newer %+v), want the newest %d@%d:\n%v", run, c.Offset, c.CommitTimestamp, c.Newer, newest, newestAt, log)
 		}
+	}
+}
+
+// heldWriter holds every write until release: what a broker's round trip is to the keeper.
+type heldWriter struct {
+	mu       sync.Mutex
+	pending  []func(error)
+	fail     map[string]bool // groups whose writes fail
+	maxFlown int
+}
+
+func (h *heldWriter) KeepAsync(_ context.Context, cs []kop.OffsetCommit, _ loader.KeptMark, done func(error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var err error
+	if h.fail[cs[0].Group] {
+		err = errors.New("broker said no")
+	}
+	h.pending = append(h.pending, func(error) { done(err) })
+	h.maxFlown = max(h.maxFlown, len(h.pending))
+}
+
+func (h *heldWriter) release() {
+	h.mu.Lock()
+	p := h.pending
+	h.pending = nil
+	h.mu.Unlock()
+	for _, done := range p {
+		go done(nil)
+	}
+}
+
+// TestKeepPipelinesWrites: the groups of a step are all sent before any write lands (one
+// round trip for the step, not one per group: issue 47's keeper fell behind at 570 a second);
+// Flush waits for them, reports what was kept, and a failed write's group is kept again.
+func TestKeepPipelinesWrites(t *testing.T) {
+	h := &heldWriter{fail: map[string]bool{"g07": true}}
+	k := &Keeper{Cluster: "wus", KafkaNamespace: "public/default", Writer: h,
+		Sources: map[string]align.Source{"scus": copies(fakes.Sequence(0, 100)), "wus": copies(fakes.Sequence(0, 100))}}
+	for i := range 50 {
+		g := fmt.Sprintf("g%02d", i)
+		co := loader.CommittedOffset{Group: g, Topic: topic, Offset: int64(i), Origin: "scus", CommitTimestamp: 1000}
+		if res := k.Keep(context.Background(), g, k.Want([]loader.CommittedOffset{co}), func(string) bool { return true }); len(res.Errors) > 0 {
+			t.Fatal(res.Errors)
+		}
+	}
+	if h.maxFlown != 50 {
+		t.Fatalf("%d writes in flight at most, want all 50 sent before any landed", h.maxFlown)
+	}
+	h.release()
+	res := k.Flush()
+	if len(res.Kept) != 49 || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Error(), "group g07") {
+		t.Fatalf("flush: %d kept, errors %v", len(res.Kept), res.Errors)
+	}
+	if again := k.Again(); len(again) != 1 || again[0] != "g07" {
+		t.Fatalf("again %v, want the failed group", again)
+	}
+	if res := k.Flush(); len(res.Kept)+len(res.Errors) != 0 {
+		t.Fatalf("a second flush reported %+v", res)
 	}
 }

@@ -148,7 +148,7 @@ func New(clusters []Cluster, o Options) *Engine {
 			c.Committer = dryCommitter{}
 		}
 		e.clusters = append(e.clusters, c)
-		e.stores[c.Name] = newStore(c.Name, e)
+		e.stores[c.Name] = NewStore(c.Name, engineEvents{e})
 		pool.Sources[c.Name] = c.Data
 		e.syncer.Clusters = append(e.syncer.Clusters, offsetsync.Cluster{Name: c.Name, KafkaNamespace: c.KafkaNamespace, Committer: c.Committer})
 	}
@@ -157,6 +157,14 @@ func New(clusters []Cluster, o Options) *Engine {
 
 // Store returns the Store of cluster name (nil when it is not synced).
 func (e *Engine) Store(name string) *Store { return e.stores[name] }
+
+// engineEvents is the Engine as its Stores' Events.
+type engineEvents struct{ e *Engine }
+
+func (ev engineEvents) Dirty(cluster string, groups []string, members bool) {
+	ev.e.dirty(cluster, groups, members)
+}
+func (ev engineEvents) Wake() { ev.e.wake() }
 
 // dirty makes groups due (events, from the Stores).
 func (e *Engine) dirty(cluster string, groups []string, members bool) {
@@ -206,7 +214,7 @@ func (e *Engine) all() {
 func (e *Engine) ready() bool {
 	for _, c := range e.clusters {
 		u, known := e.health.state(c.Name)
-		if !known || (u && !e.stores[c.Name].complete()) {
+		if !known || (u && !e.stores[c.Name].Complete()) {
 			return false
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // from another goroutine): about a hundred bytes per live key. Safe for concurrent use.
 type Store struct {
 	cluster string
-	events  events
+	events  Events
 
 	mu    sync.Mutex
 	parts []*storePart
@@ -34,12 +34,14 @@ type Store struct {
 // the tool's first commit, 0.1 s after the watch started): 30 s later they are gone.
 const replicatingFor = 30 * time.Second
 
-// events is what a Store tells its engine.
-type events interface {
-	// dirty: groups to sync; members: group records were read (membership may have changed).
-	dirty(cluster string, groups []string, members bool)
-	// wake: a partition caught up; the engine may be ready now.
-	wake()
+// Events is what a Store tells the engine it feeds (the sync Engine, or the keeper of
+// package streamkeep).
+type Events interface {
+	// Dirty: groups whose offsets or records changed; members: group records were read
+	// (membership may have changed).
+	Dirty(cluster string, groups []string, members bool)
+	// Wake: a partition caught up; the engine may be ready now.
+	Wake()
 }
 
 // storePart is one offsets partition: next replays (after a start or a reader failure),
@@ -51,7 +53,8 @@ type storePart struct {
 	view   *loader.PersistedOffsets // of rep, nil after a feed (rebuilt on the next read)
 }
 
-func newStore(cluster string, ev events) *Store {
+// NewStore is a Store of cluster's offsets topic telling ev what it reads.
+func NewStore(cluster string, ev Events) *Store {
 	return &Store{cluster: cluster, events: ev, replicating: map[string]time.Time{}}
 }
 
@@ -107,8 +110,8 @@ func (s *Store) CaughtUp(p int32) {
 	sp.rep, sp.next, sp.caught, sp.view = sp.next, nil, true, nil
 	groups := slices.Collect(sp.viewOf().GroupNames())
 	s.mu.Unlock()
-	s.events.dirty(s.cluster, groups, true)
-	s.events.wake()
+	s.events.Dirty(s.cluster, groups, true)
+	s.events.Wake()
 }
 
 // Failed marks p unread (its reader failed): its groups are neither source nor target on
@@ -161,7 +164,7 @@ func (s *Store) Live(p int32, m pulsarx.TailMessage, recs []offsetlog.Record) {
 	}
 	s.mu.Unlock()
 	if len(groups) > 0 {
-		s.events.dirty(s.cluster, groups, members)
+		s.events.Dirty(s.cluster, groups, members)
 	}
 }
 
@@ -214,8 +217,8 @@ func (s *Store) Groups() []string {
 	return out
 }
 
-// complete reports whether every partition has caught up (false before SetPartitions).
-func (s *Store) complete() bool {
+// Complete reports whether every partition has caught up (false before SetPartitions).
+func (s *Store) Complete() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.parts) == 0 {

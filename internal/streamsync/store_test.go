@@ -24,13 +24,13 @@ type recEvents struct {
 	wakes   int
 }
 
-func (r *recEvents) dirty(cluster string, groups []string, members bool) {
+func (r *recEvents) Dirty(cluster string, groups []string, members bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.dirties = append(r.dirties, dirtyCall{cluster, slices.Clone(groups), members})
 }
 
-func (r *recEvents) wake() {
+func (r *recEvents) Wake() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.wakes++
@@ -55,7 +55,7 @@ type storeEnv struct {
 
 func newStoreEnv(t *testing.T) *storeEnv {
 	ev := &recEvents{}
-	s := newStore("scus", ev)
+	s := NewStore("scus", ev)
 	s.SetPartitions(testParts)
 	return &storeEnv{t: t, s: s, ev: ev}
 }
@@ -116,7 +116,7 @@ func TestStoreNothingBeforeCaughtUp(t *testing.T) {
 	if _, ok := before.Offsets("g"); ok {
 		t.Fatal("Offsets known before SetPartitions")
 	}
-	if before.complete() {
+	if before.Complete() {
 		t.Fatal("complete before SetPartitions")
 	}
 	se := newStoreEnv(t)
@@ -131,8 +131,8 @@ func TestStoreNothingBeforeCaughtUp(t *testing.T) {
 	if d, w := se.ev.take(); len(d) != 0 || w != 0 {
 		t.Fatalf("events before the catch-up: %v dirty, %d wakes", d, w)
 	}
-	if se.s.complete() || len(se.s.Groups()) != 0 {
-		t.Fatalf("complete %v, groups %v before any catch-up", se.s.complete(), se.s.Groups())
+	if se.s.Complete() || len(se.s.Groups()) != 0 {
+		t.Fatalf("complete %v, groups %v before any catch-up", se.s.Complete(), se.s.Groups())
 	}
 }
 
@@ -170,7 +170,7 @@ func TestStoreCaughtUpMakesThePartitionDue(t *testing.T) {
 			se.unread(g)
 		}
 	}
-	if se.s.complete() {
+	if se.s.Complete() {
 		t.Fatal("complete with one partition of four caught up")
 	}
 	for q := range testParts {
@@ -179,7 +179,7 @@ func TestStoreCaughtUpMakesThePartitionDue(t *testing.T) {
 			se.s.CaughtUp(q)
 		}
 	}
-	if !se.s.complete() {
+	if !se.s.Complete() {
 		t.Fatal("not complete with every partition caught up")
 	}
 	if got := slices.Sorted(slices.Values(se.s.Groups())); !slices.Equal(got, slices.Sorted(slices.Values(gs))) {
@@ -296,7 +296,7 @@ func TestStoreFailedUntilReplayed(t *testing.T) {
 		}
 	}
 	se.live(commitOf(h, 0, 7), "")
-	if !se.s.complete() {
+	if !se.s.Complete() {
 		t.Fatal("not complete")
 	}
 
@@ -315,7 +315,7 @@ func TestStoreFailedUntilReplayed(t *testing.T) {
 
 	se.s.Failed(p)
 	se.unread(g)
-	if se.s.complete() {
+	if se.s.Complete() {
 		t.Fatal("complete with a partition failed")
 	}
 	if got := se.s.Groups(); slices.Contains(got, g) || !slices.Contains(got, h) {
@@ -334,7 +334,7 @@ func TestStoreFailedUntilReplayed(t *testing.T) {
 	if got := se.offsets(g); got[0] != 130 {
 		t.Fatalf("after the new replay caught up: %v, want 130", got)
 	}
-	if !se.s.complete() {
+	if !se.s.Complete() {
 		t.Fatal("not complete after the failed partition caught up again")
 	}
 	if d, w := se.ev.take(); len(d) != 1 || !slices.Equal(d[0].groups, []string{g}) || !d[0].members || w != 1 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/streamkeep"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -19,10 +20,10 @@ type clusterRT struct {
 	n     int32
 	parts []*partition
 
-	upNow atomic.Bool // up, for the sync engine's goroutine
+	upNow atomic.Bool         // up, for the engines' goroutines
+	keep  *streamkeep.Engine // with a Keeper: its keeping engine
 
 	// Owned by the cycle.
-	keepPaused bool // the last keeping found the writer lease held by another process
 	up, kopUp  bool
 	probed     bool              // up is known
 	adminDown  bool              // the last probe of the admin API failed

@@ -64,15 +64,11 @@ func (w *Watcher) Cycle(ctx context.Context) {
 	w.m.setReport(snap)
 	ready := w.replayed()
 	w.ready.Store(ready)
-	// 6. Kept translations, then repair, only once every cluster that answers has replayed
-	// its offsets topic.
-	if ready {
-		w.keep(ctx, dirty)
-	} else {
-		for i, c := range w.clusters {
-			if c.Keeper != nil {
-				c.Keeper.Later(dirty[i]...) // not lost: kept once every cluster has replayed
-			}
+	// 6. Kept translations are kept as they are read (streamkeep); the cycle makes what was
+	// left for later (a source that did not answer, a failed write) due again.
+	for _, c := range w.clusters {
+		if c.keep != nil && c.up {
+			c.keep.Retry()
 		}
 	}
 	if w.engine != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -76,20 +75,21 @@ func (m *memTail) group(group string, members int) {
 
 // keep is a standby.Writer that appends the kept translation to the tail, as Pulsar would
 // deliver it to the cluster's own readers.
-func (m *memTail) Keep(_ context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
+func (m *memTail) KeepAsync(_ context.Context, cs []kop.OffsetCommit, mark loader.KeptMark, done func(error)) {
 	key, v, err := kop.EncodeKeep(cs)
 	if err != nil {
-		return 0, nil, err
+		done(err)
+		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	p := loader.PartitionFor(cs[0].Group, m.n)
 	msg := loader.Message{Partition: p, MessageID: fmt.Sprintf("1:%d:%d:-1", len(m.msgs[p]), p), Key: key, Value: v, Kept: &mark}
 	m.msgs[p] = append(m.msgs[p], pulsarx.TailMessage{Message: msg})
 	m.kept++
 	close(m.wake)
 	m.wake = make(chan struct{})
-	return p, nil, nil
+	m.mu.Unlock()
+	go done(nil) // as the producer does: from its own goroutine
 }
 
 // keptCount is how many kept translations were written.

@@ -237,7 +237,7 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 // with a new replay (the old view stays in use until the new one has caught up).
 func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 	backoff := w.o.Backoff
-	st := w.store(c) // the sync engine's copy (nil unless --sync)
+	st := w.store(c) // the engine's copy (nil unless --sync or --keep-translations)
 	for ctx.Err() == nil {
 		next := loader.NewReplayer(p.index, loader.OrderingKoP)
 		live := false
@@ -301,10 +301,13 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 	}
 }
 
-// store is the sync engine's Store of c, nil when watch does not sync.
+// store is the Store of c the sync engine or c's keeping engine reads, nil with neither.
 func (w *Watcher) store(c *clusterRT) *streamsync.Store {
-	if w.engine == nil {
-		return nil
+	switch {
+	case w.engine != nil:
+		return w.engine.Store(c.Name)
+	case c.keep != nil:
+		return c.keep.Store()
 	}
-	return w.engine.Store(c.Name)
+	return nil
 }

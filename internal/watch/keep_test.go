@@ -3,6 +3,7 @@ package watch
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -85,7 +86,7 @@ func TestKeepTranslationsWaitForTheSource(t *testing.T) {
 // TestKeepWaitsForTheWriterLease: while another process holds wus's writer lease (a watch
 // --sync, a failover), nothing is kept there and the pause is logged once; once the lease is
 // free the translation is kept, and the lease is given back after each cycle's keeping (a
-// failover between two cycles can take it).
+// failover can take it once the keeper is idle).
 func TestKeepWaitsForTheWriterLease(t *testing.T) {
 	l := &fakeLease{other: true}
 	e := keptEnvLeased(t, Options{}, l)
@@ -99,22 +100,22 @@ func TestKeepWaitsForTheWriterLease(t *testing.T) {
 	}
 	l.set(false)
 	e.cycleUntil("kept once the lease is free", persistedIs("orders", "wus", 500))
-	if mine, n := l.state(); mine || n < 1 {
-		t.Fatalf("after the cycle: lease held %v (want given back), taken %d times", mine, n)
-	}
+	e.waitFor("the lease given back a second after the last write", func() bool { mine, n := l.state(); return !mine && n >= 1 })
 	if !strings.Contains(e.logText(), "keeping again") {
 		t.Error("the end of the pause is not logged")
 	}
 }
 
-// TestKeepTakesNoLeaseWithTheSourceGone: with the source down, a keeping step writes nothing
-// and takes no lease: a failover run then finds the cluster's writer lease free.
+// TestKeepTakesNoLeaseWithTheSourceGone: the lease is given back a second after the last
+// write; with the source down, keeping writes nothing and takes no lease: a failover run then
+// finds the cluster's writer lease free.
 func TestKeepTakesNoLeaseWithTheSourceGone(t *testing.T) {
 	l := &fakeLease{}
 	e := keptEnvLeased(t, Options{}, l)
 	e.cycleUntil("kept 800", persistedIs("orders", "wus", 500))
-	if mine, n := l.state(); mine || n != 1 {
-		t.Fatalf("after the first keeping: lease held %v, taken %d times (want given back, once)", mine, n)
+	e.waitFor("the lease given back a second after the last write", func() bool { mine, _ := l.state(); return !mine })
+	if _, n := l.state(); n != 1 {
+		t.Fatalf("after the first keeping: lease taken %d times, want once", n)
 	}
 	e.scus.setDown(errDown)
 	e.wus.commit("scus", commit("orders", 0, 10900))
@@ -122,5 +123,27 @@ func TestKeepTakesNoLeaseWithTheSourceGone(t *testing.T) {
 	e.settle()
 	if mine, n := l.state(); mine || n != 1 {
 		t.Fatalf("with scus down: lease held %v, taken %d times (want not taken again)", mine, n)
+	}
+}
+
+// TestKeepTranslationsAsTheyAreRead: a replicated commit is kept as the follower reads it,
+// with no watch cycle in between (issue 47: keeping once a cycle fell behind a busy source,
+// and the re-read bound after a disaster was a cycle long).
+func TestKeepTranslationsAsTheyAreRead(t *testing.T) {
+	e := keptEnv(t, Options{})
+	e.cycleUntil("kept 800", persistedIs("orders", "wus", 500))
+	cycles := e.w.cycles.Load()
+	for i, o := range []int64{900, 1000, 10900} {
+		e.wus.commit("scus", commit("orders", 0, o))
+		deadline := time.Now().Add(5 * time.Second)
+		for e.wus.keptCount() != i+2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d not kept 5 s after it was read, with no cycle (%d kept)", o, e.wus.keptCount())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if n := e.w.cycles.Load(); n != cycles {
+		t.Fatalf("%d cycles ran meanwhile", n-cycles)
 	}
 }

@@ -200,7 +200,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Start starts the followers of every cluster and, in sync mode, the sync engine (they stop
+// Start starts the followers of every cluster and the engines of sync or keeping (they stop
 // when ctx ends); cycles are then run with Cycle. wait returns once they have stopped, or
 // after 5 seconds.
 func (w *Watcher) Start(ctx context.Context) (wait func()) {
@@ -210,11 +210,19 @@ func (w *Watcher) Start(ctx context.Context) (wait func()) {
 // start is Start, with the sync engine running or not (SyncOnce runs one sweep itself).
 func (w *Watcher) start(ctx context.Context, engine bool) (wait func()) {
 	var wg sync.WaitGroup
+	if engine {
+		w.newKeepEngines() // before the followers, which feed their Stores
+	}
 	for _, c := range w.clusters {
 		wg.Go(func() { w.startCluster(ctx, c, &wg) })
 	}
 	if engine && w.engine != nil {
 		wg.Go(func() { w.engine.Run(ctx) })
+	}
+	for _, c := range w.clusters {
+		if engine && c.keep != nil {
+			wg.Go(func() { c.keep.Run(ctx) })
+		}
 	}
 	return func() {
 		done := make(chan struct{})

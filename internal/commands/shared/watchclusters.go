@@ -190,19 +190,20 @@ type keepWriter struct {
 	w  *kop.Writer
 }
 
-func (k *keepWriter) Keep(ctx context.Context, cs []kop.OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
+func (k *keepWriter) KeepAsync(ctx context.Context, cs []kop.OffsetCommit, mark loader.KeptMark, done func(error)) {
 	k.mu.Lock()
 	if k.w == nil {
 		n, err := k.reader.Partitions(ctx)
 		if err != nil {
 			k.mu.Unlock()
-			return 0, nil, fmt.Errorf("partition count of %s: %w", k.topic, err)
+			done(fmt.Errorf("partition count of %s: %w", k.topic, err))
+			return
 		}
 		k.w = kop.NewWriter(k.client, k.topic, n)
 	}
 	w := k.w
 	k.mu.Unlock()
-	return w.Keep(ctx, cs, mark)
+	w.KeepAsync(ctx, cs, mark, done)
 }
 
 func (k *keepWriter) Close() {
