@@ -88,6 +88,31 @@ func (p *Pool) TranslateSince(ctx context.Context, from, to, topic string, parti
 	return tr.Translate(ctx, offset)
 }
 
+// FloorHolds reports whether the group's own position floor on to (its numbering) still
+// binds a translation of offset, committed by the group on from: the newest intent wins.
+// The floor holds while the source's commit is at or past where the floor stands in the
+// source's numbering (the group moved on from where it left to: a failback, whose messages
+// only to holds before floor are not read again). A source below that was moved back after
+// the group left to (a reset to earliest, to a datetime, by a shift): the translation then
+// follows it backwards (TranslateSince), exactly to the reset point. When the floor cannot
+// be placed in the source's numbering it holds: never a skip. One rule for sync
+// (package offsetsync) and kept translations (package standby).
+func (p *Pool) FloorHolds(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) bool {
+	if floor <= 0 {
+		return true
+	}
+	back, err := p.Translate(ctx, to, from, topic, partition, floor, 0, group)
+	return err != nil || offset >= back.Translated
+}
+
+// TranslateFloored is Translate or TranslateSince, as FloorHolds says.
+func (p *Pool) TranslateFloored(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
+	if p.FloorHolds(ctx, from, to, topic, partition, offset, floor, group) {
+		return p.Translate(ctx, from, to, topic, partition, offset, floor, group)
+	}
+	return p.TranslateSince(ctx, from, to, topic, partition, offset, floor, group)
+}
+
 // Trackers is how many Trackers the Pool holds.
 func (p *Pool) Trackers() int { return len(p.trackers) }
 

@@ -242,6 +242,51 @@ func TestPlanSourceDown(t *testing.T) {
 	}
 }
 
+// TestPlanSourceDownKeptOverANewer: kept translations that landed after a newer commit of
+// their key (loader.Newer: the keeper raced replication, issue 51), with scus gone. g: scus's
+// 10900 hidden by the kept 500: lands on the kept 500, saying that 10900 was not translated
+// (the group re-reads, never skips). r: scus's reset to 500 hidden by the kept 10900: refused,
+// landing there would skip what the group was moved back to read. o: the group's own 12000 on
+// wus hidden by a kept 11000: its own number written back.
+func TestPlanSourceDownKeptOverANewer(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	ms := func(s int64) time.Time { return time.UnixMilli(s * 1000) }
+	c := func(g string, offset, sec int64) kop.OffsetCommit {
+		return kop.OffsetCommit{Group: g, Topic: topic1, Offset: offset, CommitTime: ms(sec)}
+	}
+	dst := fakes.NewMemReader(8).
+		Replicated("scus", c("g", 500, 1)).Replicated("scus", c("g", 10900, 2)).
+		Kept(loader.KeptMark{From: "scus", Sources: []int64{500}, At: at}, c("g", 500, 1)).
+		Replicated("scus", c("r", 10900, 1)).Replicated("scus", c("r", 500, 2)).
+		Kept(loader.KeptMark{From: "scus", Sources: []int64{10900}, At: at}, c("r", 10900, 1)).
+		Replicated("scus", c("o", 11000, 2)).Commit(c("o", 12000, 3)).
+		Kept(loader.KeptMark{From: "scus", Sources: []int64{11000}, At: at}, c("o", 11000, 2))
+	src := fakes.NewMemReader(8)
+	src.Err = errors.New("i/o timeout")
+	pl := &Planner{
+		From:       Side{Name: "scus", KafkaNamespace: "public/default", Reader: src},
+		To:         Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: groups(t, fakes.NewKoP(t))},
+		SourceDown: src.Err, Now: func() time.Time { return at.Add(time.Minute) },
+	}
+	plan, err := pl.Plan(context.Background(), Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Rows) != 3 {
+		t.Fatalf("plan %+v", plan)
+	}
+	g, o, r := plan.Rows[0], plan.Rows[1], plan.Rows[2]
+	if g.Action != ActionReload || *g.Translated != 500 || g.Source != 10900 || !strings.Contains(g.Why, "newer commit 10900 could not be translated") {
+		t.Fatalf("g: %+v (%s)", g, g.Why)
+	}
+	if r.Action != ActionRefused || r.Source != 500 || !strings.Contains(r.Why, "would skip what the group was moved back to read") {
+		t.Fatalf("r: %+v (%s)", r, r.Why)
+	}
+	if o.Action != ActionWrite || *o.Translated != 12000 || !strings.Contains(o.Why, "own commit 12000 on wus, hidden by an older kept translation") {
+		t.Fatalf("o: %+v (%s)", o, o.Why)
+	}
+}
+
 // TestPlanFailback: scus wrote 10 messages before replication (never on wus); the group
 // committed 60 on scus, failed over to wus, committed 80 there (scus 90), and fails back. Its
 // own commit on scus is where the translation starts, not scus's first message.

@@ -69,20 +69,38 @@ func (pl *Planner) decideKept(r *Row, co loader.CommittedOffset, now time.Time, 
 		// The group committed on the target itself after the kept translation.
 		r.Source = k.Source
 		return ActionNone, fmt.Sprintf("the group committed %d on %s itself after the kept translation: its own number, left as it is", co.Offset, pl.To.Name)
+	case co.Newer != nil && co.Newer.Origin == "":
+		// The group's own newer commit here, hidden by a kept translation written after it
+		// (loader.Newer): its own number, written back.
+		r.Source = k.Source
+		own := co.Newer.Offset
+		r.Translated = &own
+		return pl.landKept(r, act, actErr, fmt.Sprintf("the group's own commit %d on %s, hidden by an older kept translation written after it: written back", own, pl.To.Name))
 	}
 	r.Source = k.Source
 	t := k.Offset
 	r.Translated = &t
 	age := now.Sub(k.At.Time()).Round(time.Second)
 	why := fmt.Sprintf("kept translation of %s's %d, checked %s ago (%s)", pl.From.Name, k.Source, age, down)
-	if !k.Current {
-		// A newer commit replicated after it, untranslated: it is not trusted.
-		r.Source = co.Offset
-		if co.Offset < k.Source {
-			return ActionRefused, fmt.Sprintf("%s's newest commit %d is older than the kept translation of its %d: the order is unknown; fail over when %s is back", pl.From.Name, co.Offset, k.Source, pl.From.Name)
-		}
-		why = fmt.Sprintf("%s's newer commit %d could not be translated (%s); landing on the kept translation of its %d, checked %s ago: the group re-reads what it consumed in between", pl.From.Name, co.Offset, down, k.Source, age)
+	// A newer commit of the source after the kept translation, untranslated: replicated
+	// after it, or landed before a kept translation of an older one (loader.Newer).
+	newest, untranslated := co.Offset, !k.Current
+	if co.Newer != nil {
+		newest, untranslated = co.Newer.Offset, true
 	}
+	if untranslated {
+		r.Source = newest
+		if newest < k.Source {
+			return ActionRefused, fmt.Sprintf("%s's newest commit %d is below the kept translation of its %d (a reset?) and has no translation: landing on the kept one would skip what the group was moved back to read; fail over when %s is back", pl.From.Name, newest, k.Source, pl.From.Name)
+		}
+		why = fmt.Sprintf("%s's newer commit %d could not be translated (%s); landing on the kept translation of its %d, checked %s ago: the group re-reads what it consumed in between", pl.From.Name, newest, down, k.Source, age)
+	}
+	return pl.landKept(r, act, actErr, why)
+}
+
+// landKept is the action that lands r on *r.Translated, the target's preflight passed.
+func (pl *Planner) landKept(r *Row, act reload.GroupActivity, actErr error, why string) (string, string) {
+	t := *r.Translated
 	if reason := pl.targetIdle(act, actErr); reason != "" {
 		return ActionRefused, reason
 	}

@@ -116,3 +116,58 @@ func TestOwnCommit(t *testing.T) {
 		t.Fatalf("after a tombstone: own %s floor %d", own(c), c.Floor())
 	}
 }
+
+// TestKeptOverANewerCommit replays issue 51's race on a standby: the keeper decided on
+// scus's 500, scus's 10900 replicated in before its write landed. KoP loads the last entry,
+// the kept 500: Newer names the 10900 it hid, until a kept translation of it (or any commit)
+// lands. Commit times decide what is newer, whatever the order of the entries.
+func TestKeptOverANewerCommit(t *testing.T) {
+	r := NewReplayer(7, OrderingKoP)
+	i := 0
+	apply := func(offset, at int64, from string, kept *KeptMark) CommittedOffset {
+		t.Helper()
+		i++
+		v := offsetlogtest.BuildBatch(t, offsetlogtest.BatchOpts{}, offsetlogtest.KV{
+			offsetlogtest.OffsetKey(1, "G", t1, 0), offsetlogtest.OffsetValue(1, offset, -1, "", at, -1)})
+		if err := r.ApplyMessage(Message{Partition: 7, MessageID: "1:" + itoa(i) + ":7:-1", Key: []byte("k"), Value: v, ReplicatedFrom: from, Kept: kept}); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := r.Result().Lookup("G", t1, 0)
+		return c
+	}
+	keptOf := func(src int64) *KeptMark {
+		return &KeptMark{From: "scus", Sources: []int64{src}, At: time.UnixMilli(9000)}
+	}
+	newer := func(c CommittedOffset) string {
+		if c.Newer == nil {
+			return "none"
+		}
+		return c.Newer.Origin + ":" + itoa(int(c.Newer.Offset)) + "@" + itoa(int(c.Newer.CommitTimestamp))
+	}
+	steps := []struct {
+		what       string
+		offset, at int64
+		from       string
+		kept       *KeptMark
+		wantOffset int64
+		wantNewer  string
+	}{
+		{"scus's 500 replicated", 500, 1000, "scus", nil, 500, "none"},
+		{"scus's 10900 replicated", 10900, 2000, "scus", nil, 10900, "none"},
+		{"the kept 500 lands after it", 500, 1000, "", keptOf(500), 500, "scus:10900@2000"},
+		{"a second late kept 500", 500, 1000, "", keptOf(500), 500, "scus:10900@2000"},
+		{"the kept 10900", 10900, 2000, "", keptOf(10900), 10900, "none"},
+		{"the kept 10900 again", 10900, 2000, "", keptOf(10900), 10900, "none"},
+		{"a late kept 500 over a kept 10900", 500, 1000, "", keptOf(500), 500, "scus:10900@2000"},
+		{"scus's 11000 replicated", 11000, 3000, "scus", nil, 11000, "none"},
+		{"the group's own 12000 on the standby", 12000, 4000, "", nil, 12000, "none"},
+		{"a late kept 11000 over it", 11000, 3000, "", keptOf(11000), 11000, ":12000@4000"},
+		{"the group's own 12100", 12100, 4100, "", nil, 12100, "none"},
+	}
+	for _, s := range steps {
+		c := apply(s.offset, s.at, s.from, s.kept)
+		if c.Offset != s.wantOffset || newer(c) != s.wantNewer {
+			t.Fatalf("%s: loaded %d, newer %s; want %d, newer %s", s.what, c.Offset, newer(c), s.wantOffset, s.wantNewer)
+		}
+	}
+}

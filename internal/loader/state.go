@@ -112,6 +112,7 @@ func (s *state) put(e entry, kept *keptEntry) uint32 {
 	_, existed := s.loaded.index[e.key]
 	slot := s.loadedSlot(e.key)
 	s.loaded.setOwn(slot, existed, e, kept != nil)
+	s.loaded.setNewer(slot, existed, e, kept != nil)
 	*s.loaded.at(slot) = e
 	s.loaded.setKept(slot, kept)
 	return slot
@@ -255,6 +256,9 @@ func (s *state) loadedOffset(slot uint32) CommittedOffset {
 	}
 	if v, ok := s.loaded.own[slot]; ok {
 		c.Own = &v
+	}
+	if n, ok := s.loaded.newer[slot]; ok {
+		c.Newer = &Newer{Origin: s.origins[n.origin], Offset: n.offset, CommitTimestamp: offsetlog.Millis(n.commitTS)}
 	}
 	return c
 }

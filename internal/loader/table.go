@@ -56,10 +56,20 @@ type table struct {
 	// a kept translation), by slot, while a replicated commit or kept translation replaced
 	// it: the group's own position here (CommittedOffset.Own).
 	own map[uint32]int64
+	// newer is, by slot, the newest commit (by commit time) a kept translation landed over:
+	// KoP loads the kept translation, older than the commit it hid (CommittedOffset.Newer).
+	newer map[uint32]newerEntry
+}
+
+// newerEntry is a commit a later kept translation hid: offset in origin's numbering
+// (origin 0: the group's own commit on this cluster).
+type newerEntry struct {
+	offset, commitTS int64
+	origin           uint16
 }
 
 func newTable() table {
-	return table{index: map[entryKey]uint32{}, used: 1, meta: map[uint32]string{}, pid: map[uint32]int64{}, kept: map[uint32]keptEntry{}, own: map[uint32]int64{}}
+	return table{index: map[entryKey]uint32{}, used: 1, meta: map[uint32]string{}, pid: map[uint32]int64{}, kept: map[uint32]keptEntry{}, own: map[uint32]int64{}, newer: map[uint32]newerEntry{}}
 }
 
 func (t *table) at(slot uint32) *entry { return &t.chunks[slot>>chunkBits][slot&(chunkSize-1)] }
@@ -99,6 +109,9 @@ func (t *table) release(slot uint32) {
 	}
 	if len(t.own) > 0 {
 		delete(t.own, slot)
+	}
+	if len(t.newer) > 0 {
+		delete(t.newer, slot)
 	}
 	t.free = append(t.free, slot)
 }
@@ -144,6 +157,34 @@ func (t *table) setKept(slot uint32, k *keptEntry) {
 	}
 }
 
+// setNewer records, before next replaces slot's entry, whether next (a kept translation when
+// nextKept) lands over a newer commit: the entry there, or the translation there of one, or
+// the commit an earlier kept translation already hid. The writer of a kept translation
+// decided on what it had read, and a commit can land in between (Pulsar appends, it cannot
+// compare and set); this is how that race is seen afterwards, so that the key is kept again.
+// Any other entry ends it: the newest word on the key is the last one again.
+func (t *table) setNewer(slot uint32, existed bool, next entry, nextKept bool) {
+	if !nextKept || !existed {
+		if len(t.newer) > 0 {
+			delete(t.newer, slot)
+		}
+		return
+	}
+	cand, ok := t.newer[slot]
+	if !ok {
+		prev := t.at(slot)
+		cand = newerEntry{offset: prev.offset, commitTS: prev.commitTS, origin: prev.origin}
+		if k, isKept := t.kept[slot]; isKept && k.current {
+			cand.offset, cand.origin = k.source, k.from // the commit it translated
+		}
+	}
+	if cand.commitTS > next.commitTS {
+		t.newer[slot] = cand
+	} else if ok {
+		delete(t.newer, slot)
+	}
+}
+
 // setOwn keeps slot's own commit (table.own) before next replaces the entry there (existed:
 // slot held an entry); nextKept: next is a kept translation.
 func (t *table) setOwn(slot uint32, existed bool, next entry, nextKept bool) {
@@ -165,7 +206,7 @@ func (t *table) setOwn(slot uint32, existed bool, next entry, nextKept bool) {
 func (t *table) clone() table {
 	c := *t
 	c.index, c.meta, c.pid, c.kept, c.free = maps.Clone(t.index), maps.Clone(t.meta), maps.Clone(t.pid), maps.Clone(t.kept), slices.Clone(t.free)
-	c.own = maps.Clone(t.own)
+	c.own, c.newer = maps.Clone(t.own), maps.Clone(t.newer)
 	c.chunks = make([][]entry, len(t.chunks))
 	for i, ch := range t.chunks {
 		c.chunks[i] = slices.Clone(ch)

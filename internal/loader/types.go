@@ -129,6 +129,17 @@ type CommittedOffset struct {
 	// numbering), when a replicated commit or a kept translation came after it; nil
 	// otherwise. See Floor.
 	Own *int64 `json:"own,omitempty"`
+	// Newer is set when this offset is a kept translation that landed after a newer commit
+	// of the key (by commit time): KoP loads this older value; Newer is the commit it hid.
+	Newer *Newer `json:"newer,omitempty"`
+}
+
+// Newer is a commit a later kept translation hid (CommittedOffset.Newer): Offset counts in
+// Origin's numbering ("" : the group's own commit on the cluster read).
+type Newer struct {
+	Origin          string           `json:"origin,omitempty"`
+	Offset          int64            `json:"offset"`
+	CommitTimestamp offsetlog.Millis `json:"commitTimestamp"`
 }
 
 // Floor is the group's own position on the cluster read: its last commit there by a client

@@ -421,8 +421,7 @@ func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e en
 	if !conditional {
 		return f, false
 	}
-	back, err := s.Pool.Translate(ctx, to, src, k.topic, k.partition, f, 0, group)
-	return f, err == nil && e.co.Offset < back.Translated
+	return f, !s.Pool.FloorHolds(ctx, src, to, k.topic, k.partition, e.co.Offset, f, group)
 }
 
 // TargetFloor is floorOf's rule without the translation: the floor of a translation onto a

@@ -61,6 +61,8 @@ func (k *Keeper) Want(offsets []loader.CommittedOffset) []loader.CommittedOffset
 	var out []loader.CommittedOffset
 	for _, co := range offsets {
 		switch {
+		case co.Newer != nil:
+			out = append(out, k.newer(co))
 		case co.Origin != "" && co.Origin != k.Cluster:
 			out = append(out, co)
 		case co.Kept != nil && co.Kept.Current && co.Origin == "":
@@ -72,6 +74,19 @@ func (k *Keeper) Want(offsets []loader.CommittedOffset) []loader.CommittedOffset
 		}
 	}
 	return out
+}
+
+// newer is what to keep for co, a kept translation that landed over the newer commit
+// co.Newer (the keeper's write raced a replicated commit, or the group's own): that commit,
+// kept now so that it is the last word again. The group's own commit (Origin "") is kept
+// from this cluster itself: its own number, written back as it was.
+func (k *Keeper) newer(co loader.CommittedOffset) loader.CommittedOffset {
+	n := co
+	n.Offset, n.Origin, n.CommitTimestamp, n.Kept, n.Newer = co.Newer.Offset, cmp.Or(co.Newer.Origin, k.Cluster), co.Newer.CommitTimestamp, nil, nil
+	if n.Origin == k.Cluster {
+		n.Own = nil
+	}
+	return n
 }
 
 // Kept is one translation written.
@@ -186,11 +201,18 @@ func (k *Keeper) remember(key verdict.Key, source int64) {
 	k.behind[key] = source
 }
 
-// translate moves co into this cluster's numbering, from the group's own commit here
-// (Floor: the commit under the replicated one, after a failback).
+// translate moves co into this cluster's numbering, floored on the group's own commit here
+// (Floor: the commit under the replicated one, after a failback) by sync's rule
+// (align.Pool.FloorHolds): a reset on the source after the group left this cluster moves the
+// kept translation back too, so that a failover lands at the reset point. The group's own
+// commit hidden by a late kept translation (loader.Newer) is its own number: written back as
+// it was.
 func (k *Keeper) translate(ctx context.Context, from string, co loader.CommittedOffset) (align.Translation, error) {
+	if from == k.Cluster {
+		return align.Translation{Translated: co.Offset}, nil
+	}
 	topic := loader.ShortName(co.Topic, k.KafkaNamespace)
-	return k.trackers().Translate(ctx, from, k.Cluster, topic, co.Partition, co.Offset, co.Floor(), co.Group)
+	return k.trackers().TranslateFloored(ctx, from, k.Cluster, topic, co.Partition, co.Offset, co.Floor(), co.Group)
 }
 
 // TrackerIdle is how long a Tracker that answered nothing is kept (align.TrackerIdle).

@@ -3,6 +3,7 @@ package standby
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -29,8 +30,11 @@ func newTarget(t *testing.T) *target {
 	return &target{t: t, r: loader.NewReplayer(0, loader.OrderingKoP)}
 }
 
-func (w *target) replicate(offset int64) {
-	m := kop.Message(0, w.seq, kop.OffsetCommit{Group: "G", Topic: topic, Partition: 0, Offset: offset, CommitTime: time.UnixMilli(1_000)})
+func (w *target) replicate(offset int64) { w.replicateAt(offset, 1_000) }
+
+// replicateAt is replicate with the source's commit time (Unix ms).
+func (w *target) replicateAt(offset, at int64) {
+	m := kop.Message(0, w.seq, kop.OffsetCommit{Group: "G", Topic: topic, Partition: 0, Offset: offset, CommitTime: time.UnixMilli(at)})
 	m.ReplicatedFrom = "scus"
 	w.seq++
 	if err := w.r.ApplyMessage(m); err != nil {
@@ -177,9 +181,61 @@ func TestKeepFailback(t *testing.T) {
 		}
 	}
 	// One build shared by the groups (it stops at the messages only wus holds), one from
-	// the group's own commit; the later commits are read incrementally.
-	if st := k.Stats(); st.Builds != 2 {
-		t.Fatalf("%d builds, want 2", st.Builds)
+	// the group's own commit, one placing that commit in scus's numbering (does the floor
+	// still hold: align.Pool.FloorHolds); the later commits are read incrementally.
+	if st := k.Stats(); st.Builds != 3 {
+		t.Fatalf("%d builds, want 3", st.Builds)
+	}
+	// The group is reset on scus below where its own commit here stands (wus 1100 is scus
+	// 800): the kept translation follows it back, exactly to the reset point, the 300
+	// messages only wus holds still consumed (issue 51: a failover lands at the reset point).
+	for _, c := range []struct{ source, want int64 }{{100, 400}, {0, 300}, {850, 1150}} {
+		w.replicate(c.source)
+		keep(t, k, w, true)
+		if got := w.offset(); got.Offset != c.want || got.Kept == nil || got.Kept.Source != c.source {
+			t.Fatalf("reset to %d on scus: kept %d (%+v), want %d", c.source, got.Offset, got.Kept, c.want)
+		}
+	}
+}
+
+// TestKeepFencedAgainstANewerCommit is issue 51's race: the keeper decided on scus's 500,
+// and scus's 10900 replicated in before its write landed; then the group's own commit here
+// was hidden the same way. KoP loads the last entry of a key: the next keep writes the newer
+// commit's translation (or the group's own number back), so the tool's older write is never
+// the last word.
+func TestKeepFencedAgainstANewerCommit(t *testing.T) {
+	k, w, _ := setup(t, fakes.Sequence(0, 20000), fakes.Sequence(0, 20000))
+	w.replicateAt(500, 1_000)
+	stale := k.Want(w.offsets()) // decided now, written after 10900 landed
+	w.replicateAt(10900, 2_000)
+	if res := k.Keep(context.Background(), "G", stale, func(string) bool { return true }); len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	if c := w.offset(); c.Offset != 500 || c.Newer == nil || c.Newer.Offset != 10900 || c.Newer.Origin != "scus" {
+		t.Fatalf("the late kept 500: %+v newer %+v", c, c.Newer)
+	}
+	keep(t, k, w, true)
+	if c := w.offset(); c.Offset != 10900 || c.Newer != nil || c.Kept == nil || c.Kept.Source != 10900 || !c.Kept.Current {
+		t.Fatalf("kept again: %+v kept %+v newer %+v", c, c.Kept, c.Newer)
+	}
+	// The group's own commit here, hidden by a kept translation decided before it.
+	w.replicateAt(11000, 3_000)
+	stale = k.Want(w.offsets())
+	if err := w.r.ApplyMessage(kop.Message(0, 99, kop.OffsetCommit{Group: "G", Topic: topic, Offset: 12000, CommitTime: time.UnixMilli(4_000)})); err != nil {
+		t.Fatal(err)
+	}
+	if res := k.Keep(context.Background(), "G", stale, func(string) bool { return true }); len(res.Errors) > 0 {
+		t.Fatal(res.Errors)
+	}
+	if c := w.offset(); c.Offset != 11000 || c.Newer == nil || c.Newer.Origin != "" || c.Newer.Offset != 12000 {
+		t.Fatalf("the late kept 11000 over the group's own 12000: %+v newer %+v", c, c.Newer)
+	}
+	keep(t, k, w, true)
+	if c := w.offset(); c.Offset != 12000 || c.Newer != nil || c.Floor() != 12000 {
+		t.Fatalf("the group's own commit written back: %+v newer %+v floor %d", c, c.Newer, c.Floor())
+	}
+	if want := k.Want(w.offsets()); len(want) != 0 {
+		t.Fatalf("still wanted after the fence: %+v", want)
 	}
 }
 
@@ -203,5 +259,60 @@ func TestKeepForgetsIdleTrackers(t *testing.T) {
 	}
 	if c := w.offset(); c.Offset != 60 {
 		t.Fatalf("kept %d, want 60", c.Offset)
+	}
+}
+
+// TestKeepFenceProperty: whatever lands between the keeper's decision and its write (scus's
+// commits replicated in, the group's own commits here), the key's last entry is never an
+// older commit than the newest one without Newer naming that one, and one keep afterwards
+// makes the newest commit the last word again (aligned copies: its exact number).
+func TestKeepFenceProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(51, 2))
+	for run := range 300 {
+		k, w, _ := setup(t, fakes.Sequence(0, 5000), fakes.Sequence(0, 5000))
+		var clock, newestAt, newest int64
+		commitSomething := func() {
+			clock++
+			newest, newestAt = rng.Int64N(5000), clock*1000
+			if rng.IntN(3) == 0 {
+				if err := w.r.ApplyMessage(kop.Message(0, w.seq, kop.OffsetCommit{Group: "G", Topic: topic, Offset: newest, CommitTime: time.UnixMilli(newestAt)})); err != nil {
+					t.Fatal(err)
+				}
+				w.seq++
+				return
+			}
+			w.replicateAt(newest, newestAt)
+		}
+		var log []string
+		check := func(what string) {
+			c := w.offset()
+			log = append(log, fmt.Sprintf("%s: %d@%d newer %+v (newest %d@%d)", what, c.Offset, c.CommitTimestamp, c.Newer, newest, newestAt))
+			if int64(c.CommitTimestamp) < newestAt && (c.Newer == nil || int64(c.Newer.CommitTimestamp) != newestAt) {
+				t.Fatalf("run %d: an older last word than %d@%d, nothing says so:\n%v", run, newest, newestAt, log)
+			}
+		}
+		commitSomething()
+		for range 1 + rng.IntN(12) {
+			switch rng.IntN(3) {
+			case 0:
+				commitSomething()
+			case 1:
+				stale := k.Want(w.offsets())
+				for range rng.IntN(3) {
+					commitSomething()
+				}
+				if res := k.Keep(context.Background(), "G", stale, func(string) bool { return true }); len(res.Errors) > 0 {
+					t.Fatal(res.Errors)
+				}
+			default:
+				keep(t, k, w, true)
+			}
+			check("step")
+		}
+		keep(t, k, w, true)
+		check("kept")
+		if c := w.offset(); c.Offset != newest || int64(c.CommitTimestamp) != newestAt || c.Newer != nil {
+			t.Fatalf("run %d: after a keep, %d@%d (newer %+v), want the newest %d@%d:\n%v", run, c.Offset, c.CommitTimestamp, c.Newer, newest, newestAt, log)
+		}
 	}
 }
