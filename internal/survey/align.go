@@ -201,14 +201,21 @@ func (s *clusterState) followRequest(r verdict.Key, peer *clusterState) (followR
 		return followReq{}, false
 	}
 	here, ok := s.lookup(r)
-	if w, _, _ := writerOf(here); !ok || w == verdict.WriterReplica {
+	w, _, _ := writerOf(here)
+	if !ok || w == verdict.WriterReplica {
 		return followReq{}, false
 	}
 	co, ok := peer.lookup(r)
-	if w, _, _ := writerOf(co); !ok || w != verdict.WriterGroup {
+	if pw, _, _ := writerOf(co); !ok || pw != verdict.WriterGroup {
 		return followReq{}, false
 	}
 	floor, conditional := offsetsync.TargetFloor(here, co.CommitTimestamp)
+	if w == verdict.WriterKeeper {
+		// The keeper floors on the group's own commit under the replicated one, by sync's
+		// rule (standby.Keeper.translate, align.Pool.TranslateFloored).
+		floor = here.Floor()
+		conditional = floor > 0
+	}
 	topic := loader.ShortName(r.Topic, s.c.KafkaNamespace)
 	fr := followReq{offset: co.Offset, conditional: conditional,
 		fwd: align.Request{From: peer.c.Name, To: s.c.Name, Topic: topic, Partition: r.Partition, Offset: co.Offset, Floor: floor}}

@@ -125,4 +125,19 @@ func TestFollowKept(t *testing.T) {
 	if r := rep.Rows[0]; r.Cell("wus").Follow != nil || r.Cell("wus").Status == verdict.StatusAhead {
 		t.Fatalf("no tool's write: %s wus %+v", r.Status, r.Cell("wus"))
 	}
+	// The group's own 900 on scus (wus 600), then a reset to 0 on wus: the keeper on scus
+	// follows it back (sync's rule) to scus 300, scus's own 300 messages below the group's
+	// position there not replayed; a kept translation held at the group's 900 is ahead.
+	reset := fakes.NewMemReader(8).Commit(at(0, 10*time.Minute, ""))
+	for _, tc := range []struct {
+		kept int64
+		want verdict.Status
+	}{{300, verdict.StatusOK}, {900, verdict.StatusAhead}} {
+		scus := fakes.NewMemReader(8).Commit(at(900, time.Hour, "")).Replicated("wus", at(0, 10*time.Minute, "")).
+			Kept(loader.KeptMark{From: "wus", Sources: []int64{0}, At: testNow.Add(-9 * time.Minute)}, at(tc.kept, 10*time.Minute, ""))
+		rep, _ = Run(context.Background(), syncCopies(scus, reset), Options{Now: testNow})
+		if r := rep.Rows[0]; r.Status != tc.want || r.Cell("scus").Follow == nil || r.Cell("scus").Follow.Translated != 300 {
+			t.Errorf("kept %d after the reset: %s scus %+v", tc.kept, r.Status, r.Cell("scus"))
+		}
+	}
 }

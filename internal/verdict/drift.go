@@ -1,6 +1,10 @@
 package verdict
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+)
 
 // Status is the verdict on one group/topic/partition, per cluster and for the row
 // (cli.md: JSON lower_snake, table UPPER).
@@ -166,16 +170,9 @@ type ClusterObservation struct {
 	RefIn map[string]int64
 	// Follow is what the rules of a sync or kept deployment need (zero: not known).
 	Follow FollowObservation
-	// Newer is a newer commit of the key (by commit time) that the persisted value, a
-	// tool's write that landed after it, hides from KoP's loader (loader.Newer); nil: none.
-	Newer *Newer
-}
-
-// Newer is a commit that a later write of the tool hides (loader.Newer).
-type Newer struct {
-	Origin   string // the cluster it was replicated from ("": the group's own commit here)
-	Offset   int64
-	CommitAt int64 // ms
+	// Newer is a newer commit of the key (by commit time) that the persisted value, a kept
+	// translation that landed after it, hides from KoP's loader; nil: none.
+	Newer *loader.Newer
 }
 
 // DriftInput is one row: a group/topic/partition on every cluster.

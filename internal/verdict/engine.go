@@ -293,6 +293,7 @@ func (j *Judge) persistedCell(view *loader.PersistedOffsets, s *Side, k Key, cel
 			ob.ExpireAt = int64(*co.ExpireTimestamp)
 			cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
 		}
+		ob.Newer = co.Newer
 	}
 	if pc, pok := j.pendingOffset(view, k); pok && (!ok || pc.Offset != co.Offset) {
 		pv, loaded := pc.Offset, cell.Persisted

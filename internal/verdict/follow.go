@@ -159,11 +159,12 @@ func followDetail(r *Row, c *Cell, ob ClusterObservation, home *ClusterObservati
 func overwrittenDetail(c *Cell, ob ClusterObservation) string {
 	n := ob.Newer
 	what := fmt.Sprintf("the group's own commit %d", n.Offset)
-	fix := "the group's next commit here replaces it; a reload loads the older value, do not reload"
+	fix := "watch --keep-translations writes it back as it was (the group's own number)"
 	if n.Origin != "" {
 		what = fmt.Sprintf("%s's commit %d (replicated)", n.Origin, n.Offset)
-		fix = fmt.Sprintf("watch --keep-translations writes its translation again while %s answers (or kop-offsets failover --from %s --to %s); a reload loads the older value, do not reload", n.Origin, n.Origin, c.Cluster)
+		fix = fmt.Sprintf("watch --keep-translations keeps its translation while %s answers (without %s: kop-offsets failover --from %s --to %s lands on it)", n.Origin, n.Origin, n.Origin, c.Cluster)
 	}
-	at := time.UnixMilli(n.CommitAt).UTC().Format(time.RFC3339)
+	fix += "; a reload loads the older value, do not reload"
+	at := n.CommitTimestamp.Time().UTC().Format(time.RFC3339)
 	return fmt.Sprintf("KoP loads %d here, a kept translation that landed after %s committed at %s: after any load the group re-reads from the older value; %s", *ob.Persisted, what, at, fix)
 }

@@ -3,6 +3,8 @@ package verdict
 import (
 	"testing"
 	"time"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // TestClassifyFollow is the rule of a sync or kept deployment: every cluster follows the
@@ -113,7 +115,7 @@ func TestClassifyFollowOlderOwn(t *testing.T) {
 func TestClassifyOverwritten(t *testing.T) {
 	p := func(v int64) *int64 { return &v }
 	ob := ClusterObservation{Cluster: "wus", Persisted: p(300), Cached: CachedOffsets{State: CacheAnswered, Offset: p(450)},
-		Newer: &Newer{Origin: "scus", Offset: 750, CommitAt: 1}}
+		Newer: &loader.Newer{Origin: "scus", Offset: 750, CommitTimestamp: 1}}
 	if d := ClassifyDrift(DriftInput{Clusters: []ClusterObservation{ob}}); d.Status != StatusOverwritten {
 		t.Errorf("%+v", d)
 	}
