@@ -17,6 +17,10 @@ type Request struct {
 	// loader.CommittedOffset.Floor): a translation below it starts from it instead
 	// (BuildFrom).
 	Floor int64
+	// Since: the source was moved back below Floor (a reset after the group left To): the
+	// translation follows it below Floor, To's messages before Floor still counted as
+	// consumed (BuildSince), as sync translates such a commit.
+	Since bool
 }
 
 // Result is the answer to one Request: a Translation, or why there is none.
@@ -100,22 +104,29 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 // floored answers again, from the group's own commit on the target, the requests whose
 // translation landed below it: one Map per topic partition, pair and floor (a floor is one
 // group's position, but groups that moved together share it), for the highest offset asked.
+// A Since request is answered from BuildSince: an answer at or above the floor is the plain
+// Map's in both, so only those below it need another Map.
 func (a *Aligner) floored(ctx context.Context, out map[Request]Result) {
 	type floorKey struct {
 		mapKey
 		floor int64
+		since bool
 	}
 	upTo := map[floorKey]int64{}
 	for r, res := range out {
 		if r.Floor > 0 && res.Err == nil && res.Translated < r.Floor {
-			k := floorKey{mapKey{r.From, r.To, r.Topic, r.Partition}, r.Floor}
+			k := floorKey{mapKey{r.From, r.To, r.Topic, r.Partition}, r.Floor, r.Since}
 			upTo[k] = max(upTo[k], r.Offset)
 		}
 	}
 	maps := make(map[floorKey]*Map, len(upTo))
 	errs := map[floorKey]error{}
 	for k, o := range upTo {
-		m, err := BuildFrom(ctx, k.from, k.to, a.Sources[k.from], a.Sources[k.to], k.topic, k.partition, o, k.floor, a.MaxMessages)
+		build := BuildFrom
+		if k.since {
+			build = BuildSince
+		}
+		m, err := build(ctx, k.from, k.to, a.Sources[k.from], a.Sources[k.to], k.topic, k.partition, o, k.floor, a.MaxMessages)
 		if err != nil {
 			errs[k] = err
 			continue
@@ -123,7 +134,7 @@ func (a *Aligner) floored(ctx context.Context, out map[Request]Result) {
 		maps[k] = m
 	}
 	for r := range out {
-		k := floorKey{mapKey{r.From, r.To, r.Topic, r.Partition}, r.Floor}
+		k := floorKey{mapKey{r.From, r.To, r.Topic, r.Partition}, r.Floor, r.Since}
 		if _, ok := upTo[k]; !ok || out[r].Err != nil || out[r].Translated >= r.Floor {
 			continue
 		}

@@ -180,3 +180,24 @@ func TestBuildSinceFollowsAReset(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignerSince: a Since request follows a reset below the floor (BuildSince), a plain
+// floored one holds at the floor, and both agree above it.
+func TestAlignerSince(t *testing.T) {
+	wus, scus := failback()
+	a := &Aligner{Sources: map[string]Source{"wus": wus, "scus": scus}}
+	held := Request{From: "wus", To: "scus", Topic: "t", Offset: 400, Floor: 1100}
+	since := held
+	since.Since = true
+	above := Request{From: "wus", To: "scus", Topic: "t", Offset: 900, Floor: 1100, Since: true}
+	res := a.TranslateAll(context.Background(), []Request{held, since, above})
+	if r := res[held]; r.Err != nil || r.Translated != 1100 {
+		t.Fatalf("held at the floor: %+v", r)
+	}
+	if r := res[since]; r.Err != nil || r.Translated != 700 || r.Floor != nil {
+		t.Fatalf("since the floor: %+v, want 700", r)
+	}
+	if r := res[above]; r.Err != nil || r.Translated != 1200 {
+		t.Fatalf("since, above the floor: %+v, want 1200", r)
+	}
+}

@@ -68,6 +68,7 @@ const (
 	CheckTopicPartitions      = "topic-partitions"
 	CheckTopicReplication     = "topic-namespace-replication"
 	CheckTopicOffsetAlignment = "topic-offsets-alignment"
+	CheckGroupsFollow         = "groups-follow"
 )
 
 // Finding is one thing doctor found.

@@ -67,6 +67,10 @@ type Options struct {
 	OffsetsRetention time.Duration
 	// ReplicationDelayWarn: see DefaultReplicationDelayWarn.
 	ReplicationDelayWarn time.Duration
+	// GroupStates judges the groups' offsets as check does and returns, per cluster, the
+	// groups ahead, overwritten or behind in a sync or kept deployment (CheckGroupsFollow);
+	// nil skips it.
+	GroupStates func(ctx context.Context) (GroupStates, error)
 	// ReplicatorSettle is how long to wait before reading the replicators again when one is
 	// missing or disconnected: loading a topic (which reading its stats does) starts its
 	// replicators, which need a moment to connect. Default 2s; negative: no second look.
@@ -247,6 +251,7 @@ func Run(ctx context.Context, opts Options) *Report {
 		checkOffsetsReplicators,
 		checkMetadataRetention,
 		checkTopics,
+		checkGroupsFollow,
 	} {
 		if ctx.Err() != nil {
 			break

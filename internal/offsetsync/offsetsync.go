@@ -414,25 +414,40 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 //
 // When the floor cannot be placed in the source's numbering it holds: never a skip.
 func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e entry, cur entry, has bool) (floor int64, since bool) {
-	var f int64
-	switch {
-	case !has:
+	if !has {
 		return 0, false
-	case cur.foreign:
-		return cur.co.Floor(), false
-	case cur.marked && cur.mark.HasFloor:
-		f = cur.mark.Floor
-	case cur.marked:
-		f = cur.co.Offset // a mark of a release before floors were carried: its number was floored
-	case cur.co.CommitTimestamp > e.co.CommitTimestamp:
-		return cur.co.Offset, false
+	}
+	f, conditional := TargetFloor(cur.co, e.co.CommitTimestamp)
+	if !conditional {
+		return f, false
+	}
+	return f, !s.Pool.FloorHolds(ctx, src, to, k.topic, k.partition, e.co.Offset, f, group)
+}
+
+// TargetFloor is floorOf's rule without the translation: the floor of a translation onto a
+// target whose current commit of the key is cur, the source's commit being made at srcAt,
+// and whether it is conditional: it holds only while the source's commit is at or past the
+// floor translated into the source's numbering (below it, the target follows the source
+// backwards: align.BuildSince). check judges a target against the same rule.
+func TargetFloor(cur loader.CommittedOffset, srcAt offsetlog.Millis) (floor int64, conditional bool) {
+	var f int64
+	m, _, marked := ParseMark(cur.Metadata)
+	switch {
+	case foreign(cur):
+		return cur.Floor(), false
+	case marked && m.HasFloor:
+		f = m.Floor
+	case marked:
+		f = cur.Offset // a mark of a release before floors were carried: its number was floored
+	case cur.CommitTimestamp > srcAt:
+		return cur.Offset, false
 	default:
-		f = cur.co.Offset
+		f = cur.Offset
 	}
 	if f <= 0 {
 		return 0, false
 	}
-	return f, !s.Pool.FloorHolds(ctx, src, to, k.topic, k.partition, e.co.Offset, f, group)
+	return f, true
 }
 
 // planDelete finds on target o.c the keys it holds as the tool's commits from src that src

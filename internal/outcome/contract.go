@@ -46,7 +46,7 @@ var Contract = []Situation{
 	{"*", "tenants: auto and no cluster's tenants could be listed (each cluster is named; a cluster whose tenants cannot be listed beside others that can is a warning)", Unreachable, "internal/commands/factory:TestAutoTenantsUnlistable"},
 
 	{"check", "nothing found that --fail-on names (default: every status but ok and expiring)", OK, "internal/commands/check:TestCheckExitCodes/fail-on_names_nothing_found"},
-	{"check", "drift found (a status --fail-on names), or offsets partitions KoP does not serve", Found, "internal/commands/check:TestCheckExitCodes/drift"},
+	{"check", "drift found (a status --fail-on names; by default ahead, sync_lag and overwritten too: a cluster of a sync or kept deployment that does not follow the group's newest own commit, or loads a kept translation that hides a newer commit), or offsets partitions KoP does not serve", Found, "internal/commands/check:TestCheckExitCodes/drift"},
 	{"check", "--source is not among the selected clusters; --prometheus-file cannot be written (checked before anything is contacted)", Usage, "internal/commands/check:TestPrometheusTextfileUnwritable"},
 	{"check", "a cluster or endpoint could not be reached or answered with errors: its cells are marked error and the other clusters are still checked (one KoP broker of several down marks only the groups it coordinates, and a group it coordinates has no row when the offsets topic cannot be read either: warnings names it); --prometheus-file could not be written after the survey and the survey's code is 3; no cluster could be read at all (the summary says so, naming each; unread in JSON)", Unreachable, "internal/commands/check:TestCheckExitCodes/cluster_down_wins"},
 
@@ -59,7 +59,7 @@ var Contract = []Situation{
 	{"decode", "an unreadable --input file, or a malformed input line (the error names the line; records of earlier lines were already written)", Usage, "internal/commands/decode:TestDecodeMalformedInput"},
 
 	{"doctor", "no error finding (warnings and info may be present)", OK, "internal/commands/doctor:TestDoctorRunHealthy"},
-	{"doctor", "an error finding (a broker that names itself otherwise than the config, too)", Found, "internal/commands/doctor:TestDoctorRunLabGolden"},
+	{"doctor", "an error finding (a broker that names itself otherwise than the config, too; groups-follow: groups ahead of their newest own commit on a cluster)", Found, "internal/commands/doctor:TestDoctorRunLabGolden"},
 	{"doctor", "a cluster's admin API could not be reached, answered with errors, or is not a Pulsar admin API (http 404) (what could be checked is still printed; a broker that does not answer at its own address is a warning, not 3)", Unreachable, "internal/commands:TestDoctorNotAnAdminAPI"},
 
 	{"dump", "done", OK, "internal/commands/dump:TestDumpAll"},

@@ -28,6 +28,12 @@ func LeaveReason(s verdict.Status) string {
 		return "the offset is past its expiry: KoP drops it; a reload would not keep it; commit again"
 	case verdict.StatusExpiring:
 		return ""
+	case verdict.StatusAhead:
+		return "past the translation of the group's newest own commit (sync or kept deployment): a reload loads the same number, and a consumer moved here would skip messages; the tool that follows (watch --sync, --keep-translations) moves it back, or reset the group here"
+	case verdict.StatusSyncLag:
+		return "behind the translation of the group's newest own commit for longer than the grace: a reload loads the same number; the tool that follows (watch --sync, --keep-translations) is not doing it"
+	case verdict.StatusOverwritten:
+		return "KoP would load a kept translation that hides a newer commit: a reload would serve the older value; watch --keep-translations writes the newer one again"
 	default:
 		return "status " + string(s) + " is not one repair fixes"
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -34,12 +35,29 @@ func alignRows(ctx context.Context, keys verdict.Keys, states []*clusterState, b
 				}
 			}
 		}
+		reqs = appendFollow(reqs, k, states)
 	}
 	if len(reqs) == 0 {
 		return map[align.Request]align.Result{}
 	}
 	a := &align.Aligner{Sources: sources, MaxMessages: maxMessages}
 	return a.TranslateAll(ctx, reqs)
+}
+
+// appendFollow adds the translations the follow rules need for row k (a sync or kept
+// deployment only).
+func appendFollow(reqs []align.Request, k verdict.Key, states []*clusterState) []align.Request {
+	if !toolRow(k, states) {
+		return reqs
+	}
+	for _, s := range states {
+		for _, peer := range states {
+			if fr, ok := s.followRequest(k, peer); ok {
+				reqs = append(reqs, fr.requests()...)
+			}
+		}
+	}
+	return reqs
 }
 
 // numbering returns this cluster's persisted value of row r and the cluster whose numbering
@@ -96,6 +114,7 @@ func (s *clusterState) requestFor(r verdict.Key, from string, v int64) align.Req
 // translate adds the row's alignment on this cluster to its cell and observation: its own
 // value's translation, and the peers' values in this cluster's numbering.
 func (s *clusterState) translate(r verdict.Key, cell *verdict.Cell, ob *verdict.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
+	s.follow(r, ob, states, res)
 	for _, peer := range states {
 		if req, ok := s.peerRequest(r, peer, byName); ok {
 			if got, ok := res[req]; ok && got.Err == nil {
@@ -126,5 +145,133 @@ func (s *clusterState) translate(r verdict.Key, cell *verdict.Cell, ob *verdict.
 		v := got.Translated
 		cell.Translated, ob.Translated = &v, &v
 		cell.Alignment = got.String()
+	}
+}
+
+// followReq is what the follow rules of a sync or kept deployment ask on one cluster for one
+// peer's own commit: its translation here as the tool would follow it (offsetsync's floor
+// rule), and, when the floor is conditional, the translation back of the floor and the one
+// since it.
+type followReq struct {
+	fwd, since, back align.Request
+	conditional      bool
+	offset           int64 // the peer's own commit
+}
+
+// writerOf says who wrote co, and for a tool's write the commit it translates.
+func writerOf(co loader.CommittedOffset) (w verdict.Writer, from string, source int64) {
+	switch {
+	case co.Origin != "":
+		return verdict.WriterReplica, "", 0
+	case co.Kept != nil && co.Kept.Current:
+		return verdict.WriterKeeper, co.Kept.From, co.Kept.Source
+	}
+	if m, _, ok := offsetsync.ParseMark(co.Metadata); ok {
+		return verdict.WriterSync, m.From, m.Source
+	}
+	return verdict.WriterGroup, "", 0
+}
+
+// lookup is this cluster's persisted value of row r.
+func (s *clusterState) lookup(r verdict.Key) (loader.CommittedOffset, bool) {
+	if s.persisted == nil {
+		return loader.CommittedOffset{}, false
+	}
+	return s.view(r.Group).Lookup(r.Group, r.Topic, r.Partition)
+}
+
+// toolRow reports whether a cluster holds a tool's write of row r (a sync or kept
+// deployment): only then do the follow rules need translations.
+func toolRow(r verdict.Key, states []*clusterState) bool {
+	for _, s := range states {
+		if co, ok := s.lookup(r); ok {
+			if w, _, _ := writerOf(co); w == verdict.WriterSync || w == verdict.WriterKeeper {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// followRequest is what this cluster needs to follow peer's own commit of row r; false when
+// peer's value is not the group's own commit, or this cluster's value is not one the follow
+// rules judge (replicated, or none).
+func (s *clusterState) followRequest(r verdict.Key, peer *clusterState) (followReq, bool) {
+	if peer == s {
+		return followReq{}, false
+	}
+	here, ok := s.lookup(r)
+	w, _, _ := writerOf(here)
+	if !ok || w == verdict.WriterReplica {
+		return followReq{}, false
+	}
+	co, ok := peer.lookup(r)
+	if pw, _, _ := writerOf(co); !ok || pw != verdict.WriterGroup {
+		return followReq{}, false
+	}
+	floor, conditional := offsetsync.TargetFloor(here, co.CommitTimestamp)
+	if w == verdict.WriterKeeper {
+		// The keeper floors on the group's own commit under the replicated one, by sync's
+		// rule (standby.Keeper.translate, align.Pool.TranslateFloored).
+		floor = here.Floor()
+		conditional = floor > 0
+	}
+	topic := loader.ShortName(r.Topic, s.c.KafkaNamespace)
+	fr := followReq{offset: co.Offset, conditional: conditional,
+		fwd: align.Request{From: peer.c.Name, To: s.c.Name, Topic: topic, Partition: r.Partition, Offset: co.Offset, Floor: floor}}
+	if conditional {
+		fr.since, fr.back = fr.fwd, align.Request{From: s.c.Name, To: peer.c.Name, Topic: topic, Partition: r.Partition, Offset: floor}
+		fr.since.Since = true
+	}
+	return fr, true
+}
+
+// requests are the translations fr asks.
+func (fr followReq) requests() []align.Request {
+	if fr.conditional {
+		return []align.Request{fr.fwd, fr.since, fr.back}
+	}
+	return []align.Request{fr.fwd}
+}
+
+// answer is fr's translation: followed backwards (since the floor) when the peer's commit is
+// below the floor in the peer's numbering, as sync does; false when unknown.
+func (fr followReq) answer(res map[align.Request]align.Result) (int64, bool) {
+	got, ok := res[fr.fwd]
+	if fr.conditional {
+		if back, bok := res[fr.back]; bok && back.Err == nil && fr.offset < back.Translated {
+			got, ok = res[fr.since]
+		}
+	}
+	if !ok || got.Err != nil {
+		return 0, false
+	}
+	return got.Translated, true
+}
+
+// follow fills ob.Follow for row r on this cluster: who wrote its value, and the peers' own
+// commits translated as the tool would follow them here.
+func (s *clusterState) follow(r verdict.Key, ob *verdict.ClusterObservation, states []*clusterState, res map[align.Request]align.Result) {
+	co, ok := s.lookup(r)
+	if !ok {
+		return
+	}
+	f := &ob.Follow
+	f.Writer, f.From, f.Source = writerOf(co)
+	f.CommitAt = int64(co.CommitTimestamp)
+	if !toolRow(r, states) {
+		return
+	}
+	for _, peer := range states {
+		fr, ok := s.followRequest(r, peer)
+		if !ok {
+			continue
+		}
+		if v, ok := fr.answer(res); ok {
+			if f.In == nil {
+				f.In = map[string]int64{}
+			}
+			f.In[peer.c.Name] = v
+		}
 	}
 }

@@ -39,6 +39,9 @@ type Options struct {
 	ExpiryWarning time.Duration
 	// Now is the time the expiry rules compare with (zero: time.Now()).
 	Now time.Time
+	// SyncGrace is how long a cluster may stay behind the group's newest own commit in a
+	// sync or kept deployment before it is sync_lag (0: verdict.DefaultSyncGrace).
+	SyncGrace time.Duration
 }
 
 // DefaultExpiryWarning is the window of the expiring status: a day before KoP expires an
@@ -328,7 +331,7 @@ func (ru *run) fetchStats(ctx context.Context, keys verdict.Keys) {
 // judge is the engine of this check, with the alignment of every persisted value replicated
 // from another cluster translated up front.
 func (ru *run) judge(ctx context.Context, keys verdict.Keys) *verdict.Judge {
-	j := &verdict.Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace()}
+	j := &verdict.Judge{Source: ru.o.Source, Now: ru.o.Now, ExpiryWarning: ru.o.ExpiryWarning, DisplayNamespace: ru.displayNamespace(), SyncGrace: ru.o.SyncGrace}
 	if ru.o.SkipAlignment || len(ru.states) <= 1 {
 		return j
 	}

@@ -1,6 +1,10 @@
 package verdict
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
+)
 
 // Status is the verdict on one group/topic/partition, per cluster and for the row
 // (cli.md: JSON lower_snake, table UPPER).
@@ -28,6 +32,19 @@ const (
 	StatusExpired Status = "expired"
 	// StatusExpiring: the persisted offset expires within the warning window.
 	StatusExpiring Status = "expiring"
+	// StatusAhead: in a sync or kept deployment, this cluster's value is past the
+	// translation of the group's newest own commit (made on another cluster): a consumer
+	// moved here skips the messages between them.
+	StatusAhead Status = "ahead"
+	// StatusSyncLag: in a sync or kept deployment, this cluster's value is behind the
+	// translation of the group's newest own commit for longer than the sync's grace
+	// (DefaultSyncGrace): the tool is not following (not running, failing, or the keeper's
+	// source gone); a consumer moved here re-reads.
+	StatusSyncLag Status = "sync_lag"
+	// StatusOverwritten: what KoP loads here is a write of the tool (a kept translation)
+	// that landed after a newer commit of the same key: after any load KoP serves the older
+	// value.
+	StatusOverwritten Status = "overwritten"
 )
 
 // Statuses lists every status from the most to the least severe: the row status of a Drift
@@ -37,8 +54,12 @@ const (
 //   - error, coordinator_unavailable: a value could not be read, so nothing else on the row
 //     can be trusted;
 //   - diverged: the offsets topics durably disagree; no waiting or reload fixes it;
+//   - ahead: a consumer moved to this cluster skips messages it never read, and nothing
+//     but the tool's next follow (or an operator) moves it back;
 //   - misaligned: a number carried over from another cluster that denotes another message
 //     here; a consumer given it would skip or re-read, and a reload would serve it;
+//   - overwritten: the next load serves an older value than the key's newest commit (the
+//     group re-reads); before cache_ahead, which it explains when KoP still serves the newer;
 //   - unloadable: KoP cannot load the offsets partition at all; every group of it is lost
 //     at the next load, and no reload helps until the record is gone;
 //   - cache_ahead: the cache holds a newer offset than a load would bring: not a fault of
@@ -46,15 +67,17 @@ const (
 //   - stale_cache: KoP serves an older value (or none) than its loader would load;
 //     `reload` fixes it;
 //   - expired: the offset is past its expiry: KoP has dropped it, or will within minutes;
+//   - sync_lag: behind the group's newest own commit past the grace: re-reads, and the tool
+//     that should follow is not doing it;
 //   - replication_lag: transient, the replicator is still delivering;
 //   - missing: absent on one side, nothing explains it (often a group that only ever ran
 //     on one cluster);
 //   - expiring: fine now, expires within the warning window;
 //   - ok.
 var Statuses = []Status{
-	StatusError, StatusCoordinatorUnavailable, StatusUnloadable, StatusDiverged, StatusMisaligned,
-	StatusCacheAhead, StatusStaleCache, StatusExpired, StatusReplicationLag, StatusMissing,
-	StatusExpiring, StatusOK,
+	StatusError, StatusCoordinatorUnavailable, StatusUnloadable, StatusDiverged, StatusAhead,
+	StatusMisaligned, StatusOverwritten, StatusCacheAhead, StatusStaleCache, StatusExpired,
+	StatusSyncLag, StatusReplicationLag, StatusMissing, StatusExpiring, StatusOK,
 }
 
 // Severity is the index of s in Statuses (0 is the most severe); unknown statuses rank first.
@@ -145,6 +168,11 @@ type ClusterObservation struct {
 	// record written there, the source's own); the cross-cluster rules compare with it
 	// instead of the raw number.
 	RefIn map[string]int64
+	// Follow is what the rules of a sync or kept deployment need (zero: not known).
+	Follow FollowObservation
+	// Newer is a newer commit of the key (by commit time) that the persisted value, a kept
+	// translation that landed after it, hides from KoP's loader; nil: none.
+	Newer *loader.Newer
 }
 
 // DriftInput is one row: a group/topic/partition on every cluster.
@@ -153,6 +181,9 @@ type DriftInput struct {
 	// Source names the authoritative cluster ("" compares all clusters against each other,
 	// the highest persisted offset being the reference).
 	Source string
+	// SyncGrace (ms) is how long a cluster may stay behind the group's newest own commit in
+	// a sync or kept deployment (0: DefaultSyncGrace).
+	SyncGrace int64
 }
 
 // Drift is the verdict on one row.
@@ -162,6 +193,9 @@ type Drift struct {
 	// Reference is the persisted offset the clusters were compared with (the source's, else
 	// the highest), nil when no reachable cluster has one.
 	Reference *int64
+	// Home is the cluster of the group's newest own commit in a sync or kept deployment,
+	// the value the other clusters follow ("" when those rules do not apply).
+	Home string
 }
 
 // ClassifyDrift classifies one row. It is pure: every input is in in.
@@ -173,10 +207,15 @@ type Drift struct {
 //     3a. misaligned: the persisted value came from another cluster and names another message
 //     on C (Translated differs): a consumer given it would skip or re-read messages. Before
 //     the cache rules, because a reload would make KoP serve that number.
+//     3b. overwritten: the persisted value is a tool's write that hides a newer commit.
 //  4. cache_ahead: KoP answered a higher offset than its loader reads (or one where the
 //     loader reads none).
 //  5. expired: the persisted offset is past its expireTimestamp.
 //  6. stale_cache: KoP answered a value (or none) that differs from C's own persisted value.
+//     6a. In a sync or kept deployment (a tool's write on the row; followHome), C is judged
+//     against the translation of the group's newest own commit (followStatus): ahead,
+//     sync_lag, or ok; the newest own commit's cluster is then the reference of rule 7
+//     when there is no source.
 //  7. Across clusters (the reference is the source's persisted value with a source, else the
 //     highest persisted value of the reachable clusters, translated into C's numbering where
 //     RefIn has it; backlog is the inbound backlog of
@@ -193,6 +232,16 @@ type Drift struct {
 // for what fixes it (reload), even if replication is also behind.
 func ClassifyDrift(in DriftInput) Drift {
 	d := Drift{Clusters: make([]Status, len(in.Clusters))}
+	var home *ClusterObservation
+	if h := followHome(in.Clusters); h >= 0 {
+		home, d.Home = &in.Clusters[h], in.Clusters[h].Cluster
+		if in.Source == "" {
+			in.Source = d.Home // the value every cluster follows
+		}
+	}
+	if in.SyncGrace <= 0 {
+		in.SyncGrace = DefaultSyncGrace.Milliseconds()
+	}
 
 	// The reference: the source's persisted value, else the highest reachable one.
 	var refCluster string
@@ -227,7 +276,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	}
 
 	for i, c := range in.Clusters {
-		d.Clusters[i] = classifyCluster(c, in, d.Reference, refCluster, sourceObs, reachable)
+		d.Clusters[i] = classifyCluster(c, in, d.Reference, refCluster, sourceObs, reachable, home)
 	}
 	d.Status = StatusOK
 	for _, st := range d.Clusters {
@@ -238,7 +287,7 @@ func ClassifyDrift(in DriftInput) Drift {
 	return d
 }
 
-func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster string, source *ClusterObservation, reachable int) Status {
+func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster string, source *ClusterObservation, reachable int, home *ClusterObservation) Status {
 	switch {
 	case c.Unreachable || c.Cached.State == CacheError:
 		return StatusError
@@ -248,6 +297,8 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster
 		return StatusUnloadable
 	case c.Translated != nil && c.Persisted != nil && *c.Translated != *c.Persisted:
 		return StatusMisaligned
+	case c.Newer != nil && c.Persisted != nil:
+		return StatusOverwritten
 	case c.Cached.State == CacheAnswered && c.Cached.Offset != nil && (c.Persisted == nil || *c.Cached.Offset > *c.Persisted):
 		return StatusCacheAhead
 	case c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt <= c.Now:
@@ -255,10 +306,16 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster
 	case c.Cached.State == CacheAnswered && !equalPtr(c.Cached.Offset, c.Persisted):
 		return StatusStaleCache
 	}
+	st, followed := StatusOK, false
+	if home != nil && c.Persisted != nil {
+		st, followed = followStatus(c, home, in.SyncGrace)
+	}
 	if v, ok := c.RefIn[refCluster]; ok && ref != nil {
 		ref = &v // the reference in this cluster's numbering
 	}
-	st := classifyAcross(c, in, ref, source, reachable)
+	if !followed {
+		st = classifyAcross(c, in, ref, source, reachable)
+	}
 	if st == StatusOK && c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt-c.Now <= c.ExpiryWarning {
 		return StatusExpiring
 	}

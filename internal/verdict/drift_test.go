@@ -144,7 +144,7 @@ func TestClassifyDriftSingleCluster(t *testing.T) {
 }
 
 func TestStatuses(t *testing.T) {
-	if len(Statuses) != 12 {
+	if len(Statuses) != 15 {
 		t.Fatalf("%d statuses", len(Statuses))
 	}
 	for i, s := range Statuses {

@@ -194,6 +194,8 @@ type Judge struct {
 	Translate func(side int, k Key, cell *Cell, ob *ClusterObservation)
 	// DisplayNamespace is the namespace rows name their topic in (the first cluster's).
 	DisplayNamespace string
+	// SyncGrace: see DriftInput.SyncGrace (0: DefaultSyncGrace).
+	SyncGrace time.Duration
 
 	obs     []ClusterObservation // scratch of Row
 	pending map[*loader.PersistedOffsets]bool
@@ -221,12 +223,14 @@ func (j *Judge) Row(k Key, sides []Side) Row {
 			j.Translate(i, k, &r.Cells[i], &j.obs[i])
 		}
 	}
-	d := ClassifyDrift(DriftInput{Clusters: j.obs, Source: j.Source})
+	d := ClassifyDrift(DriftInput{Clusters: j.obs, Source: j.Source, SyncGrace: j.SyncGrace.Milliseconds()})
 	r.Status = d.Status
+	home := homeOf(j.obs, d.Home)
 	for i := range r.Cells {
 		cell := &r.Cells[i]
 		cell.Status = d.Clusters[i]
-		cell.Detail = detail(&r, cell, j.obs[i])
+		cell.Follow = followOf(j.obs[i], home)
+		cell.Detail = detail(&r, cell, j.obs[i], home)
 		if at := j.obs[i].ExpireAt; at > 0 {
 			in := float64(at-j.obs[i].Now) / 1000
 			cell.ExpiresIn = &in
@@ -289,6 +293,7 @@ func (j *Judge) persistedCell(view *loader.PersistedOffsets, s *Side, k Key, cel
 			ob.ExpireAt = int64(*co.ExpireTimestamp)
 			cell.ExpireTimestamp = output.NewTime(time.UnixMilli(ob.ExpireAt))
 		}
+		ob.Newer = co.Newer
 	}
 	if pc, pok := j.pendingOffset(view, k); pok && (!ok || pc.Offset != co.Offset) {
 		pv, loaded := pc.Offset, cell.Persisted
@@ -365,8 +370,10 @@ func CachedOffset(f GroupFetch, ns string, k Key) (int64, bool) {
 }
 
 // detail explains the statuses whose fix is not a reload.
-func detail(r *Row, c *Cell, ob ClusterObservation) string {
+func detail(r *Row, c *Cell, ob ClusterObservation, home *ClusterObservation) string {
 	switch c.Status {
+	case StatusAhead, StatusSyncLag, StatusOverwritten:
+		return followDetail(r, c, ob, home)
 	case StatusUnloadable:
 		return ob.LoadFailure
 	case StatusMisaligned:

@@ -133,7 +133,7 @@ func (p *PackedRows) packCell(c *Cell, cluster string, prev *timeDeltas) {
 		pc.has |= hasError
 	}
 	ok = ok && c.Cluster == cluster && c.Predicted == nil && c.Detail == "" && c.Origin == "" &&
-		c.Translated == nil && c.Alignment == "" && samePtr(pc.lag(), c.Lag) && samePtr(p.expiresIn(&pc), c.ExpiresIn)
+		c.Translated == nil && c.Alignment == "" && c.Follow == nil && samePtr(pc.lag(), c.Lag) && samePtr(p.expiresIn(&pc), c.ExpiresIn)
 	if !ok {
 		if p.rare == nil {
 			p.rare = &rareRows{}

@@ -74,6 +74,17 @@ type Cell struct {
 	Translated *int64 `json:"translated,omitempty"`
 	// Alignment explains Translated, or why alignment is unknown.
 	Alignment string `json:"alignment,omitempty"`
+	// Follow is, in a sync or kept deployment, the group's newest own commit (made on
+	// another cluster) and its translation here: what this cluster should hold.
+	Follow *Follow `json:"follow,omitempty"`
+}
+
+// Follow is the commit a cluster follows in a sync or kept deployment.
+type Follow struct {
+	Cluster         string       `json:"cluster"` // where the group made its newest own commit
+	Offset          int64        `json:"offset"`  // that commit, in Cluster's numbering
+	CommitTimestamp *output.Time `json:"commitTimestamp"`
+	Translated      int64        `json:"translated"` // in this cluster's numbering
 }
 
 // Prediction is what KoP's loader would serve after a load of the row's offsets partition.
@@ -172,6 +183,15 @@ func (c *Cell) write(w *output.JSONWriter) {
 	}
 	if c.Alignment != "" {
 		w.String("alignment", c.Alignment)
+	}
+	if f := c.Follow; f != nil {
+		w.Key("follow")
+		w.Open()
+		w.String("cluster", f.Cluster)
+		w.Int("offset", f.Offset)
+		writeTime(w, "commitTimestamp", f.CommitTimestamp)
+		w.Int("translated", f.Translated)
+		w.Close()
 	}
 	w.Close()
 }

@@ -47,6 +47,7 @@ type Options struct {
 	CoordinatorWait time.Duration
 	Concurrency     int
 	ExpiryWarning   time.Duration
+	SyncGrace       time.Duration
 	// Now is the clock of the expiry rules (nil: time.Now).
 	Now func() time.Time
 }
@@ -78,13 +79,25 @@ the log-end offset and lag, and classify the row:
                            message here (the copies of the topic differ in a message's
                            timestamp, key or value CRC-32); "translated" is the group's real
                            position; fix with 'kop-offsets failover', never with a reload
+  ahead                    sync or kept deployment: past the translation of the group's
+                           newest own commit, made on another cluster ("follow"): a consumer
+                           moved here skips messages; run watch --sync (or
+                           --keep-translations), or reset the group here; never a reload
+  sync_lag                 sync or kept deployment: behind that translation for longer than
+                           --sync-grace: the tool is not following; a consumer moved here
+                           re-reads
+  overwritten              KoP loads a kept translation here that landed after a newer commit
+                           of the key: after any load the group re-reads; watch
+                           --keep-translations writes it again while the source answers
   error                    this cluster could not be read
 
 The row status is the most severe cluster status, in the order error,
-coordinator_unavailable, unloadable, diverged, misaligned, cache_ahead, stale_cache, expired,
-replication_lag, missing, expiring, ok. persisted is what the topic holds; where KoP would
-load something else, JSON shows it as predicted, with the reason.
-Without --source every cluster is compared with the highest persisted value.
+coordinator_unavailable, unloadable, diverged, ahead, misaligned, overwritten, cache_ahead,
+stale_cache, expired, sync_lag, replication_lag, missing, expiring, ok. persisted is what the
+topic holds; where KoP would load something else, JSON shows it as predicted, with the reason.
+Without --source every cluster is compared with the highest persisted value; in a sync or
+kept deployment (a row holding the tool's writes: a sync mark or a kept translation) with the
+group's newest own commit, by commit time.
 
 Read-only: no subscription, no commit; KoP is only asked with OffsetFetch, ListGroups,
 ListOffsets and, for alignment, fetches of the data topics without a group (each copy of a
@@ -138,6 +151,9 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			if opts.CoordinatorWait <= 0 {
 				return cmdutil.FlagErrorf("--coordinator-wait must be positive")
 			}
+			if opts.SyncGrace <= 0 {
+				return cmdutil.FlagErrorf("--sync-grace must be positive")
+			}
 			if opts.Connect == nil {
 				opts.Connect = shared.FactoryConnect(f)
 			}
@@ -164,6 +180,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", kop.DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating")
 	fl.IntVar(&opts.Concurrency, "concurrency", 4, "offsets partitions replayed at once per cluster")
 	fl.DurationVar(&opts.ExpiryWarning, "expiry-warning", survey.DefaultExpiryWarning, "report offsets that KoP expires within this window as expiring")
+	fl.DurationVar(&opts.SyncGrace, "sync-grace", verdict.DefaultSyncGrace, "sync or kept deployment: how long a cluster may stay behind the translation of the group's newest own commit before it is sync_lag")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		var out []string
 		for _, s := range verdict.Statuses {
@@ -289,7 +306,7 @@ func checkScope(ctx context.Context, opts *Options, sc config.Scope, failOn []ve
 	}
 	rep, err := survey.Stream(ctx, sources, survey.Options{
 		Groups: opts.Groups, Topics: opts.Topics, Source: source, SkipAlignment: !opts.Alignment, AlignmentMaxMessages: opts.AlignmentMax,
-		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now),
+		FailOn: failOn, Concurrency: opts.Concurrency, ExpiryWarning: opts.ExpiryWarning, Now: now(opts.Now), SyncGrace: opts.SyncGrace,
 	}, emit)
 	return rep, source, err
 }

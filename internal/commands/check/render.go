@@ -226,6 +226,10 @@ func (h *hints) add(r *verdict.Row, clusters []string) {
 			h.addOne(fmt.Sprintf("kop-offsets locate %s%s --cluster %s   # who should own the group's offsets partition", r.Group, tf, c))
 		case verdict.StatusMisaligned:
 			h.addOne(fmt.Sprintf("the offsets of %s on %s do not denote the same records as on the other clusters: translate by timestamp before moving consumers", r.Group, c))
+		case verdict.StatusAhead, verdict.StatusSyncLag:
+			h.addOne(fmt.Sprintf("%s on %s does not follow the group's newest own commit (its cell's detail says by how much): is kop-offsets watch --sync (or --keep-translations) running%s? do not move consumers to %s before it follows", r.Group, c, tf, c))
+		case verdict.StatusOverwritten:
+			h.addOne(fmt.Sprintf("KoP on %s would load an older value of %s than its newest commit (a kept translation landed after it): kop-offsets watch%s --keep-translations writes it again; do not reload", c, r.Group, tf))
 		}
 	}
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // Options of `doctor`.
@@ -46,6 +48,10 @@ type Options struct {
 	GroupTopics func(ctx context.Context, cl *doctor.Cluster, group string) ([]string, error)
 	// ReplicatorSettle: see doctor.Options (0: its default).
 	ReplicatorSettle time.Duration
+	// GroupStates judges the groups of a tenant's clusters as check does (nil, or
+	// --group-states=false: not judged).
+	GroupStates func(ctx context.Context, cls []config.Cluster) (doctor.GroupStates, error)
+	groupStates bool // --group-states
 }
 
 // Result is the document `doctor -o json|yaml` prints.
@@ -115,6 +121,12 @@ Checks (the check ids are stable, for scripts):
   group-topics                    what --group found in the persisted offsets
   offsets-partition-loadable      --group: KoP can parse every record of the group's offsets
                                   partition (else it serves no group of it after a load)
+  groups-follow                   per cluster, the groups (--group, else all) check finds in a
+                                  sync or kept deployment ahead of the translation of their
+                                  newest own commit (error: consumers moved there skip
+                                  messages), overwritten or sync_lag (warnings); reads every
+                                  offsets topic and, to translate, the groups' topics through
+                                  KoP, as check does (--group-states=false skips it)
 
 Nothing is written; reading a topic's stats loads it on its broker, as any stats call does.
 --group reads the group's offsets partition with a non-durable reader.
@@ -170,6 +182,9 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				return f.KafkaClient(cl, extra...)
 			}}
 			opts.GroupTopics = PersistedGroupTopics(f)
+			if opts.groupStates {
+				opts.GroupStates = SurveyGroupStates(shared.FactoryConnect(f), opts.Groups)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -180,6 +195,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	cmdutil.NamesVar(cmd.Flags(), &opts.Groups, "group", "consumer group whose topics (from its persisted offsets) are audited (repeatable)", "doctor reads the one offsets partition a group name hashes to (find names with: kop-offsets groups --group GLOB)")
 	cmd.Flags().DurationVar(&opts.OffsetsRetention, "offsets-retention", doctor.DefaultOffsetsRetention, "KoP's offsetsRetentionMinutes on the brokers, as a duration (KoP default 3 days)")
 	cmd.Flags().DurationVar(&opts.KafkaTimeout, "kafka-timeout", 5*time.Second, "how long to wait for KoP's answer on each Kafka listener")
+	cmd.Flags().BoolVar(&opts.groupStates, "group-states", true, "judge the groups' offsets as check does and count those ahead, overwritten or sync_lag (groups-follow); --group-states=false skips it")
 	return cmd
 }
 
@@ -255,6 +271,44 @@ func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doct
 	}
 }
 
+// SurveyGroupStates judges the groups (globs; none: all) on a tenant's clusters as check
+// does, from the offsets topics and the alignment of the groups' topics (KoP's cache is not
+// asked), and returns per cluster the groups with a row ahead, overwritten or sync_lag.
+func SurveyGroupStates(connect shared.ConnectFunc, groups []string) func(ctx context.Context, cls []config.Cluster) (doctor.GroupStates, error) {
+	return func(ctx context.Context, cls []config.Cluster) (doctor.GroupStates, error) {
+		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, connect, shared.SourceOptions{Copies: true})
+		if err != nil {
+			return nil, err
+		}
+		defer closeAll()
+		states := doctor.GroupStates{}
+		_, err = survey.Stream(ctx, sources, survey.Options{Groups: groups}, func(r *verdict.Row) error {
+			for _, c := range r.Cells {
+				if c.Status != verdict.StatusAhead && c.Status != verdict.StatusOverwritten && c.Status != verdict.StatusSyncLag {
+					continue
+				}
+				if states[c.Cluster] == nil {
+					states[c.Cluster] = map[verdict.Status][]string{}
+				}
+				// Rows come group by group: a group is added once per cluster and status.
+				if gs := states[c.Cluster][c.Status]; len(gs) == 0 || gs[len(gs)-1] != r.Group {
+					states[c.Cluster][c.Status] = append(gs, r.Group)
+				}
+			}
+			return nil
+		})
+		return states, err
+	}
+}
+
+// scopeStates is fn over one tenant's clusters (nil: none).
+func scopeStates(fn func(context.Context, []config.Cluster) (doctor.GroupStates, error), cls []config.Cluster) func(context.Context) (doctor.GroupStates, error) {
+	if fn == nil {
+		return nil
+	}
+	return func(ctx context.Context) (doctor.GroupStates, error) { return fn(ctx, cls) }
+}
+
 func doctorRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -279,7 +333,7 @@ func doctorRun(ctx context.Context, opts *Options) error {
 		rep := doctor.Run(ctx, doctor.Options{
 			Clusters: dcs, Topics: opts.Topics, Groups: opts.Groups, GroupTopics: opts.GroupTopics,
 			Kafka: opts.Kafka, KafkaTimeout: opts.KafkaTimeout, OffsetsRetention: opts.OffsetsRetention,
-			ReplicatorSettle: opts.ReplicatorSettle,
+			ReplicatorSettle: opts.ReplicatorSettle, GroupStates: scopeStates(opts.GroupStates, sc.Clusters),
 		})
 		reps = append(reps, doctor.TenantReport{Tenant: sc.Tenant, Clusters: dcs, Report: rep})
 	}
