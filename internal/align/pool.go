@@ -94,23 +94,31 @@ func (p *Pool) TranslateSince(ctx context.Context, from, to, topic string, parti
 // source's numbering (the group moved on from where it left to: a failback, whose messages
 // only to holds before floor are not read again). A source below that was moved back after
 // the group left to (a reset to earliest, to a datetime, by a shift): the translation then
-// follows it backwards (TranslateSince), exactly to the reset point. When the floor cannot
-// be placed in the source's numbering it holds: never a skip. One rule for sync
-// (package offsetsync) and kept translations (package standby).
+// follows it backwards (TranslateSince), exactly to the reset point. Where the floor stands
+// is asked in to's numbering: the source's commit translated with to's messages before the
+// floor counted as consumed (TranslateSince) lands below the floor exactly when the source
+// points before it. (Translating the floor back into the source's numbering instead stopped
+// at the first message only the source holds, so that a reset was never followed where the
+// source's copy starts with messages of its own.) When that cannot be read the floor holds:
+// never a skip. One rule for sync (package offsetsync), kept translations (package standby)
+// and check (package survey).
 func (p *Pool) FloorHolds(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) bool {
 	if floor <= 0 {
 		return true
 	}
-	back, err := p.Translate(ctx, to, from, topic, partition, floor, 0, group)
-	return err != nil || offset >= back.Translated
+	t, err := p.TranslateSince(ctx, from, to, topic, partition, offset, floor, group)
+	return err != nil || t.Translated >= floor
 }
 
-// TranslateFloored is Translate or TranslateSince, as FloorHolds says.
+// TranslateFloored is Translate floored on floor, or TranslateSince where FloorHolds says the
+// group was moved back below it.
 func (p *Pool) TranslateFloored(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
-	if p.FloorHolds(ctx, from, to, topic, partition, offset, floor, group) {
-		return p.Translate(ctx, from, to, topic, partition, offset, floor, group)
+	if floor > 0 {
+		if t, err := p.TranslateSince(ctx, from, to, topic, partition, offset, floor, group); err == nil && t.Translated < floor {
+			return t, nil
+		}
 	}
-	return p.TranslateSince(ctx, from, to, topic, partition, offset, floor, group)
+	return p.Translate(ctx, from, to, topic, partition, offset, floor, group)
 }
 
 // Trackers is how many Trackers the Pool holds.

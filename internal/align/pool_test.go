@@ -166,3 +166,26 @@ func TestPoolWarm(t *testing.T) {
 		t.Errorf("translations after Warm read %d+%d messages, want none", after.SourceReads-read.SourceReads, after.TargetReads-read.TargetReads)
 	}
 }
+
+// TestFloorFollowsAResetBelowIt: the group's own position on wus is 400 (scus 700: scus's
+// copy starts with 300 messages of its own). scus's commits at or past 700 are floored; below
+// it (a reset) the translation follows, to the exact message, including into the messages only
+// scus holds, which land on wus's first message. Translating the floor back into scus's
+// numbering stopped at scus's first message of its own (0), so no reset was ever followed.
+func TestFloorFollowsAResetBelowIt(t *testing.T) {
+	p := &align.Pool{Sources: map[string]align.Source{
+		"scus": fakes.MemCopies{Topics: map[string][]uint64{"t": append(fakes.Sequence(1<<40, 1<<40+300), fakes.Sequence(0, 1000)...)}},
+		"wus":  fakes.MemCopies{Topics: map[string][]uint64{"t": fakes.Sequence(0, 1000)}},
+	}}
+	ctx := context.Background()
+	for _, c := range []struct {
+		offset, want int64
+		holds        bool
+	}{{900, 600, true}, {700, 400, true}, {500, 200, false}, {100, 0, false}, {0, 0, false}, {699, 399, false}} {
+		holds := p.FloorHolds(ctx, "scus", "wus", "t", 0, c.offset, 400, "G")
+		got, err := p.TranslateFloored(ctx, "scus", "wus", "t", 0, c.offset, 400, "G")
+		if err != nil || got.Translated != c.want || holds != c.holds {
+			t.Errorf("scus %d: translated %d holds %v (%v), want %d holds %v", c.offset, got.Translated, holds, err, c.want, c.holds)
+		}
+	}
+}

@@ -150,12 +150,12 @@ func (s *clusterState) translate(r verdict.Key, cell *verdict.Cell, ob *verdict.
 
 // followReq is what the follow rules of a sync or kept deployment ask on one cluster for one
 // peer's own commit: its translation here as the tool would follow it (offsetsync's floor
-// rule), and, when the floor is conditional, the translation back of the floor and the one
-// since it.
+// rule), and, when the floor is conditional, the translation since it (align.BuildSince),
+// which says whether the floor holds.
 type followReq struct {
-	fwd, since, back align.Request
-	conditional      bool
-	offset           int64 // the peer's own commit
+	fwd, since  align.Request
+	conditional bool
+	offset      int64 // the peer's own commit
 }
 
 // writerOf says who wrote co, and for a tool's write the commit it translates.
@@ -220,7 +220,7 @@ func (s *clusterState) followRequest(r verdict.Key, peer *clusterState) (followR
 	fr := followReq{offset: co.Offset, conditional: conditional,
 		fwd: align.Request{From: peer.c.Name, To: s.c.Name, Topic: topic, Partition: r.Partition, Offset: co.Offset, Floor: floor}}
 	if conditional {
-		fr.since, fr.back = fr.fwd, align.Request{From: s.c.Name, To: peer.c.Name, Topic: topic, Partition: r.Partition, Offset: floor}
+		fr.since = fr.fwd
 		fr.since.Since = true
 	}
 	return fr, true
@@ -229,18 +229,19 @@ func (s *clusterState) followRequest(r verdict.Key, peer *clusterState) (followR
 // requests are the translations fr asks.
 func (fr followReq) requests() []align.Request {
 	if fr.conditional {
-		return []align.Request{fr.fwd, fr.since, fr.back}
+		return []align.Request{fr.fwd, fr.since}
 	}
 	return []align.Request{fr.fwd}
 }
 
-// answer is fr's translation: followed backwards (since the floor) when the peer's commit is
-// below the floor in the peer's numbering, as sync does; false when unknown.
+// answer is fr's translation: followed backwards (since the floor) when the peer's commit,
+// translated with this cluster's messages before the floor counted as consumed, lands below
+// the floor (align.Pool.FloorHolds), as sync does; false when unknown.
 func (fr followReq) answer(res map[align.Request]align.Result) (int64, bool) {
 	got, ok := res[fr.fwd]
 	if fr.conditional {
-		if back, bok := res[fr.back]; bok && back.Err == nil && fr.offset < back.Translated {
-			got, ok = res[fr.since]
+		if since, sok := res[fr.since]; sok && since.Err == nil && since.Translated < fr.fwd.Floor {
+			got, ok = since, true
 		}
 	}
 	if !ok || got.Err != nil {
