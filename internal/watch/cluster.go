@@ -20,7 +20,7 @@ type clusterRT struct {
 	n     int32
 	parts []*partition
 
-	upNow atomic.Bool         // up, for the engines' goroutines
+	upNow atomic.Bool        // up, for the engines' goroutines
 	keep  *streamkeep.Engine // with a Keeper: its keeping engine
 
 	// Owned by the cycle.
