@@ -9,7 +9,9 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
+	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
 // TestKeepFencedAgainstANewerCommit is issue 51's race on real KoP: the keeper decided on
@@ -61,6 +63,14 @@ func TestKeepFencedAgainstANewerCommit(t *testing.T) {
 	labtest.LoadOn(t, theLab, "wus", own)
 	labtest.WantServed(t, theLab, "wus", group, topic, "500", "the late kept 500 did not land last: wus serves %s")
 	labtest.WantServed(t, theLab, "wus", own, topic, "600", "the late kept 600 did not land last: wus serves %s")
+	// check names it (issue 51 item 4): KoP would load a write older than a commit it hid.
+	for _, g := range []string{group, own} {
+		rep, code := quietly[survey.Report](t, "--timeout", "10s", "check", "-o", "json", "--group", g)
+		if len(rep.Rows) != 1 || code != 1 || rep.Rows[0].Cell("wus").Status != verdict.StatusOverwritten {
+			t.Fatalf("check of %s: exit %d, rows %+v, want wus overwritten", g, code, rep.Rows)
+		}
+		t.Logf("check of %s before watch: wus %s: %s", g, rep.Rows[0].Cell("wus").Status, rep.Rows[0].Cell("wus").Detail)
+	}
 
 	listen := labtest.FreeListen(t)
 	stop := cli.StartWatchArgs(t, listen, 30, "--keep-translations", "--cluster", "wus", "--interval", "2s", "--group", group, "--group", own)
