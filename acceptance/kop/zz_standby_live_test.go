@@ -157,9 +157,10 @@ func TestStandbyContinuousConsumer(t *testing.T) {
 		t.Logf("watch ended with exit %d (scus gone)", code)
 	}
 
-	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group)
+	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group, "--source-gone")
 	t.Logf("failover without scus: exit %d in %s", code, took.Round(time.Millisecond))
-	if code != 0 || len(d.Plan.Rows) != 1 || d.Result == nil || len(d.Result.Proof) != 1 || !d.Result.Proof[0].OK {
+	// 0: the last kept translation is the newest commit; 5: a newer one replicated untranslated.
+	if (code != 0 && code != 5) || len(d.Plan.Rows) != 1 || d.Result == nil || len(d.Result.Proof) != 1 || !d.Result.Proof[0].OK {
 		t.Fatalf("failover without scus: exit %d, %+v", code, d)
 	}
 	r := d.Plan.Rows[0]

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,6 +33,8 @@ type Reloader interface {
 type Executor struct {
 	From, To Side
 	Writer   LocalWriter
+	// Holder writes held values (ActionHold: kop.HoldWriter), with the source gone.
+	Holder   LocalWriter
 	Reloader Reloader
 	Log      func(string, ...any)
 	// Wait bounds the verification's wait for KoP to serve the written offsets.
@@ -73,71 +76,60 @@ type Proof struct {
 // Apply writes the translated offsets, reloads the target's bundles and proves the result.
 // Before anything is written, the reload is planned with the rows as they are: a bundle the
 // reload would refuse (live groups, other rows it would move back or make skip) refuses the
-// failover, so no record is ever left written but not loaded.
+// failover, so no record is ever left written but not loaded. With the source gone, such a
+// bundle leaves its own rows only (named with the refusal): the other bundles land.
 func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	res := &Result{Written: []string{}, Proof: []Proof{}}
 	groups := plan.Groups(ActionWrite, ActionReload)
 	if len(groups) == 0 {
-		res.ExitCode = plan.Left()
+		res.ExitCode = plan.Outcome()
 		return res
 	}
 	// 1. The reload as it would run, the rows to write taken as they will be.
-	now := map[reload.IntendedKey]int64{}
-	after := map[reload.IntendedKey]int64{}
-	for _, r := range plan.Rows {
-		if r.Action != ActionWrite && r.Action != ActionReload {
-			continue
-		}
-		k := reload.IntendedKey{Group: r.Group, Topic: r.Topic, Partition: r.Partition}
-		after[k] = *r.Translated
-		if r.Persisted != nil {
-			now[k] = *r.Persisted
-		}
-	}
-	pre, err := e.Reloader.Plan(ctx, groups, now)
+	pre, err := e.Reloader.Plan(ctx, groups, plan.intended(false))
 	if err != nil {
 		res.Error, res.ExitCode = "plan of the reload: "+err.Error()+" (nothing was written)", outcome.Unreachable
 		return res
 	}
 	if refused := pre.Refused(); len(refused) > 0 {
 		res.Reload = pre
-		res.Error = fmt.Sprintf("the reload of %s's bundle %s would be refused, so nothing was written: %s", plan.To, refused[0].Range, refused[0].Reason)
-		res.ExitCode = outcome.WriteFailed
-		return res
-	}
-	// 2. The records, on the target only.
-	byGroup := map[string][]kop.OffsetCommit{}
-	for _, r := range plan.Rows {
-		if r.Action == ActionWrite {
-			byGroup[r.Group] = append(byGroup[r.Group], kop.OffsetCommit{Group: r.Group,
-				Topic: loader.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
-		}
-	}
-	for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-		e.log("cluster %s: writing the translated offsets of %s (replication disabled)", plan.To, g)
-		if _, _, err := e.Writer.CommitRequest(ctx, byGroup[g]); err != nil {
-			res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
+		if plan.SourceDown == "" {
+			res.Error = fmt.Sprintf("the reload of %s's bundle %s would be refused, so nothing was written: %s", plan.To, refused[0].Range, refused[0].Reason)
 			res.ExitCode = outcome.WriteFailed
 			return res
 		}
-		res.Written = append(res.Written, g)
+		plan.leaveRefused(pre, "its bundle's reload would be refused, nothing was written for it")
+	}
+	plan.dropHolds(pre)
+	if groups = plan.Groups(ActionWrite, ActionReload); len(groups) == 0 {
+		res.ExitCode = plan.Outcome()
+		return res
+	}
+	// 2. The records, on the target only.
+	if !e.write(ctx, plan, res) {
+		return res
 	}
 	// 3. The reload, now predicting the written values.
-	rp, err := e.Reloader.Plan(ctx, groups, after)
+	rp, err := e.Reloader.Plan(ctx, groups, plan.intended(true))
 	if err != nil {
 		res.Error, res.ExitCode = fmt.Sprintf("plan of the reload after writing %v: %v (written, not loaded: run failover again)", res.Written, err), outcome.WriteFailed
 		return res
 	}
 	res.Reload = rp
+	late := outcome.OK
 	if refused := rp.Refused(); len(refused) > 0 {
 		res.Error = fmt.Sprintf("written %v, but the reload of bundle %s is now refused: %s (run failover again)", res.Written, refused[0].Range, refused[0].Reason)
-		res.ExitCode = outcome.WriteFailed
-		return res
+		if plan.SourceDown == "" {
+			res.ExitCode = outcome.WriteFailed
+			return res
+		}
+		plan.leaveRefused(rp, "written, but its bundle's reload is now refused (run failover again)")
+		late = outcome.WriteFailed
 	}
 	res.Execution = e.Reloader.Execute(ctx, rp)
 	// 4. The proof: the target serves the translated offsets, the source its own.
 	res.Proof = e.prove(ctx, plan)
-	res.ExitCode = res.Execution.ExitCode
+	res.ExitCode = outcome.Worst(res.Execution.ExitCode, late)
 	for _, p := range res.Proof {
 		if !p.OK && res.ExitCode == outcome.OK {
 			res.ExitCode = outcome.WriteFailed
@@ -146,10 +138,66 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		}
 	}
 	if res.ExitCode == outcome.OK {
-		res.ExitCode = plan.Left()
+		res.ExitCode = plan.Outcome()
 	}
 	return res
 }
+
+// intended are the rows the failover writes or reloads, with their values as they are in the
+// offsets topic (before) or as written (after): the reload plan takes a load of exactly that
+// value as neither a loss nor a skip.
+func (p *Plan) intended(after bool) map[reload.IntendedKey]int64 {
+	out := map[reload.IntendedKey]int64{}
+	for _, r := range p.Rows {
+		if r.Action != ActionWrite && r.Action != ActionReload && r.Action != ActionHold {
+			continue
+		}
+		k := reload.IntendedKey{Group: r.Group, Topic: r.Topic, Partition: r.Partition}
+		switch {
+		case after:
+			out[k] = *r.Translated
+		case r.Persisted != nil:
+			out[k] = *r.Persisted
+		}
+	}
+	return out
+}
+
+// write writes the landings (and the held values), one request per group; false after a
+// write that failed (res says which).
+func (e *Executor) write(ctx context.Context, plan *Plan, res *Result) bool {
+	for _, w := range []struct {
+		action string
+		writer LocalWriter
+		what   string
+	}{{ActionWrite, e.Writer, "the translated offsets"}, {ActionHold, e.Holder, "the held offsets"}} {
+		byGroup := map[string][]kop.OffsetCommit{}
+		for _, r := range plan.Rows {
+			if r.Action == w.action {
+				byGroup[r.Group] = append(byGroup[r.Group], kop.OffsetCommit{Group: r.Group,
+					Topic: loader.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
+			}
+		}
+		for _, g := range slices.Sorted(maps.Keys(byGroup)) {
+			e.log("cluster %s: writing %s of %s (replication disabled)", plan.To, w.what, g)
+			err := errNoHolder
+			if w.writer != nil {
+				_, _, err = w.writer.CommitRequest(ctx, byGroup[g])
+			}
+			if err != nil {
+				res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
+				res.ExitCode = outcome.WriteFailed
+				return false
+			}
+			if !slices.Contains(res.Written, g) {
+				res.Written = append(res.Written, g)
+			}
+		}
+	}
+	return true
+}
+
+var errNoHolder = errors.New("no writer for held values")
 
 func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
 	serves := func(s Side, g string) map[tp]int64 {
@@ -197,13 +245,66 @@ func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
 	return out
 }
 
-// Left is the outcome of a plan whose writes are done (or not to be done): WriteFailed while
-// rows are refused (a refusal is 4 in every writing command), else OK.
-func (p *Plan) Left() outcome.Outcome {
-	if p.Count(ActionRefused) > 0 {
-		return outcome.WriteFailed
+// Outcome is the outcome of a plan whose writes are done (or not to be done). With the source
+// up: WriteFailed while rows are refused (a refusal is 4 in every writing command), else OK.
+// With the source gone, for a disaster runbook: Found while rows are left, else Reread when
+// some landed on a position that re-reads, else OK.
+func (p *Plan) Outcome() outcome.Outcome {
+	if p.SourceDown == "" {
+		if p.Count(ActionRefused) > 0 {
+			return outcome.WriteFailed
+		}
+		return outcome.OK
 	}
-	return outcome.OK
+	o := outcome.OK
+	for _, r := range p.Rows {
+		switch {
+		case r.Landing == LandingLeft:
+			return outcome.Found
+		case r.Reread != nil:
+			o = outcome.Reread
+		}
+	}
+	return o
+}
+
+// leaveRefused leaves the rows to land (or hold) in the bundles rp refuses, with why and
+// the bundle's reason, and counts the landings again.
+func (p *Plan) leaveRefused(rp *reload.Plan, why string) {
+	reason := map[string]string{}
+	for _, b := range rp.Refused() {
+		reason[b.Range] = fmt.Sprintf("%s (bundle %s: %s)", why, b.Range, b.Reason)
+	}
+	bundle := groupBundles(rp)
+	for i := range p.Rows {
+		r := &p.Rows[i]
+		text, refused := reason[bundle[r.Group]]
+		if !refused || (r.Action != ActionWrite && r.Action != ActionReload && r.Action != ActionHold) {
+			continue
+		}
+		r.Action, r.Landing, r.Reread, r.Why = ActionRefused, LandingLeft, nil, text+"; "+r.Why
+	}
+	p.count()
+}
+
+// dropHolds keeps a held value only where a reload of rp takes its group's bundle: elsewhere
+// nothing loads the bundle and KoP keeps serving the value unwritten.
+func (p *Plan) dropHolds(rp *reload.Plan) {
+	bundle := groupBundles(rp)
+	for i := range p.Rows {
+		if r := &p.Rows[i]; r.Action == ActionHold && bundle[r.Group] == "" {
+			r.Action, r.Translated = ActionRefused, nil
+		}
+	}
+}
+
+// groupBundles maps every group of rp to its bundle.
+func groupBundles(rp *reload.Plan) map[string]string {
+	out := make(map[string]string, len(rp.Groups))
+	for _, g := range rp.Groups {
+		out[g.Group] = g.Bundle
+	}
+	return out
 }
 
 func (e *Executor) log(format string, a ...any) {

@@ -35,6 +35,9 @@ type Side struct {
 		reload.GroupDescriber
 		reload.OffsetFetcher
 	}
+	// Copies reads the cluster's copies of the data topics (their log start, for a landing
+	// at the earliest position when the source is gone); nil: no kafkaBootstrap.
+	Copies align.Source
 }
 
 // Backlog is the replication backlog of the source's offsets partitions toward the target.
@@ -50,7 +53,8 @@ type Planner struct {
 	Backlog  Backlog
 	Aligner  reload.Aligner
 	// AcceptLoss writes the translated offset even where the target's own newer commit
-	// would be replaced.
+	// would be replaced; with the source gone, it lands rows on a safe position older than
+	// what KoP serves.
 	AcceptLoss bool
 	// SourceDown is why From did not answer: the plan then lands each group on the
 	// translation kept on the target (planKept) and reads nothing of From.
@@ -85,6 +89,10 @@ type Row struct {
 	// topic already holds it, KoP does not serve it), none (already served), refused.
 	Action string `json:"action"`
 	Why    string `json:"why,omitempty"`
+	// Landing is, with the source gone, which kind of position the row lands on (kept,
+	// older_kept, own_commit, earliest) or left; Reread how much it re-reads, when known.
+	Landing string  `json:"landing,omitempty"`
+	Reread  *Reread `json:"reread,omitempty"`
 }
 
 // Actions of a Row.
@@ -95,6 +103,13 @@ const (
 	ActionRefused = "refused"
 )
 
+func (pl *Planner) now() time.Time {
+	if pl.Now != nil {
+		return pl.Now()
+	}
+	return time.Now()
+}
+
 // Plan is what a failover will do.
 type Plan struct {
 	From string `json:"from"`
@@ -104,6 +119,8 @@ type Plan struct {
 	Blocked string `json:"blocked,omitempty"`
 	// SourceDown: From did not answer; the rows land on the translations kept on To.
 	SourceDown string `json:"sourceDown,omitempty"`
+	// Landings counts the rows per landing (Landings) when the source is gone.
+	Landings map[string]int `json:"landings,omitempty"`
 }
 
 // Groups returns the groups with rows of the given actions.

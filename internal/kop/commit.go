@@ -243,6 +243,30 @@ func (w *Writer) KeepAsync(ctx context.Context, cs []OffsetCommit, mark loader.K
 	})
 }
 
+// Hold publishes values KoP serves for one group, written back so that a load keeps serving
+// them (failover with its source gone), marked as counting in cluster from's numbering
+// (loader.PropHeldFrom), with replication disabled.
+func (w *Writer) Hold(ctx context.Context, cs []OffsetCommit, from string) (int32, pulsar.MessageID, error) {
+	key, v, err := EncodeRequest(cs, time.Now())
+	if err != nil {
+		return 0, nil, err
+	}
+	return w.publish(ctx, cs[0].Group, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v,
+		DisableReplication: true, Properties: map[string]string{loader.PropHeldFrom: from}})
+}
+
+// HoldWriter is a Writer's Hold as a CommitRequest (the audit trail and the writer lease wrap
+// CommitRequest).
+type HoldWriter struct {
+	W    *Writer
+	From string
+}
+
+// CommitRequest holds cs (Writer.Hold).
+func (h HoldWriter) CommitRequest(ctx context.Context, cs []OffsetCommit) (int32, pulsar.MessageID, error) {
+	return h.W.Hold(ctx, cs, h.From)
+}
+
 // EncodeKeep is EncodeRequest for a kept translation: each commit keeps its CommitTime
 // (the source's), so that it expires with the source's commit.
 func EncodeKeep(cs []OffsetCommit) (pulsarKey, value []byte, err error) {

@@ -23,7 +23,15 @@ const (
 	PropKeptSources = "kop-offsets-kept-sources"
 	// PropKeptAt is when the translation was checked against both copies (Unix ms).
 	PropKeptAt = "kop-offsets-kept-at"
+	// PropHeldFrom marks a held value: what KoP served for a key, written back by a failover
+	// whose source was gone so that a reload of its bundle keeps serving it. The value counts
+	// in that cluster's numbering (unchecked), so readers take the message as replicated from
+	// it (Message.ReplicatedFrom): it is never the group's own position (Floor) here.
+	PropHeldFrom = "kop-offsets-held-from"
 )
+
+// HeldFrom is the cluster a held value's message names ("" for any other message).
+func HeldFrom(props map[string]string) string { return props[PropHeldFrom] }
 
 // KeptMark is what the properties of a kept translation's message say.
 type KeptMark struct {

@@ -25,6 +25,7 @@ var Meanings = []Meaning{
 	{Usage, "not run as asked and nothing written: a usage or configuration error (found before anything is contacted where it can be), an input file that cannot be read, or a confirmation declined"},
 	{Unreachable, "a cluster, endpoint or lock could not be used: not reachable, answered with errors, or held by another process; what could be done is still printed"},
 	{WriteFailed, "a write was refused by the tool's safety rules or did not achieve its goal; under --dry-run, the real run would be refused"},
+	{Reread, "done, and some rows landed on an older position than the newest: their consumers re-read messages they had consumed (each row says how much); nothing was skipped or left"},
 }
 
 // Situation is one row of the contract: Command (its path after "kop-offsets", "*" for
@@ -71,6 +72,10 @@ var Contract = []Situation{
 	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "rows refused by the plan (also under --dry-run); the reload would be refused (nothing written); a record could not be written; the target does not serve the translated offset afterwards", WriteFailed, "internal/failover:TestApply"},
+	{"failover", "--source-gone: every row landed on the kept translation of the source's newest commit, or was the group's own commit there already", OK, "internal/failover:TestApplySourceGone/all_kept"},
+	{"failover", "--source-gone: every row landed, some on a position that re-reads (an older kept translation, the group's own commit, the earliest position; each row names it and how much)", Reread, "internal/failover:TestApplySourceGone/some_re-read"},
+	{"failover", "--source-gone: rows left, each with its reason (KoP keeps serving what it served for them); the other rows, those of the same bundles included, landed", Found, "internal/failover:TestApplySourceGone/some_left"},
+	{"failover", "the source did not answer within --timeout and --source-gone was neither given nor confirmed at the prompt (nothing written; the error names the flag)", Unreachable, "internal/commands/failover:TestSourceNotAnswering"},
 
 	{"groups", "listed", OK, "internal/commands/groups:TestGroupsExitCodes/listed"},
 	{"groups", "a cluster or endpoint could not be reached (what could be read is still listed)", Unreachable, "internal/commands/groups:TestGroupsExitCodes/a_cluster_down"},
@@ -213,6 +218,6 @@ func Markdown() string {
 			fmt.Fprintf(&b, "| %s | %d | %s |\n", name, s.Outcome, strings.ReplaceAll(s.When, "|", `\|`))
 		}
 	}
-	b.WriteString("\nA run of several steps ends with the most severe code of its steps: 3, then 4, then 2, then 1, then 0.\n")
+	b.WriteString("\nA run of several steps ends with the most severe code of its steps: 3, then 4, then 2, then 1, then 5, then 0.\n")
 	return b.String()
 }

@@ -39,9 +39,19 @@ func (r *Reader) toMessage(partition int32, msg pulsar.Message) loader.Message {
 		PublishTime: msg.PublishTime(),
 		Key:         decodeKey(msg.Key(), r.opts.KeyMode),
 		Value:       msg.Payload(),
-		// The replicator marks what it copies with the cluster it came from.
-		ReplicatedFrom: r.origin(msg.GetReplicatedFrom()),
+		// The replicator marks what it copies with the cluster it came from; a held value
+		// (failover) names it in its properties.
+		ReplicatedFrom: r.replicatedFrom(msg),
 	}
+}
+
+// replicatedFrom is the config name of the cluster msg counts in: the replicator's mark, else
+// a held value's (loader.PropHeldFrom, already a config name), else "".
+func (r *Reader) replicatedFrom(msg pulsar.Message) string {
+	if from := msg.GetReplicatedFrom(); from != "" {
+		return r.origin(from)
+	}
+	return loader.HeldFrom(msg.Properties())
 }
 
 // origin is the config name of the cluster Pulsar calls from ("" stays "").

@@ -31,12 +31,14 @@ type Options struct {
 	IO     *iostreams.IOStreams
 	Format output.Format
 
-	From, To     string
-	Groups       []string
-	Topics       []string
-	DryRun       bool
-	Yes          bool
-	AcceptLoss   bool
+	From, To   string
+	Groups     []string
+	Topics     []string
+	DryRun     bool
+	Yes        bool
+	AcceptLoss bool
+	// SourceGone: --source-gone, the operator says the source's region is gone.
+	SourceGone   bool
 	AlignmentMax int64
 	ShowAll      bool // --show-all: every row of the plan and result tables
 	// Writes: the writer lease and the audit trail, as for reload and repair.
@@ -91,11 +93,19 @@ shows what the target and the source serve and which message sits at the transla
 Commits the group makes later on the source replicate in the source's numbering again:
 failover is a point in time, run it when the group moves (docs/failover.md).
 
-When the source does not answer (its region is gone), the source is asked once, within
---timeout, and not again: each row lands on the translation 'watch --keep-translations'
-kept on the target, with its age; what the source committed after it could not be checked,
-so the group re-reads what it consumed since. A row without a kept translation is refused
-by name. Run 'watch --keep-translations' while both clusters answer to have them.`
+When the source's region is gone, say so: --source-gone (the source is not contacted), or
+answer yes when asked on a terminal after the source did not answer within --timeout.
+Without either, a source that does not answer ends the run (exit 3, nothing written): a
+refused connection may be a wrong URL, not a disaster. With the source gone each row lands
+on the newest position that is safe, named per row: the translation 'watch
+--keep-translations' kept of the source's newest commit (kept), of an older one (older_kept,
+with how much it re-reads), the group's own commit on the target (own_commit), or the
+earliest position of the target's copy (earliest, with how much it re-reads). A row is
+left, with its reason, where landing would move back what KoP serves (--accept-loss lands
+it) or its group has members on the target; KoP keeps serving what it served for it (the
+value is written back where the reload of its bundle would change it), and the other rows
+of its bundle land. Exit 0: everything landed on kept translations; 5: landed, some re-read;
+1: some rows left (docs/failover.md, "Disaster runbook"). Run 'watch --keep-translations' while both clusters answer to have them.`
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
@@ -111,8 +121,8 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
   # one group, one topic
   kop-offsets failover --from scus --to wus --group orders --topic payments --yes
 
-  # scus is gone: land every group on wus from the translations kept there
-  kop-offsets failover --from scus --to wus --yes
+  # scus's region is gone: land every group on wus from the translations kept there
+  kop-offsets failover --from scus --to wus --source-gone --yes
 
   # every group written on scus (two clusters configured: --from is the other one)
   kop-offsets failover --to wus -o json --yes`),
@@ -155,6 +165,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the plan (translations, preflight) and write nothing")
 	fl.BoolVar(&opts.Yes, "yes", false, "do not ask for confirmation")
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "also move back offsets the group committed on the target itself, and reload bundles whose other rows would lose or skip")
+	fl.BoolVar(&opts.SourceGone, "source-gone", false, "the source's region is gone: do not contact it, land each group on what the target kept (docs/failover.md, \"Disaster runbook\")")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
@@ -200,7 +211,7 @@ func run(ctx context.Context, opts *Options) error {
 		if len(todo) == 0 {
 			fmt.Fprintln(opts.IO.ErrOut, "nothing to write or reload")
 		}
-		return finish(opts, doc, plan.Left())
+		return finish(opts, doc, plan.Outcome())
 	}
 	if !opts.Yes {
 		ok, err := opts.Confirm(fmt.Sprintf("Write the translated offsets of %d groups on %s and reload their bundles?", len(todo), to.Name))
@@ -278,24 +289,42 @@ func writePlan(w io.Writer, l output.Layout, plan *fo.Plan) {
 		fmt.Fprintf(w, "Blocked: %s\n", plan.Blocked)
 	}
 	if plan.SourceDown != "" {
-		fmt.Fprintf(w, "Source %s did not answer (%s): each row lands on the translation kept on %s, nothing newer was checked\n", plan.From, plan.SourceDown, plan.To)
+		fmt.Fprintf(w, "Source %s is gone (%s): each row lands on the newest safe position %s kept, nothing newer was checked\n", plan.From, plan.SourceDown, plan.To)
 	}
 	tp := output.NewTablePrinterTo(w, l)
 	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.From)+" COMMITTED", strings.ToUpper(plan.To)+" TRANSLATED",
 		strings.ToUpper(plan.To)+" SERVES/PERSISTED", "ACTION", "WHY")
 	for _, r := range plan.Rows {
+		action := strings.ToUpper(r.Action)
+		if r.Landing != "" {
+			action += " (" + r.Landing + ")"
+		}
 		tp.AddRow(r.Group, r.Topic, fmt.Sprint(r.Partition), fmt.Sprint(r.Source), opt(r.Translated),
-			opt(r.Served)+"/"+opt(r.Persisted), strings.ToUpper(r.Action), r.Why)
+			opt(r.Served)+"/"+opt(r.Persisted), action, r.Why)
 	}
 	_ = tp.Render()
-	fmt.Fprintf(w, "%d rows: %d write, %d reload, %d already served, %d refused\n", len(plan.Rows),
-		plan.Count(fo.ActionWrite), plan.Count(fo.ActionReload), plan.Count(fo.ActionNone), plan.Count(fo.ActionRefused))
+	fmt.Fprintf(w, "%d rows: %d write, %d reload, %d already served, %d hold, %d refused\n", len(plan.Rows),
+		plan.Count(fo.ActionWrite), plan.Count(fo.ActionReload), plan.Count(fo.ActionNone), plan.Count(fo.ActionHold), plan.Count(fo.ActionRefused))
+	writeLandings(w, plan)
+}
+
+// writeLandings prints, with the source gone, how many rows land how.
+func writeLandings(w io.Writer, plan *fo.Plan) {
+	if plan.SourceDown == "" {
+		return
+	}
+	var parts []string
+	for _, l := range fo.Landings {
+		parts = append(parts, fmt.Sprintf("%d %s", plan.Landings[l], l))
+	}
+	fmt.Fprintf(w, "landings: %s\n", strings.Join(parts, ", "))
 }
 
 func writeResult(w io.Writer, l output.Layout, plan *fo.Plan, res *fo.Result) {
 	if len(res.Proof) == 0 {
 		return
 	}
+	defer writeLandings(w, plan) // rows a refused bundle left after the plan was printed
 	fmt.Fprintln(w)
 	tp := output.NewTablePrinterTo(w, l)
 	tp.AddHeader("GROUP", "TOPIC", "PARTITION", strings.ToUpper(plan.To)+" SERVES", "WANT", strings.ToUpper(plan.From)+" SERVES", "WANT", "OK", "MESSAGE")
@@ -331,9 +360,36 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		if _, err := f.Config(); err != nil {
 			return nil, err
 		}
-		// The source is asked once, within the request timeout; one that does not answer is
-		// not asked again: the failover lands on the translations kept on the target.
-		srcDown := probe(f, from)
+		// The source is asked once, within the request timeout, unless said gone; one that
+		// is gone is not asked again: the failover lands on what the target kept. The target
+		// is dialled before a source that did not answer refuses the run: both are named
+		// when both are down.
+		var srcErr error
+		if !opts.SourceGone {
+			if srcErr = probe(f, from); srcErr != nil {
+				fmt.Fprintf(opts.IO.ErrOut, "cluster %s did not answer: %v\n", from.Name, srcErr)
+			}
+		}
+		dst, dstPulsar, err := dialSide(f, to, &closers)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		if dst.Groups != nil {
+			dst.Copies = shared.DataCopies(f, to)
+		}
+		if srcErr != nil {
+			// Both down is not a lost source: say so rather than offer --source-gone.
+			if err := probe(f, to); err != nil {
+				closeAll()
+				return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s did not answer either: %w (nothing was written)", to.Name, err))
+			}
+		}
+		srcDown, err := sourceDown(opts, from.Name, to.Name, func() error { return srcErr })
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
 		var src fo.Side
 		var srcPulsar *shared.PulsarSide
 		if srcDown == nil {
@@ -344,12 +400,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			}
 		} else {
 			src = fo.Side{Name: from.Name, KafkaNamespace: from.KafkaNamespace}
-			fmt.Fprintf(opts.IO.ErrOut, "cluster %s did not answer (%v): landing on the translations kept on %s\n", from.Name, srcDown, to.Name)
-		}
-		dst, dstPulsar, err := dialSide(f, to, &closers)
-		if err != nil {
-			closeAll()
-			return nil, err
+			fmt.Fprintf(opts.IO.ErrOut, "cluster %s is gone (%v): landing on what %s kept\n", from.Name, srcDown, to.Name)
 		}
 		// Pulsar name -> config name, after each side's own is checked.
 		toClient := dstPulsar.Client
@@ -384,12 +435,39 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		}
 		return &Session{
 			Planner: planner,
-			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
-				Log: func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
+			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Holder: rs.Commits(kop.HoldWriter{W: w, From: from.Name}, to.OffsetsTopic()),
+				Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
+				Log:      func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
 			BeforeWrite: rs.BeforeWrite,
 			Close:       closeAll,
 		}, nil
 	}
+}
+
+// errSaidGone is why the source is not contacted under --source-gone.
+var errSaidGone = errors.New("said gone with --source-gone: not contacted")
+
+// sourceDown decides whether the failover runs without the source (its error: why), or ends
+// (the second error). Gone is said, not guessed: --source-gone (the source is then not
+// contacted), or, after the source did not answer within --timeout, a yes at the prompt on a
+// terminal; else a source that does not answer ends the run (3), naming the flag.
+func sourceDown(opts *Options, from, to string, probe func() error) (error, error) {
+	if opts.SourceGone {
+		return errSaidGone, nil
+	}
+	err := probe()
+	if err == nil {
+		return nil, nil
+	}
+	if !opts.Yes && opts.IO.CanPrompt() {
+		ok, cerr := opts.Confirm(fmt.Sprintf("Is %s's region gone? Land the groups on what %s kept, as --source-gone does?", from, to))
+		if cerr == nil && ok {
+			return fmt.Errorf("said gone at the prompt after: %w", err), nil
+		}
+	}
+	return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s did not answer (%w): nothing was written; "+
+		"a wrong URL or a stopped broker is not a lost region (kop-offsets config check); if %s's region is gone, run again with --source-gone "+
+		"to land the groups on what %s kept (docs/failover.md, \"Disaster runbook\")", from, err, from, to))
 }
 
 // probe asks cl's admin API for its offsets topic within the request timeout: nil when it

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +132,49 @@ func TestFailoverDryRunRefusesNothing(t *testing.T) {
 	}
 	if doc.Plan.Count(fo.ActionWrite) != 1 || doc.Plan.Count(fo.ActionRefused) != 0 || w.n != 0 || beforeWrite != 0 {
 		t.Errorf("plan %+v; %d writes, %d lease/trail takes", doc.Plan.Rows, w.n, beforeWrite)
+	}
+}
+
+// TestSourceNotAnswering: a source that is gone is said, not guessed (issue 47): with
+// --source-gone it is not contacted; a source that does not answer ends the run with 3,
+// naming the flag, unless the operator says it is gone at the prompt on a terminal.
+func TestSourceNotAnswering(t *testing.T) {
+	refused := errors.New("admin API: dial tcp 10.0.0.1:8080: connection refused")
+	for _, tc := range []struct {
+		name       string
+		gone, yes  bool
+		tty        bool
+		answer     bool
+		probe      error
+		wantDown   bool
+		wantExit   outcome.Outcome
+		wantProbes int
+		wantAsked  bool
+	}{
+		{name: "said gone: not contacted", gone: true, yes: true, wantDown: true, wantProbes: 0},
+		{name: "answers", yes: true, wantProbes: 1},
+		{name: "no answer, --yes: refused", yes: true, probe: refused, wantExit: outcome.Unreachable, wantProbes: 1},
+		{name: "no answer, no terminal: refused", probe: refused, wantExit: outcome.Unreachable, wantProbes: 1},
+		{name: "no answer, terminal, no", tty: true, probe: refused, wantExit: outcome.Unreachable, wantProbes: 1, wantAsked: true},
+		{name: "no answer, terminal, yes", tty: true, answer: true, probe: refused, wantDown: true, wantProbes: 1, wantAsked: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ios, _, _, _ := iostreams.Test()
+			ios.SetStdinTTY(tc.tty)
+			ios.SetStdoutTTY(tc.tty)
+			asked := false
+			opts := &Options{IO: ios, SourceGone: tc.gone, Yes: tc.yes, Confirm: func(q string) (bool, error) {
+				asked = strings.Contains(q, "Is scus's region gone?")
+				return tc.answer, nil
+			}}
+			probes := 0
+			down, err := sourceDown(opts, "scus", "wus", func() error { probes++; return tc.probe })
+			if (down != nil) != tc.wantDown || cmdutil.OutcomeOf(err) != tc.wantExit || probes != tc.wantProbes || asked != tc.wantAsked {
+				t.Fatalf("down %v, err %v (exit %d), %d probes, asked %v", down, err, cmdutil.OutcomeOf(err), probes, asked)
+			}
+			if tc.wantExit == outcome.Unreachable && (!strings.Contains(err.Error(), "--source-gone") || !strings.Contains(err.Error(), "connection refused")) {
+				t.Errorf("the refusal does not name the flag and the cause: %v", err)
+			}
+		})
 	}
 }
