@@ -275,7 +275,7 @@ func keptResetFailover(t *testing.T, topic, group string, part int32, commits []
 	if code, _ := stop(); code != 0 {
 		t.Logf("watch ended with exit %d (scus stopped)", code)
 	}
-	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group)
+	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group, "--source-gone")
 	t.Logf("failover without scus: exit %d in %s", code, took.Round(time.Millisecond))
 	if len(d.Plan.Rows) != 1 {
 		t.Fatalf("failover without scus: exit %d, %+v", code, d)
