@@ -44,16 +44,7 @@ func TestKeepScale(t *testing.T) {
 	prefix := labtest.Name(fmt.Sprintf("ks%d", n)) + "-"
 	rounds := int(load.Seconds()) * rate / n
 	msgs := 3*rounds + 10
-	var topics []string
-	for i := range scaleTopics {
-		topics = append(topics, labtest.NewTopic(t, theLab, fmt.Sprintf("%st%02d", prefix, i)))
-	}
-	for _, tp := range topics {
-		produceKeys(t, "scus", tp, "m", msgs)
-	}
-	for _, tp := range topics {
-		labtest.WaitEndOffset(t, theLab.Cluster("wus"), tp, int64(msgs))
-	}
+	topics := scaleTopicsOf(t, prefix, msgs)
 	group := func(i int) string { return fmt.Sprintf("%sg%06d", prefix, i) }
 	gen := &committer{cl: labtest.Kafka(t, theLab.Cluster("scus")), n: n, group: group, topic: func(i int) string { return topics[i%scaleTopics] }, log: map[int]*commitLog{}}
 	gen.run(context.Background(), t, rate, n, 1) // every group's first commit

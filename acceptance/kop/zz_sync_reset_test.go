@@ -103,17 +103,7 @@ func startSync(t *testing.T, cfg, listen, timeout string, groups ...string) *pro
 // empty: as a reset does).
 func commitOn(t *testing.T, adm *kadm.Client, cluster, group, topic string, offset int64) {
 	t.Helper()
-	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: offset, LeaderEpoch: -1})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	resp, err := adm.CommitOffsets(ctx, group, os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("%s: commit %d for %s: %v", cluster, offset, group, err)
-	}
+	commitParts(t, adm, cluster, group, topic, map[int32]int64{0: offset})
 }
 
 // TestSyncEmptyTopic: on a topic with no message on either cluster (a new topic, or one whose

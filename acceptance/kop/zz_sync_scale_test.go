@@ -73,16 +73,7 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	prefix := labtest.Name(fmt.Sprintf("ss%d", n)) + "-"
 	rounds := int(load.Seconds()) * rate / n // commits per group and phase
 	msgs := 3*rounds + 10                    // every phase commits below the topics' end
-	var topics []string
-	for i := range scaleTopics {
-		topics = append(topics, labtest.NewTopic(t, theLab, fmt.Sprintf("%st%02d", prefix, i)))
-	}
-	for _, tp := range topics {
-		produceKeys(t, "scus", tp, "m", msgs)
-	}
-	for _, tp := range topics {
-		labtest.WaitEndOffset(t, theLab.Cluster("wus"), tp, int64(msgs))
-	}
+	topics := scaleTopicsOf(t, prefix, msgs)
 	group := func(i int) string { return fmt.Sprintf("%sg%06d", prefix, i) }
 	topicOf := func(i int) string { return topics[i%scaleTopics] }
 	every := n / 200 // the sampled groups: every every-th
@@ -178,6 +169,22 @@ func syncScale(t *testing.T, n, rate int, load time.Duration) []string {
 	out = append(out, row)
 	stopProcess(t, p)
 	return out
+}
+
+// scaleTopicsOf makes the scaleTopics aligned topics of a measurement, msgs messages each
+// written on scus and replicated to wus.
+func scaleTopicsOf(t *testing.T, prefix string, msgs int) []string {
+	var topics []string
+	for i := range scaleTopics {
+		topics = append(topics, labtest.NewTopic(t, theLab, fmt.Sprintf("%st%02d", prefix, i)))
+	}
+	for _, tp := range topics {
+		produceKeys(t, "scus", tp, "m", msgs)
+	}
+	for _, tp := range topics {
+		labtest.WaitEndOffset(t, theLab.Cluster("wus"), tp, int64(msgs))
+	}
+	return topics
 }
 
 // phase runs the load for d (round from) and returns its table row and the wus samples.

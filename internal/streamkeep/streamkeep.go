@@ -16,6 +16,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 )
@@ -146,7 +147,7 @@ func (e *Engine) Run(ctx context.Context) {
 			continue
 		case <-e.wakeC:
 		}
-		if sleep(ctx, e.o.Window) != nil {
+		if reload.Sleep(ctx, e.o.Window) != nil {
 			return
 		}
 		e.step(ctx, e.take())
@@ -263,16 +264,5 @@ func (e *Engine) release() {
 	if e.held {
 		e.lease.Release()
 		e.held = false
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
