@@ -272,27 +272,7 @@ func produceKeys(t *testing.T, cluster, topic, prefix string, n int) {
 // recordAt reads the record at offset of topic/0 on cluster (a partition consumer, no group).
 func recordAt(t *testing.T, cluster, topic string, offset int64) *kgo.Record {
 	t.Helper()
-	cl := labtest.Kafka(t, theLab.Cluster(cluster), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(offset)}}))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		fs := cl.PollRecords(ctx, 1)
-		if ctx.Err() != nil {
-			t.Fatalf("%s: no record at %s/0 offset %d", cluster, topic, offset)
-		}
-		var r *kgo.Record
-		fs.EachRecord(func(x *kgo.Record) {
-			if r == nil {
-				r = x
-			}
-		})
-		if r != nil {
-			if r.Offset != offset {
-				t.Fatalf("%s: %s/0 read at %d, asked %d", cluster, topic, r.Offset, offset)
-			}
-			return r
-		}
-	}
+	return recordAtPart(t, cluster, topic, 0, offset)
 }
 
 // keyAt is the key at wus offset o of a topic whose replicated part began with n records of
