@@ -18,15 +18,15 @@ const DefaultSyncGrace = 2 * time.Minute
 type Writer uint8
 
 const (
-	// WriterUnknown: not told (no alignment, or not asked): the follow rules skip the cell.
+	// WriterUnknown is not told (no alignment, or not asked): the follow rules skip the cell.
 	WriterUnknown Writer = iota
-	// WriterGroup: the group's own commit on this cluster, in its numbering (a client's).
+	// WriterGroup is the group's own commit on this cluster, in its numbering (a client's).
 	WriterGroup
-	// WriterReplica: replicated from another cluster (loader: Origin set).
+	// WriterReplica is replicated from another cluster (loader: Origin set).
 	WriterReplica
-	// WriterSync: the tool's sync commit (watch --sync; its mark in the commit metadata).
+	// WriterSync is the tool's sync commit (watch --sync; its mark in the commit metadata).
 	WriterSync
-	// WriterKeeper: a translation watch --keep-translations kept, still the key's last word.
+	// WriterKeeper is a translation watch --keep-translations kept, still the key's last word.
 	WriterKeeper
 )
 
