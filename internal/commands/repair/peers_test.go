@@ -106,6 +106,11 @@ func TestRepairWrittenClusterUnreadIsNotAPeer(t *testing.T) {
 	if r.worst != outcome.Unreachable {
 		t.Errorf("worst %d", r.worst)
 	}
+	// A check unreachable without a named error stays 3: nothing says it was a peer.
+	bare := &run{down: r.down}
+	if bare.raiseUnlessPeers(nil); bare.worst != outcome.Unreachable {
+		t.Errorf("no named error: worst %d", bare.worst)
+	}
 }
 
 // The second check does not dial a peer in down (its name check would wait a --timeout

@@ -460,9 +460,13 @@ func peersDown(first *survey.Report, write []string) map[string]error {
 	return down
 }
 
-// raiseUnlessPeers raises Unreachable for an endpoint error of a cluster that is not a
-// down peer: a peer the repair does not need leaves the code to the clusters written to.
+// raiseUnlessPeers raises Unreachable, for a check that says so, unless every endpoint
+// error it names is of a down peer: a peer the repair does not need leaves the code to the
+// clusters written to. A check unreachable without a named error is 3, as before.
 func (r *run) raiseUnlessPeers(errs []survey.ClusterError) {
+	if len(errs) == 0 {
+		r.raise(outcome.Unreachable)
+	}
 	for _, e := range errs {
 		if r.down[e.Cluster] == nil {
 			r.raise(outcome.Unreachable)
@@ -573,9 +577,6 @@ func (r *run) after(ctx context.Context, executed bool) {
 	} else {
 		if second.ExitCode == outcome.Unreachable {
 			r.raiseUnlessPeers(second.Errors)
-			if len(second.Errors) == 0 {
-				r.raise(outcome.Unreachable)
-			}
 		}
 		repair.Remains(doc.After, second.Rows, second.Unserved, clusterNames(r.write))
 	}
