@@ -291,6 +291,9 @@ type committer struct {
 	n     int
 	group func(int) string
 	topic func(int) string
+	// keys, when set, are the topics each commit of group i covers (partition 0 of each),
+	// in place of topic(i): a group of several keys.
+	keys  func(int) []string
 	every int
 	log   map[int]*commitLog // the sampled groups' acknowledged commits
 }
@@ -317,12 +320,14 @@ func (c *committer) run(ctx context.Context, t *testing.T, rate, total, round in
 				off := int64(round + r)
 				req := kmsg.NewPtrOffsetCommitRequest()
 				req.Group, req.Generation = c.group(i), -1
-				tp := kmsg.NewOffsetCommitRequestTopic()
-				tp.Topic = c.topic(i)
-				pp := kmsg.NewOffsetCommitRequestTopicPartition()
-				pp.Partition, pp.Offset, pp.LeaderEpoch = 0, off, -1
-				tp.Partitions = append(tp.Partitions, pp)
-				req.Topics = append(req.Topics, tp)
+				for _, tn := range c.topicsOf(i) {
+					tp := kmsg.NewOffsetCommitRequestTopic()
+					tp.Topic = tn
+					pp := kmsg.NewOffsetCommitRequestTopicPartition()
+					pp.Partition, pp.Offset, pp.LeaderEpoch = 0, off, -1
+					tp.Partitions = append(tp.Partitions, pp)
+					req.Topics = append(req.Topics, tp)
+				}
 				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				resp, err := req.RequestWith(rctx, c.cl)
 				cancel()
@@ -347,6 +352,14 @@ func (c *committer) run(ctx context.Context, t *testing.T, rate, total, round in
 	default:
 	}
 	return int(acked.Load())
+}
+
+// topicsOf are the topics a commit of group i covers.
+func (c *committer) topicsOf(i int) []string {
+	if c.keys != nil {
+		return c.keys(i)
+	}
+	return []string{c.topic(i)}
 }
 
 // procCPU is the user+system CPU time of pid so far.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -42,8 +44,10 @@ type Options struct {
 	Targets func() (write []config.Cluster, all []config.Cluster, err error)
 	// Tenants returns the same per tenant (nil: Targets, one tenant): each tenant is
 	// checked and repaired on its own clusters.
-	Tenants    func() ([]shared.TenantTarget, error)
-	Check      func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error)
+	Tenants func() ([]shared.TenantTarget, error)
+	// Check runs check over all; the clusters in down did not answer earlier in the run
+	// and are not asked again (survey.Cluster.Down: their rows' cells say why).
+	Check      func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error)
 	NewSession shared.SessionFunc
 	Confirm    func(string) (bool, error)
 
@@ -82,7 +86,12 @@ type Document struct {
 	// Unreachable are the first check's endpoint errors, explained (cluster, endpoint, url,
 	// cause, fix).
 	Unreachable []survey.ClusterError `json:"unreachable,omitempty"`
-	ExitCode    outcome.Outcome       `json:"exitCode"`
+	// PeersUnread are the clusters repair does not write to that the first check could not
+	// read at all (a region gone): asked once, not again by the plans or the second check.
+	// Repairing the clusters written to does not need them (stale_cache and unserved are
+	// judged on each cluster alone), so they alone do not make the run exit 3.
+	PeersUnread []string        `json:"peersUnread,omitempty"`
+	ExitCode    outcome.Outcome `json:"exitCode"`
 }
 
 // Row is one check row on one cluster.
@@ -130,6 +139,13 @@ replication_lag, diverged, missing, misaligned, coordinator_unavailable (outside
 unserved partition), cache_ahead, unloadable, expired or error are listed with the reason
 repair leaves them: a reload would load the same persisted value, lose the one KoP serves,
 or (misaligned) serve a number that skips messages.
+
+A peer that does not answer (a cluster repair does not write to, outside --cluster: a
+region gone) is asked once, by the first check within --timeout; the reload plans and the
+second check do not ask it again (its groups' activity there is unknown). stale_cache and
+unserved are judged on each cluster alone, so the clusters written to are repaired without
+it, and a run that makes them right exits 0, naming the peer (peersUnread in JSON); a
+cluster written to that could not be read still makes the run exit 3.
 
 --group and --topic (globs) narrow both checks to some groups or topics, as in check; the
 bundles reloaded are still whole (their other groups reload too, and are in the plan).
@@ -205,15 +221,26 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 
 // FactoryCheck runs the check engine (internal/survey and internal/verdict, as `check`
 // does, cached side included) over all clusters and returns its report.
-func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope) (*survey.Report, error) {
-	return func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
+func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope, map[string]error) (*survey.Report, error) {
+	return func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error) {
 		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return all, nil },
-			shared.FactoryConnect(f), shared.SourceOptions{Cached: true, Copies: true})
+			skipDown(shared.FactoryConnect(f), down), shared.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
 		defer closeAll()
 		return survey.Run(ctx, sources, survey.Options{Groups: scope.Groups, Topics: scope.Topics})
+	}
+}
+
+// skipDown connects as connect does, but a cluster in down is not dialled: the name check
+// of a dial would wait another --timeout on it.
+func skipDown(connect shared.ConnectFunc, down map[string]error) shared.ConnectFunc {
+	return func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+		if err := down[cl.Name]; err != nil {
+			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Down: err, URLs: explain.URLs(cl)}, nil, nil
+		}
+		return connect(cl, so)
 	}
 }
 
@@ -325,6 +352,9 @@ func (d *Document) merge(tenant string, o *Document) {
 	for _, u := range o.Unread {
 		d.Unread = append(d.Unread, tenant+"/"+u)
 	}
+	for _, u := range o.PeersUnread {
+		d.PeersUnread = append(d.PeersUnread, tenant+"/"+u)
+	}
 	for _, e := range o.Unreachable {
 		e.Tenant = tenant
 		d.Unreachable = append(d.Unreachable, e)
@@ -334,7 +364,7 @@ func (d *Document) merge(tenant string, o *Document) {
 // repair runs the first check, the reloads and the second check of one tenant.
 func (r *run) repair(ctx context.Context) error {
 	opts := r.opts
-	first, err := opts.Check(ctx, r.all, opts.Scope)
+	first, err := opts.Check(ctx, r.all, opts.Scope, nil)
 	if err != nil {
 		// Classified as check's: a configuration error (the cluster-name refusal) is 2,
 		// anything else 3.
@@ -352,7 +382,12 @@ func (r *run) repair(ctx context.Context) error {
 			}
 		}
 		r.doc.Unread = unread
-		r.raise(outcome.Unreachable)
+		r.down = peersDown(first, clusterNames(r.write))
+		r.doc.PeersUnread = slices.Sorted(maps.Keys(r.down))
+		r.raiseUnlessPeers(first.Errors)
+		if len(r.down) > 0 {
+			fmt.Fprintf(opts.IO.ErrOut, "%s%s could not be read (not written to): not asked again; its rows are judged without it\n", r.label(), strings.Join(r.doc.PeersUnread, ", "))
+		}
 	}
 	if misaligned := r.sort(first); misaligned > 0 {
 		r.raise(outcome.Found)
@@ -403,6 +438,41 @@ type run struct {
 	// the first check found to reload.
 	stale    map[string][]string
 	unserved map[string][]int32
+	// down are the peers (clusters not written to) the first check could not read at all,
+	// with why: the plans and the second check do not wait on them again.
+	down map[string]error
+}
+
+// peersDown are the clusters of first's Unread that are not written to, each with the
+// first error the check gave for it.
+func peersDown(first *survey.Report, write []string) map[string]error {
+	down := map[string]error{}
+	for _, n := range first.Unread {
+		if slices.Contains(write, n) {
+			continue
+		}
+		why := "nothing could be read"
+		if i := slices.IndexFunc(first.Errors, func(e survey.ClusterError) bool { return e.Cluster == n }); i >= 0 {
+			why = first.Errors[i].Error
+		}
+		down[n] = fmt.Errorf("did not answer the first check: %s", why)
+	}
+	return down
+}
+
+// raiseUnlessPeers raises Unreachable, for a check that says so, unless every endpoint
+// error it names is of a down peer: a peer the repair does not need leaves the code to the
+// clusters written to. A check unreachable without a named error is 3, as before.
+func (r *run) raiseUnlessPeers(errs []survey.ClusterError) {
+	if len(errs) == 0 {
+		r.raise(outcome.Unreachable)
+	}
+	for _, e := range errs {
+		if r.down[e.Cluster] == nil {
+			r.raise(outcome.Unreachable)
+			return
+		}
+	}
 }
 
 // raise keeps the most severe outcome: Unreachable over WriteFailed over Found over OK.
@@ -447,6 +517,9 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	defer sess.Close()
+	for name, why := range r.down {
+		sess.NotAnswering(name, why)
+	}
 	sess.Planner.AllowActive = opts.AllowActive
 	sess.Planner.RefuseLive = opts.RefuseLive
 	sess.Executor.Wait, sess.Executor.Pause = opts.Wait, opts.Pause
@@ -498,12 +571,12 @@ func (r *run) after(ctx context.Context, executed bool) {
 	doc.After = &AfterCheck{Stale: []Row{}, Unserved: []Partition{}}
 	if !executed {
 		doc.After.Stale, doc.After.Unserved = doc.Stale, doc.Unserved
-	} else if second, err := r.opts.Check(ctx, r.all, r.opts.Scope); err != nil {
+	} else if second, err := r.opts.Check(ctx, r.all, r.opts.Scope, r.down); err != nil {
 		doc.Errors = append(doc.Errors, "second check: "+err.Error())
 		r.raise(outcome.Unreachable)
 	} else {
 		if second.ExitCode == outcome.Unreachable {
-			r.raise(outcome.Unreachable)
+			r.raiseUnlessPeers(second.Errors)
 		}
 		repair.Remains(doc.After, second.Rows, second.Unserved, clusterNames(r.write))
 	}

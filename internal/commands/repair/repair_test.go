@@ -73,7 +73,7 @@ func newHarness(t *testing.T) *harness {
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},
-		Check: func(_ context.Context, _ []config.Cluster, scope Scope) (*survey.Report, error) {
+		Check: func(_ context.Context, _ []config.Cluster, scope Scope, _ map[string]error) (*survey.Report, error) {
 			h.scopes = append(h.scopes, scope)
 			h.checks++
 			h.kop.mu.Lock()
@@ -188,7 +188,9 @@ func TestRepairFirstCheckErrors(t *testing.T) {
 		{errors.New("dial tcp 127.0.0.1:1: connection refused"), 3},
 	} {
 		h := newHarness(t)
-		h.opts.Check = func(context.Context, []config.Cluster, Scope) (*survey.Report, error) { return nil, tc.err }
+		h.opts.Check = func(context.Context, []config.Cluster, Scope, map[string]error) (*survey.Report, error) {
+			return nil, tc.err
+		}
 		if err := repairRun(context.Background(), h.opts); cmdutil.ExitCode(err) != tc.want || len(h.admin.Writes()) != 0 {
 			t.Errorf("%v: err %v (exit %d), want %d", tc.err, err, cmdutil.ExitCode(err), tc.want)
 		}
@@ -249,8 +251,8 @@ func TestRepairBringsBackUnservedPartitions(t *testing.T) {
 		h.opts.Format = output.JSON
 		h.opts.MaxBundles = 8
 		inner := h.opts.Check
-		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
-			d, err := inner(ctx, all, scope)
+		h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error) {
+			d, err := inner(ctx, all, scope, down)
 			if h.checks == 1 || !fixed {
 				d.Unserved = []survey.UnservedPartition{{Cluster: "wus", OffsetsPartition: 1, Answer: "NOT_COORDINATOR"}}
 			}

@@ -20,10 +20,10 @@ func TestRepairPerTenant(t *testing.T) {
 	h := newHarness(t)
 	stale := h.opts.Check
 	var checked []string
-	h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
+	h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error) {
 		checked = append(checked, all[0].Tenant)
 		if all[0].Tenant == "acme" {
-			return stale(ctx, all, scope)
+			return stale(ctx, all, scope, down)
 		}
 		return &survey.Report{SchemaVersion: 1, Rows: []verdict.Row{{Group: "G", Topic: "topic-1", Status: "ok",
 			Cells: []verdict.Cell{{Cluster: "wus", Status: "ok"}, {Cluster: "scus", Status: "ok"}}}}}, nil
@@ -85,9 +85,9 @@ func TestRepairPerTenant(t *testing.T) {
 func TestRepairPerTenantDryRun(t *testing.T) {
 	h := newHarness(t)
 	stale := h.opts.Check
-	h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope) (*survey.Report, error) {
+	h.opts.Check = func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error) {
 		if all[0].Tenant == "acme" {
-			return stale(ctx, all, scope)
+			return stale(ctx, all, scope, down)
 		}
 		return &survey.Report{SchemaVersion: 1}, nil
 	}

@@ -1,6 +1,7 @@
 package shared
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -184,4 +185,25 @@ func Targets(f *cmdutil.Factory) func() ([]config.Cluster, []config.Cluster, err
 		all, err := allClusters(f, sel)
 		return sel, all, err
 	}
+}
+
+// NotAnswering marks cluster, a peer of the target that did not answer earlier in the run,
+// as down for this session: its groups' activity is unknown and reads of its data copies
+// fail at once with err, so that the plan and its re-plan do not wait on it again.
+func (s *Session) NotAnswering(cluster string, err error) {
+	if _, ok := s.Planner.Describers[cluster]; ok {
+		s.Planner.Describers[cluster] = notAnswering{err}
+	}
+	if a, ok := s.Planner.Aligner.(*align.Aligner); ok && a.Sources != nil {
+		if _, ok := a.Sources[cluster]; ok {
+			a.Sources[cluster] = align.Unreachable{Cluster: cluster, Err: err}
+		}
+	}
+}
+
+// notAnswering is the GroupDescriber of a cluster that did not answer: no group described.
+type notAnswering struct{ err error }
+
+func (n notAnswering) DescribeGroups(context.Context, []string) (map[string]reload.GroupActivity, error) {
+	return nil, fmt.Errorf("not asked: %w", n.err)
 }
