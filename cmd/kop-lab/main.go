@@ -19,7 +19,8 @@
 //	kop-lab stop-broker --cluster scus --broker 1
 //	kop-lab start-broker --cluster scus --broker 1
 //	                       stop one broker of a multi-broker cluster by pid, or start it again
-//	                       (and wait until it is healthy)
+//	                       (and wait until it is healthy); a standalone's broker 0 is the
+//	                       whole cluster
 //	kop-lab config-path    print the path of lab/run/config.yaml (for kop-offsets --config)
 //	kop-lab commit --cluster scus --group G --topic topic-1 --offset 500 [--tenant T]
 //	                       commit one offset: through KoP when the lab runs it, else written

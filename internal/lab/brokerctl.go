@@ -7,8 +7,9 @@ import (
 )
 
 // StopBroker stops broker i of cluster name by its pid (SIGTERM, then SIGKILL after the
-// grace period) and records it as stopped, for tests of a cluster with a broker down. Only a
-// multi-broker cluster has brokers of their own; its other processes keep running.
+// grace period) and records it as stopped, for tests of a cluster with a broker down. A
+// multi-broker cluster's other processes keep running; a standalone's broker 0 is its one
+// JVM (broker, bookie and metadata store): the whole cluster stops.
 func StopBroker(ctx context.Context, opts Options, name string, i int) error {
 	return stopBroker(ctx, opts, name, i, false)
 }
@@ -25,7 +26,7 @@ func stopBroker(ctx context.Context, opts Options, name string, i int, kill bool
 		if err != nil {
 			return err
 		}
-		if isLabProcess(ps.PID, name, ps.ID()) {
+		if ps.alive(name) {
 			t := time.Now()
 			how := "stopped"
 			if kill {
@@ -54,7 +55,7 @@ func StartBroker(ctx context.Context, opts Options, name string, i int) error {
 			return err
 		}
 		c, _ := st.Cluster(name)
-		if isLabProcess(ps.PID, name, ps.ID()) {
+		if ps.alive(name) {
 			fmt.Fprintf(o.Log, "lab: %s %s already runs (pid %d)\n", name, ps.ID(), ps.PID)
 			ps.Stopped = false
 			return WriteState(p.StateFile(), st)
@@ -64,7 +65,12 @@ func StartBroker(ctx context.Context, opts Options, name string, i int) error {
 				return fmt.Errorf("lab: %s %s: port %d is still in use", name, ps.ID(), port)
 			}
 		}
-		pid, err := startJava(p.ClusterDir(name), ps.LogPath, name+" "+ps.ID(), ProcessArgs(p, c.Cluster, RoleBroker, i, st.PulsarVersion))
+		var pid int
+		if ps.Role == RoleStandalone {
+			pid, err = startJVM(p, c.Cluster, st.PulsarVersion)
+		} else {
+			pid, err = startJava(p.ClusterDir(name), ps.LogPath, name+" "+ps.ID(), ProcessArgs(p, c.Cluster, RoleBroker, i, st.PulsarVersion))
+		}
 		if err != nil {
 			return err
 		}
@@ -105,7 +111,14 @@ func brokerProcess(p Paths, name string, i int) (*State, *ProcessState, error) {
 		return nil, nil, fmt.Errorf("lab: no cluster %q in the running lab (%v)", name, ClusterNames(st.ClusterList()))
 	}
 	if c.Standalone() {
-		return nil, nil, fmt.Errorf("lab: %s is a standalone: its broker, bookie and metadata store are one JVM; start the lab with --brokers 2 (KOP_LAB_BROKERS=2) to stop one broker", name)
+		if i != 0 {
+			return nil, nil, fmt.Errorf("lab: %s is a standalone: its one broker is broker 0 (its broker, bookie and metadata store are one JVM); start the lab with --brokers 2 (KOP_LAB_BROKERS=2) for more", name)
+		}
+		ps, ok := st.Process(name, RoleStandalone, 0)
+		if !ok {
+			return nil, nil, fmt.Errorf("lab: %s: no standalone process in the lab's state", name)
+		}
+		return st, ps, nil
 	}
 	ps, ok := st.Process(name, RoleBroker, i)
 	if !ok {
@@ -127,4 +140,13 @@ func (l *Lab) KillBroker(ctx context.Context, name string, i int) error {
 // StartBroker starts broker i of cluster name of this lab again and waits until it is healthy.
 func (l *Lab) StartBroker(ctx context.Context, name string, i int) error {
 	return StartBroker(ctx, Options{Root: l.Paths.Root}, name, i)
+}
+
+// alive reports whether ps runs as the lab's JVM of cluster name: a standalone carries the
+// cluster's marker only, the processes of a multi-broker cluster their own too.
+func (ps *ProcessState) alive(name string) bool {
+	if ps.Role == RoleStandalone {
+		return IsLabJVM(ps.PID, name)
+	}
+	return isLabProcess(ps.PID, name, ps.ID())
 }

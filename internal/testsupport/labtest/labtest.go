@@ -185,9 +185,10 @@ func ConfigCopy(t testing.TB, l *lab.Lab, name string) string {
 	return p
 }
 
-// StopBroker stops broker i of cluster c of a multi-broker lab by its pid (lab.StopBroker)
-// and starts it again when the test ends, unless the test did (StartBroker). A standalone
-// lab fails the test: run it with KOP_LAB_BROKERS=2 (make e2e-topology).
+// StopBroker stops broker i of cluster c by its pid (lab.StopBroker) and starts it again
+// when the test ends, unless the test did (StartBroker). On a standalone lab broker 0 is the
+// whole cluster (one JVM); another broker fails the test: run it with KOP_LAB_BROKERS=2 (make
+// e2e-topology).
 func StopBroker(t testing.TB, l *lab.Lab, c string, i int) {
 	downBroker(t, l, c, i, "stop", l.StopBroker)
 }
