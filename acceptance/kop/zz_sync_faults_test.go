@@ -196,10 +196,10 @@ func TestSyncFaultsTargetRestarted(t *testing.T) {
 			mu.Lock()
 			o := last + 5
 			mu.Unlock()
-			var os_ kadm.Offsets
-			os_.Add(kadm.Offset{Topic: topic, Partition: 0, At: local + o, LeaderEpoch: -1})
+			var offs kadm.Offsets
+			offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: local + o, LeaderEpoch: -1})
 			cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
-			resp, err := scus.CommitOffsets(cctx, group, os_)
+			resp, err := scus.CommitOffsets(cctx, group, offs)
 			ccancel()
 			if err == nil {
 				err = resp.Error()
