@@ -134,6 +134,9 @@ type Result struct {
 	Replicated string
 	// Errors (*ClusterError) name the cluster, group, topic and partition they are about.
 	Errors []error
+	// Committed are the commits each target acknowledged (Apply), by cluster: what its
+	// offsets topic will show once read back.
+	Committed map[string][]kop.SyncCommit `json:"-"`
 }
 
 // ClusterError is a failure on one target cluster.
@@ -302,6 +305,10 @@ func (p *Plan) Apply(ctx context.Context) Result {
 				res.Errors = append(res.Errors, &ClusterError{Cluster: o.c.Name, Err: err})
 			} else {
 				res.Synced = append(res.Synced, o.synced...)
+				if res.Committed == nil {
+					res.Committed = map[string][]kop.SyncCommit{}
+				}
+				res.Committed[o.c.Name] = o.commits
 			}
 		}
 		if len(o.gone) > 0 {

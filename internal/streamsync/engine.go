@@ -122,6 +122,7 @@ type Engine struct {
 	recording sync.Mutex     // record, one result at a time
 
 	leases *leases
+	acked  acked // commits acknowledged, not read back yet
 }
 
 // New returns the engine of clusters.

@@ -415,3 +415,32 @@ func TestEngineLearnsAClusterIsBack(t *testing.T) {
 	env.wus.setDescribeErr(nil) // back; the probe has not seen it yet
 	waitFor(t, "synced once wus answers", env.wus.hasCommit("orders", 0, 5700))
 }
+
+// TestEngineNoSecondCommitBeforeReadBack is issue 46's 20 moves: the group is made due again
+// (a member leaving the source writes a group record) after its commit to wus was
+// acknowledged but before wus's offsets topic was read back with it. Planned on wus's old
+// value, the same translation was sent a second time; the acknowledged commit now stands in
+// until the Store shows it, and a newer commit is still sent.
+func TestEngineNoSecondCommitBeforeReadBack(t *testing.T) {
+	env := newEngineEnv(t, Options{Window: 5 * time.Millisecond}, nil, nil)
+	env.scus.start()
+	env.wus.start()
+	env.up()
+	env.run()
+	env.wus.setHoldReadBack(true)
+	env.scus.live(commitOf("orders", 0, 6000))
+	waitFor(t, "orders synced to wus", func() bool { return env.wus.commitCalls() == 1 })
+	for range 3 {
+		env.scus.liveGroup("orders", 0) // the member left: a group record, due again
+		time.Sleep(30 * time.Millisecond)
+	}
+	if n := env.wus.commitCalls(); n != 1 {
+		t.Fatalf("%d commits sent to wus for one commit on scus, before wus read it back: %+v", n, env.wus.commitsOf("orders"))
+	}
+	env.wus.releaseReadBack()
+	env.scus.live(commitOf("orders", 0, 6100))
+	waitFor(t, "the next commit synced", env.wus.hasCommit("orders", 0, 6100-extra))
+	if n := env.wus.commitCalls(); n != 2 {
+		t.Fatalf("%d commits sent to wus for two commits on scus", n)
+	}
+}

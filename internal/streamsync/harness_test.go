@@ -130,6 +130,25 @@ type fakeCluster struct {
 	commitErr     error
 	// describing, when set, is called at the start of each DescribeGroups, outside mu.
 	describing func()
+	// holdReadBack: the commits sent are not read back live until releaseReadBack (a
+	// target's offsets topic read back later than the commit is acknowledged).
+	holdReadBack bool
+	held         []kop.OffsetCommit
+}
+
+func (f *fakeCluster) setHoldReadBack(hold bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holdReadBack = hold
+}
+
+// releaseReadBack reads the held commits back live.
+func (f *fakeCluster) releaseReadBack() {
+	f.mu.Lock()
+	held := f.held
+	f.held, f.holdReadBack = nil, false
+	f.mu.Unlock()
+	f.live(held...)
 }
 
 func newFakeCluster(name string) *fakeCluster {
@@ -196,10 +215,21 @@ func (f *fakeCluster) Commit(_ context.Context, group string, cs []kop.SyncCommi
 	if err != nil {
 		return err
 	}
-	// KoP appends the commit to the offsets topic: read back live, before the call returns.
+	// KoP appends the commit to the offsets topic: read back live, before the call returns
+	// (unless held).
+	var back []kop.OffsetCommit
 	for _, c := range cs {
-		f.live(kop.OffsetCommit{Group: group, Topic: "persistent://" + testNS + "/" + c.Topic, Partition: c.Partition,
+		back = append(back, kop.OffsetCommit{Group: group, Topic: "persistent://" + testNS + "/" + c.Topic, Partition: c.Partition,
 			Offset: c.Offset, Metadata: c.Metadata, CommitTime: time.Now()})
+	}
+	f.mu.Lock()
+	hold := f.holdReadBack
+	if hold {
+		f.held = append(f.held, back...)
+	}
+	f.mu.Unlock()
+	if !hold {
+		f.live(back...)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -139,6 +139,11 @@ func (e *Engine) record(res offsetsync.Result, sw *Sweep, now time.Time) {
 	e.recording.Lock()
 	defer e.recording.Unlock()
 	e.obs.Result(res)
+	for _, c := range e.clusters {
+		if cs := res.Committed[c.Name]; len(cs) > 0 {
+			e.acked.add(c.Name, res.Group, cs, e.entryOf(c, res.Group), now)
+		}
+	}
 	if len(res.Errors) > 0 {
 		// A commit refused may be a group that became live there: ask again.
 		e.members.forget("", []string{res.Group})
@@ -263,7 +268,7 @@ func (e *Engine) views(g string, answering []Cluster, members map[string]map[str
 			continue
 		}
 		var v offsetsync.View
-		for _, co := range offs {
+		for _, co := range e.acked.overlay(c.Name, g, c.KafkaNamespace, offs) {
 			if match.Any(e.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic) {
 				v.Offsets = append(v.Offsets, co)
 			}
@@ -273,6 +278,19 @@ func (e *Engine) views(g string, answering []Cluster, members map[string]map[str
 		views[c.Name] = v
 	}
 	return views
+}
+
+// entryOf looks group's key up in c's Store as it is now (topic: the Kafka short name).
+func (e *Engine) entryOf(c Cluster, group string) func(topic string, partition int32) (loader.CommittedOffset, bool) {
+	offs, _ := e.stores[c.Name].Offsets(group)
+	return func(topic string, partition int32) (loader.CommittedOffset, bool) {
+		for _, co := range offs {
+			if co.Partition == partition && loader.ShortName(co.Topic, c.KafkaNamespace) == topic {
+				return co, true
+			}
+		}
+		return loader.CommittedOffset{}, false
+	}
 }
 
 var _ Describer = kop.KafkaGroups{}
