@@ -416,10 +416,9 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		closers = append(closers, rs.Close)
 		rs.Planner.AcceptLoss = opts.AcceptLoss
 		if srcDown != nil {
-			rs.Planner.Describers[from.Name] = nil // its activity is unknown: reported, not asked
-			if a, ok := rs.Planner.Aligner.(*align.Aligner); ok {
-				a.Sources[from.Name] = align.Unreachable{Cluster: from.Name, Err: srcDown}
-			}
+			// Its activity is unknown (reported, not asked) and its copies unreadable, with
+			// the reason it is down, not "no kafkaBootstrap configured".
+			rs.NotAnswering(from.Name, srcDown)
 		}
 		n, err := dst.Reader.Partitions(context.Background())
 		if err != nil {
