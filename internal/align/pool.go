@@ -111,12 +111,10 @@ func (p *Pool) FloorHolds(ctx context.Context, from, to, topic string, partition
 }
 
 // TranslateFloored is Translate floored on floor, or TranslateSince where FloorHolds says the
-// group was moved back below it.
+// group was moved back below it (the Tracker since the floor answers both).
 func (p *Pool) TranslateFloored(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
-	if floor > 0 {
-		if t, err := p.TranslateSince(ctx, from, to, topic, partition, offset, floor, group); err == nil && t.Translated < floor {
-			return t, nil
-		}
+	if !p.FloorHolds(ctx, from, to, topic, partition, offset, floor, group) {
+		return p.TranslateSince(ctx, from, to, topic, partition, offset, floor, group)
 	}
 	return p.Translate(ctx, from, to, topic, partition, offset, floor, group)
 }

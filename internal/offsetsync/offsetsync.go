@@ -28,7 +28,7 @@
 //     the group would be refused by KoP or overwrite theirs. (With one live cluster, the
 //     source, this is a guard: members on two clusters are split brain.)
 //   - On every other target, each key of the source's own offsets is translated into the
-//     target's numbering, floored on the group's own position there (floorOf): a target's
+//     target's numbering, floored on the group's own position there (TargetFloor): a target's
 //     own newer commit is never moved back, and after a failback the messages the target
 //     wrote alone are not read again (docs/failover.md); but the newest intent wins: a
 //     source moved back (a reset) after the group left the target moves the target back
@@ -373,10 +373,13 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 			continue // the tool's own commit on the source (never synced back), or not the group's
 		}
 		cur, has := to[k]
-		floor, since := s.floorOf(ctx, group, src, c.Name, k, e, cur, has)
+		var floor int64
 		translate := s.Pool.Translate
-		if since {
-			translate = s.Pool.TranslateSince
+		if has {
+			var conditional bool
+			if floor, conditional = TargetFloor(cur.co, e.co.CommitTimestamp); conditional {
+				translate = s.Pool.TranslateFloored // the floor holds unless the source was moved back
+			}
 		}
 		t, err := translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
 		if err != nil {
@@ -400,7 +403,13 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 	return o
 }
 
-// floorOf is the floor of key k's translation on target to: the group's own position there
+// TargetFloor is the floor of a translation onto a target whose current commit of the key is
+// cur, the source's commit being made at srcAt, and whether it is conditional: it holds only
+// while the source's commit is at or past where the floor stands (align.Pool.FloorHolds;
+// below it, the target follows the source backwards: align.BuildSince). Sync plans with it;
+// check judges a target against the same rule.
+//
+// The floor of a key's translation onto a target is the group's own position there
 // (its messages before it were consumed there, as after a failback, so a message only the
 // target holds does not send the group back to it), or 0. The rule, the newest intent wins:
 //
@@ -410,7 +419,7 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 //     commit carried in its mark) holds the translation at or above it only while the
 //     source's commit is at or past where the floor stands in the source's numbering. A
 //     source below that was moved back after the group left the target (a reset: to
-//     earliest, to a datetime, by a shift): since is then true, and the target follows it
+//     earliest, to a datetime, by a shift): the target then follows it
 //     backwards, the messages only the target holds below the floor still counted as
 //     consumed (align.BuildSince), so the group resumes exactly at the reset point. The
 //     tool's own commit is never a floor by itself: it is no consumption by the group on
@@ -419,23 +428,8 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 //   - A replicated or kept entry (history from before sync setup) floors on the group's own
 //     commit below it (loader.CommittedOffset.Floor).
 //
-// When the floor cannot be placed in the source's numbering it holds: never a skip.
-func (s *Syncer) floorOf(ctx context.Context, group, src, to string, k key, e entry, cur entry, has bool) (floor int64, since bool) {
-	if !has {
-		return 0, false
-	}
-	f, conditional := TargetFloor(cur.co, e.co.CommitTimestamp)
-	if !conditional {
-		return f, false
-	}
-	return f, !s.Pool.FloorHolds(ctx, src, to, k.topic, k.partition, e.co.Offset, f, group)
-}
-
-// TargetFloor is floorOf's rule without the translation: the floor of a translation onto a
-// target whose current commit of the key is cur, the source's commit being made at srcAt,
-// and whether it is conditional: it holds only while the source's commit is at or past the
-// floor translated into the source's numbering (below it, the target follows the source
-// backwards: align.BuildSince). check judges a target against the same rule.
+// When the floor cannot be placed in the source's numbering it holds: never a skip
+// (align.Pool.TranslateFloored).
 func TargetFloor(cur loader.CommittedOffset, srcAt offsetlog.Millis) (floor int64, conditional bool) {
 	var f int64
 	m, _, marked := ParseMark(cur.Metadata)

@@ -21,11 +21,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 )
 
-// Lease is the cluster's writer lease (*lease.Lease).
-type Lease interface {
-	Acquire(ctx context.Context) error
-	Release()
-}
+// Lease is the cluster's writer lease (*lease.Lease), as sync takes it.
+type Lease = streamsync.Lease
 
 // Observer is told what the engine did; its calls come from the engine's goroutine.
 type Observer interface {

@@ -15,13 +15,16 @@ import (
 // a second time (issue 46's 20 moves). Until the Store shows anything else for the key, the
 // views see the acknowledged commit instead of what was there before it.
 type acked struct {
-	mu sync.Mutex
-	m  map[ackKey]ackEntry
+	mu    sync.Mutex
+	m     map[ackGroup]map[ackKey]ackEntry // by cluster and group: a view looks up its own
+	swept time.Time
 }
 
+type ackGroup struct{ cluster, group string }
+
 type ackKey struct {
-	cluster, group, topic string // topic: the Kafka short name
-	partition             int32
+	topic     string // the Kafka short name
+	partition int32
 }
 
 type ackEntry struct {
@@ -40,16 +43,37 @@ func (a *acked) add(cluster, group string, cs []kop.SyncCommit, before func(topi
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = map[ackKey]ackEntry{}
+		a.m = map[ackGroup]map[ackKey]ackEntry{}
 	}
-	for k, e := range a.m {
-		if now.Sub(e.at) > ackedFor {
-			delete(a.m, k)
-		}
+	a.sweep(now)
+	g := ackGroup{cluster, group}
+	keys := a.m[g]
+	if keys == nil {
+		keys = map[ackKey]ackEntry{}
+		a.m[g] = keys
 	}
 	for _, c := range cs {
 		b, had := before(c.Topic, c.Partition)
-		a.m[ackKey{cluster, group, c.Topic, c.Partition}] = ackEntry{commit: c, before: b, had: had, at: now}
+		keys[ackKey{c.Topic, c.Partition}] = ackEntry{commit: c, before: b, had: had, at: now}
+	}
+}
+
+// sweep forgets the entries older than ackedFor, at most once per ackedFor: a sweep walks
+// every group, and add runs for every commit acknowledged.
+func (a *acked) sweep(now time.Time) {
+	if now.Sub(a.swept) < ackedFor {
+		return
+	}
+	a.swept = now
+	for g, keys := range a.m {
+		for k, e := range keys {
+			if now.Sub(e.at) > ackedFor {
+				delete(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			delete(a.m, g)
+		}
 	}
 }
 
@@ -59,33 +83,38 @@ func (a *acked) add(cluster, group string, cs []kop.SyncCommit, before func(topi
 func (a *acked) overlay(cluster, group, kafkaNamespace string, offs []loader.CommittedOffset) []loader.CommittedOffset {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.m) == 0 {
+	g := ackGroup{cluster, group}
+	keys := a.m[g]
+	if len(keys) == 0 {
 		return offs
 	}
 	seen := map[ackKey]bool{}
 	for i, co := range offs {
-		k := ackKey{cluster, group, loader.ShortName(co.Topic, kafkaNamespace), co.Partition}
-		e, ok := a.m[k]
+		k := ackKey{loader.ShortName(co.Topic, kafkaNamespace), co.Partition}
+		e, ok := keys[k]
 		if !ok {
 			continue
 		}
 		seen[k] = true
 		if !e.had || !sameEntry(co, e.before) {
-			delete(a.m, k) // the Store moved on: what it shows is the newest
+			delete(keys, k) // the Store moved on: what it shows is the newest
 			continue
 		}
 		offs[i].Offset, offs[i].Metadata, offs[i].Kept, offs[i].Origin = e.commit.Offset, e.commit.Metadata, nil, ""
 	}
-	for k, e := range a.m {
-		if k.cluster != cluster || k.group != group || seen[k] {
+	for k, e := range keys {
+		if seen[k] {
 			continue
 		}
 		if e.had {
-			delete(a.m, k) // the key is gone from the Store since: deleted, newest
+			delete(keys, k) // the key is gone from the Store since: deleted, newest
 			continue
 		}
 		offs = append(offs, loader.CommittedOffset{Group: group, Topic: loader.FullName(k.topic, kafkaNamespace), Partition: k.partition,
 			Offset: e.commit.Offset, Metadata: e.commit.Metadata})
+	}
+	if len(keys) == 0 {
+		delete(a.m, g)
 	}
 	return offs
 }

@@ -15,14 +15,10 @@ func (w *Watcher) newKeepEngines() {
 		if c.Keeper == nil {
 			continue
 		}
-		var l streamkeep.Lease
-		if c.KeepLease != nil {
-			l = c.KeepLease
-		}
 		accept := func(co loader.CommittedOffset) bool {
 			return match.Any(w.o.Groups, co.Group) && match.Any(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic)
 		}
-		c.keep = streamkeep.New(c.Keeper, l, &keepObserver{w: w, c: c}, streamkeep.Options{
+		c.keep = streamkeep.New(c.Keeper, c.KeepLease, &keepObserver{w: w, c: c}, streamkeep.Options{
 			Accept: accept, Up: w.upNow, DryRun: w.o.DryRun, CallTimeout: w.o.CallTimeout})
 	}
 }
