@@ -86,3 +86,15 @@ func (c *clusterRT) view(group string) (*loader.PersistedOffsets, string) {
 	}
 	return p.view, ""
 }
+
+// clusterUp reports whether cluster name answered at the last cycle (for the engines'
+// goroutines); unknown is the answer for a cluster watch does not follow (--cluster): a
+// source it does not follow counts as up for keeping (its reads say otherwise).
+func (w *Watcher) clusterUp(name string, unknown bool) bool {
+	for _, c := range w.clusters {
+		if c.Name == name {
+			return c.upNow.Load()
+		}
+	}
+	return unknown
+}

@@ -19,19 +19,8 @@ func (w *Watcher) newKeepEngines() {
 			return match.Any(w.o.Groups, co.Group) && match.Any(w.o.Topics, loader.ShortName(co.Topic, c.KafkaNamespace), co.Topic)
 		}
 		c.keep = streamkeep.New(c.Keeper, c.KeepLease, &keepObserver{w: w, c: c}, streamkeep.Options{
-			Accept: accept, Up: w.upNow, DryRun: w.o.DryRun, CallTimeout: w.o.CallTimeout})
+			Accept: accept, Up: func(n string) bool { return w.clusterUp(n, true) }, DryRun: w.o.DryRun, CallTimeout: w.o.CallTimeout})
 	}
-}
-
-// upNow reports whether cluster answered at the last cycle; a source watch does not follow
-// (--cluster) counts as up: its reads say otherwise.
-func (w *Watcher) upNow(name string) bool {
-	for _, c := range w.clusters {
-		if c.Name == name {
-			return c.upNow.Load()
-		}
-	}
-	return true
 }
 
 // keepObserver turns one cluster's keeping into metrics and log lines.

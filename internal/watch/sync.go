@@ -125,7 +125,7 @@ func (s *syncObserver) skipped(res offsetsync.Result) {
 		w.log.Info("split brain over: the group is synced again", "group", res.Group, "from", res.Source)
 	}
 	for _, l := range res.Left {
-		if l.Partition >= 0 || !w.isUp(l.Cluster) {
+		if l.Partition >= 0 || !w.clusterUp(l.Cluster, false) {
 			continue // a key left (its error counts), or a cluster down: synced when it returns
 		}
 		w.m.syncSkipped.WithLabelValues("unknown").Inc()
@@ -133,12 +133,3 @@ func (s *syncObserver) skipped(res offsetsync.Result) {
 	}
 }
 
-// isUp reports whether the watched cluster name is up.
-func (w *Watcher) isUp(name string) bool {
-	for _, c := range w.clusters {
-		if c.Name == name {
-			return c.upNow.Load()
-		}
-	}
-	return false
-}
