@@ -132,4 +132,3 @@ func (s *syncObserver) skipped(res offsetsync.Result) {
 		w.log.Debug("group not synced to or from a cluster for now", "cluster", l.Cluster, "group", res.Group, "why", l.Why)
 	}
 }
-
