@@ -205,25 +205,30 @@ func (w *Writer) publish(ctx context.Context, group string, m *pulsar.ProducerMe
 // whatever Local says: it is this cluster's numbering and must never reach another cluster.
 // Each commit keeps its CommitTime and ExpireTime.
 func (w *Writer) Keep(ctx context.Context, cs []OffsetCommit, mark loader.KeptMark) (int32, pulsar.MessageID, error) {
-	if len(mark.Sources) != len(cs) {
-		return 0, nil, fmt.Errorf("kopcommit: %d source offsets for %d commits", len(mark.Sources), len(cs))
-	}
-	key, v, err := EncodeKeep(cs)
+	m, err := keepMessage(cs, mark)
 	if err != nil {
 		return 0, nil, err
 	}
-	return w.publish(ctx, cs[0].Group, &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()})
+	return w.publish(ctx, cs[0].Group, m)
+}
+
+// keepMessage is the message of a kept translation (Keep, KeepAsync).
+func keepMessage(cs []OffsetCommit, mark loader.KeptMark) (*pulsar.ProducerMessage, error) {
+	if len(mark.Sources) != len(cs) {
+		return nil, fmt.Errorf("kopcommit: %d source offsets for %d commits", len(mark.Sources), len(cs))
+	}
+	key, v, err := EncodeKeep(cs)
+	if err != nil {
+		return nil, err
+	}
+	return &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()}, nil
 }
 
 // KeepAsync is Keep without waiting for the broker: done is called with the outcome, from the
 // producer's goroutine. The writes of one group go to one partition's producer, in order; a
 // keeper with many groups to write keeps many in flight instead of one round trip each.
 func (w *Writer) KeepAsync(ctx context.Context, cs []OffsetCommit, mark loader.KeptMark, done func(error)) {
-	if len(mark.Sources) != len(cs) {
-		done(fmt.Errorf("kopcommit: %d source offsets for %d commits", len(mark.Sources), len(cs)))
-		return
-	}
-	key, v, err := EncodeKeep(cs)
+	m, err := keepMessage(cs, mark)
 	if err != nil {
 		done(err)
 		return
@@ -234,7 +239,6 @@ func (w *Writer) KeepAsync(ctx context.Context, cs []OffsetCommit, mark loader.K
 		done(err)
 		return
 	}
-	m := &pulsar.ProducerMessage{Key: base64.StdEncoding.EncodeToString(key), Payload: v, DisableReplication: true, Properties: mark.Properties()}
 	prod.SendAsync(ctx, m, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 		if err != nil {
 			err = fmt.Errorf("send to %s-partition-%d: %w", w.topic, p, err)
