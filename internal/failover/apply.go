@@ -149,7 +149,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 func (p *Plan) intended(after bool) map[reload.IntendedKey]int64 {
 	out := map[reload.IntendedKey]int64{}
 	for _, r := range p.Rows {
-		if r.Action != ActionWrite && r.Action != ActionReload && r.Action != ActionHold {
+		if !r.loads() {
 			continue
 		}
 		k := reload.IntendedKey{Group: r.Group, Topic: r.Topic, Partition: r.Partition}
@@ -161,6 +161,11 @@ func (p *Plan) intended(after bool) map[reload.IntendedKey]int64 {
 		}
 	}
 	return out
+}
+
+// loads: the failover writes or reloads r's value, or holds it (written back, then loaded).
+func (r *Row) loads() bool {
+	return r.Action == ActionWrite || r.Action == ActionReload || r.Action == ActionHold
 }
 
 // write writes the landings (and the held values), one request per group; false after a
@@ -279,7 +284,7 @@ func (p *Plan) leaveRefused(rp *reload.Plan, why string) {
 	for i := range p.Rows {
 		r := &p.Rows[i]
 		text, refused := reason[bundle[r.Group]]
-		if !refused || (r.Action != ActionWrite && r.Action != ActionReload && r.Action != ActionHold) {
+		if !refused || !r.loads() {
 			continue
 		}
 		r.Action, r.Landing, r.Reread, r.Why = ActionRefused, LandingLeft, nil, text+"; "+r.Why

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -375,40 +374,21 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			closeAll()
 			return nil, err
 		}
+		// One reader of the target's copies, for the landings and the aligner alike.
+		dstCopies := shared.DataCopies(f, to)
 		if dst.Groups != nil {
-			dst.Copies = shared.DataCopies(f, to)
+			dst.Copies = dstCopies
 		}
-		if srcErr != nil {
-			// Both down is not a lost source: say so rather than offer --source-gone.
-			if err := probe(f, to); err != nil {
-				closeAll()
-				return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s did not answer either: %w (nothing was written)", to.Name, err))
-			}
-		}
-		srcDown, err := sourceDown(opts, from.Name, to.Name, func() error { return srcErr })
+		src, srcPulsar, srcDown, err := dialSource(f, opts, from, to, srcErr, &closers)
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
-		var src fo.Side
-		var srcPulsar *shared.PulsarSide
-		if srcDown == nil {
-			var err error
-			if src, srcPulsar, err = dialSide(f, from, &closers); err != nil {
-				closeAll()
-				return nil, err
-			}
-		} else {
-			src = fo.Side{Name: from.Name, KafkaNamespace: from.KafkaNamespace}
-			fmt.Fprintf(opts.IO.ErrOut, "cluster %s is gone (%v): landing on what %s kept\n", from.Name, srcDown, to.Name)
-		}
 		// Pulsar name -> config name, after each side's own is checked.
 		toClient := dstPulsar.Client
-		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{}}
-		for _, cl := range []config.Cluster{from, to} {
-			aligner.Sources[cl.Name] = shared.DataCopies(f, cl)
-		}
-		rs, err := shared.NewSessionFunc(f, func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }, opts.Writes)(to, all)
+		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{from.Name: shared.DataCopies(f, from), to.Name: dstCopies}}
+		logf := func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }
+		rs, err := shared.NewSessionFunc(f, logf, opts.Writes)(to, all)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -436,57 +416,11 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			Planner: planner,
 			Executor: &fo.Executor{From: src, To: dst, Writer: rs.Commits(w, to.OffsetsTopic()), Holder: rs.Commits(kop.HoldWriter{W: w, From: from.Name}, to.OffsetsTopic()),
 				Reloader: fo.SessionReloader{Planner: rs.Planner, Executor: rs.Executor},
-				Log:      func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }},
+				Log:      logf},
 			BeforeWrite: rs.BeforeWrite,
 			Close:       closeAll,
 		}, nil
 	}
-}
-
-// errSaidGone is why the source is not contacted under --source-gone.
-var errSaidGone = errors.New("said gone with --source-gone: not contacted")
-
-// sourceDown decides whether the failover runs without the source (its error: why), or ends
-// (the second error). Gone is said, not guessed: --source-gone (the source is then not
-// contacted), or, after the source did not answer within --timeout, a yes at the prompt on a
-// terminal; else a source that does not answer ends the run (3), naming the flag.
-func sourceDown(opts *Options, from, to string, probe func() error) (error, error) {
-	if opts.SourceGone {
-		return errSaidGone, nil
-	}
-	err := probe()
-	if err == nil {
-		return nil, nil
-	}
-	if !opts.Yes && opts.IO.CanPrompt() {
-		ok, cerr := opts.Confirm(fmt.Sprintf("Is %s's region gone? Land the groups on what %s kept, as --source-gone does?", from, to))
-		if cerr == nil && ok {
-			return fmt.Errorf("said gone at the prompt after: %w", err), nil
-		}
-	}
-	return nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s did not answer (%w): nothing was written; "+
-		"a wrong URL or a stopped broker is not a lost region (kop-offsets config check); if %s's region is gone, run again with --source-gone "+
-		"to land the groups on what %s kept (docs/failover.md, \"Disaster runbook\")", from, err, from, to))
-}
-
-// probe asks cl's admin API for its offsets topic within the request timeout: nil when it
-// answers, else what went wrong (a configuration error is not a cluster that is gone: it is
-// returned by dialSide as before).
-func probe(f *cmdutil.Factory, cl config.Cluster) error {
-	adm, err := shared.NewAdmin(cl, f.Flags.Timeout)
-	if err != nil {
-		return nil
-	}
-	timeout := f.Flags.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if _, err := adm.PartitionedTopicPartitions(ctx, cl.OffsetsTopic()); err != nil {
-		return fmt.Errorf("admin API: %w", err)
-	}
-	return nil
 }
 
 // dialSide wires one side of a failover: its offsets topic through a non-durable reader

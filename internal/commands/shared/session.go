@@ -194,7 +194,7 @@ func (s *Session) NotAnswering(cluster string, err error) {
 	if _, ok := s.Planner.Describers[cluster]; ok {
 		s.Planner.Describers[cluster] = notAnswering{err}
 	}
-	if a, ok := s.Planner.Aligner.(*align.Aligner); ok && a.Sources != nil {
+	if a, ok := s.Planner.Aligner.(*align.Aligner); ok {
 		if _, ok := a.Sources[cluster]; ok {
 			a.Sources[cluster] = align.Unreachable{Cluster: cluster, Err: err}
 		}
