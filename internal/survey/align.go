@@ -14,8 +14,9 @@ import (
 // compared on: a value replicated from another checked cluster into its own cluster's, and
 // every cluster's value into each peer's whose numbering differs. One map per topic partition
 // and pair of clusters; in the usual active-passive case the peers' requests are the
-// replicated values' own.
-func alignRows(ctx context.Context, keys verdict.Keys, states []*clusterState, byName map[string]*clusterState, maxMessages int64) map[align.Request]align.Result {
+// replicated values' own. tool holds the rows of a sync or kept deployment (toolRow), whose
+// follow translations were asked too.
+func alignRows(ctx context.Context, keys verdict.Keys, states []*clusterState, byName map[string]*clusterState, maxMessages int64) (res map[align.Request]align.Result, tool map[verdict.Key]bool) {
 	sources := map[string]align.Source{}
 	for _, s := range states {
 		// A KoP that did not answer the cached side is not asked again for every topic.
@@ -24,6 +25,7 @@ func alignRows(ctx context.Context, keys verdict.Keys, states []*clusterState, b
 		}
 	}
 	var reqs []align.Request
+	tool = map[verdict.Key]bool{}
 	for k := range keys.All() {
 		for _, s := range states {
 			if req, ok := s.alignRequest(k, byName); ok {
@@ -35,21 +37,21 @@ func alignRows(ctx context.Context, keys verdict.Keys, states []*clusterState, b
 				}
 			}
 		}
-		reqs = appendFollow(reqs, k, states)
+		if toolRow(k, states) {
+			tool[k] = true
+			reqs = appendFollow(reqs, k, states)
+		}
 	}
 	if len(reqs) == 0 {
-		return map[align.Request]align.Result{}
+		return map[align.Request]align.Result{}, tool
 	}
 	a := &align.Aligner{Sources: sources, MaxMessages: maxMessages}
-	return a.TranslateAll(ctx, reqs)
+	return a.TranslateAll(ctx, reqs), tool
 }
 
-// appendFollow adds the translations the follow rules need for row k (a sync or kept
-// deployment only).
+// appendFollow adds the translations the follow rules need for row k of a sync or kept
+// deployment.
 func appendFollow(reqs []align.Request, k verdict.Key, states []*clusterState) []align.Request {
-	if !toolRow(k, states) {
-		return reqs
-	}
 	for _, s := range states {
 		for _, peer := range states {
 			if fr, ok := s.followRequest(k, peer); ok {
@@ -63,10 +65,7 @@ func appendFollow(reqs []align.Request, k verdict.Key, states []*clusterState) [
 // numbering returns this cluster's persisted value of row r and the cluster whose numbering
 // it counts in (where it was written).
 func (s *clusterState) numbering(r verdict.Key) (string, int64, bool) {
-	if s.persisted == nil {
-		return "", 0, false
-	}
-	co, ok := s.view(r.Group).Lookup(r.Group, r.Topic, r.Partition)
+	co, ok := s.lookup(r)
 	if !ok {
 		return "", 0, false
 	}
@@ -103,18 +102,17 @@ func (s *clusterState) peerRequest(r verdict.Key, peer *clusterState, byName map
 // group's own commit here (loader.CommittedOffset.Floor).
 func (s *clusterState) requestFor(r verdict.Key, from string, v int64) align.Request {
 	req := align.Request{From: from, To: s.c.Name, Topic: loader.ShortName(r.Topic, s.c.KafkaNamespace), Partition: r.Partition, Offset: v}
-	if s.persisted != nil {
-		if co, ok := s.view(r.Group).Lookup(r.Group, r.Topic, r.Partition); ok {
-			req.Floor = co.Floor()
-		}
+	if co, ok := s.lookup(r); ok {
+		req.Floor = co.Floor()
 	}
 	return req
 }
 
 // translate adds the row's alignment on this cluster to its cell and observation: its own
-// value's translation, and the peers' values in this cluster's numbering.
-func (s *clusterState) translate(r verdict.Key, cell *verdict.Cell, ob *verdict.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result) {
-	s.follow(r, ob, states, res)
+// value's translation, and the peers' values in this cluster's numbering; tool: the row is
+// one of a sync or kept deployment (toolRow).
+func (s *clusterState) translate(r verdict.Key, cell *verdict.Cell, ob *verdict.ClusterObservation, states []*clusterState, byName map[string]*clusterState, res map[align.Request]align.Result, tool bool) {
+	s.follow(r, ob, states, res, tool)
 	for _, peer := range states {
 		if req, ok := s.peerRequest(r, peer, byName); ok {
 			if got, ok := res[req]; ok && got.Err == nil {
@@ -201,8 +199,11 @@ func (s *clusterState) followRequest(r verdict.Key, peer *clusterState) (followR
 		return followReq{}, false
 	}
 	here, ok := s.lookup(r)
+	if !ok {
+		return followReq{}, false
+	}
 	w, _, _ := writerOf(here)
-	if !ok || w == verdict.WriterReplica {
+	if w == verdict.WriterReplica {
 		return followReq{}, false
 	}
 	co, ok := peer.lookup(r)
@@ -250,9 +251,10 @@ func (fr followReq) answer(res map[align.Request]align.Result) (int64, bool) {
 	return got.Translated, true
 }
 
-// follow fills ob.Follow for row r on this cluster: who wrote its value, and the peers' own
-// commits translated as the tool would follow them here.
-func (s *clusterState) follow(r verdict.Key, ob *verdict.ClusterObservation, states []*clusterState, res map[align.Request]align.Result) {
+// follow fills ob.Follow for row r on this cluster: who wrote its value, and, on a row of a
+// sync or kept deployment (tool), the peers' own commits translated as the tool would follow
+// them here.
+func (s *clusterState) follow(r verdict.Key, ob *verdict.ClusterObservation, states []*clusterState, res map[align.Request]align.Result, tool bool) {
 	co, ok := s.lookup(r)
 	if !ok {
 		return
@@ -260,7 +262,7 @@ func (s *clusterState) follow(r verdict.Key, ob *verdict.ClusterObservation, sta
 	f := &ob.Follow
 	f.Writer, f.From, f.Source = writerOf(co)
 	f.CommitAt = int64(co.CommitTimestamp)
-	if !toolRow(r, states) {
+	if !tool {
 		return
 	}
 	for _, peer := range states {

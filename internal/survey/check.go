@@ -339,9 +339,9 @@ func (ru *run) judge(ctx context.Context, keys verdict.Keys) *verdict.Judge {
 	for _, s := range ru.states {
 		byName[s.c.Name] = s
 	}
-	aligned := alignRows(ctx, keys, ru.states, byName, ru.o.AlignmentMaxMessages)
+	aligned, tool := alignRows(ctx, keys, ru.states, byName, ru.o.AlignmentMaxMessages)
 	j.Translate = func(i int, k verdict.Key, cell *verdict.Cell, ob *verdict.ClusterObservation) {
-		ru.states[i].translate(k, cell, ob, ru.states, byName, aligned)
+		ru.states[i].translate(k, cell, ob, ru.states, byName, aligned, tool[k])
 	}
 	return j
 }

@@ -310,10 +310,10 @@ func classifyCluster(c ClusterObservation, in DriftInput, ref *int64, refCluster
 	if home != nil && c.Persisted != nil {
 		st, followed = followStatus(c, home, in.SyncGrace)
 	}
-	if v, ok := c.RefIn[refCluster]; ok && ref != nil {
-		ref = &v // the reference in this cluster's numbering
-	}
 	if !followed {
+		if v, ok := c.RefIn[refCluster]; ok && ref != nil {
+			ref = &v // the reference in this cluster's numbering
+		}
 		st = classifyAcross(c, in, ref, source, reachable)
 	}
 	if st == StatusOK && c.Persisted != nil && c.Now > 0 && c.ExpireAt > 0 && c.ExpireAt-c.Now <= c.ExpiryWarning {

@@ -115,8 +115,11 @@ func followStatus(c ClusterObservation, home *ClusterObservation, grace int64) (
 
 // homeOf is the observation of cluster home ("" or absent: nil).
 func homeOf(obs []ClusterObservation, home string) *ClusterObservation {
+	if home == "" {
+		return nil
+	}
 	for i := range obs {
-		if home != "" && obs[i].Cluster == home {
+		if obs[i].Cluster == home {
 			return &obs[i]
 		}
 	}
