@@ -120,14 +120,24 @@ type sampleEnv struct {
 func newSampleEnv(t *testing.T) sampleEnv {
 	lab := []string{"127.0.0.1:18080", "127.0.0.1:16650", "127.0.0.1:19092",
 		"127.0.0.1:28080", "127.0.0.1:26650", "127.0.0.1:29092"}
-	e := sampleEnv{labOf: map[string]string{}}
-	var a []any
-	for _, l := range lab {
-		c := fakes.ClosedAddr(t)
-		e.labOf[c] = l
-		a = append(a, c)
+	cfg, closed := closedClusters(t)
+	e := sampleEnv{config: cfg, labOf: map[string]string{}}
+	for i, c := range closed {
+		e.labOf[c] = lab[i]
 	}
-	e.config = writeConfig(t, fmt.Sprintf(`clusters:
+	return e
+}
+
+// closedClusters writes a config of two clusters, scus and wus, whose every endpoint is a
+// 127.0.0.1 port nothing listens on, and returns it with the addresses in the order
+// scus admin, pulsar, kafka, then wus's.
+func closedClusters(t *testing.T) (string, []string) {
+	t.Helper()
+	ports := make([]string, 6)
+	for i := range ports {
+		ports[i] = fakes.ClosedAddr(t)
+	}
+	cfg := writeConfig(t, fmt.Sprintf(`clusters:
   - name: scus
     adminURL: http://%s
     serviceURL: pulsar://%s
@@ -136,8 +146,8 @@ func newSampleEnv(t *testing.T) sampleEnv {
     adminURL: http://%s
     serviceURL: pulsar://%s
     kafkaBootstrap: [%s]
-`, a...))
-	return e
+`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]))
+	return cfg, ports
 }
 
 // output is what a terminal shows for the sample's commands: each command line as written,
