@@ -17,7 +17,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
-	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // TestEveryCommand runs every command of the tree (issue 32, item 6) three ways: with an
@@ -26,22 +25,8 @@ import (
 // code, and its message must name what broke: the flag, the cluster and its endpoint, the
 // input. A command added to the tree without a row here fails the test.
 func TestEveryCommand(t *testing.T) {
-	// Two clusters, each endpoint a port nothing listens on.
-	ports := make([]string, 6)
-	for i := range ports {
-		ports[i] = fakes.ClosedAddr(t)
-	}
+	cfg, ports := closedClusters(t)
 	endpoints := map[string][]string{"scus": ports[0:3], "wus": ports[3:6]}
-	cfg := writeConfig(t, fmt.Sprintf(`clusters:
-  - name: scus
-    adminURL: http://%s
-    serviceURL: pulsar://%s
-    kafkaBootstrap: [%s]
-  - name: wus
-    adminURL: http://%s
-    serviceURL: pulsar://%s
-    kafkaBootstrap: [%s]
-`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]))
 	malformed := writeConfig(t, "clusters: [\n")
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.json")
