@@ -172,6 +172,7 @@ func TestEveryCommand(t *testing.T) {
 				}
 				args := append(append(slices.Clone(global), path...), rc.args...)
 				r = runBounded(t, env, stop, args...)
+				dumpRun(args, r)
 				if r.code != rc.code {
 					t.Errorf("unreachable %v: exit %d, want %d\nstdout: %s\nstderr: %s", rc.args, r.code, rc.code, r.out, r.errOut)
 				}
@@ -206,6 +207,7 @@ func TestEveryCommand(t *testing.T) {
 					args = append(args, b.args...)
 				}
 				r := runBounded(t, env, 0, args...)
+				dumpRun(args, r)
 				if r.code != 2 || !strings.Contains(r.errOut, b.want) {
 					t.Errorf("%v: exit %d, want 2 naming %q\nstdout: %s\nstderr: %s", b.args, r.code, b.want, r.out, r.errOut)
 				}
