@@ -33,6 +33,7 @@ func Main() int {
 // stderr and returns the exit code (see cmdutil.ExitCode).
 func Run(ctx context.Context, f *cmdutil.Factory, cmd *cobra.Command, args []string) int {
 	cmd.SetArgs(args)
+	out := countOut(f.IOStreams)
 	executed, err := cmd.ExecuteContextC(ctx)
 	if err == nil {
 		return outcome.OK.ExitCode()
@@ -47,6 +48,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, cmd *cobra.Command, args []str
 		}
 	}
 	if !cmdutil.IsSilent(err) {
+		if out.n == 0 {
+			printErrorDoc(f, args, err)
+		}
 		cmdutil.PrintError(f.IOStreams.ErrOut, err, f.Flags.Verbose)
 		var fe *cmdutil.FlagError
 		if errors.As(err, &fe) && executed != nil {
