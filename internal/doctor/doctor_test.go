@@ -277,7 +277,7 @@ func TestUnreachableCluster(t *testing.T) {
 	if len(r.Unreachable) != 1 || r.Unreachable[0] != "wus" || r.Clusters[1].Reachable {
 		t.Fatalf("unreachable %v", r.Unreachable)
 	}
-	f := wantOne(t, r, SeverityError, CheckAdminReachable, "wus", "start the brokers of wus")
+	f := wantOne(t, r, SeverityError, CheckAdminReachable, "wus", "start its brokers")
 	if !strings.Contains(f.Evidence["error"].(string), "connection refused") {
 		t.Error(f.Evidence)
 	}

@@ -145,7 +145,7 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 		}
 	}
 	// The row names the cluster and the listener: the fix says "its" (issue 48: each once).
-	fix := "its broker.conf needs messagingProtocols=kafka, the KoP .nar and kafkaAdvertisedListeners with it; then read its broker log"
+	fix := "its broker.conf needs messagingProtocols=kafka, the KoP .nar, kafkaListeners and kafkaAdvertisedListeners with it; then its broker log"
 	if r.up(cl) {
 		if rc := runtimeConfig(ctx, cl); rc != nil {
 			mp := rc["messagingProtocols"]

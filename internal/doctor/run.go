@@ -150,7 +150,7 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err)
 		return []Finding{{
 			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
-			Message:  fmt.Sprintf("adminURL %s of %s is not a Pulsar admin API (http 404 to %s): nothing else can be checked on it", cl.AdminURL, cl.Name, what),
+			Message:  fmt.Sprintf("adminURL %s is not a Pulsar admin API (http 404 to %s): nothing else checked", cl.AdminURL, what),
 			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
 			Fix:      e.Fix,
 		}}
