@@ -105,7 +105,7 @@ func TestEveryCommand(t *testing.T) {
 			{[]string{"--wait", "soon"}, "--wait"},
 		}},
 		"sync": {code: 0, bad: []bad{{[]string{"bogus"}, `unknown command "bogus"`}}},
-		"sync setup": {reach: []string{"--yes"}, contacts: true, code: 3, bad: []bad{
+		"sync setup": {reach: []string{"--yes"}, contacts: true, code: 3, also: []reach{{[]string{"--dry-run"}, 3}}, bad: []bad{
 			{[]string{"--group", "["}, "--group"},
 			{[]string{"--verify", "soon"}, "--verify"},
 		}},
@@ -157,6 +157,12 @@ func TestEveryCommand(t *testing.T) {
 				}
 				args := append(append(slices.Clone(global), path...), rc.args...)
 				r = runBounded(t, env, stop, args...)
+				for _, p := range styleProblems(r.out+r.errOut, []string{"scus", "wus"}) {
+					t.Errorf("unreachable %v: %s", rc.args, p)
+				}
+				if stop == 0 {
+					checkJSONDoc(t, env, p, args, rc.code)
+				}
 				if r.code != rc.code {
 					t.Errorf("unreachable %v: exit %d, want %d\nstdout: %s\nstderr: %s", rc.args, r.code, rc.code, r.out, r.errOut)
 				}
@@ -191,6 +197,10 @@ func TestEveryCommand(t *testing.T) {
 					args = append(args, b.args...)
 				}
 				r := runBounded(t, env, 0, args...)
+				for _, p := range styleProblems(r.out+r.errOut, []string{"scus", "wus"}) {
+					t.Errorf("%v: %s", b.args, p)
+				}
+				checkJSONDoc(t, env, p, args, 2)
 				if r.code != 2 || !strings.Contains(r.errOut, b.want) {
 					t.Errorf("%v: exit %d, want 2 naming %q\nstdout: %s\nstderr: %s", b.args, r.code, b.want, r.out, r.errOut)
 				}

@@ -111,6 +111,10 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string {
+	if _, ok := errors.AsType[*pulsarx.AdminError](e.Err); ok {
+		// The admin API's error names the call and its object: the step would say them twice.
+		return fmt.Sprintf("cluster %s: plan: %s", e.Cluster, pulsarx.TrimCluster(e.Err, e.Cluster))
+	}
 	return fmt.Sprintf("cluster %s: plan: %s: %v", e.Cluster, e.Step, e.Err)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -366,7 +367,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		var srcErr error
 		if !opts.SourceGone {
 			if srcErr = probe(f, from); srcErr != nil {
-				fmt.Fprintf(opts.IO.ErrOut, "cluster %s did not answer: %v\n", from.Name, srcErr)
+				fmt.Fprint(opts.IO.ErrOut, explain.Lines(explain.Line(fmt.Errorf("cluster %s did not answer: %w", from.Name, srcErr)), explain.FixOf(srcErr)))
 			}
 		}
 		dst, dstPulsar, err := dialSide(f, to, &closers)
