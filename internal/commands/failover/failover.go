@@ -60,11 +60,13 @@ type Session struct {
 
 // Document is what `failover -o json` prints.
 type Document struct {
-	SchemaVersion int             `json:"schemaVersion"`
-	DryRun        bool            `json:"dryRun"`
-	Plan          *fo.Plan        `json:"plan"`
-	Result        *fo.Result      `json:"result"`
-	ExitCode      outcome.Outcome `json:"exitCode"`
+	SchemaVersion int        `json:"schemaVersion"`
+	DryRun        bool       `json:"dryRun"`
+	Plan          *fo.Plan   `json:"plan"`
+	Result        *fo.Result `json:"result"`
+	// Omitted: what a brief document (source gone, no --show-all) leaves out.
+	Omitted  *Omitted        `json:"omitted,omitempty"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // failoverLong is the long help of the command.
@@ -168,6 +170,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
+	fl.Lookup("show-all").Usage += "; -o json with the source gone: also every row that landed on its kept translation and was proven served (default: counted, not listed)"
 	return cmd
 }
 
@@ -245,6 +248,9 @@ func run(ctx context.Context, opts *Options) error {
 func finish(opts *Options, doc *Document, o outcome.Outcome) error {
 	doc.ExitCode = o
 	if opts.Format != output.Table {
+		if !opts.ShowAll {
+			doc = brief(doc)
+		}
 		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
 			return err
 		}
@@ -344,6 +350,9 @@ func opt(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
+// BundleConcurrency is how many of the target's bundles a failover reloads at once.
+const BundleConcurrency = 4
+
 // FactorySession wires the real clients: both offsets topics with non-durable readers,
 // both KoPs through kadm, the copies of the data topics through both KoPs, the source's
 // replication stats, a producer on the target's offsets topic, and a reload session of the
@@ -395,6 +404,9 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		}
 		closers = append(closers, rs.Close)
 		rs.Planner.AcceptLoss = opts.AcceptLoss
+		// Every group waits for its bundle: they are reloaded at once (bounded), each still
+		// checked just before its unload and verified as soon as it is loaded.
+		rs.Executor.Concurrency = BundleConcurrency
 		if srcDown != nil {
 			// Its activity is unknown (reported, not asked) and its copies unreadable, with
 			// the reason it is down, not "no kafkaBootstrap configured".
@@ -440,7 +452,7 @@ func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side
 		return fo.Side{}, nil, err
 	default:
 		*closers = append(*closers, kc.Close)
-		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), Client: kc, KafkaNamespace: cl.KafkaNamespace}
 	}
 	return s, ps, nil
 }
