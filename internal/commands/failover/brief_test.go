@@ -25,7 +25,7 @@ func TestBriefDocument(t *testing.T) {
 			row("d", "t1", fo.LandingLeft),
 		}},
 		Result: &fo.Result{
-			Proof: []fo.Proof{proof("a", "t1", true), proof("a", "t2", true), proof("b", "t1", true), proof("b", "t2", true), proof("c", "t1", false)},
+			Proof:  []fo.Proof{proof("a", "t1", true), proof("a", "t2", true), proof("b", "t1", true), proof("b", "t2", true), proof("c", "t1", false)},
 			Reload: &reload.Plan{Groups: []reload.AffectedGroup{{Group: "a"}, {Group: "b"}, {Group: "c"}, {Group: "other"}}},
 			Execution: &reload.Execution{Groups: []reload.GroupResult{{Group: "a", Status: reload.GroupFresh},
 				{Group: "b", Status: reload.GroupFresh}, {Group: "c", Status: reload.GroupCacheDiffers}, {Group: "other", Status: reload.GroupFresh}}},
