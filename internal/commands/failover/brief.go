@@ -5,10 +5,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
-// Omitted says what a brief document leaves out: with the source gone, -o json lists the
-// rows that did not simply land (anything but kept, or kept but not proven served), and
-// counts the others; --show-all lists every row. At 10,000 groups x 5 keys the full
-// document was 92 MB.
+// Omitted says what a brief document leaves out: with the source gone and more than
+// BriefRows rows, -o json lists the rows that did not simply land (anything but kept, or
+// kept but not proven served), and counts the others; --show-all lists every row. At
+// 10,000 groups x 5 keys the full document was 92 MB.
 type Omitted struct {
 	// Rows landed on their kept translation and, after a run, proven served: left out of
 	// plan.rows and result.proof.
@@ -21,6 +21,10 @@ type Omitted struct {
 
 const omittedWhy = "landed on the kept translation and proven served (before a run: planned so): counted in plan.landings and result.proven; --show-all lists every row"
 
+// BriefRows is the most rows a failover with the source gone lists in full without
+// --show-all (a document of about 2 MB).
+const BriefRows = 1000
+
 type rowKey struct {
 	group, topic string
 	partition    int32
@@ -29,7 +33,7 @@ type rowKey struct {
 // brief returns doc without the rows that landed plainly (a copy: doc is not changed), or
 // doc itself when nothing is left out.
 func brief(doc *Document) *Document {
-	if doc.Plan == nil || doc.Plan.SourceDown == "" {
+	if doc.Plan == nil || doc.Plan.SourceDown == "" || len(doc.Plan.Rows) <= BriefRows {
 		return doc
 	}
 	proven := map[rowKey]bool{}

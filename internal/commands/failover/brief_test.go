@@ -30,6 +30,13 @@ func TestBriefDocument(t *testing.T) {
 			Execution: &reload.Execution{Groups: []reload.GroupResult{{Group: "a", Status: reload.GroupFresh},
 				{Group: "b", Status: reload.GroupFresh}, {Group: "c", Status: reload.GroupCacheDiffers}, {Group: "other", Status: reload.GroupFresh}}},
 		}}
+	if brief(doc) != doc {
+		t.Error("a document of a few rows was briefed")
+	}
+	for i := range BriefRows { // more rows than a brief document lists in full
+		doc.Plan.Rows = append(doc.Plan.Rows, row(fmt.Sprintf("z%04d", i), "t1", fo.LandingKept))
+		doc.Result.Proof = append(doc.Result.Proof, proof(fmt.Sprintf("z%04d", i), "t1", true))
+	}
 	got := brief(doc)
 	var rows []string
 	for _, r := range got.Plan.Rows {
@@ -45,13 +52,13 @@ func TestBriefDocument(t *testing.T) {
 	if want := "[b/t2 c/t1]"; fmt.Sprint(proofs) != want {
 		t.Errorf("proof %v, want %s", proofs, want)
 	}
-	if got.Omitted == nil || got.Omitted.Rows != 3 || got.Omitted.Groups != 1 {
-		t.Errorf("omitted %+v, want 3 rows, 1 group", got.Omitted)
+	if got.Omitted == nil || got.Omitted.Rows != 3+BriefRows || got.Omitted.Groups != 1+BriefRows {
+		t.Errorf("omitted %+v, want %d rows and groups", got.Omitted, 3+BriefRows)
 	}
 	if n, m := len(got.Result.Reload.Groups), len(got.Result.Execution.Groups); n != 3 || m != 3 {
 		t.Errorf("%d reload groups, %d execution groups, want 3 each (all but a)", n, m)
 	}
-	if len(doc.Plan.Rows) != 6 || len(doc.Result.Proof) != 5 || doc.Omitted != nil {
+	if len(doc.Plan.Rows) != 6+BriefRows || len(doc.Result.Proof) != 5+BriefRows || doc.Omitted != nil {
 		t.Errorf("the full document was changed: %d rows, %d proofs", len(doc.Plan.Rows), len(doc.Result.Proof))
 	}
 	// With the source up nothing is left out.

@@ -170,7 +170,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
-	fl.Lookup("show-all").Usage += "; -o json with the source gone: also every row that landed on its kept translation and was proven served (default: counted, not listed)"
+	fl.Lookup("show-all").Usage += fmt.Sprintf("; -o json with the source gone and over %d rows: also each row that landed on its kept translation and was proven served (default: counted, not listed)", BriefRows)
 	return cmd
 }
 
