@@ -41,7 +41,7 @@ type disasterDoc struct {
 		Error  string
 	}
 	// Omitted: the rows a document of many rows leaves out (landed kept, proven served).
-	Omitted *struct{ Rows, Groups int }
+	Omitted  *struct{ Rows, Groups int }
 	ExitCode int
 }
 
