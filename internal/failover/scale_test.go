@@ -84,7 +84,7 @@ func newDisaster(t testing.TB, n, keys int) *disaster {
 	kg := kop.KafkaGroups{Admin: wk.Admin(t, kgo.WithHooks(rc)), Client: cl, KafkaNamespace: "public/default"}
 	ref := reload.ClusterRef{Name: "wus"}
 	rp := &reload.Planner{Cluster: ref, Admin: admin, Reader: dst, Describers: map[string]reload.GroupDescriber{"wus": kg}, Fetcher: kg}
-	rx := &reload.Executor{Cluster: ref, Admin: admin, Fetcher: kg, Reader: dst, Wait: 30 * time.Second, PollInterval: 50 * time.Millisecond, Concurrency: 4}
+	rx := &reload.Executor{Cluster: ref, Admin: admin, Fetcher: kg, Reader: dst, Wait: 30 * time.Second, PollInterval: 50 * time.Millisecond}
 	from := Side{Name: "scus", KafkaNamespace: "public/default"}
 	to := Side{Name: "wus", KafkaNamespace: "public/default", Reader: dst, Groups: kg}
 	return &disaster{

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 
@@ -71,12 +68,8 @@ type Executor struct {
 	Ordering loader.TxnOrdering
 	// Wait bounds the verification of each bundle (default DefaultWait).
 	Wait time.Duration
-	// Pause is slept before each bundle but the first.
+	// Pause is slept between two bundles.
 	Pause time.Duration
-	// Concurrency is how many bundles are reloaded at once (default 1: one after the
-	// other, as an operator's reload paces them). Failover raises it: every group of a
-	// region that is gone waits for its bundle.
-	Concurrency int
 	// AcceptLoss lets a bundle be unloaded although KoP, asked again just before the
 	// unload, serves more than its loader would load (the plan's refusal, re-checked).
 	AcceptLoss bool
@@ -182,13 +175,11 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Execute reloads the given bundles of plan (normally plan.Executable()): unload, a lookup of
-// each offsets partition in it (the load), then OffsetFetch for its groups until KoP serves
-// what the offsets topic now holds or Wait passes. One bundle after the other by default;
-// Concurrency bundles at once when set (each still unloaded, loaded and verified on its
-// own: their offsets partitions differ). No bundle starts after one did not end verified,
-// so that nothing more is disturbed while something is wrong; the Execution says exactly
-// which bundles were unloaded.
+// Execute reloads the given bundles of plan (normally plan.Executable()), one after the
+// other: unload, a lookup of each offsets partition in it (the load), then OffsetFetch for
+// its groups until KoP serves what the offsets topic now holds or Wait passes. It stops at
+// the first bundle that does not end verified, so that nothing more is disturbed while
+// something is wrong; the Execution says exactly which bundles were unloaded.
 //
 // Outcome: Unreachable when an endpoint failed (admin, KoP, offsets topic), else
 // WriteFailed when KoP still serves other values after the wait, else OK.
@@ -202,9 +193,39 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 	for _, b := range bundles {
 		run[b.Range] = true
 	}
-	results := e.reloadAll(ctx, plan, run)
-	for i, pb := range plan.Bundles {
-		br, grs := results[i].br, results[i].grs
+	stopped := false
+	done := 0
+	for _, pb := range plan.Bundles {
+		br := BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
+		var grs []GroupResult
+		switch {
+		case pb.Refused && !run[pb.Range]:
+			br.Status = BundleRefused
+			br.Error = pb.Reason
+		case !run[pb.Range]:
+			br.Status = BundleNotAttempted
+			br.Error = "not selected for this run"
+		case stopped:
+			br.Status = BundleNotAttempted
+			br.Error = "an earlier bundle did not end verified"
+		case ctx.Err() != nil:
+			br.Status = BundleNotAttempted
+			br.Error = "interrupted: " + ctx.Err().Error()
+		default:
+			if done > 0 && e.Pause > 0 {
+				e.Log("pausing %s before bundle %s", e.Pause, pb.Range)
+				if err := e.Sleep(ctx, e.Pause); err != nil {
+					br.Status = BundleNotAttempted
+					br.Error = "interrupted: " + err.Error()
+					break
+				}
+			}
+			br, grs = e.reloadBundle(ctx, plan, pb)
+			done++
+			if br.Status != BundleVerified {
+				stopped = true
+			}
+		}
 		if grs == nil {
 			for _, g := range plan.GroupsIn(pb.Range) {
 				grs = append(grs, GroupResult{Group: g.Group, Bundle: g.Bundle, Requested: g.Requested, Persisted: g.Persisted, Status: GroupNotReloaded})
@@ -237,66 +258,6 @@ func (e *Executor) Execute(ctx context.Context, plan *Plan, bundles []PlannedBun
 		}
 	}
 	return ex
-}
-
-// bundleRun is what Execute did to one planned bundle.
-type bundleRun struct {
-	br  BundleResult
-	grs []GroupResult
-}
-
-// reloadAll reloads the bundles of plan that run selects, at most Concurrency at once, in
-// the plan's order, and returns each planned bundle's result (by index).
-func (e *Executor) reloadAll(ctx context.Context, plan *Plan, run map[string]bool) []bundleRun {
-	out := make([]bundleRun, len(plan.Bundles))
-	var mu sync.Mutex
-	stopped := false
-	var eg errgroup.Group
-	eg.SetLimit(max(e.Concurrency, 1))
-	started := 0
-	for i, pb := range plan.Bundles {
-		out[i].br = BundleResult{Range: pb.Range, OffsetsPartitions: pb.OffsetsPartitions}
-		br := &out[i].br
-		switch {
-		case pb.Refused && !run[pb.Range]:
-			br.Status, br.Error = BundleRefused, pb.Reason
-			continue
-		case !run[pb.Range]:
-			br.Status, br.Error = BundleNotAttempted, "not selected for this run"
-			continue
-		}
-		first := started == 0
-		started++
-		eg.Go(func() error {
-			mu.Lock()
-			stop := stopped
-			mu.Unlock()
-			switch {
-			case stop:
-				br.Status, br.Error = BundleNotAttempted, "an earlier bundle did not end verified"
-				return nil
-			case ctx.Err() != nil:
-				br.Status, br.Error = BundleNotAttempted, "interrupted: "+ctx.Err().Error()
-				return nil
-			}
-			if !first && e.Pause > 0 {
-				e.Log("pausing %s before bundle %s", e.Pause, pb.Range)
-				if err := e.Sleep(ctx, e.Pause); err != nil {
-					br.Status, br.Error = BundleNotAttempted, "interrupted: "+err.Error()
-					return nil
-				}
-			}
-			out[i].br, out[i].grs = e.reloadBundle(ctx, plan, pb)
-			if out[i].br.Status != BundleVerified {
-				mu.Lock()
-				stopped = true
-				mu.Unlock()
-			}
-			return nil
-		})
-	}
-	_ = eg.Wait() // the bundles' failures are in their results
-	return out
 }
 
 func (e *Executor) reloadBundle(ctx context.Context, plan *Plan, pb PlannedBundle) (BundleResult, []GroupResult) {

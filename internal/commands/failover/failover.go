@@ -350,9 +350,6 @@ func opt(p *int64) string {
 	return fmt.Sprint(*p)
 }
 
-// BundleConcurrency is how many of the target's bundles a failover reloads at once.
-const BundleConcurrency = 4
-
 // FactorySession wires the real clients: both offsets topics with non-durable readers,
 // both KoPs through kadm, the copies of the data topics through both KoPs, the source's
 // replication stats, a producer on the target's offsets topic, and a reload session of the
@@ -404,9 +401,6 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		}
 		closers = append(closers, rs.Close)
 		rs.Planner.AcceptLoss = opts.AcceptLoss
-		// Every group waits for its bundle: they are reloaded at once (bounded), each still
-		// checked just before its unload and verified as soon as it is loaded.
-		rs.Executor.Concurrency = BundleConcurrency
 		if srcDown != nil {
 			// Its activity is unknown (reported, not asked) and its copies unreadable, with
 			// the reason it is down, not "no kafkaBootstrap configured".
