@@ -285,11 +285,18 @@ func (e *Executor) serves(ctx context.Context, s Side, groups []string) map[stri
 	if s.Groups == nil || len(groups) == 0 {
 		return out
 	}
+	failed, first := 0, ""
 	for g, a := range reload.AskMany(ctx, s.Groups, groups, reload.DefaultServedTimeout) {
 		if a.Error != "" {
-			e.log("cluster %s: fetch offsets of %s: %s", s.Name, g, a.Error)
+			failed++
+			if first == "" || a.Error < first { // the same one whatever the map's order
+				first = a.Error
+			}
 		}
 		out[g] = byPartition(a)
+	}
+	if failed > 0 { // one line, not thousands
+		e.log("cluster %s: fetch offsets of %d of %d groups failed, e.g. %s", s.Name, failed, len(groups), first)
 	}
 	return out
 }
