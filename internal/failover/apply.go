@@ -88,6 +88,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		return res
 	}
 	// 1. The reload as it would run, the rows to write taken as they will be.
+	e.log("cluster %s: planning the reload of the bundles of %d groups", plan.To, len(groups))
 	pre, err := e.Reloader.Plan(ctx, groups, plan.intended(false))
 	if err != nil {
 		res.Error, res.ExitCode = "plan of the reload: "+err.Error()+" (nothing was written)", outcome.Unreachable
@@ -123,6 +124,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	res.Reload = rp
 	res.Execution = e.Reloader.Execute(ctx, rp)
 	// 4. The proof: the target serves the translated offsets, the source its own.
+	e.log("cluster %s: proving %d rows", plan.To, len(plan.Rows))
 	res.Proof = e.prove(ctx, plan, res.Execution)
 	res.ExitCode = outcome.Worst(res.Execution.ExitCode, late)
 	for _, p := range res.Proof {
