@@ -106,7 +106,10 @@ left, with its reason, where landing would move back what KoP serves (--accept-l
 it) or its group has members on the target; KoP keeps serving what it served for it (the
 value is written back where the reload of its bundle would change it), and the other rows
 of its bundle land. Exit 0: everything landed on kept translations; 5: landed, some re-read;
-1: some rows left (docs/failover.md, "Disaster runbook"). Run 'watch --keep-translations' while both clusters answer to have them.`
+1: some rows left (docs/failover.md, "Disaster runbook"). Run 'watch --keep-translations' while both clusters answer to have them.
+With the source gone and more than 1,000 rows, -o json counts the rows that landed on their
+kept translation and were proven served ('omitted', 'result.proven') instead of listing them;
+--show-all lists every row.`
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
