@@ -21,14 +21,14 @@ type clusterRT struct {
 	upNow atomic.Bool // up, for the jobs' goroutines
 
 	// Owned by the cycle.
-	up, kopUp  bool
-	probed     bool              // up is known
-	adminDown  bool              // the last probe of the admin API failed
-	kopKnown   bool              // kopUp is known
-	cached     map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
-	repl       map[int32]map[string]verdict.Inbound
-	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
-	pending    map[verdict.Key]arrival
+	up, kopUp bool
+	probed    bool              // up is known
+	adminDown bool              // the last probe of the admin API failed
+	kopKnown  bool              // kopUp is known
+	cached    map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
+	repl      map[int32]map[string]verdict.Inbound
+	leo       map[string]map[int32]int64 // full topic -> partition -> log-end offset
+	pending   map[verdict.Key]arrival
 }
 
 // partitionOf returns the view of the offsets partition holding group, nil when the

@@ -148,4 +148,3 @@ func (cs fleet) parallel(fn func(c *clusterRT)) {
 	}
 	wg.Wait()
 }
-

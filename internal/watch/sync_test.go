@@ -180,7 +180,9 @@ func TestSyncDryRun(t *testing.T) {
 	e.scus.commit("", commit("orders", 0, 6000))
 	e.start()
 	e.cycleUntilReady()
-	e.waitFor("dry run counted", func() bool { return testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "dry_run")) > 0 })
+	e.waitFor("dry run counted", func() bool {
+		return testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "dry_run")) > 0
+	})
 	if wus.count() != 0 {
 		t.Fatalf("dry run: %d commits", wus.count())
 	}
