@@ -118,4 +118,3 @@ func (d *describer) ask(ctx context.Context, c Cluster, groups []string, into ma
 	}
 	return nil
 }
-
