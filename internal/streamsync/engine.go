@@ -128,6 +128,7 @@ type Engine struct {
 
 	leases *leases
 	acked  acked // commits acknowledged, not read back yet
+	asker  *describer
 }
 
 // New returns the engine of clusters.
@@ -159,6 +160,8 @@ func New(clusters []Cluster, o Options) *Engine {
 		pool.Sources[c.Name] = c.Data
 		e.syncer.Clusters = append(e.syncer.Clusters, offsetsync.Cluster{Name: c.Name, KafkaNamespace: c.KafkaNamespace, Committer: c.Committer})
 	}
+	e.asker = &describer{clusters: e.clusters, members: e.members, health: e.health, obs: e.obs,
+		callTimeout: o.CallTimeout, retry: o.Retry, all: e.all}
 	return e
 }
 

@@ -2,7 +2,6 @@ package streamsync
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -38,7 +37,7 @@ func (e *Engine) Run(ctx context.Context) {
 		if reload.Sleep(ctx, e.o.Window) != nil {
 			return
 		}
-		e.probe(ctx)
+		e.asker.probe(ctx)
 		for ctx.Err() == nil && e.ready() && e.leases.hold(ctx) {
 			groups := e.q.take(time.Now(), chunk)
 			if len(groups) == 0 {
@@ -49,28 +48,11 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 }
 
-// probeGroup is the group a probe describes: any name does (KoP answers Dead for a group it
-// does not know); this one says whose it is.
-const probeGroup = "kop-offsets-sync-probe"
-
-// probe asks every cluster the watch cycle's probe saw down, once its quiet ends, whether it
-// answers (one DescribeGroups, a second at most): the first answer makes every group due (it
-// missed what the others committed), up to a cycle before the watch's probe would say so.
-func (e *Engine) probe(ctx context.Context) {
-	now := time.Now()
-	for _, c := range e.clusters {
-		if c.Members == nil || e.health.up(c.Name) || !e.health.answers(c.Name, now) {
-			continue
-		}
-		_ = e.ask(ctx, c, []string{probeGroup}, map[string]int{}) // still down: the cycle said so
-	}
-}
-
 // step syncs groups: their members where not known, their views, the plans, the commits.
 // sw, when set, sums what was done (a sweep).
 func (e *Engine) step(ctx context.Context, groups []string, sw *Sweep) {
 	t0 := time.Now()
-	members := e.describe(ctx, groups)
+	members := e.asker.describe(ctx, groups)
 	t1 := time.Now()
 	views := make(map[string]map[string]offsetsync.View, len(groups))
 	now := time.Now()
@@ -180,87 +162,6 @@ func unfinished(res offsetsync.Result, up func(string) bool) bool {
 		}
 	}
 	return false
-}
-
-// describe returns, by cluster, the members of groups: what is known, and for the rest what
-// one DescribeGroups per cluster answers. A cluster down, quiet, or failing is missing.
-func (e *Engine) describe(ctx context.Context, groups []string) map[string]map[string]int {
-	now := time.Now()
-	out := map[string]map[string]int{}
-	type failure struct {
-		cluster string
-		asked   int
-		err     error
-	}
-	var failed []failure
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, c := range e.clusters {
-		if !e.health.answers(c.Name, now) || c.Members == nil {
-			continue
-		}
-		known := map[string]int{}
-		var ask []string
-		for _, g := range groups {
-			if n, ok := e.members.lookup(c.Name, g, now); ok {
-				known[g] = n
-			} else {
-				ask = append(ask, g)
-			}
-		}
-		wg.Go(func() {
-			var err error
-			if len(ask) > 0 {
-				err = e.ask(ctx, c, ask, known)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed = append(failed, failure{c.Name, len(ask), err})
-				return
-			}
-			out[c.Name] = known
-		})
-	}
-	wg.Wait()
-	for _, f := range failed { // the Observer is called from one goroutine at a time
-		if ctx.Err() == nil {
-			e.obs.DescribeFailed(f.cluster, f.asked, f.err)
-		}
-	}
-	return out
-}
-
-// ask asks c about groups and adds the answers to into; an error when c did not answer (it
-// is then left quiet for Retry: a cluster that hangs delays no step after this one).
-func (e *Engine) ask(ctx context.Context, c Cluster, groups []string, into map[string]int) error {
-	seq := e.members.ask()
-	timeout := e.o.CallTimeout
-	if !e.health.up(c.Name) {
-		// Seen down by the probe: asked to learn that it is back, which a KoP that answers
-		// says in milliseconds; a second is all a gone cluster costs a step.
-		timeout = min(timeout, time.Second)
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	acts, err := c.Members.DescribeGroups(cctx, groups)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err() // stopping: nothing to report
-		}
-		e.health.failed(c.Name, time.Now(), e.o.Retry)
-		return err
-	}
-	if e.health.answered(c.Name) {
-		e.all() // back: it missed what the others committed
-	}
-	e.members.set(c.Name, acts, seq, time.Now())
-	for g, a := range acts {
-		if a.Err == nil {
-			into[g] = a.Members
-		}
-	}
-	return nil
 }
 
 // views is group on every cluster of answering that has read its partition, the offsets

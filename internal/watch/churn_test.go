@@ -17,7 +17,7 @@ import (
 type retained struct{ rowGroups, cached, pending, topics int }
 
 func (w *Watcher) retained() retained {
-	r := retained{rowGroups: len(w.rows)}
+	r := retained{rowGroups: len(w.exp.rows.groups)}
 	for _, c := range w.clusters {
 		r.cached += len(c.cached)
 		r.pending += len(c.pending)

@@ -5,10 +5,8 @@ package watch
 import (
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
-	"github.com/kop-offsets/kop-offsets/internal/streamkeep"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
@@ -20,19 +18,17 @@ type clusterRT struct {
 	n     int32
 	parts []*partition
 
-	upNow atomic.Bool        // up, for the engines' goroutines
-	keep  *streamkeep.Engine // with a Keeper: its keeping engine
+	upNow atomic.Bool // up, for the jobs' goroutines
 
 	// Owned by the cycle.
-	up, kopUp  bool
-	probed     bool              // up is known
-	adminDown  bool              // the last probe of the admin API failed
-	kopKnown   bool              // kopUp is known
-	cached     map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
-	repl       map[int32]map[string]verdict.Inbound
-	leo        map[string]map[int32]int64 // full topic -> partition -> log-end offset
-	pending    map[verdict.Key]arrival
-	lastReload map[string]time.Time
+	up, kopUp bool
+	probed    bool              // up is known
+	adminDown bool              // the last probe of the admin API failed
+	kopKnown  bool              // kopUp is known
+	cached    map[string]answer // KoP's answers by group, of this cycle only (nil between cycles)
+	repl      map[int32]map[string]verdict.Inbound
+	leo       map[string]map[int32]int64 // full topic -> partition -> log-end offset
+	pending   map[verdict.Key]arrival
 }
 
 // partitionOf returns the view of the offsets partition holding group, nil when the
@@ -85,16 +81,4 @@ func (c *clusterRT) view(group string) (*loader.PersistedOffsets, string) {
 		return nil, "offsets partition not replayed yet"
 	}
 	return p.view, ""
-}
-
-// clusterUp reports whether cluster name answered at the last cycle (for the engines'
-// goroutines); unknown is the answer for a cluster watch does not follow (--cluster): a
-// source it does not follow counts as up for keeping (its reads say otherwise).
-func (w *Watcher) clusterUp(name string, unknown bool) bool {
-	for _, c := range w.clusters {
-		if c.Name == name {
-			return c.upNow.Load()
-		}
-	}
-	return unknown
 }

@@ -18,9 +18,12 @@
 // Nothing here prints or knows about cobra: decisions go to a slog.Logger, numbers to
 // Prometheus collectors (Metrics).
 //
-// The files, by job: follow.go reads the offsets topics (the followers, ingest); cycle.go
-// runs a cycle; fetch.go asks the remote sides what a cycle needs (replication stats, KoP's
-// answers in answer.go, log-end offsets); rows.go classifies (evaluation); staleness.go
-// tracks the replicated commits KoP does not serve yet; forget.go drops what belongs to
-// groups gone; report.go, metrics.go and http.go publish; repair.go applies the policy.
+// The types, by job: follower (follow.go) reads the offsets topics; exporter (cycle.go,
+// fetch.go, staleness.go) runs a cycle and asks the remote sides what it needs; rowBook
+// (rows.go, report.go, forget.go) classifies, publishes the report and drops what belongs
+// to groups gone; fleet (fleet.go) is the clusters as a whole; Metrics and Handler publish.
+// The jobs beside the exporter are packages of their own behind job.Job (jobs.go wires
+// them): syncjob (--sync), keepjob (--keep-translations), repairjob (--repair). Each owns
+// its metrics and log lines; a cycle tells each what it learnt (job.Cycle) and switches on
+// no mode.
 package watch

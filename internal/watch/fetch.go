@@ -16,47 +16,47 @@ import (
 
 // fetch reads the replication stats of the offsets partitions of groups, asks KoP for
 // groups and the log-end offsets of their topics.
-func (w *Watcher) fetch(ctx context.Context, c *clusterRT, groups []string) {
+func (x *exporter) fetch(ctx context.Context, c *clusterRT, groups []string) {
 	if !c.up {
 		return
 	}
-	w.fetchReplication(ctx, c, groups)
+	x.fetchReplication(ctx, c, groups)
 	if c.Fetcher == nil {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+	cctx, cancel := context.WithTimeout(ctx, x.o.CallTimeout)
 	defer cancel()
-	if !w.fetchCached(ctx, cctx, c, groups) {
+	if !x.fetchCached(ctx, cctx, c, groups) {
 		return
 	}
-	err := survey.ReadEndOffsets(cctx, c.Fetcher, c.KafkaNamespace, w.topicsOf(c, groups), c.leo)
+	err := survey.ReadEndOffsets(cctx, c.Fetcher, c.KafkaNamespace, x.topicsOf(c, groups), c.leo)
 	if err != nil {
-		w.log.Warn("log-end offsets", "cluster", c.Name, "err", err.Error())
+		x.log.Warn("log-end offsets", "cluster", c.Name, "err", err.Error())
 	}
 }
 
 // fetchReplication reads c's replication stats of the offsets partitions of groups (only
 // with peers to replicate to).
-func (w *Watcher) fetchReplication(ctx context.Context, c *clusterRT, groups []string) {
+func (x *exporter) fetchReplication(ctx context.Context, c *clusterRT, groups []string) {
 	n, _ := c.partitions()
-	if c.Replication == nil || len(w.clusters) <= 1 || n <= 0 {
+	if c.Replication == nil || len(x.clusters) <= 1 || n <= 0 {
 		return
 	}
 	need := map[int32]bool{}
 	for _, g := range groups {
 		need[loader.PartitionFor(g, n)] = true
 	}
-	p, err := survey.ReadOutbound(ctx, c.Replication, need, w.o.CallTimeout, c.repl)
+	p, err := survey.ReadOutbound(ctx, c.Replication, need, x.o.CallTimeout, c.repl)
 	if err != nil && ctx.Err() == nil {
-		w.m.errors.WithLabelValues(c.Name, "admin").Inc()
-		w.log.Warn("replication stats", "cluster", c.Name, "offsetsPartition", p, "err", err.Error())
+		x.m.errors.WithLabelValues(c.Name, "admin").Inc()
+		x.log.Warn("replication stats", "cluster", c.Name, "offsetsPartition", p, "err", err.Error())
 	}
 }
 
 // fetchCached asks KoP on c for the offsets of groups (c.cached, this cycle's answers) and
 // reports whether KoP answers (a group at least: those it does not serve fail alone). ctx is
 // the cycle's, cctx the call's.
-func (w *Watcher) fetchCached(ctx, cctx context.Context, c *clusterRT, groups []string) bool {
+func (x *exporter) fetchCached(ctx, cctx context.Context, c *clusterRT, groups []string) bool {
 	t0 := time.Now()
 	failed := 0
 	var firstErr error
@@ -77,35 +77,35 @@ func (w *Watcher) fetchCached(ctx, cctx context.Context, c *clusterRT, groups []
 			keep(g, verdict.GroupFetch{Err: fmt.Errorf("group %s: no answer", g)})
 		}
 	}
-	w.m.fetchDuration.WithLabelValues(c.Name).Observe(time.Since(t0).Seconds())
-	w.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
+	x.m.fetchDuration.WithLabelValues(c.Name).Observe(time.Since(t0).Seconds())
+	x.m.groupsFetched.WithLabelValues(c.Name).Add(float64(len(groups)))
 	if ctx.Err() != nil {
 		return false
 	}
 	if failed > 0 {
-		w.m.errors.WithLabelValues(c.Name, "kafka").Inc()
+		x.m.errors.WithLabelValues(c.Name, "kafka").Inc()
 	}
 	kopUp := failed < len(groups)
-	w.setKoPUp(c, kopUp, len(groups), firstErr)
+	x.setKoPUp(c, kopUp, len(groups), firstErr)
 	return kopUp
 }
 
 // setKoPUp records whether KoP on c answers and logs the change.
-func (w *Watcher) setKoPUp(c *clusterRT, kopUp bool, groups int, firstErr error) {
+func (x *exporter) setKoPUp(c *clusterRT, kopUp bool, groups int, firstErr error) {
 	if kopUp != c.kopUp || !c.kopKnown {
 		if kopUp {
-			w.log.Info("KoP answers", "cluster", c.Name)
+			x.log.Info("KoP answers", "cluster", c.Name)
 		} else {
-			w.log.Warn("KoP does not answer OffsetFetch", "cluster", c.Name, "groups", groups, "err", firstErr.Error())
+			x.log.Warn("KoP does not answer OffsetFetch", "cluster", c.Name, "groups", groups, "err", firstErr.Error())
 		}
 	}
 	c.kopUp, c.kopKnown = kopUp, true
-	w.m.kopUp.WithLabelValues(c.Name).Set(b2f(kopUp))
+	x.m.kopUp.WithLabelValues(c.Name).Set(b2f(kopUp))
 }
 
 // topicsOf yields the topics of groups on c, persisted or served by KoP (with repeats):
 // those whose log-end offsets the rows need.
-func (w *Watcher) topicsOf(c *clusterRT, groups []string) iter.Seq[string] {
+func (x *exporter) topicsOf(c *clusterRT, groups []string) iter.Seq[string] {
 	return func(yield func(string) bool) {
 		for _, g := range groups {
 			if p := c.partitionOf(g); p != nil {

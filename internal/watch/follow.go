@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -194,13 +195,22 @@ func (p *partition) take() (dirty []string, all bool, arr []arrival, dropped int
 	return slices.Compact(dirty), all, arr, dropped, following, failing
 }
 
+// follower reads the offsets topics: one follower per offsets partition of each cluster,
+// feeding the cycle's partition views and the Store of the job that reads the commit stream.
+type follower struct {
+	o     *Options
+	m     *Metrics
+	log   *slog.Logger
+	store func(cluster string) *streamsync.Store // nil: no job reads the cluster's commits
+}
+
 // startCluster learns the partition count (retrying with backoff while the cluster does
 // not answer) and starts one follower per offsets partition.
-func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitGroup) {
-	backoff := w.o.Backoff
+func (f *follower) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitGroup) {
+	backoff := f.o.Backoff
 	var n int32
 	for {
-		cctx, cancel := context.WithTimeout(ctx, w.o.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, f.o.CallTimeout)
 		var err error
 		n, err = c.Tailer.Partitions(cctx)
 		cancel()
@@ -210,12 +220,12 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 		if ctx.Err() != nil {
 			return
 		}
-		w.m.errors.WithLabelValues(c.Name, "admin").Inc()
-		w.log.Warn("offsets topic not readable; retrying", "cluster", c.Name, "err", err.Error(), "retryIn", backoff.String())
+		f.m.errors.WithLabelValues(c.Name, "admin").Inc()
+		f.log.Warn("offsets topic not readable; retrying", "cluster", c.Name, "err", err.Error(), "retryIn", backoff.String())
 		if reload.Sleep(ctx, backoff) != nil {
 			return
 		}
-		backoff = min(2*backoff, w.o.MaxBackoff)
+		backoff = min(2*backoff, f.o.MaxBackoff)
 	}
 	parts := make([]*partition, n)
 	for i := range parts {
@@ -224,24 +234,24 @@ func (w *Watcher) startCluster(ctx context.Context, c *clusterRT, wg *sync.WaitG
 	c.mu.Lock()
 	c.n, c.parts = n, parts
 	c.mu.Unlock()
-	if s := w.store(c); s != nil {
+	if s := f.store(c.Name); s != nil {
 		s.SetPartitions(n)
 	}
-	w.log.Info("following offsets topic", "cluster", c.Name, "partitions", n)
+	f.log.Info("following offsets topic", "cluster", c.Name, "partitions", n)
 	for _, p := range parts {
-		wg.Go(func() { w.follow(ctx, c, p) })
+		wg.Go(func() { f.follow(ctx, c, p) })
 	}
 }
 
 // follow replays one offsets partition, then follows it; after a failure it starts over
 // with a new replay (the old view stays in use until the new one has caught up).
-func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
-	backoff := w.o.Backoff
-	st := w.store(c) // the engine's copy (nil unless --sync or --keep-translations)
+func (f *follower) follow(ctx context.Context, c *clusterRT, p *partition) {
+	backoff := f.o.Backoff
+	st := f.store(c.Name) // a job's copy (nil when no job reads the commit stream)
 	for ctx.Err() == nil {
 		next := loader.NewReplayer(p.index, loader.OrderingKoP)
 		live := false
-		start := w.o.Now()
+		start := f.o.Now()
 		if st != nil {
 			st.Begin(p.index)
 		}
@@ -260,11 +270,11 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 				st.Live(p.index, m, recs) // first: sync does not wait for the cycle to take the queue
 			}
 			p.waitRoom(ctx)
-			w.m.messages.WithLabelValues(c.Name).Inc()
-			for _, a := range p.apply(m, recs, w.o.Now()) {
-				w.m.replicated.WithLabelValues(c.Name, a.from).Inc()
+			f.m.messages.WithLabelValues(c.Name).Inc()
+			for _, a := range p.apply(m, recs, f.o.Now()) {
+				f.m.replicated.WithLabelValues(c.Name, a.from).Inc()
 				if !a.committed.IsZero() {
-					w.m.replDelay.WithLabelValues(c.Name, a.from).Observe(max(0, a.at.Sub(a.committed).Seconds()))
+					f.m.replDelay.WithLabelValues(c.Name, a.from).Observe(max(0, a.at.Sub(a.committed).Seconds()))
 				}
 			}
 			return nil
@@ -275,11 +285,11 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 			if st != nil {
 				st.CaughtUp(p.index)
 			}
-			d := w.o.Now().Sub(start)
-			w.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
-			w.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
+			d := f.o.Now().Sub(start)
+			f.m.replayDuration.WithLabelValues(c.Name).Observe(d.Seconds())
+			f.log.Info("offsets partition replayed; following", "cluster", c.Name, "partition", p.index,
 				"messages", msgs, "seconds", d.Seconds())
-			backoff = w.o.Backoff
+			backoff = f.o.Backoff
 		})
 		if ctx.Err() != nil {
 			return
@@ -291,23 +301,12 @@ func (w *Watcher) follow(ctx context.Context, c *clusterRT, p *partition) {
 		if st != nil {
 			st.Failed(p.index)
 		}
-		w.m.errors.WithLabelValues(c.Name, "pulsar").Inc()
-		w.log.Warn("offsets partition reader failed; replaying again", "cluster", c.Name, "partition", p.index,
+		f.m.errors.WithLabelValues(c.Name, "pulsar").Inc()
+		f.log.Warn("offsets partition reader failed; replaying again", "cluster", c.Name, "partition", p.index,
 			"err", err.Error(), "retryIn", backoff.String())
 		if reload.Sleep(ctx, backoff) != nil {
 			return
 		}
-		backoff = min(2*backoff, w.o.MaxBackoff)
+		backoff = min(2*backoff, f.o.MaxBackoff)
 	}
-}
-
-// store is the Store of c the sync engine or c's keeping engine reads, nil with neither.
-func (w *Watcher) store(c *clusterRT) *streamsync.Store {
-	switch {
-	case w.engine != nil:
-		return w.engine.Store(c.Name)
-	case c.keep != nil:
-		return c.keep.Store()
-	}
-	return nil
 }

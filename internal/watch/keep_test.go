@@ -49,7 +49,7 @@ func TestKeepTranslationsOnTheStandby(t *testing.T) {
 	if e.wus.kept != 2 || e.scus.kept != 0 {
 		t.Fatalf("kept translations: wus %d (want 2), scus %d (want 0)", e.wus.kept, e.scus.kept)
 	}
-	if n := testutil.ToFloat64(e.w.m.kept.WithLabelValues("wus", "scus", "written")); n != 2 {
+	if n := testutil.ToFloat64(e.w.m.keep.Kept.WithLabelValues("wus", "scus", "written")); n != 2 {
 		t.Fatalf("kept metric %v, want 2", n)
 	}
 }
@@ -62,7 +62,7 @@ func TestKeepTranslationsDryRun(t *testing.T) {
 	if e.wus.kept != 0 {
 		t.Fatalf("dry run wrote %d kept translations", e.wus.kept)
 	}
-	if n := testutil.ToFloat64(e.w.m.kept.WithLabelValues("wus", "scus", "dry_run")); n < 1 {
+	if n := testutil.ToFloat64(e.w.m.keep.Kept.WithLabelValues("wus", "scus", "dry_run")); n < 1 {
 		t.Fatalf("dry-run metric %v", n)
 	}
 }

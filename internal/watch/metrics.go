@@ -11,6 +11,10 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"github.com/kop-offsets/kop-offsets/internal/watch/job"
+	"github.com/kop-offsets/kop-offsets/internal/watch/keepjob"
+	"github.com/kop-offsets/kop-offsets/internal/watch/repairjob"
+	"github.com/kop-offsets/kop-offsets/internal/watch/syncjob"
 )
 
 // Names of the series watch adds to those of check (promexport.Metric*).
@@ -25,8 +29,8 @@ const (
 	MetricClusterUp       = "kop_offsets_watch_cluster_up"
 	MetricKoPUp           = "kop_offsets_watch_kop_up"
 	MetricPartitionsLive  = "kop_offsets_watch_partitions_following"
-	MetricReloads         = "kop_offsets_watch_reloads_total"
-	MetricReloadsRefused  = "kop_offsets_watch_reloads_refused_total"
+	MetricReloads         = repairjob.MetricReloads
+	MetricReloadsRefused  = repairjob.MetricRefused
 	MetricReplicated      = "kop_offsets_replicated_commits_total"
 	MetricReplicationLag  = "kop_offsets_replication_delay_seconds"
 	MetricStaleness       = "kop_offsets_staleness_seconds"
@@ -35,14 +39,14 @@ const (
 	MetricArrivalsDropped = "kop_offsets_watch_arrivals_dropped_total"
 	MetricLastCycle       = "kop_offsets_watch_last_cycle_timestamp_seconds"
 	MetricRows            = "kop_offsets_watch_rows"
-	MetricKept            = "kop_offsets_watch_kept_translations_total"
-	MetricKeepReads       = "kop_offsets_watch_keep_messages_read_total"
-	MetricSynced          = "kop_offsets_sync_commits_total"
-	MetricSyncDeleted     = "kop_offsets_sync_deletes_total"
-	MetricSyncSkipped     = "kop_offsets_sync_groups_skipped_total"
-	MetricSyncLatency     = "kop_offsets_sync_latency_seconds"
-	MetricSyncActive      = "kop_offsets_sync_active"
-	MetricSyncDuration    = "kop_offsets_sync_duration_seconds"
+	MetricKept            = keepjob.MetricKept
+	MetricKeepReads       = keepjob.MetricReads
+	MetricSynced          = syncjob.MetricSynced
+	MetricSyncDeleted     = syncjob.MetricDeleted
+	MetricSyncSkipped     = syncjob.MetricSkipped
+	MetricSyncLatency     = syncjob.MetricLatency
+	MetricSyncActive      = syncjob.MetricActive
+	MetricSyncDuration    = syncjob.MetricDuration
 )
 
 // Metrics are watch's own collectors (Registry), plus the series of the latest report in
@@ -62,8 +66,6 @@ type Metrics struct {
 	up              *prometheus.GaugeVec
 	kopUp           *prometheus.GaugeVec
 	following       *prometheus.GaugeVec
-	reloads         *prometheus.CounterVec
-	refused         *prometheus.CounterVec
 	replicated      *prometheus.CounterVec
 	replDelay       *prometheus.HistogramVec
 	staleness       *prometheus.GaugeVec
@@ -71,20 +73,17 @@ type Metrics struct {
 	staleCommits    *prometheus.GaugeVec
 	dropped         *prometheus.CounterVec
 	lastCycle       prometheus.Gauge
-	kept            *prometheus.CounterVec
-	keepReads       *prometheus.CounterVec
-	synced          *prometheus.CounterVec
-	syncDeleted     *prometheus.CounterVec
-	syncSkipped     *prometheus.CounterVec
-	syncLatency     *prometheus.HistogramVec
-	syncDuration    prometheus.Histogram
-	syncActive      prometheus.Gauge
+
+	// The jobs' own (registered here, beside the exporter's).
+	sync   *syncjob.Metrics
+	keep   *keepjob.Metrics
+	repair *repairjob.Metrics
 
 	report atomic.Pointer[snapshot] // the last cycle's; kop_offsets_watch_rows and the rows' series are read from it
 }
 
 // Buckets for durations from a few milliseconds (a fetch) to an hour (a stale standby).
-var durationBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+var durationBuckets = job.DurationBuckets
 
 // NewMetrics registers the collectors (and the Go and process collectors) in a new registry.
 func NewMetrics() *Metrics { return NewTenantMetrics("") }
@@ -114,10 +113,6 @@ func NewTenantMetrics(tenant string) *Metrics {
 			Help: "1 when KoP answered OffsetFetch in the last cycle that asked it."}, c),
 		following: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricPartitionsLive,
 			Help: "Offsets partitions caught up and followed."}, c),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReloads,
-			Help: "Bundle reloads by result (reload's bundle statuses; dry_run: logged, not done)."}, []string{cl, "result"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReloadsRefused,
-			Help: "Reloads the policy refused, by reason."}, []string{cl, "reason"}),
 		replicated: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReplicated,
 			Help: "Offset commits that arrived on the cluster by geo-replication, by source cluster."}, []string{cl, "from"}),
 		replDelay: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricReplicationLag,
@@ -131,22 +126,6 @@ func NewTenantMetrics(tenant string) *Metrics {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricArrivalsDropped,
 			Help: "Replicated commits not tracked for staleness because too many arrived within one cycle."}, c),
 		lastCycle: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricLastCycle, Help: "Unix time of the end of the last cycle."}),
-		kept: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricKept,
-			Help: "Kept translations of replicated commits (--keep-translations), by source cluster and result (written; behind: written, the data not all replicated yet; dry_run). Failures count in kop_offsets_watch_errors_total{endpoint=keep}."}, []string{cl, "from", "result"}),
-		keepReads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricKeepReads,
-			Help: "Data-topic messages read to keep translations, by the copy read (source, target): the cost of keeping."}, []string{cl, "copy"}),
-		synced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSynced,
-			Help: "Offsets committed through KoP's OffsetCommit by --sync, by target cluster, source cluster and result (written; behind: written, the data not all replicated yet; dry_run). Failures count in kop_offsets_watch_errors_total{endpoint=sync}."}, []string{cl, "from", "result"}),
-		syncDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSyncDeleted,
-			Help: "Offsets --sync deleted on a target because their source no longer holds them."}, []string{cl, "from"}),
-		syncSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSyncSkipped,
-			Help: "Group syncs not done, by reason (split_brain: live or committing on two clusters; replicated: a commit arrived by replication; unknown: a cluster's members unknown; offset_delete_unsupported: an offset the source dropped that the target's KoP cannot delete)."}, []string{"reason"}),
-		syncLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricSyncLatency,
-			Help: "Time from a commit on its source (its commit timestamp) to its translation committed on the target.", Buckets: durationBuckets}, []string{cl, "from"}),
-		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricSyncDuration,
-			Help: "Duration of one sync step (--sync: a batch of due groups: DescribeGroups where membership is not known, translation, OffsetCommits). Steps run as commits arrive: steps near a second long are a sync falling behind its sources.", Buckets: durationBuckets}),
-		syncActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSyncActive,
-			Help: "1 when this process syncs (--sync: it holds the writer lease of every synced cluster that is up), 0 when it waits as a standby replica."}),
 	}
 	m.tenant = tenant
 	var reg prometheus.Registerer = m.Registry
@@ -154,9 +133,13 @@ func NewTenantMetrics(tenant string) *Metrics {
 		reg = prometheus.WrapRegistererWith(prometheus.Labels{"tenant": tenant}, m.Registry)
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(m.syncActive, m.syncDuration, m.synced, m.syncDeleted, m.syncSkipped, m.syncLatency, m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
-		m.groupsFetched, m.up, m.kopUp, m.following, m.reloads, m.refused, m.replicated, m.replDelay, m.staleness,
-		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, m.kept, m.keepReads, rowsCollector{m})
+	m.sync, m.keep, m.repair = syncjob.NewMetrics(), keepjob.NewMetrics(), repairjob.NewMetrics()
+	reg.MustRegister(m.sync.Collectors()...)
+	reg.MustRegister(m.cycles, m.cycleDuration, m.replayDuration, m.fetchDuration, m.errors, m.messages,
+		m.groupsFetched, m.up, m.kopUp, m.following, m.replicated, m.replDelay, m.staleness,
+		m.stalenessServed, m.staleCommits, m.dropped, m.lastCycle, rowsCollector{m})
+	reg.MustRegister(m.repair.Collectors()...)
+	reg.MustRegister(m.keep.Collectors()...)
 	return m
 }
 

@@ -85,14 +85,14 @@ func (s *snapshot) report() *survey.Report {
 // snapshot is the report of this cycle: the rows of every group, shared with the cycle (a
 // PackedRows is replaced, never changed), and the report's other fields, with check's exit
 // code for the same rows.
-func (w *Watcher) snapshot() *snapshot {
+func (b *rowBook) snapshot() *snapshot {
 	s := &snapshot{head: survey.Report{SchemaVersion: 1, Summary: map[string]int{}},
-		displayNS: w.displayNamespace(), groups: make([]*verdict.PackedRows, 0, len(w.rows)), series: w.o.RowSeries}
-	for _, c := range w.clusters {
+		displayNS: b.clusters.displayNamespace(), groups: make([]*verdict.PackedRows, 0, len(b.groups)), series: b.o.RowSeries}
+	for _, c := range b.clusters {
 		s.head.Clusters = append(s.head.Clusters, c.Name)
 	}
-	for _, g := range slices.Sorted(maps.Keys(w.rows)) {
-		rs := w.rows[g]
+	for _, g := range slices.Sorted(maps.Keys(b.groups)) {
+		rs := b.groups[g]
 		s.groups = append(s.groups, rs)
 		notOK := false
 		for st := range rs.Statuses() {
@@ -104,7 +104,7 @@ func (w *Watcher) snapshot() *snapshot {
 		}
 		s.rows += rs.Len()
 	}
-	for _, c := range w.clusters {
+	for _, c := range b.clusters {
 		if !c.up {
 			s.head.Errors = append(s.head.Errors, survey.ClusterError{Cluster: c.Name, Endpoint: "admin",
 				Cause: "down (admin API or offsets topic not answering)", Error: fmt.Sprintf("cluster %s: down (admin API or offsets topic not answering)", c.Name)})

@@ -56,18 +56,18 @@ func wholeReport(w *Watcher) *survey.Report {
 	for _, c := range w.clusters {
 		rep.Clusters = append(rep.Clusters, c.Name)
 	}
-	groups := slices.Sorted(maps.Keys(w.rows))
+	groups := slices.Sorted(maps.Keys(w.exp.rows.groups))
 	// KoP's answers are a cycle's only: ask again (the histories no longer change).
-	w.parallel(func(c *clusterRT) { w.fetch(context.Background(), c, groups) })
+	w.clusters.parallel(func(c *clusterRT) { w.exp.fetch(context.Background(), c, groups) })
 	defer func() {
 		for _, c := range w.clusters {
 			c.cached = nil
 		}
 	}()
-	j, sides := w.judge()
+	j, sides := w.exp.rows.judge()
 	rep.Rows = []verdict.Row{}
 	for _, g := range groups {
-		for _, r := range w.buildRows(j, sides, verdict.Names{}, g) {
+		for _, r := range w.exp.rows.buildRows(j, sides, verdict.Names{}, g) {
 			rep.Rows = append(rep.Rows, r)
 			rep.Summary[string(r.Status)]++
 		}

@@ -6,56 +6,45 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
 
+// maxTopicLists bounds the distinct lists of topics shared between groups' rows.
+const maxTopicLists = 10000
+
+// rowBook holds the rows of every group as the cycles classified them. It is the cycle's:
+// the published report shares its PackedRows, each replaced whole, never changed.
+type rowBook struct {
+	o          *Options
+	clusters   fleet
+	groups     map[string]*verdict.PackedRows // by group
+	topicLists map[string][]string            // the rows' lists of topics, each kept once (emptied at a resync)
+}
+
 // rebuild classifies the rows of groups again; a group without rows is dropped.
-func (w *Watcher) rebuild(groups []string) {
-	j, sides := w.judge()
+func (b *rowBook) rebuild(groups []string) {
+	j, sides := b.judge()
 	names := verdict.Names{}
-	clusters := w.clusterNames()
+	clusters := b.clusters.names()
 	for _, g := range groups {
-		rs := w.buildRows(j, sides, names, g)
+		rs := b.buildRows(j, sides, names, g)
 		if len(rs) == 0 {
-			delete(w.rows, g)
+			delete(b.groups, g)
 			continue
 		}
-		if p := verdict.Pack(rs, clusters, j); !p.Same(w.rows[g]) {
-			p.ShareTopics(w.topicLists, maxTopicLists)
-			w.rows[names.Intern(g)] = p
+		if p := verdict.Pack(rs, clusters, j); !p.Same(b.groups[g]) {
+			p.ShareTopics(b.topicLists, maxTopicLists)
+			b.groups[names.Intern(g)] = p
 		}
 	}
 }
 
 // judge is the row engine for this cycle, and every cluster as it sees it.
-func (w *Watcher) judge() (*verdict.Judge, []verdict.Side) {
-	return &verdict.Judge{Now: w.o.Now(), ExpiryWarning: w.o.ExpiryWarning, DisplayNamespace: w.displayNamespace()}, w.sides()
-}
-
-// inbound is the replication of group's offsets partition from every peer toward c.
-func (w *Watcher) inbound(c *clusterRT, group string) map[string]verdict.Inbound {
-	return verdict.InboundFor(w.sides(), c.Name, group)
-}
-
-// sides are the clusters as the row engine sees them.
-func (w *Watcher) sides() []verdict.Side {
-	sides := make([]verdict.Side, len(w.clusters))
-	for i, c := range w.clusters {
-		n, _ := c.partitions()
-		sd := verdict.Side{Name: c.Name, Namespace: c.KafkaNamespace, Partitions: n, EndOffsets: c.leo,
-			Persisted: c.view}
-		if c.up {
-			sd.Outbound = c.repl // a cluster down: what it said before is stale
-		}
-		if c.Fetcher != nil {
-			sd.Cached = c.cachedSide()
-		}
-		sides[i] = sd
-	}
-	return sides
+func (b *rowBook) judge() (*verdict.Judge, []verdict.Side) {
+	return &verdict.Judge{Now: b.o.Now(), ExpiryWarning: b.o.ExpiryWarning, DisplayNamespace: b.clusters.displayNamespace()}, b.clusters.sides()
 }
 
 // buildRows classifies every topic partition of group across the clusters.
-func (w *Watcher) buildRows(j *verdict.Judge, sides []verdict.Side, names verdict.Names, group string) []verdict.Row {
+func (b *rowBook) buildRows(j *verdict.Judge, sides []verdict.Side, names verdict.Names, group string) []verdict.Row {
 	ks := verdict.KeySet{Names: names}
-	for _, c := range w.clusters {
+	for _, c := range b.clusters {
 		if p := c.partitionOf(group); p != nil {
 			for co := range p.offsetsOf(group) {
 				ks.AddPersisted(co, c.KafkaNamespace)
@@ -70,7 +59,7 @@ func (w *Watcher) buildRows(j *verdict.Judge, sides []verdict.Side, names verdic
 			}
 		}
 	}
-	keys := ks.Sorted(w.o.Topics, w.displayNamespace())
+	keys := ks.Sorted(b.o.Topics, b.clusters.displayNamespace())
 	if keys.Len() == 0 {
 		return nil
 	}
@@ -79,20 +68,4 @@ func (w *Watcher) buildRows(j *verdict.Judge, sides []verdict.Side, names verdic
 		rows[i] = j.Row(keys.At(i), sides)
 	}
 	return rows
-}
-
-func (w *Watcher) displayNamespace() string {
-	if len(w.clusters) > 0 {
-		return w.clusters[0].KafkaNamespace
-	}
-	return ""
-}
-
-// clusterNames are the names of the clusters, in order (the cells of a row).
-func (w *Watcher) clusterNames() []string {
-	names := make([]string, len(w.clusters))
-	for i, c := range w.clusters {
-		names[i] = c.Name
-	}
-	return names
 }

@@ -20,7 +20,7 @@ var ErrSyncStandby = streamsync.ErrStandby
 // topic, syncs every group once (what a watch --sync does when it starts) and stops: sync
 // setup's seed. It needs Options.Sync. ctx bounds it all.
 func (w *Watcher) SyncOnce(ctx context.Context) (SyncSweep, error) {
-	if w.engine == nil {
+	if w.sync == nil {
 		return SyncSweep{}, errors.New("watch: SyncOnce needs Options.Sync")
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -29,7 +29,7 @@ func (w *Watcher) SyncOnce(ctx context.Context) (SyncSweep, error) {
 	for {
 		w.Cycle(cctx)
 		if w.Ready() {
-			sw, err := w.engine.SweepAll(cctx)
+			sw, err := w.sync.SweepAll(cctx)
 			if !errors.Is(err, streamsync.ErrNotReady) {
 				return sw, err
 			}

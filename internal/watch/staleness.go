@@ -29,13 +29,13 @@ func (c *clusterRT) track(a arrival, m *Metrics) {
 
 // settle ends the staleness episodes of c that KoP now serves, among the groups it was just
 // asked about (c.cached).
-func (w *Watcher) settle(c *clusterRT, now time.Time) {
+func (x *exporter) settle(c *clusterRT, now time.Time) {
 	for k, a := range c.pending {
 		f, ok := c.cached[k.Group] // only groups asked have an answer
 		if ok && f.err == nil && c.served(k, a, f) {
 			d := max(now.Sub(a.at), 0)
-			w.m.stalenessServed.WithLabelValues(c.Name).Observe(d.Seconds())
-			w.log.Info("replicated commit served", "cluster", c.Name, "group", k.Group, "topic", k.Topic,
+			x.m.stalenessServed.WithLabelValues(c.Name).Observe(d.Seconds())
+			x.log.Info("replicated commit served", "cluster", c.Name, "group", k.Group, "topic", k.Topic,
 				"partition", k.Partition, "offset", a.offset, "from", a.from, "stalenessSeconds", d.Seconds())
 			delete(c.pending, k)
 		}
@@ -59,11 +59,11 @@ func (c *clusterRT) served(k verdict.Key, a arrival, f answer) bool {
 }
 
 // staleness publishes the age of c's oldest replicated commit KoP does not serve yet.
-func (w *Watcher) staleness(c *clusterRT, now time.Time) {
+func (x *exporter) staleness(c *clusterRT, now time.Time) {
 	oldest := 0.0
 	for _, a := range c.pending {
 		oldest = max(oldest, now.Sub(a.at).Seconds())
 	}
-	w.m.staleness.WithLabelValues(c.Name).Set(oldest)
-	w.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
+	x.m.staleness.WithLabelValues(c.Name).Set(oldest)
+	x.m.staleCommits.WithLabelValues(c.Name).Set(float64(len(c.pending)))
 }

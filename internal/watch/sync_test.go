@@ -96,9 +96,9 @@ func syncEnv(t *testing.T, o Options) (e *env, scus, wus *kopFront) {
 	return e, scus, wus
 }
 
-// syncEngine makes the watcher's sync engine anew, of its clusters as they are now.
+// syncEngine makes the watcher's sync job anew, of its clusters as they are now.
 func (e *env) syncEngine() {
-	e.w.engine = newEngine(e.w.o, e.w.clusters, &syncObserver{w: e.w, split: map[string]bool{}})
+	e.w.sync = e.w.newSyncJob()
 }
 
 // TestSyncFollowsTheSource: a group live on scus commits; as each commit is read, the latest
@@ -135,7 +135,7 @@ func TestSyncFollowsTheSource(t *testing.T) {
 	e.wus.commit("", commit("orders", 0, 5800))
 	e.kWus.Set("orders", "topic-1", 0, 5800)
 	e.cycleUntil("synced back", servedIs("orders", "scus", 6100))
-	if n := testutil.ToFloat64(e.w.m.synced.WithLabelValues("scus", "wus", "written")); n != 1 {
+	if n := testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("scus", "wus", "written")); n != 1 {
 		t.Errorf("synced wus→scus %v, want 1", n)
 	}
 }
@@ -150,9 +150,9 @@ func TestSyncSplitBrainAndUnknown(t *testing.T) {
 	e.kScus.Set("orders", "topic-1", 0, 6000)
 	e.start()
 	e.cycleUntilReady()
-	e.waitFor("split brain counted", func() bool { return testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")) > 1 })
+	e.waitFor("split brain counted", func() bool { return testutil.ToFloat64(e.w.m.sync.Skipped.WithLabelValues("split_brain")) > 1 })
 	if wus.count() != 0 {
-		t.Fatalf("split brain: %d commits on wus, skipped %v", wus.count(), testutil.ToFloat64(e.w.m.syncSkipped.WithLabelValues("split_brain")))
+		t.Fatalf("split brain: %d commits on wus, skipped %v", wus.count(), testutil.ToFloat64(e.w.m.sync.Skipped.WithLabelValues("split_brain")))
 	}
 	if n := strings.Count(e.logText(), "split brain (logged once"); n != 1 {
 		t.Errorf("split brain logged %d times over several cycles, want once", n)
@@ -180,7 +180,9 @@ func TestSyncDryRun(t *testing.T) {
 	e.scus.commit("", commit("orders", 0, 6000))
 	e.start()
 	e.cycleUntilReady()
-	e.waitFor("dry run counted", func() bool { return testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "dry_run")) > 0 })
+	e.waitFor("dry run counted", func() bool {
+		return testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "dry_run")) > 0
+	})
 	if wus.count() != 0 {
 		t.Fatalf("dry run: %d commits", wus.count())
 	}
@@ -272,7 +274,7 @@ func TestSyncStandbyReplica(t *testing.T) {
 	e.cycleUntilReady()
 	e.waitFor("standby logged", func() bool { return strings.Contains(e.logText(), "sync standby") })
 	e.settle()
-	if mine, _ := ls.state(); wus.count() != 0 || mine || testutil.ToFloat64(e.w.m.syncActive) != 0 {
+	if mine, _ := ls.state(); wus.count() != 0 || mine || testutil.ToFloat64(e.w.m.sync.Active) != 0 {
 		t.Fatalf("standby synced (%d commits) or kept scus's lease (%v)", wus.count(), mine)
 	}
 	lw.set(false) // the active replica died
@@ -281,8 +283,8 @@ func TestSyncStandbyReplica(t *testing.T) {
 	e.settle()
 	sMine, sN := ls.state()
 	wMine, wN := lw.state()
-	if testutil.ToFloat64(e.w.m.syncActive) != 1 || !sMine || !wMine || sN != taken || wN != 1 {
-		t.Fatalf("after the takeover: active %v, leases %v/%v acquired %d/%d times", testutil.ToFloat64(e.w.m.syncActive), sMine, wMine, sN, wN)
+	if testutil.ToFloat64(e.w.m.sync.Active) != 1 || !sMine || !wMine || sN != taken || wN != 1 {
+		t.Fatalf("after the takeover: active %v, leases %v/%v acquired %d/%d times", testutil.ToFloat64(e.w.m.sync.Active), sMine, wMine, sN, wN)
 	}
 	if n := strings.Count(e.logText(), "sync standby"); n != 1 {
 		t.Errorf("standby logged %d times, want once", n)
@@ -341,7 +343,7 @@ func TestSyncSendsInParallel(t *testing.T) {
 	if most < 4 {
 		t.Errorf("at most %d commits in flight at once, want several (up to %d)", most, streamsync.DefaultMaxInFlight)
 	}
-	if got := testutil.ToFloat64(e.w.m.synced.WithLabelValues("wus", "scus", "written")); got != n {
+	if got := testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "written")); got != n {
 		t.Errorf("synced scus→wus %v, want %d", got, n)
 	}
 }

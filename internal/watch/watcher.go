@@ -12,9 +12,11 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/standby"
-	"github.com/kop-offsets/kop-offsets/internal/streamsync"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
+	"github.com/kop-offsets/kop-offsets/internal/watch/keepjob"
+	"github.com/kop-offsets/kop-offsets/internal/watch/repairjob"
+	"github.com/kop-offsets/kop-offsets/internal/watch/syncjob"
 )
 
 // Cluster is one watched cluster and how to reach each side of it.
@@ -48,9 +50,6 @@ type Cluster struct {
 	// of two replicas, the one holding every lease syncs, the other waits. Nil: no lease.
 	SyncLease SyncLease
 }
-
-// SyncLease is a writer lease held for as long as the process syncs (*lease.Lease).
-type SyncLease = streamsync.Lease
 
 // Defaults of Options.
 const (
@@ -106,27 +105,49 @@ type Options struct {
 	Now     func() time.Time
 }
 
-// Watcher watches clusters. Create it with New, run it with Run.
+// Watcher watches clusters: the composition of the followers, the exporter (always) and
+// the jobs the Options ask for (sync, kept translations, repair), each its own type that the
+// cycle knows only as a job.Job. Create it with New, run it with Run.
 type Watcher struct {
 	o        Options
 	m        *Metrics
 	log      *slog.Logger
-	clusters []*clusterRT
+	clusters fleet
+	exp      *exporter
 
-	// Owned by the cycle.
-	rows       map[string]*verdict.PackedRows // by group; each replaced whole, never changed
-	topicLists map[string][]string            // the rows' lists of topics, each kept once (emptied at a resync)
-	lastResync time.Time
-	engine     *streamsync.Engine // nil unless Options.Sync
+	sync   *syncjob.Job   // nil unless Options.Sync
+	keep   *keepjob.Job   // kept translations of the clusters with a Keeper
+	repair *repairjob.Job // nil unless Options.Repair
 
-	report atomic.Pointer[snapshot]
-	ready  atomic.Bool
 	cycles atomic.Int64
 	last   atomic.Int64 // unix nanos of the last cycle end
 }
 
 // New returns a Watcher of clusters.
 func New(clusters []Cluster, o Options) *Watcher {
+	o = withDefaults(o)
+	w := &Watcher{o: o, m: o.Metrics, log: o.Logger}
+	for _, c := range clusters {
+		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]answer{},
+			repl: map[int32]map[string]verdict.Inbound{}, leo: map[string]map[int32]int64{},
+			pending: map[verdict.Key]arrival{}})
+	}
+	w.exp = &exporter{o: &w.o, m: w.m, log: w.log, clusters: w.clusters,
+		rows: &rowBook{o: &w.o, clusters: w.clusters, groups: map[string]*verdict.PackedRows{}}}
+	w.keep = keepjob.New(w.keepClusters, keepjob.Options{Groups: o.Groups, Topics: o.Topics, DryRun: o.DryRun, CallTimeout: o.CallTimeout},
+		w.env(), w.m.keep)
+	if o.Sync {
+		w.sync = w.newSyncJob()
+	}
+	if o.Repair {
+		w.repair = repairjob.New(w.repairTargets, repairjob.Options{DryRun: o.DryRun, MaxBundles: o.MaxBundles, Cooldown: o.Cooldown, CallTimeout: o.CallTimeout},
+			w.env(), w.m.repair)
+	}
+	return w
+}
+
+// withDefaults is o with every zero that has a default set to it.
+func withDefaults(o Options) Options {
 	o.Interval = cmp.Or(o.Interval, DefaultInterval)
 	o.Resync = cmp.Or(o.Resync, DefaultResync)
 	o.CallTimeout = cmp.Or(o.CallTimeout, min(o.Interval, 30*time.Second))
@@ -144,18 +165,10 @@ func New(clusters []Cluster, o Options) *Watcher {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics()
 	}
-	lg := o.Logger
-	if lg == nil {
-		lg = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	w := &Watcher{o: o, m: o.Metrics, log: lg, rows: map[string]*verdict.PackedRows{}}
-	for _, c := range clusters {
-		w.clusters = append(w.clusters, &clusterRT{Cluster: c, cached: map[string]answer{},
-			repl: map[int32]map[string]verdict.Inbound{}, leo: map[string]map[int32]int64{},
-			pending: map[verdict.Key]arrival{}, lastReload: map[string]time.Time{}})
-	}
-	w.engine = newEngine(o, w.clusters, &syncObserver{w: w, split: map[string]bool{}})
-	return w
+	return o
 }
 
 // Metrics returns the collectors the watcher updates.
@@ -164,7 +177,7 @@ func (w *Watcher) Metrics() *Metrics { return w.m }
 // Report returns the rows as of the last cycle (nil before the first), in check's shape:
 // built anew from the packed rows at each call.
 func (w *Watcher) Report() *survey.Report {
-	if s := w.report.Load(); s != nil {
+	if s := w.exp.report.Load(); s != nil {
 		return s.report()
 	}
 	return nil
@@ -172,7 +185,7 @@ func (w *Watcher) Report() *survey.Report {
 
 // Ready reports whether a cycle has run and every cluster that answers has replayed all
 // of its offsets partitions.
-func (w *Watcher) Ready() bool { return w.ready.Load() }
+func (w *Watcher) Ready() bool { return w.exp.ready.Load() }
 
 // LastCycle returns when the last cycle ended (zero before the first).
 func (w *Watcher) LastCycle() time.Time {
@@ -200,29 +213,26 @@ func (w *Watcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// Start starts the followers of every cluster and the engines of sync or keeping (they stop
-// when ctx ends); cycles are then run with Cycle. wait returns once they have stopped, or
-// after 5 seconds.
+// Start starts the followers of every cluster and the jobs that run beside the cycles
+// (sync, keeping: they stop when ctx ends); cycles are then run with Cycle. wait returns
+// once they have stopped, or after 5 seconds.
 func (w *Watcher) Start(ctx context.Context) (wait func()) {
 	return w.start(ctx, true)
 }
 
-// start is Start, with the sync engine running or not (SyncOnce runs one sweep itself).
-func (w *Watcher) start(ctx context.Context, engine bool) (wait func()) {
+// start is Start, with the jobs started or not (SyncOnce runs one sweep itself).
+func (w *Watcher) start(ctx context.Context, jobs bool) (wait func()) {
 	var wg sync.WaitGroup
-	if engine {
-		w.newKeepEngines() // before the followers, which feed their Stores
-	}
-	for _, c := range w.clusters {
-		wg.Go(func() { w.startCluster(ctx, c, &wg) })
-	}
-	if engine && w.engine != nil {
-		wg.Go(func() { w.engine.Run(ctx) })
-	}
-	for _, c := range w.clusters {
-		if engine && c.keep != nil {
-			wg.Go(func() { c.keep.Run(ctx) })
+	if jobs {
+		for _, j := range w.jobs() {
+			if run := j.Start(); run != nil { // before the followers, which feed their Stores
+				wg.Go(func() { run(ctx) })
+			}
 		}
+	}
+	f := &follower{o: &w.o, m: w.m, log: w.log, store: w.store}
+	for _, c := range w.clusters {
+		wg.Go(func() { f.startCluster(ctx, c, &wg) })
 	}
 	return func() {
 		done := make(chan struct{})
@@ -233,4 +243,24 @@ func (w *Watcher) start(ctx context.Context, engine bool) (wait func()) {
 			w.log.Warn("stopping: readers still closing after 5s; leaving them to the process exit")
 		}
 	}
+}
+
+// Cycle runs one cycle: the exporter's (see exporter.cycle), then every job's, told what the
+// cycle found. Run calls it every Interval; tests call it directly.
+func (w *Watcher) Cycle(ctx context.Context) {
+	start := w.o.Now()
+	c, rows, ok := w.exp.cycle(ctx, start, w.cycles.Load() == 0)
+	if !ok {
+		return
+	}
+	for _, j := range w.jobs() {
+		j.AfterCycle(ctx, c)
+	}
+	end := w.o.Now()
+	w.cycles.Add(1)
+	w.last.Store(end.UnixNano())
+	w.m.cycles.Inc()
+	w.m.cycleDuration.Observe(end.Sub(start).Seconds())
+	w.m.lastCycle.Set(float64(end.UnixMilli()) / 1000)
+	w.log.Debug("cycle", "groupsAsked", len(c.Asked), "resync", c.Resync, "rows", rows, "seconds", end.Sub(start).Seconds())
 }

@@ -385,7 +385,7 @@ func staleOnWus(e *env, g string) {
 }
 
 func refusals(e *env, reason string) float64 {
-	return testutil.ToFloat64(e.w.m.refused.WithLabelValues("wus", reason))
+	return testutil.ToFloat64(e.w.m.repair.Refused.WithLabelValues("wus", reason))
 }
 
 func TestRepairReloadsStaleBundleThenCooldown(t *testing.T) {
@@ -414,7 +414,7 @@ func TestRepairReloadsStaleBundleThenCooldown(t *testing.T) {
 	if got := e.reloader.reloads(); len(got) != 2 {
 		t.Errorf("not reloaded after the cooldown: %v", got)
 	}
-	if n := testutil.ToFloat64(e.w.m.reloads.WithLabelValues("wus", reload.BundleVerified)); n != 2 {
+	if n := testutil.ToFloat64(e.w.m.repair.Reloads.WithLabelValues("wus", reload.BundleVerified)); n != 2 {
 		t.Errorf("reloads counted %v", n)
 	}
 }
@@ -493,7 +493,7 @@ func TestRepairPolicyRefusals(t *testing.T) {
 		e.start()
 		e.cycleUntilReady()
 		e.cycleUntil("dry", func(*survey.Report) bool {
-			return testutil.ToFloat64(e.w.m.reloads.WithLabelValues("wus", "dry_run")) > 0
+			return testutil.ToFloat64(e.w.m.repair.Reloads.WithLabelValues("wus", "dry_run")) > 0
 		})
 		if got := e.reloader.reloads(); len(got) != 0 {
 			t.Errorf("dry run reloaded %v", got)
@@ -625,7 +625,7 @@ func TestChunksKeepOffsetsPartitionsWhole(t *testing.T) {
 		groups = append(groups, fmt.Sprintf("g-%05d", i))
 	}
 	slices.Sort(groups)
-	chunks := w.chunks(groups)
+	chunks := w.clusters.chunks(groups)
 	if len(chunks) < 2 {
 		t.Fatalf("%d chunks of %d groups", len(chunks), len(groups))
 	}
@@ -650,10 +650,10 @@ func TestChunksKeepOffsetsPartitionsWhole(t *testing.T) {
 	if len(seen) != len(groups) {
 		t.Errorf("%d groups in the chunks, want %d", len(seen), len(groups))
 	}
-	if got := w.chunks(groups[:10]); len(got) != 1 || len(got[0]) != 10 {
+	if got := w.clusters.chunks(groups[:10]); len(got) != 1 || len(got[0]) != 10 {
 		t.Errorf("10 groups: chunks %v", got)
 	}
-	if got := w.chunks(nil); got != nil {
+	if got := w.clusters.chunks(nil); got != nil {
 		t.Errorf("no group: chunks %v", got)
 	}
 }
