@@ -102,7 +102,7 @@ func registerCompletions(cmd *cobra.Command, f *cmdutil.Factory) {
 }
 
 // completeClusters completes every flag of the tree marked as a cluster name
-// (cmdutil.MarkCluster: --cluster, failover's --from and --to, check's --source) with the
+// (cmdutil.MarkCluster: --cluster, failover's --source and --target, check's --source) with the
 // configured names. It runs once the tree is built.
 func completeClusters(root *cobra.Command, f *cmdutil.Factory) {
 	names := func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
