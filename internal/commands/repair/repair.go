@@ -213,7 +213,7 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
-		DefaultMaxBundles, "bundles reloaded per cluster (per tenant and cluster) and run")
+		"max-bundles", DefaultMaxBundles, "bundles reloaded at most per cluster (per tenant and cluster) and run; the others wait for the next run")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd
