@@ -156,7 +156,7 @@ func Help(command string) string {
 	for _, s := range rows {
 		b.WriteString(wrap(fmt.Sprintf("  %d  %s", s.Outcome, s.When)))
 	}
-	b.WriteString("\nOne meaning per code in every command: 'kop-offsets --help', docs/cli/kop-offsets_exit-codes.md.")
+	b.WriteString("\nEvery code of every command: 'kop-offsets help exit-codes', docs/cli/kop-offsets_exit-codes.md.")
 	return b.String()
 }
 
@@ -220,5 +220,24 @@ func Markdown() string {
 		}
 	}
 	b.WriteString("\nA run of several steps ends with the most severe code of its steps: 3, then 4, then 2, then 1, then 5, then 0.\n")
+	return b.String()
+}
+
+// Text is the whole contract as plain text, for `kop-offsets help exit-codes`: the meanings,
+// then every command's situations by code, wrapped as --help is.
+func Text() string {
+	var b strings.Builder
+	b.WriteString("One meaning per exit code, the same in every command:\n")
+	for _, m := range Meanings {
+		b.WriteString(wrap(fmt.Sprintf("  %d  %s", m.Outcome, m.Text)))
+	}
+	b.WriteString("\nBy command (*: every command), the situation that ends with each code:\n")
+	for _, c := range Commands() {
+		fmt.Fprintf(&b, "\n%s\n", c)
+		for _, s := range Of(c) {
+			b.WriteString(wrap(fmt.Sprintf("  %d  %s", s.Outcome, s.When)))
+		}
+	}
+	b.WriteString("\nA run of several steps ends with the most severe code of its steps:\n3, then 4, then 2, then 1, then 5, then 0.")
 	return b.String()
 }

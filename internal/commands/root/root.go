@@ -78,6 +78,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 
 	addCommands(cmd, f)
 	exitCodeHelp(cmd)
+	cmd.AddCommand(exitCodesTopic())
 	strictHelp(cmd)
 	strictParents(cmd)
 	markOnRun(cmd)
@@ -163,6 +164,17 @@ func exitCodeHelp(c *cobra.Command) {
 		return
 	}
 	c.Long = strings.TrimSpace(c.Long) + "\n\n" + outcome.Help(path)
+}
+
+// exitCodesTopic is the help topic `kop-offsets help exit-codes`: a command without a run
+// function, which cobra lists under "Additional help topics" and prints (exit 0) like
+// docs/cli/kop-offsets_exit-codes.md, from the same contract.
+func exitCodesTopic() *cobra.Command {
+	return &cobra.Command{
+		Use:   "exit-codes",
+		Short: "Every exit code of every command, and what it means",
+		Long:  outcome.Text(),
+	}
 }
 
 // strictParents makes every command that only groups subcommands (config, sync) refuse an
