@@ -104,7 +104,7 @@ func TestExitCodes(t *testing.T) {
 			stderr: `unknown cluster "eus" (known: scus, wus)`, nothing: true},
 		{name: "config and ad-hoc", args: []string{"--config", cfg, "--admin-url", "http://h:1", "config", "view"}, code: 2,
 			stderr: "--config cannot be combined"},
-		{name: "bad ad-hoc url", args: []string{"--admin-url", "h:1", "config", "view"}, code: 2, stderr: `cluster "default": adminURL`},
+		{name: "bad ad-hoc url", args: []string{"--admin-url", "h:1", "config", "view"}, code: 2, stderr: `--admin-url: "h:1"`},
 		{name: "unresolvable secret", args: []string{"--config", cfg, "--cluster", "wus", "config", "check"}, code: 2,
 			stderr: `cluster "wus": pulsarAuth.token: secret cannot be resolved: environment variable PULSAR_TOKEN is not set`, nothing: true},
 	}

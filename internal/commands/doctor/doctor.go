@@ -169,7 +169,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			opts.Build = func(cl config.Cluster) (*doctor.Cluster, error) {
 				dc, err := BuildCluster(cl, opts.Timeout)
 				if cfg, cerr := f.Config(); err == nil && (cerr != nil || cfg.Path == "") {
-					// Ad hoc (--admin-url): the name "default" says nothing of Pulsar's.
+					// Ad hoc (--admin-url): the name, a host:port, says nothing of Pulsar's.
 					dc.PulsarName, dc.ConfigPulsarName = "", ""
 				}
 				return dc, err

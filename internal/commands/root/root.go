@@ -292,7 +292,8 @@ whether the clusters agree.
 
 Clusters come from a YAML config file (--config, $KOP_OFFSETS_CONFIG, or
 $XDG_CONFIG_HOME/kop-offsets/config.yaml; see 'kop-offsets config view'), or for one ad-hoc
-cluster named "default" from --admin-url, --service-url and --bootstrap. Every command
+cluster from --admin-url, --service-url and --bootstrap, named after the host:port of the
+first given. Every command
 works on all configured clusters unless --cluster selects some.
 
 Read commands only use non-durable readers and never commit offsets. Results go to
