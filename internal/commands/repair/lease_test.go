@@ -98,7 +98,7 @@ func TestDefaultLockFileIsTheUsers(t *testing.T) {
 }
 
 // With no directory of the user's, repair asks for --lock-file rather than fall back to a
-// shared one; --lock-file '' runs on the writer lease alone.
+// shared one; --lock-file ” runs on the writer lease alone.
 func TestNoLockDirectory(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", "")
 	t.Setenv("XDG_CACHE_HOME", "")
