@@ -90,7 +90,7 @@ func TestExitCodes(t *testing.T) {
 			stderr: "--verify-alignment has been deprecated", nothing: true},
 		{name: "prometheus file in a missing directory", args: []string{"--config", cfg, "--cluster", "scus", "check", "--prometheus-file", "/nonexistent/dir/k.prom"}, code: 2,
 			stderr: "nothing was contacted", nothing: true},
-		{name: "named audit trail missing", args: []string{"history", "--file", "/nonexistent/audit.jsonl"}, code: 2, stderr: "does not exist (--file)", nothing: true},
+		{name: "named audit trail missing", args: []string{"history", "--audit-file", "/nonexistent/audit.jsonl"}, code: 2, stderr: "does not exist (--audit-file)", nothing: true},
 		{name: "bad flag value", args: []string{"--timeout", "soon", "version"}, code: 2, stderr: `invalid argument "soon"`},
 		{name: "zero timeout", args: []string{"--timeout", "0s", "version"}, code: 2, stderr: "--timeout must be positive"},
 		{name: "extra argument", args: []string{"version", "extra"}, code: 2, stderr: `unexpected argument "extra"`},

@@ -69,7 +69,7 @@ var Contract = []Situation{
 	{"dump", "a cluster could not be read: its error is printed, the other clusters are still dumped", Unreachable, "internal/commands/dump:TestDumpStrictAndUnreachable"},
 
 	{"failover", "every selected row served at its translated offset; nothing to do; a dry run that would refuse nothing", OK, "internal/commands/failover:TestFailoverDryRunRefusesNothing"},
-	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
+	{"failover", "the operator declined, or stdin could not be read; --source equals --target; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "rows refused by the plan (also under --dry-run); the reload would be refused (nothing written); a record could not be written; the target does not serve the translated offset afterwards", WriteFailed, "internal/failover:TestApply"},
 	{"failover", "--source-gone: every row landed on the kept translation of the source's newest commit, or was the group's own commit there already", OK, "internal/failover:TestApplySourceGone/all_kept"},
@@ -81,7 +81,7 @@ var Contract = []Situation{
 	{"groups", "a cluster or endpoint could not be reached (what could be read is still listed)", Unreachable, "internal/commands/groups:TestGroupsExitCodes/a_cluster_down"},
 
 	{"history", "shown (possibly nothing; also when the default trail does not exist yet)", OK, "internal/commands/history:TestHistoryWithoutTrail"},
-	{"history", "the trail cannot be read: a --file that does not exist, a directory, a malformed line", Usage, "internal/commands/history:TestHistoryNamedTrailMissing"},
+	{"history", "the trail cannot be read: an --audit-file that does not exist, a directory, a malformed line", Usage, "internal/commands/history:TestHistoryNamedTrailMissing"},
 
 	{"locate", "every row answered (also when a broker did not answer but no row needed it: see the warning)", OK, "internal/commands/locate:TestLocateOnline"},
 	{"locate", "a row is not answered: a cluster could not be asked, a bundle's owner is unknown, or its bundles disagree with the broker (the row says why)", Unreachable, "internal/commands/locate:TestLocateBundleMismatchAndUnreachable"},
