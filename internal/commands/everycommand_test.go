@@ -207,7 +207,7 @@ func commandPaths() []string {
 	var out []string
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if c.Hidden {
+		if c.Hidden || c.IsAdditionalHelpTopicCommand() { // exit-codes: text, no run
 			return
 		}
 		out = append(out, strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name())))

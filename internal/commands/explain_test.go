@@ -155,8 +155,9 @@ func TestDoctorNotAnAdminAPI(t *testing.T) {
 	if r.code != 3 {
 		t.Fatalf("exit %d, want 3\n%s\n%s", r.code, r.out, r.errOut)
 	}
-	if !strings.Contains(r.out, "adminURL "+s.URL+" of default is not a Pulsar admin API (http 404") ||
-		!strings.Contains(r.out, "\tadminURL of default must be Pulsar's web service") { // piped: the fix is the last column
+	name := strings.TrimPrefix(s.URL, "http://") // the ad-hoc cluster, named after its URL
+	if !strings.Contains(r.out, "adminURL "+s.URL+" of "+name+" is not a Pulsar admin API (http 404") ||
+		!strings.Contains(r.out, "\tadminURL of "+name+" must be Pulsar's web service") { // piped: the fix is the last column
 		t.Errorf("stdout:\n%s", r.out)
 	}
 	if strings.Contains(r.out, "create") {

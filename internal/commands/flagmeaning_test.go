@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
 // One flag name, one meaning, across the tree (docs/contract-changes.md, "One meaning per
@@ -210,5 +211,20 @@ func TestRenamedFlagsWarnOnce(t *testing.T) {
 	if r.code != 2 || strings.Count(r.errOut, "warning: --file is deprecated") != 1 ||
 		!strings.Contains(r.errOut, "use --audit-file") || !strings.Contains(r.errOut, "(--audit-file)") || strings.Contains(r.out, "deprecated") {
 		t.Errorf("history --file (twice) of a missing trail: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+}
+
+// `help exit-codes` is a help topic: exit 0 and the contract's table on stdout, the same
+// text as `kop-offsets exit-codes`.
+func TestHelpExitCodes(t *testing.T) {
+	r := run(t, nil, "help", "exit-codes")
+	if r.code != 0 || r.errOut != "" || strings.TrimSpace(r.out) != outcome.Text() {
+		t.Errorf("help exit-codes: exit %d, stderr %q, stdout:\n%s", r.code, r.errOut, r.out)
+	}
+	if direct := run(t, nil, "exit-codes"); direct.code != 0 || direct.out != r.out {
+		t.Errorf("exit-codes: exit %d, stdout:\n%s", direct.code, direct.out)
+	}
+	if root := run(t, nil, "--help"); !strings.Contains(root.out, "Additional help topics:\n  kop-offsets exit-codes") {
+		t.Errorf("--help does not list the topic:\n%s", root.out)
 	}
 }

@@ -85,6 +85,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "unknown nested help topic", args: []string{"help", "config", "bogus"}, code: 2, stderr: `unknown command "bogus" for "kop-offsets config"`, nothing: true},
 		{name: "group without subcommand", args: []string{"config"}, code: 0},
 		{name: "help topic", args: []string{"help", "config", "view"}, code: 0},
+		{name: "help topic exit-codes", args: []string{"help", "exit-codes"}, code: 0},
 		{name: "repair-only flag without --repair", args: []string{"watch", "--cooldown", "1m"}, code: 2, stderr: "--cooldown only applies with --repair", nothing: true},
 		{name: "deprecation notice on stderr", args: []string{"--config", "/nonexistent/k.yaml", "check", "--verify-alignment", "-o", "json"}, code: 2,
 			stderr: "--verify-alignment has been deprecated", nothing: true},
@@ -185,7 +186,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	for _, c := range append(rootCmd.Commands(), rootCmd) {
 		cmds := append(c.Commands(), c)
 		for _, c := range cmds {
-			if c.Name() == "help" || c.Hidden {
+			if c.Name() == "help" || c.Hidden || c.IsAdditionalHelpTopicCommand() {
 				continue
 			}
 			if c.Short == "" || c.Long == "" || c.Example == "" {
