@@ -146,24 +146,14 @@ func TestOneMeaningPerFlagName(t *testing.T) {
 		}
 	}
 	// The allow-lists hold nothing the tree no longer needs.
-	for name := range usageVaries {
-		if !used["usage "+name] {
-			t.Errorf("usageVaries[%q]: every command now words it alike; remove it", name)
-		}
-	}
-	for name := range defaultVaries {
-		if !used["default "+name] {
-			t.Errorf("defaultVaries[%q]: one default now; remove it", name)
-		}
-	}
-	for k := range kindVaries {
-		if !used["kind "+k] {
-			t.Errorf("kindVaries[%q]: the kind is the same now; remove it", k)
-		}
-	}
-	for k := range aliasShadows {
-		if !used["alias "+k] {
-			t.Errorf("aliasShadows[%q]: no longer shadows a current flag; remove it", k)
+	for _, l := range []struct {
+		name, prefix string
+		entries      map[string]string
+	}{{"usageVaries", "usage ", usageVaries}, {"defaultVaries", "default ", defaultVaries}, {"kindVaries", "kind ", kindVaries}, {"aliasShadows", "alias ", aliasShadows}} {
+		for k := range l.entries {
+			if !used[l.prefix+k] {
+				t.Errorf("%s[%q]: the tree no longer needs it; remove it", l.name, k)
+			}
 		}
 	}
 }
