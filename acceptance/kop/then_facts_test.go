@@ -204,7 +204,7 @@ func TestMisaligned(t *testing.T) {
 	}
 	t.Logf("misaligned: scus %+v, wus %+v", r.Cell("scus"), r.Cell("wus"))
 	// Leave no misaligned row for later tests' unscoped repairs: land wus on the translation.
-	if code, _ := cli.Run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes"); code != 0 {
+	if code, _ := cli.Run(t, "--timeout", "10s", "failover", "--source", "scus", "--target", "wus", "--group", group, "--yes"); code != 0 {
 		t.Fatalf("failover of the misaligned group: exit %d", code)
 	}
 }

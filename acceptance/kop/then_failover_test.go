@@ -40,7 +40,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	r := labcli.Row(t, rep, group)
 	w := r.Cell("wus")
 	if code != 1 || r.Status != verdict.StatusMisaligned || w.Status != verdict.StatusMisaligned || w.Origin != "scus" ||
-		labtest.Val(w.Translated) != "50" || !strings.Contains(w.Detail, "failover --from scus --to wus") {
+		labtest.Val(w.Translated) != "50" || !strings.Contains(w.Detail, "failover --source scus --target wus") {
 		t.Fatalf("check: exit %d, row %s, wus %+v", code, r.Status, w)
 	}
 	t.Logf("wus: %s", w.Detail)
@@ -55,7 +55,7 @@ func TestFailoverShiftedCopies(t *testing.T) {
 	}
 	labtest.WantServed(t, theLab, "wus", group, topic, "30", "after repair and reload wus serves %s: they must not make it serve 60")
 
-	code, out = cli.Run(t, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes", "-o", "json")
+	code, out = cli.Run(t, "--timeout", "10s", "failover", "--source", "scus", "--target", "wus", "--group", group, "--yes", "-o", "json")
 	var doc struct {
 		Plan struct {
 			Rows []struct {

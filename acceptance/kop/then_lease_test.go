@@ -117,7 +117,7 @@ func TestWatchAndRepairOneWriterAtATime(t *testing.T) {
 	for pid, cmd := range writers {
 		t.Logf("wrote: pid %d: %s", pid, cmd)
 	}
-	hist := exec.Command(bin, "--no-headers", "history", "--file", trail, "--cluster", "wus", "--group", group)
+	hist := exec.Command(bin, "--no-headers", "history", "--audit-file", trail, "--cluster", "wus", "--group", group)
 	out, err := hist.CombinedOutput()
 	t.Logf("$ kop-offsets history --cluster wus --group %s\n%s", group, out)
 	if err != nil || len(strings.Split(strings.TrimSpace(string(out)), "\n")) != len(recs) {

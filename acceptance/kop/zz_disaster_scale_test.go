@@ -27,7 +27,7 @@ const disasterKeys = 5
 // member-less groups (e.g. 10000) commit disasterKeys keys each on scus through KoP (aligned
 // topics, KOP_DISASTER_RATE commits a second, default 1000), replicated to wus, with `watch
 // --keep-translations --cluster wus` running until it caught up. Then scus stops (SIGSTOP: a
-// region gone), watch stops (it holds wus's writer lease), and `failover --from scus --to wus
+// region gone), watch stops (it holds wus's writer lease), and `failover --source scus --target wus
 // --source-gone --yes -o json` runs. It measures the time from the command to every row
 // served on wus (the failover's own proof), the rows landed per kind (plan.landings), and for
 // a sample of groups that a Kafka consumer on wus starts exactly where the plan says. It
@@ -125,7 +125,7 @@ const disasterHeader = "| groups x keys | scus stopped by | kept before the stop
 // first unload, then each bundle's reload and verification).
 func scaleFailover(t *testing.T, bin, cfg, glob string) (disasterDoc, int, time.Duration) {
 	t.Helper()
-	args := []string{"--config", cfg, "--timeout", "10s", "failover", "-o", "json", "--yes", "--source-gone", "--from", "scus", "--to", "wus", "--group", glob}
+	args := []string{"--config", cfg, "--timeout", "10s", "failover", "-o", "json", "--yes", "--source-gone", "--source", "scus", "--target", "wus", "--group", glob}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

@@ -81,7 +81,7 @@ func TestDisasterLandsWhatCanLand(t *testing.T) {
 	resume := labtest.PauseCluster(t, theLab, "scus")
 	defer resume()
 	start := time.Now()
-	code, _, errOut := labcli.RunCLI(context.Background(), theLab, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", kept, "--group", held, "--yes")
+	code, _, errOut := labcli.RunCLI(context.Background(), theLab, "--timeout", "10s", "failover", "--source", "scus", "--target", "wus", "--group", kept, "--group", held, "--yes")
 	t.Logf("failover without --source-gone: exit %d in %s\n%s", code, time.Since(start).Round(time.Millisecond), errOut)
 	if code != 3 || !strings.Contains(errOut, "--source-gone") {
 		t.Fatalf("failover without --source-gone, scus stopped: exit %d, want 3 naming the flag", code)
@@ -128,7 +128,7 @@ func TestDisasterLandsWhatCanLand(t *testing.T) {
 // disasterFailover runs failover --source-gone of the groups from scus to wus.
 func disasterFailover(t *testing.T, groups ...string) (disasterDoc, time.Duration) {
 	t.Helper()
-	args := []string{"--timeout", "10s", "failover", "-o", "json", "--yes", "--source-gone", "--from", "scus", "--to", "wus"}
+	args := []string{"--timeout", "10s", "failover", "-o", "json", "--yes", "--source-gone", "--source", "scus", "--target", "wus"}
 	for _, g := range groups {
 		args = append(args, "--group", g)
 	}

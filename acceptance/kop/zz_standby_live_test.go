@@ -124,7 +124,7 @@ func liveOnScus(ctx context.Context, t *testing.T, topic, group string, commits 
 // topic (300 messages on scus alone, then 200 replicated: scus offset N is wus offset N-300),
 // a producer writes 40 messages a second on scus and the group consumes them there,
 // committing after every poll, while `watch --keep-translations` keeps its commits
-// translated on wus. scus stops (SIGSTOP) mid-stream. failover --to wus lands the group on
+// translated on wus. scus stops (SIGSTOP) mid-stream. failover --target wus lands the group on
 // the last kept translation; a consumer of the group on wus starts exactly at the first
 // message the group had not consumed when that commit was made, so it skips nothing and
 // re-reads what it committed since: the bound, measured in messages and seconds. Then scus
@@ -157,7 +157,7 @@ func TestStandbyContinuousConsumer(t *testing.T) {
 		t.Logf("watch ended with exit %d (scus gone)", code)
 	}
 
-	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group, "--source-gone")
+	code, d, took := failover(t, "--source", "scus", "--target", "wus", "--group", group, "--source-gone")
 	t.Logf("failover without scus: exit %d in %s", code, took.Round(time.Millisecond))
 	// 0: the last kept translation is the newest commit; 5: a newer one replicated untranslated.
 	if (code != 0 && code != 5) || len(d.Plan.Rows) != 1 || d.Result == nil || len(d.Result.Proof) != 1 || !d.Result.Proof[0].OK {
@@ -220,7 +220,7 @@ func TestStandbyContinuousConsumer(t *testing.T) {
 	stop2 := cli.StartWatchArgs(t, listen2, 20, "--keep-translations", "--interval", "2s", "--group", group)
 	keptCount(t, listen2, "scus", 1)
 	stop2()
-	code, d, took = failover(t, "--from", "wus", "--to", "scus", "--group", group)
+	code, d, took = failover(t, "--source", "wus", "--target", "scus", "--group", group)
 	t.Logf("failback: exit %d in %s", code, took.Round(time.Millisecond))
 	back := max(wusCommit+300, last)
 	if code != 0 || len(d.Plan.Rows) != 1 || labtest.Val(d.Plan.Rows[0].Translated) != fmt.Sprint(back) {
@@ -306,7 +306,7 @@ func TestFailoverFaults(t *testing.T) {
 	t.Setenv(audit.EnvFile, trail)
 	bin := labtest.Binary(t)
 	cfg := labtest.ConfigCopy(t, theLab, "faults")
-	p := startProcess(t, bin, "failover", cfg, "--timeout", "10s", "failover", "--from", "scus", "--to", "wus", "--group", group, "--yes")
+	p := startProcess(t, bin, "failover", cfg, "--timeout", "10s", "failover", "--source", "scus", "--target", "wus", "--group", group, "--yes")
 	var recs []audit.Record
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if recs = readTrail(trail); len(recs) > 0 {
@@ -332,7 +332,7 @@ func TestFailoverFaults(t *testing.T) {
 	t.Logf("after the kill wus serves %s (600 if the reload ran before the kill)", labtest.Served(t, theLab, "wus", group, topic))
 
 	start := time.Now()
-	code, d, _ := failover(t, "--from", "scus", "--to", "wus", "--group", group)
+	code, d, _ := failover(t, "--source", "scus", "--target", "wus", "--group", group)
 	t.Logf("failover again: exit %d in %s, row %+v", code, time.Since(start).Round(time.Millisecond), d.Plan.Rows)
 	if code != 0 || len(d.Plan.Rows) != 1 || labtest.Val(d.Plan.Rows[0].Translated) != "600" {
 		t.Fatalf("failover after the kill: exit %d, %+v", code, d)

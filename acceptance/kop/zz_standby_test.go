@@ -79,7 +79,7 @@ func keptCount(t *testing.T, listen, cluster string, n int) int {
 // --keep-translations` running, the group commits 600 then 900 on scus (kept on wus as 300
 // and 600), and the aligned group 10900. Watch stops; the group reaches 1100 on scus
 // (replicated, never translated). Then scus stops (SIGSTOP: a region gone) and:
-//   - failover --from scus --to wus lands the group on 600 (the translation of 900, the
+//   - failover --source scus --target wus lands the group on 600 (the translation of 900, the
 //     last kept): a consumer on wus starts at k-600, the first message it had not consumed
 //     at 900; it re-reads k-600..k-799 (200 messages: what it consumed between the last
 //     translated commit and the disaster), skips nothing;
@@ -114,7 +114,7 @@ func TestStandbyWithoutThePrimary(t *testing.T) {
 	labtest.WaitReplicated(t, theLab, "scus", "wus", part)
 
 	resume := labtest.PauseCluster(t, theLab, "scus")
-	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group, "--source-gone")
+	code, d, took := failover(t, "--source", "scus", "--target", "wus", "--group", group, "--source-gone")
 	t.Logf("failover without scus: exit %d in %s", code, took.Round(time.Millisecond))
 	// 5: landed on an older kept translation (the group re-reads; issue 47).
 	if code != 5 || d.Plan.SourceDown == "" || len(d.Plan.Rows) != 1 || d.Result == nil {
@@ -162,7 +162,7 @@ func TestStandbyWithoutThePrimary(t *testing.T) {
 	stop2 := cli.StartWatchArgs(t, listen2, 20, "--keep-translations", "--interval", "2s", "--group", storyGroup, "--group", group)
 	keptCount(t, listen2, "scus", 2)
 	stop2()
-	code, d, took = failover(t, "--from", "wus", "--to", "scus", "--group", storyGroup, "--group", group)
+	code, d, took = failover(t, "--source", "wus", "--target", "scus", "--group", storyGroup, "--group", group)
 	t.Logf("failback: exit %d in %s", code, took.Round(time.Millisecond))
 	want := map[string]string{storyGroup: "11000", group: "1250"}
 	if code != 0 || len(d.Plan.Rows) != 2 {

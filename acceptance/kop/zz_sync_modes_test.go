@@ -41,7 +41,7 @@ func TestSyncAfterFailover(t *testing.T) {
 
 	// The disaster: scus stops, the group fails over to wus; scus comes back.
 	resume := labtest.PauseCluster(t, theLab, "scus")
-	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group, "--source-gone")
+	code, d, took := failover(t, "--source", "scus", "--target", "wus", "--group", group, "--source-gone")
 	resume()
 	// 5: an older kept translation (2395 was not translated: the group re-reads).
 	if code != 5 || d.Result == nil || len(d.Plan.Rows) != 1 || labtest.Val(d.Plan.Rows[0].Translated) != "1995" {

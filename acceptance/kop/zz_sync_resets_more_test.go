@@ -218,7 +218,7 @@ func TestSyncResetsToDatetime(t *testing.T) {
 // the offsets topic replicated, no sync) follow a reset on the primary, and failover lands
 // it. The group, homed on scus (300 messages on scus alone, then 1000 replicated: scus N is
 // wus N-300), consumes to 1100 and is reset to 500 on scus. Once wus kept the translation of
-// 500, scus stops (SIGSTOP) and failover --from scus --to wus lands the group on 200: a
+// 500, scus stops (SIGSTOP) and failover --source scus --target wus lands the group on 200: a
 // consumer on wus starts there (scus's 500), not at 800 (scus's 1100).
 func TestSyncResetsKeptForFailover(t *testing.T) {
 	topic, group, part := settledGroup(t, "kept-resets")
@@ -248,7 +248,7 @@ func TestSyncResetsKeptBelowOwnCommit(t *testing.T) {
 
 // keptResetFailover runs watch --keep-translations --cluster wus for group, commits each of
 // commits on scus (the last one a reset) and waits until wus kept each; makes wus's KoP load
-// the group's offsets partition, stops scus (SIGSTOP) and runs failover --from scus --to wus.
+// the group's offsets partition, stops scus (SIGSTOP) and runs failover --source scus --target wus.
 // The failover must land the group on landed, the translation of the reset point kept on wus,
 // and a consumer of the group on wus must start there, at scus's message at the reset point.
 //
@@ -275,7 +275,7 @@ func keptResetFailover(t *testing.T, topic, group string, part int32, commits []
 	if code, _ := stop(); code != 0 {
 		t.Logf("watch ended with exit %d (scus stopped)", code)
 	}
-	code, d, took := failover(t, "--from", "scus", "--to", "wus", "--group", group, "--source-gone")
+	code, d, took := failover(t, "--source", "scus", "--target", "wus", "--group", group, "--source-gone")
 	t.Logf("failover without scus: exit %d in %s", code, took.Round(time.Millisecond))
 	if len(d.Plan.Rows) != 1 {
 		t.Fatalf("failover without scus: exit %d, %+v", code, d)

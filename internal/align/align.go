@@ -142,7 +142,7 @@ func (t Translation) String() string {
 
 // FailoverCommand is the command that lands group on its translated offsets on cluster to.
 func FailoverCommand(group, topic, from, to string) string {
-	s := fmt.Sprintf("kop-offsets failover --from %s --to %s --group %s", from, to, group)
+	s := fmt.Sprintf("kop-offsets failover --source %s --target %s --group %s", from, to, group)
 	if topic != "" {
 		s += " --topic " + topic
 	}

@@ -14,8 +14,8 @@ import (
 // configured names. A new flag of that kind is caught by isClusterUsage below.
 var clusterFlags = []string{
 	"kop-offsets --cluster",
-	"kop-offsets failover --from",
-	"kop-offsets failover --to",
+	"kop-offsets failover --source",
+	"kop-offsets failover --target",
 	"kop-offsets check --source",
 }
 

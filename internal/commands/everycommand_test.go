@@ -80,17 +80,17 @@ func TestEveryCommand(t *testing.T) {
 		}},
 		"dump": {contacts: true, code: 3, bad: []bad{
 			{[]string{"--group", "["}, "--group"},
-			{[]string{"--from", "yesterday"}, "--from"},
+			{[]string{"--since", "yesterday"}, "--since"},
 		}},
-		"failover": {reach: []string{"--from", "scus", "--to", "wus", "--group", "g1", "--yes"}, contacts: true, code: 3, bad: []bad{
-			{[]string{"--to", "wus", "--group", "["}, "--group"},
-			{[]string{"--to", "wus", "--lease-wait", "soon"}, "--lease-wait"},
+		"failover": {reach: []string{"--source", "scus", "--target", "wus", "--group", "g1", "--yes"}, contacts: true, code: 3, bad: []bad{
+			{[]string{"--target", "wus", "--group", "["}, "--group"},
+			{[]string{"--target", "wus", "--lease-wait", "soon"}, "--lease-wait"},
 		}},
 		"groups": {contacts: true, code: 3, bad: []bad{{[]string{"--group", "["}, "--group"}}},
 		"help":   {code: 0, bad: []bad{{[]string{"bogus"}, `unknown command "bogus"`}}},
 		"history": {code: 0, bad: []bad{
-			{[]string{"--file", missing}, missing},
-			{[]string{"--file", notJSON}, notJSON},
+			{[]string{"--audit-file", missing}, missing},
+			{[]string{"--audit-file", notJSON}, notJSON},
 			{[]string{"--group", "["}, "--group"},
 		}},
 		"locate": {reach: []string{"g1"}, contacts: true, code: 3, bad: []bad{{[]string{"--partitions", "x", "g1"}, "--partitions"}}},
@@ -217,7 +217,7 @@ func commandPaths() []string {
 	var out []string
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if c.Hidden {
+		if c.Hidden || c.IsAdditionalHelpTopicCommand() { // exit-codes: text, no run
 			return
 		}
 		out = append(out, strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name())))

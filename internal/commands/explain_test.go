@@ -206,7 +206,9 @@ func TestCheckRefusedServiceURL(t *testing.T) {
 	service := "pulsar://" + fakes.ClosedAddr(t)
 	start := time.Now()
 	r := run(t, nil, "--admin-url", admin.URL, "--service-url", service, "--timeout", "20s", "check", "--group", "G", "--persisted-only")
-	want := "error: cluster default: pulsar " + service + ": connection refused\n  fix: start its brokers or correct its serviceURL"
+	// The ad-hoc cluster is named after the admin URL typed.
+	name := strings.TrimPrefix(admin.URL, "http://")
+	want := "error: cluster " + name + ": pulsar " + service + ": connection refused\n  fix: start its brokers or correct its serviceURL"
 	if r.code != 3 || !strings.Contains(r.errOut, want) {
 		t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.errOut)
 	}

@@ -85,13 +85,14 @@ func TestExitCodes(t *testing.T) {
 		{name: "unknown nested help topic", args: []string{"help", "config", "bogus"}, code: 2, stderr: `unknown command "bogus" for "kop-offsets config"`, nothing: true},
 		{name: "group without subcommand", args: []string{"config"}, code: 0},
 		{name: "help topic", args: []string{"help", "config", "view"}, code: 0},
+		{name: "help topic exit-codes", args: []string{"help", "exit-codes"}, code: 0},
 		{name: "repair-only flag without --repair", args: []string{"watch", "--cooldown", "1m"}, code: 2, stderr: "--cooldown only applies with --repair", nothing: true},
 		// -o json: stdout is the error document (TestEveryCommand validates it).
 		{name: "deprecation notice on stderr", args: []string{"--config", "/nonexistent/k.yaml", "check", "--verify-alignment", "-o", "json"}, code: 2,
 			stderr: "--verify-alignment has been deprecated"},
 		{name: "prometheus file in a missing directory", args: []string{"--config", cfg, "--cluster", "scus", "check", "--prometheus-file", "/nonexistent/dir/k.prom"}, code: 2,
 			stderr: "nothing was contacted", nothing: true},
-		{name: "named audit trail missing", args: []string{"history", "--file", "/nonexistent/audit.jsonl"}, code: 2, stderr: "does not exist (--file)", nothing: true},
+		{name: "named audit trail missing", args: []string{"history", "--audit-file", "/nonexistent/audit.jsonl"}, code: 2, stderr: "does not exist (--audit-file)", nothing: true},
 		{name: "bad flag value", args: []string{"--timeout", "soon", "version"}, code: 2, stderr: `invalid argument "soon"`},
 		{name: "zero timeout", args: []string{"--timeout", "0s", "version"}, code: 2, stderr: "--timeout must be positive"},
 		{name: "extra argument", args: []string{"version", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
@@ -105,7 +106,7 @@ func TestExitCodes(t *testing.T) {
 			stderr: `unknown cluster "eus" (known: scus, wus)`, nothing: true},
 		{name: "config and ad-hoc", args: []string{"--config", cfg, "--admin-url", "http://h:1", "config", "view"}, code: 2,
 			stderr: "--config cannot be combined"},
-		{name: "bad ad-hoc url", args: []string{"--admin-url", "h:1", "config", "view"}, code: 2, stderr: `cluster "default": adminURL`},
+		{name: "bad ad-hoc url", args: []string{"--admin-url", "h:1", "config", "view"}, code: 2, stderr: `--admin-url: "h:1"`},
 		{name: "unresolvable secret", args: []string{"--config", cfg, "--cluster", "wus", "config", "check"}, code: 2,
 			stderr: `cluster "wus": pulsarAuth.token: secret cannot be resolved: environment variable PULSAR_TOKEN is not set`, nothing: true},
 	}
@@ -186,7 +187,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	for _, c := range append(rootCmd.Commands(), rootCmd) {
 		cmds := append(c.Commands(), c)
 		for _, c := range cmds {
-			if c.Name() == "help" || c.Hidden {
+			if c.Name() == "help" || c.Hidden || c.IsAdditionalHelpTopicCommand() {
 				continue
 			}
 			if c.Short == "" || c.Long == "" || c.Example == "" {

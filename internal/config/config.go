@@ -17,7 +17,8 @@ const (
 
 	// OffsetsTopicName is the local name of KoP's offsets topic.
 	OffsetsTopicName = "__consumer_offsets"
-	// AdHocClusterName names the cluster defined by --admin-url/--service-url/--bootstrap.
+	// AdHocClusterName is the former name of the cluster --admin-url, --service-url and
+	// --bootstrap define (now named after them: AdHoc); --cluster still selects it by it.
 	AdHocClusterName = "default"
 )
 
@@ -27,6 +28,9 @@ type Config struct {
 
 	// Path is the file the config was read from; empty for an ad-hoc config.
 	Path string `yaml:"-" json:"-"`
+
+	// adHoc: the config of AdHoc, whose cluster is named after what the user typed.
+	adHoc bool
 }
 
 // Cluster is one Pulsar cluster running KoP.
@@ -157,7 +161,7 @@ func Names(cs []Cluster) []string {
 // Cluster returns the cluster named name.
 func (c *Config) Cluster(name string) (Cluster, bool) {
 	for _, cl := range c.Clusters {
-		if cl.Name == name {
+		if cl.Name == name || c.adHoc && name == AdHocClusterName {
 			return cl, true
 		}
 	}
@@ -182,16 +186,15 @@ func (c *Config) Select(names []string) ([]Cluster, error) {
 	seen := map[string]bool{}
 	var out []Cluster
 	for _, n := range want {
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
 		cl, ok := c.Cluster(n)
 		if !ok {
 			return nil, &Error{Path: c.Path, Msg: fmt.Sprintf("unknown cluster %q (known: %s)",
 				n, strings.Join(Names(c.Clusters), ", ")), Err: ErrUnknownCluster}
 		}
-		out = append(out, cl)
+		if !seen[cl.Name] {
+			seen[cl.Name] = true
+			out = append(out, cl)
+		}
 	}
 	return out, nil
 }

@@ -193,10 +193,29 @@ func TestAdHoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cfg.Clusters[0]
-	if c.Name != "default" || len(c.KafkaBootstrap) != 2 || c.Tenant != "public" || cfg.Path != "" {
+	// Named after what the user typed, and still selected by its former name "default".
+	if c.Name != "h:8080" || len(c.KafkaBootstrap) != 2 || c.Tenant != "public" || cfg.Path != "" {
 		t.Fatalf("%+v", c)
 	}
-	if _, err := AdHoc("localhost:8080", "", nil); err == nil || !strings.Contains(err.Error(), `cluster "default": adminURL`) {
+	if got, err := cfg.Select([]string{"h:8080,default"}); err != nil || len(got) != 1 {
+		t.Errorf("select: %v, %v", got, err)
+	}
+	for _, tt := range []struct {
+		admin, service string
+		bootstrap      []string
+		want           string
+	}{
+		{"", "pulsar://p:6650", []string{"k:9092"}, "p:6650"},
+		{"", "", []string{"k1:9092,k2:9092"}, "k1:9092"},
+	} {
+		cfg, err := AdHoc(tt.admin, tt.service, tt.bootstrap)
+		if err != nil || cfg.Clusters[0].Name != tt.want {
+			t.Errorf("AdHoc(%q, %q, %q): %v, %v; want %s", tt.admin, tt.service, tt.bootstrap, cfg, err, tt.want)
+		}
+	}
+	// A bad value is named by its flag, not by a cluster the user never named.
+	_, err = AdHoc("localhost:8080", "", nil)
+	if err == nil || !strings.Contains(err.Error(), `--admin-url: "localhost:8080"`) || strings.Contains(err.Error(), "default") {
 		t.Fatalf("err %v", err)
 	}
 }

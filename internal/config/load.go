@@ -2,10 +2,12 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -155,7 +157,8 @@ func clusterSpans(data []byte) []span {
 }
 
 // AdHoc returns the config defined by --admin-url, --service-url and --bootstrap: one
-// cluster named "default" with the default tenant and namespaces and no authentication.
+// cluster with the default tenant and namespaces and no authentication, named after what
+// the user typed (adHocName), so that every message about it names what they know.
 func AdHoc(adminURL, serviceURL string, bootstrap []string) (*Config, error) {
 	var bs []string
 	for _, b := range bootstrap {
@@ -165,14 +168,27 @@ func AdHoc(adminURL, serviceURL string, bootstrap []string) (*Config, error) {
 			}
 		}
 	}
-	cfg := &Config{Clusters: []Cluster{{
-		Name: AdHocClusterName, AdminURL: adminURL, ServiceURL: serviceURL, KafkaBootstrap: bs,
+	cfg := &Config{adHoc: true, Clusters: []Cluster{{
+		Name: adHocName(adminURL, serviceURL, bs), AdminURL: adminURL, ServiceURL: serviceURL, KafkaBootstrap: bs,
 	}}}
 	cfg.Clusters[0].applyDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// adHocName is the host:port of the first endpoint given (the admin URL, else the service
+// URL, else the first bootstrap server), or the value as typed when it has no host.
+func adHocName(adminURL, serviceURL string, bootstrap []string) string {
+	typed := cmp.Or(adminURL, serviceURL)
+	if typed == "" && len(bootstrap) > 0 {
+		return bootstrap[0]
+	}
+	if u, err := url.Parse(typed); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return cmp.Or(typed, AdHocClusterName)
 }
 
 // Marshal returns the config as YAML in the file format (for tests and `config view`).

@@ -18,6 +18,9 @@ var (
 	mechanism    = map[string]bool{MechanismPlain: true, MechanismScramSHA256: true, MechanismScramSHA512: true}
 )
 
+// adHocFlags are the flags that define the ad-hoc cluster, by the config field each sets.
+var adHocFlags = map[string]string{"adminURL": "--admin-url", "serviceURL": "--service-url", "kafkaBootstrap": "--bootstrap"}
+
 // Validate checks the whole config (after defaults) and returns every problem found as
 // Errors, nil when there is none. It neither resolves secrets nor reads files.
 func (c *Config) Validate() error {
@@ -29,13 +32,18 @@ func (c *Config) Validate() error {
 	seenPulsar := map[string]int{}
 	for i, cl := range c.Clusters {
 		id := cl.Name
-		if id == "" || !nameRE.MatchString(id) {
+		if !c.adHoc && (id == "" || !nameRE.MatchString(id)) {
 			id = "#" + strconv.Itoa(i+1)
 		}
 		add := func(field, format string, args ...any) {
-			es = append(es, &Error{Path: c.Path, Cluster: id, Field: field, Msg: fmt.Sprintf(format, args...)})
+			e := &Error{Path: c.Path, Cluster: id, Field: field, Msg: fmt.Sprintf(format, args...)}
+			if flag, ok := adHocFlags[field]; ok && c.adHoc {
+				e.Cluster, e.Field = "", flag // the user typed a flag, not a config field
+			}
+			es = append(es, e)
 		}
 		switch {
+		case c.adHoc: // named after the flags the user typed: checked as URLs below
 		case cl.Name == "":
 			add("name", "is required")
 		case !nameRE.MatchString(cl.Name):

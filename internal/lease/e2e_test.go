@@ -85,7 +85,7 @@ func emptyOffsetsNamespace(t *testing.T, adm pulsaradmin.Client) string {
 func twoBundles(t *testing.T, bin, cfg string) (int32, int32) {
 	t.Helper()
 	out, err := exec.Command(bin, "--config", cfg, "reload", "--cluster", "scus", "--partition", "0,1,2,3,4,5,6,7",
-		"--allow-active", "--accept-loss", "--dry-run", "--max-bundles", "8", "-o", "json").Output()
+		"--allow-active", "--accept-loss", "--dry-run", "--max-plan-bundles", "8", "-o", "json").Output()
 	if err != nil {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
@@ -132,7 +132,7 @@ func TestE2ELeaseTwoProcesses(t *testing.T) {
 	trailA, trailB := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
 
 	// A: two bundles, a long pause between them: it holds the lease through the pause.
-	a := exec.Command(bin, reloadArgs(cfgA, trailA, fmt.Sprintf("%d,%d", p1, p2), "--max-bundles", "2", "--pause", "10m")...)
+	a := exec.Command(bin, reloadArgs(cfgA, trailA, fmt.Sprintf("%d,%d", p1, p2), "--max-plan-bundles", "2", "--pause", "10m")...)
 	a.Env = os.Environ()
 	stderrA, err := a.StderrPipe()
 	if err != nil {

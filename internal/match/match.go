@@ -53,6 +53,26 @@ func Any(patterns []string, names ...string) bool {
 	return false
 }
 
+// Literal returns the one name pattern matches when it has no unescaped *, ? or [ (its
+// escapes removed: `a\*b` is the name "a*b"), and false when it matches more than one.
+func Literal(pattern string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; c {
+		case '*', '?', '[':
+			return "", false
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+			}
+			b.WriteByte(pattern[i])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
 // Literals returns the patterns when none is a glob (the names can then be looked up
 // directly, by hash), and nil otherwise.
 func Literals(patterns []string) []string {

@@ -54,3 +54,17 @@ func TestAnyAndLiterals(t *testing.T) {
 		t.Errorf("Literals with a glob: %v", got)
 	}
 }
+
+func TestLiteral(t *testing.T) {
+	for pattern, want := range map[string]string{"orders": "orders", `a\*b`: "a*b", `x\?\[y`: "x?[y", `a\\b`: `a\b`} {
+		got, ok := Literal(pattern)
+		if !ok || got != want || !Match(pattern, want) {
+			t.Errorf("Literal(%q) = %q, %v; want %q (and the pattern to match it)", pattern, got, ok, want)
+		}
+	}
+	for _, pattern := range []string{"a*", "a?", "[ab]", `a\*b*`} {
+		if got, ok := Literal(pattern); ok {
+			t.Errorf("Literal(%q) = %q: a glob, want false", pattern, got)
+		}
+	}
+}

@@ -69,7 +69,7 @@ var Contract = []Situation{
 	{"dump", "a cluster could not be read: its error is printed, the other clusters are still dumped", Unreachable, "internal/commands/dump:TestDumpStrictAndUnreachable"},
 
 	{"failover", "every selected row served at its translated offset; nothing to do; a dry run that would refuse nothing", OK, "internal/commands/failover:TestFailoverDryRunRefusesNothing"},
-	{"failover", "the operator declined, or stdin could not be read; --from equals --to; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
+	{"failover", "the operator declined, or stdin could not be read; --source equals --target; the audit trail cannot be written (nothing written)", Usage, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "a cluster could not be reached; the writer lease is held elsewhere (nothing written)", Unreachable, "internal/commands/failover:TestBeforeWriteStopsFailover"},
 	{"failover", "rows refused by the plan (also under --dry-run); the reload would be refused (nothing written); a record could not be written; the target does not serve the translated offset afterwards", WriteFailed, "internal/failover:TestApply"},
 	{"failover", "--source-gone: every row landed on the kept translation of the source's newest commit, or was the group's own commit there already", OK, "internal/failover:TestApplySourceGone/all_kept"},
@@ -81,7 +81,7 @@ var Contract = []Situation{
 	{"groups", "a cluster or endpoint could not be reached (what could be read is still listed)", Unreachable, "internal/commands/groups:TestGroupsExitCodes/a_cluster_down"},
 
 	{"history", "shown (possibly nothing; also when the default trail does not exist yet)", OK, "internal/commands/history:TestHistoryWithoutTrail"},
-	{"history", "the trail cannot be read: a --file that does not exist, a directory, a malformed line", Usage, "internal/commands/history:TestHistoryNamedTrailMissing"},
+	{"history", "the trail cannot be read: an --audit-file that does not exist, a directory, a malformed line", Usage, "internal/commands/history:TestHistoryNamedTrailMissing"},
 
 	{"locate", "every row answered (also when a broker did not answer but no row needed it: see the warning)", OK, "internal/commands/locate:TestLocateOnline"},
 	{"locate", "a row is not answered: a cluster could not be asked, a bundle's owner is unknown, or its bundles disagree with the broker (the row says why)", Unreachable, "internal/commands/locate:TestLocateBundleMismatchAndUnreachable"},
@@ -89,7 +89,7 @@ var Contract = []Situation{
 	{"reload", "reloaded and verified; a --dry-run whose real run would go ahead; nothing stale or unserved in --from-check", OK, "internal/commands/reload:TestFromCheck"},
 	{"reload", "no --yes without a terminal; the operator declined; the audit trail cannot be written; --from-check missing or malformed; --partition beyond the partition count (nothing written)", Usage, "internal/commands/reload:TestExitCodes/unknown_partition:_2"},
 	{"reload", "an endpoint failed (what was done is reported, the cache is not proven fresh); the writer lease is held elsewhere (nothing written); --from-check holds a check that could not reach every endpoint and nothing stale for the cluster", Unreachable, "internal/commands/reload:TestFromCheckIncompleteAndUnserved"},
-	{"reload", "the plan was refused (groups live or of unknown activity with --refuse-live, offsets a reload would lose, more bundles than --max-bundles), also under --dry-run; the cache still differs after --wait", WriteFailed, "internal/commands/reload:TestExitCodes/--dry-run_of_a_run_that_would_be_refused:_4,_says_so"},
+	{"reload", "the plan was refused (groups live or of unknown activity with --refuse-live, offsets a reload would lose, more bundles than --max-plan-bundles), also under --dry-run; the cache still differs after --wait", WriteFailed, "internal/commands/reload:TestExitCodes/--dry-run_of_a_run_that_would_be_refused:_4,_says_so"},
 
 	{"repair", "nothing stale or unserved, or everything it may fix fixed (the second check agrees); a --dry-run whose plans would go ahead", OK, "internal/commands/repair:TestRepairFixesOnlyStaleAndIsIdempotent"},
 	{"repair", "rows remain (beyond --max-bundles, or still there after the reload), or misaligned rows were left alone (failover translates them)", Found, "internal/commands/repair:TestRepairBringsBackUnservedPartitions"},
@@ -156,7 +156,7 @@ func Help(command string) string {
 	for _, s := range rows {
 		b.WriteString(wrap(fmt.Sprintf("  %d  %s", s.Outcome, s.When)))
 	}
-	b.WriteString("\nOne meaning per code in every command: 'kop-offsets --help', docs/cli/kop-offsets_exit-codes.md.")
+	b.WriteString("\nEvery code of every command: 'kop-offsets help exit-codes', docs/cli/kop-offsets_exit-codes.md.")
 	return b.String()
 }
 
@@ -220,5 +220,24 @@ func Markdown() string {
 		}
 	}
 	b.WriteString("\nA run of several steps ends with the most severe code of its steps: 3, then 4, then 2, then 1, then 5, then 0.\n")
+	return b.String()
+}
+
+// Text is the whole contract as plain text, for `kop-offsets help exit-codes`: the meanings,
+// then every command's situations by code, wrapped as --help is.
+func Text() string {
+	var b strings.Builder
+	b.WriteString("One meaning per exit code, the same in every command:\n")
+	for _, m := range Meanings {
+		b.WriteString(wrap(fmt.Sprintf("  %d  %s", m.Outcome, m.Text)))
+	}
+	b.WriteString("\nBy command (*: every command), the situation that ends with each code:\n")
+	for _, c := range Commands() {
+		fmt.Fprintf(&b, "\n%s\n", c)
+		for _, s := range Of(c) {
+			b.WriteString(wrap(fmt.Sprintf("  %d  %s", s.Outcome, s.When)))
+		}
+	}
+	b.WriteString("\nA run of several steps ends with the most severe code of its steps:\n3, then 4, then 2, then 1, then 5, then 0.")
 	return b.String()
 }

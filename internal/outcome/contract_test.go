@@ -81,7 +81,7 @@ func TestHelpAndMarkdown(t *testing.T) {
 		}
 	}
 	for _, line := range strings.Split(h, "\n") {
-		if len(line) > helpWidth && !strings.HasPrefix(line, "One meaning") {
+		if len(line) > helpWidth && !strings.HasPrefix(line, "Every code of every command") {
 			t.Errorf("line longer than %d: %q", helpWidth, line)
 		}
 	}
@@ -91,6 +91,17 @@ func TestHelpAndMarkdown(t *testing.T) {
 	}
 	if !strings.Contains(Help(""), "\n  4  a write was refused") {
 		t.Errorf("root help:\n%s", Help(""))
+	}
+	txt := Text()
+	for _, want := range []string{"  2  not run as asked", "\nrepair\n", "\n*\n"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("Text lacks %q:\n%s", want, txt)
+		}
+	}
+	for _, line := range strings.Split(txt, "\n") {
+		if len(line) > helpWidth {
+			t.Errorf("Text: line longer than %d: %q", helpWidth, line)
+		}
 	}
 	md := Markdown()
 	if !strings.Contains(md, "| `repair` | 4 | a cluster's plan was refused") || !strings.Contains(md, "| 3 | a cluster, endpoint or lock") {

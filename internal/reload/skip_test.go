@@ -46,7 +46,7 @@ func TestPlanRefusesSkip(t *testing.T) {
 			t.Fatalf("%+v", b)
 		}
 		for _, want := range []string{g + " topic-1[0]: would serve 60 from wus, the group is at 50 here: 10 messages skipped",
-			"kop-offsets failover --from wus --to scus --group " + g, "--accept-loss"} {
+			"kop-offsets failover --source wus --target scus --group " + g, "--accept-loss"} {
 			if !strings.Contains(b.Reason, want) {
 				t.Errorf("reason %q lacks %q", b.Reason, want)
 			}

@@ -175,7 +175,7 @@ func TestMisaligned(t *testing.T) {
 		c.Translated == nil || *c.Translated != 50 || rep.ExitCode != outcome.Found {
 		t.Fatalf("row %s, wus %+v, exit %d", r.Status, c, rep.ExitCode)
 	}
-	for _, want := range []string{"scus offset 60 is wus offset 50", "10 consumed messages are not on wus", "kop-offsets failover --from scus --to wus --group g"} {
+	for _, want := range []string{"scus offset 60 is wus offset 50", "10 consumed messages are not on wus", "kop-offsets failover --source scus --target wus --group g"} {
 		if !strings.Contains(c.Detail, want) {
 			t.Errorf("detail %q lacks %q", c.Detail, want)
 		}

@@ -165,7 +165,7 @@ func overwrittenDetail(c *Cell, ob ClusterObservation) string {
 	fix := "watch --keep-translations writes it back as it was (the group's own number)"
 	if n.Origin != "" {
 		what = fmt.Sprintf("%s's commit %d (replicated)", n.Origin, n.Offset)
-		fix = fmt.Sprintf("watch --keep-translations keeps its translation while %s answers (with %s gone: kop-offsets failover --from %s --to %s --source-gone lands on it)", n.Origin, n.Origin, n.Origin, c.Cluster)
+		fix = fmt.Sprintf("watch --keep-translations keeps its translation while %s answers (with %s gone: kop-offsets failover --source %s --target %s --source-gone lands on it)", n.Origin, n.Origin, n.Origin, c.Cluster)
 	}
 	fix += "; a reload loads the older value, do not reload"
 	at := n.CommitTimestamp.Time().UTC().Format(time.RFC3339)

@@ -19,7 +19,7 @@ import (
 type GlobalFlags struct {
 	ConfigPath string        // --config
 	Clusters   []string      // --cluster (repeatable, comma-separated)
-	AdminURL   string        // --admin-url (ad-hoc cluster "default")
+	AdminURL   string        // --admin-url (the ad-hoc cluster, named after its host:port)
 	ServiceURL string        // --service-url
 	Bootstrap  []string      // --bootstrap
 	Output     string        // -o/--output, empty when not given (see OutputFormat)
@@ -78,9 +78,9 @@ func BindGlobalFlags(cmd *cobra.Command, fl *GlobalFlags) {
 	pf.StringVar(&fl.ConfigPath, "config", "", "config file (default $KOP_OFFSETS_CONFIG, else $XDG_CONFIG_HOME/kop-offsets/config.yaml)")
 	pf.StringSliceVar(&fl.Clusters, "cluster", nil, "clusters to work on, repeatable or comma-separated (default: all in the config)")
 	MarkCluster(pf, "cluster")
-	pf.StringVar(&fl.AdminURL, "admin-url", "", "ad-hoc cluster \"default\": Pulsar admin URL (http[s]://host:port); no config file is read")
-	pf.StringVar(&fl.ServiceURL, "service-url", "", "ad-hoc cluster \"default\": Pulsar service URL (pulsar[+ssl]://host:port)")
-	pf.StringSliceVar(&fl.Bootstrap, "bootstrap", nil, "ad-hoc cluster \"default\": KoP bootstrap servers host:port, repeatable or comma-separated")
+	pf.StringVar(&fl.AdminURL, "admin-url", "", "ad-hoc cluster: Pulsar admin URL (http[s]://host:port); no config file is read")
+	pf.StringVar(&fl.ServiceURL, "service-url", "", "ad-hoc cluster: Pulsar service URL (pulsar[+ssl]://host:port)")
+	pf.StringSliceVar(&fl.Bootstrap, "bootstrap", nil, "ad-hoc cluster: KoP bootstrap servers host:port, repeatable or comma-separated")
 	pf.StringVarP(&fl.Output, "output", "o", "", "output format: table, json or yaml (decode, dump: also ndjson) (default table on a terminal)")
 	if fl.Timeout == 0 {
 		fl.Timeout = connect.DefaultRequestTimeout

@@ -103,9 +103,10 @@ func PatternsVar(fl *pflag.FlagSet, p *[]string, name, usage string) {
 	fl.Var(&patterns{p: p}, name, usage)
 }
 
-// NamesVar is PatternsVar for a command that needs exact names (locate and doctor hash a
-// group to its one offsets partition, and audit a topic by its name): a glob is refused as
-// it is parsed, with why, the one exception to the grammar.
+// NamesVar is PatternsVar for a command that needs one name per value (locate and doctor
+// hash a group to its one offsets partition, and audit a topic by its name): the same
+// grammar, but a value must match exactly one name (no unescaped * ? [; `a\*b` is the name
+// "a*b"), else it is refused as it is parsed, with why. p receives the names, unescaped.
 func NamesVar(fl *pflag.FlagSet, p *[]string, name, usage, why string) {
 	fl.Var(&patterns{p: p, names: why}, name, usage)
 }
@@ -118,7 +119,8 @@ type patterns struct {
 }
 
 func (v *patterns) Set(s string) error {
-	if err := v.check(s); err != nil {
+	s, err := v.check(s)
+	if err != nil {
 		return err
 	}
 	if !v.set { // the first --x replaces a default, as pflag's StringArray does
@@ -128,11 +130,22 @@ func (v *patterns) Set(s string) error {
 	return nil
 }
 
-func (v *patterns) check(s string) error {
-	if v.names != "" && match.IsGlob(s) {
-		return fmt.Errorf("a name, not a glob: %s", v.names)
+// check validates s and returns the value to keep: s, or under NamesVar the name it denotes.
+func (v *patterns) check(s string) (string, error) {
+	if err := match.Valid(s); err != nil || v.names == "" {
+		return s, err
 	}
-	return match.Valid(s)
+	return OneName(s, v.names)
+}
+
+// OneName is the name pattern denotes, or an error saying why (a command that needs one
+// name per value) and how to name one with * ? or [ in it.
+func OneName(pattern, why string) (string, error) {
+	name, ok := match.Literal(pattern)
+	if !ok {
+		return "", fmt.Errorf("a name, not a glob: %s; write * ? [ in a name as \\* \\? \\[", why)
+	}
+	return name, nil
 }
 
 func (v *patterns) Type() string {
@@ -154,12 +167,14 @@ func (v *patterns) String() string {
 func (v *patterns) Append(s string) error { return v.Set(s) }
 
 func (v *patterns) Replace(ss []string) error {
-	for _, s := range ss {
-		if err := v.check(s); err != nil {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		var err error
+		if out[i], err = v.check(s); err != nil {
 			return err
 		}
 	}
-	*v.p, v.set = append([]string(nil), ss...), true
+	*v.p, v.set = out, true
 	return nil
 }
 

@@ -19,7 +19,8 @@ func NewCmdConfig(f *cmdutil.Factory) *cobra.Command {
 		Long: strings.TrimSpace(`
 Work with the kop-offsets configuration: the YAML file that names the clusters
 (--config, $KOP_OFFSETS_CONFIG, else $XDG_CONFIG_HOME/kop-offsets/config.yaml), or the
-ad-hoc cluster "default" given by --admin-url, --service-url and --bootstrap.
+ad-hoc cluster given by --admin-url, --service-url and --bootstrap (named after the first
+one's host:port).
 
 'config view' prints the effective configuration; 'config check' validates it and tries
 each endpoint. Neither writes anything.`),

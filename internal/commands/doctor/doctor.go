@@ -169,7 +169,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			opts.Build = func(cl config.Cluster) (*doctor.Cluster, error) {
 				dc, err := BuildCluster(cl, opts.Timeout)
 				if cfg, cerr := f.Config(); err == nil && (cerr != nil || cfg.Path == "") {
-					// Ad hoc (--admin-url): the name "default" says nothing of Pulsar's.
+					// Ad hoc (--admin-url): the name, a host:port, says nothing of Pulsar's.
 					dc.PulsarName, dc.ConfigPulsarName = "", ""
 				}
 				return dc, err
@@ -192,7 +192,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		},
 	}
 	cmdutil.NamesVar(cmd.Flags(), &opts.Topics, "topic", "topic to audit on every cluster (repeatable): topic-1, tenant/ns/topic or persistent://tenant/ns/topic", "doctor audits each named topic")
-	cmdutil.NamesVar(cmd.Flags(), &opts.Groups, "group", "consumer group whose topics (from its persisted offsets) are audited (repeatable)", "doctor reads the one offsets partition a group name hashes to (find names with: kop-offsets groups --group GLOB)")
+	cmdutil.NamesVar(cmd.Flags(), &opts.Groups, "group", "consumer group whose topics (from its persisted offsets) are audited (repeatable)", "doctor reads the partition one name hashes to (list names with: kop-offsets groups)")
 	cmd.Flags().DurationVar(&opts.OffsetsRetention, "offsets-retention", doctor.DefaultOffsetsRetention, "KoP's offsetsRetentionMinutes on the brokers, as a duration (KoP default 3 days)")
 	cmd.Flags().DurationVar(&opts.KafkaTimeout, "kafka-timeout", 5*time.Second, "how long to wait for KoP's answer on each Kafka listener")
 	cmd.Flags().BoolVar(&opts.groupStates, "group-states", true, "judge the groups' offsets as check does and count those ahead, overwritten or sync_lag (groups-follow); --group-states=false skips it")

@@ -30,7 +30,7 @@ func TestNewCmdDoctorFlags(t *testing.T) {
 		{Args: []string{"extra"}, Err: `unexpected argument "extra"`},
 		{Args: []string{"--offsets-retention", "0s"}, Err: "--offsets-retention must be positive"},
 		{Args: []string{"--topic", ""}, Err: `invalid argument "" for "--topic" flag: empty`},
-		{Args: []string{"--group", "orders-*"}, Err: "a name, not a glob: doctor reads the one offsets partition"},
+		{Args: []string{"--group", "orders-*"}, Err: "a name, not a glob: doctor reads the partition one name hashes to"},
 	}
 	clitest.CheckFlags(t, NewCmdDoctor, tests, func(got, want *Options) bool {
 		return got.Format == want.Format && strings.Join(got.Topics, "|") == strings.Join(want.Topics, "|") &&

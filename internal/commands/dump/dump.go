@@ -4,6 +4,7 @@ package dump
 
 import (
 	"context"
+	"io"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ type Record struct {
 // NewCmdDump returns `dump`. runF replaces the run function in tests.
 func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters, Concurrency: DefaultConcurrency}
-	var from string
+	var since string
 	cmd := &cobra.Command{
 		Use:     "dump [flags]",
 		Short:   "Stream-decode the offsets topic of each cluster",
@@ -86,7 +87,7 @@ func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		Example: cmdutil.Examples(dumpExample),
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := opts.validate(from, time.Now()); err != nil {
+			if err := opts.validate(since, time.Now()); err != nil {
 				return err
 			}
 			var err error
@@ -106,7 +107,7 @@ func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 		},
 	}
 	cmdutil.SetOutputFormats(cmd, output.StreamingSpec)
-	addFlags(cmd, opts, &from)
+	addFlags(cmd, opts, &since, f.IOStreams.ErrOut)
 	return cmd
 }
 
@@ -125,14 +126,15 @@ func factoryReader(f *cmdutil.Factory) NewReaderFunc {
 	}
 }
 
-// addFlags binds dump's flags to opts; --from is kept as text until validate parses it.
-func addFlags(cmd *cobra.Command, opts *Options, from *string) {
+// addFlags binds dump's flags to opts; --since is kept as text until validate parses it.
+func addFlags(cmd *cobra.Command, opts *Options, since *string, errOut io.Writer) {
 	fl := cmd.Flags()
 	fl.IntSliceVar(&opts.Partitions, "partition", nil, "offsets-topic partitions to read, repeatable or comma-separated (default: all, or those of --group)")
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "only records of these groups: name or glob, repeatable")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "only records of these topics: name or glob, short, tenant/ns/topic or full name, repeatable")
 	fl.StringSliceVar(&opts.Kinds, "kind", nil, "only records of this kind, repeatable or comma-separated: "+kindNames())
-	fl.StringVar(from, "from", "", "start at messages published at or after this time: RFC 3339 (2025-03-04T05:06:07Z) or a duration before now (1h, 30m)")
+	fl.StringVar(since, "since", "", cmdutil.SinceUsage)
+	cmdutil.Renamed(fl, errOut, "from", "since")
 	fl.BoolVar(&opts.Follow, "follow", false, "keep reading new messages until interrupted")
 	fl.BoolVar(&opts.Compacted, "compacted", false, "replay as KoP's loader does and print only the live state")
 	fl.IntVar(&opts.Limit, "limit", 0, "stop after this many records in all (0: no limit)")
@@ -152,7 +154,7 @@ it is read. Reads use non-durable readers (subscriptions named kop-offsets-reade
 durable subscription is created, nothing is acknowledged for KoP, nothing is written.
 
 Per cluster, the partition count comes from the admin API; the partitions are read with at
-most --concurrency readers at once, each from its earliest message (or --from) to the last
+most --concurrency readers at once, each from its earliest message (or --since) to the last
 message that existed when it started; --follow keeps reading new messages until interrupted.
 With only --group names (no wildcards) and no --partition, only the partitions KoP keeps those
 groups in are read (Java String.hashCode of the group, signSafeMod the cluster's partition
@@ -193,7 +195,7 @@ const dumpExample = `
   kop-offsets dump --compacted --group 'orders*'
 
   # commits for topic t1 in the last hour, then keep following
-  kop-offsets dump --topic t1 --from 1h --follow
+  kop-offsets dump --topic t1 --since 1h --follow
 
   # a raw dump of partitions 0 and 3, decoded again offline later
   kop-offsets dump --cluster wus --partition 0,3 --raw > wus.ndjson

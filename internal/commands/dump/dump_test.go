@@ -42,13 +42,14 @@ func TestNewCmdDumpFlags(t *testing.T) {
 					o.Topics[0] == "t1" && len(o.kinds) == 2 && o.Limit == 10 && o.Raw && o.Strict && o.Concurrency == 2 &&
 					o.Format == output.Table
 			}},
-		{args: []string{"--from", "2025-03-04T05:06:07Z", "--follow"}, check: func(o *Options) bool { return o.From.Equal(ts) && o.Follow }},
+		{args: []string{"--since", "2025-03-04T05:06:07Z", "--follow"}, check: func(o *Options) bool { return o.From.Equal(ts) && o.Follow }},
+		// --from, the old spelling of --since, still works.
 		{args: []string{"--from", "1h", "--compacted"}, check: func(o *Options) bool {
 			return o.Compacted && o.From.Before(now.Add(-59*time.Minute)) && o.From.After(now.Add(-61*time.Minute))
 		}},
 		{args: []string{"--follow", "--compacted"}, err: "--follow cannot be combined with --compacted"},
-		{args: []string{"--from", "yesterday"}, err: "neither an RFC 3339 time nor a duration"},
-		{args: []string{"--from", "-1h"}, err: "must be positive"},
+		{args: []string{"--since", "yesterday"}, err: "neither an RFC 3339 time"},
+		{args: []string{"--since", "-1h"}, err: "must not be negative"},
 		{args: []string{"--kind", "commit"}, err: `--kind "commit": valid kinds are`},
 		{args: []string{"--partition", "-1"}, err: "must not be negative"},
 		{args: []string{"--partition", "x"}, err: "invalid argument"},
@@ -275,7 +276,7 @@ func TestDumpPartitionOutOfRange(t *testing.T) {
 
 func TestDumpCompacted(t *testing.T) {
 	readers, clusters := lab()
-	out, errOut, ro, err := runDump(t, []string{"--compacted", "-o", "json", "--from", "2025-03-04T05:06:07Z"}, readers, clusters)
+	out, errOut, ro, err := runDump(t, []string{"--compacted", "-o", "json", "--since", "2025-03-04T05:06:07Z"}, readers, clusters)
 	if err != nil {
 		t.Fatal(err)
 	}

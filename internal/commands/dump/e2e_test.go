@@ -149,7 +149,7 @@ func TestE2EDumpReplicatedCommits(t *testing.T) {
 	}
 	// An unreachable cluster: its error, the other cluster's records, exit 3.
 	_, errOut, code = run(t, "", "--admin-url", "http://127.0.0.1:1", "--service-url", "pulsar://127.0.0.1:1", "--timeout", "3s", "dump", "--partition", "0")
-	if code != 3 || !strings.Contains(errOut, "cluster default") {
+	if code != 3 || !strings.Contains(errOut, "cluster 127.0.0.1:1") {
 		t.Errorf("unreachable: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -1,7 +1,6 @@
 package dump
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -21,7 +20,7 @@ func kindNames() string {
 }
 
 // validate checks the flags and prepares the filters (exit 2 on failure).
-func (o *Options) validate(from string, now time.Time) error {
+func (o *Options) validate(since string, now time.Time) error {
 	for _, p := range o.Partitions {
 		if p < 0 {
 			return cmdutil.FlagErrorf("--partition %d: must not be negative", p)
@@ -36,13 +35,11 @@ func (o *Options) validate(from string, now time.Time) error {
 	if err := cmdutil.MutuallyExclusive("--follow cannot be combined with --compacted (the live state needs the end of the topic)", o.Follow, o.Compacted); err != nil {
 		return err
 	}
-	if from != "" {
-		t, err := ParseFrom(from, now)
-		if err != nil {
-			return cmdutil.FlagErrorf("--from: %v", err)
-		}
-		o.From = t
+	t, err := cmdutil.ParseSince(since, now)
+	if err != nil {
+		return err
 	}
+	o.From = t
 	o.kinds = nil
 	for _, k := range o.Kinds {
 		k = strings.ToLower(strings.TrimSpace(k))
@@ -55,21 +52,6 @@ func (o *Options) validate(from string, now time.Time) error {
 		o.kinds[offsetlog.Kind(k)] = true
 	}
 	return nil
-}
-
-// ParseFrom parses --from: an RFC 3339 time, or a positive duration before now.
-func ParseFrom(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither an RFC 3339 time nor a duration", s)
-	}
-	if d <= 0 {
-		return time.Time{}, fmt.Errorf("duration %s must be positive (it counts back from now)", s)
-	}
-	return now.Add(-d), nil
 }
 
 // readPartitions returns the partitions to read on a cluster with n partitions.

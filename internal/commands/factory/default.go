@@ -164,13 +164,13 @@ func listTenants(cl config.Cluster, timeout time.Duration) ([]string, error) {
 	return a.OffsetsTenants(context.Background(), cl.MetadataNamespace)
 }
 
-// LoadConfig returns the config the global flags point at: the ad-hoc cluster "default"
-// when --admin-url, --service-url or --bootstrap is given (no file is read then), else the
+// LoadConfig returns the config the global flags point at: the ad-hoc cluster (named after
+// what the user typed) when --admin-url, --service-url or --bootstrap is given (no file is read then), else the
 // file from --config, $KOP_OFFSETS_CONFIG or the default path.
 func LoadConfig(flags *cmdutil.GlobalFlags, getenv func(string) string) (*config.Config, error) {
 	if flags.AdHoc() {
 		if flags.ConfigPath != "" {
-			return nil, cmdutil.UsageErrorf("--config cannot be combined with --admin-url, --service-url or --bootstrap (they define the ad-hoc cluster %q)", config.AdHocClusterName)
+			return nil, cmdutil.UsageErrorf("--config cannot be combined with --admin-url, --service-url or --bootstrap (they define an ad-hoc cluster instead of the file's)")
 		}
 		return config.AdHoc(flags.AdminURL, flags.ServiceURL, flags.Bootstrap)
 	}

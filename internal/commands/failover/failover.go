@@ -72,8 +72,8 @@ type Document struct {
 
 // failoverLong is the long help of the command.
 const failoverLong = `
-Move consumer groups from one cluster (--from, the source, where they consumed) to another
-(--to, the target) so that each starts at the first message it has not consumed on the
+Move consumer groups from one cluster (--source, where they consumed) to another
+(--target) so that each starts at the first message it has not consumed on the
 source: the offset translated by message identity (timestamp, key, value and headers of the
 records, read through both clusters' KoP), which differs from the source's number when the
 topic copies differ (replication enabled after data existed, messages written on one side
@@ -116,21 +116,21 @@ kept translation and were proven served ('omitted', 'result.proven') instead of 
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams, Config: shared.TenantConfig(f)}
 	cmd := &cobra.Command{
-		Use:   "failover --to CLUSTER [--from CLUSTER] [--group G...] [--topic T...]",
+		Use:   "failover --target CLUSTER [--source CLUSTER] [--group G...] [--topic T...]",
 		Short: "Land groups on another cluster at the first message they have not consumed (offsets translated by message identity)",
 		Long:  strings.TrimSpace(failoverLong),
 		Example: cmdutil.Examples(`
   # what would happen for one group (nothing is written)
-  kop-offsets failover --from scus --to wus --group orders --dry-run
+  kop-offsets failover --source scus --target wus --group orders --dry-run
 
   # one group, one topic
-  kop-offsets failover --from scus --to wus --group orders --topic payments --yes
+  kop-offsets failover --source scus --target wus --group orders --topic payments --yes
 
   # scus's region is gone: land every group on wus from the translations kept there
-  kop-offsets failover --from scus --to wus --source-gone --yes
+  kop-offsets failover --source scus --target wus --source-gone --yes
 
-  # every group written on scus (two clusters configured: --from is the other one)
-  kop-offsets failover --to wus -o json --yes`),
+  # every group written on scus (two clusters configured: --source is the other one)
+  kop-offsets failover --target wus -o json --yes`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -138,10 +138,10 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 				return err
 			}
 			if opts.To == "" {
-				return cmdutil.FlagErrorf("--to names the cluster the groups move to")
+				return cmdutil.FlagErrorf("--target names the cluster the groups move to")
 			}
 			if opts.From == opts.To {
-				return cmdutil.FlagErrorf("--from and --to name the same cluster %q", opts.To)
+				return cmdutil.FlagErrorf("--source and --target name the same cluster %q", opts.To)
 			}
 			if opts.AlignmentMax < 0 {
 				return cmdutil.FlagErrorf("--alignment-max-messages must not be negative")
@@ -162,9 +162,11 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.From, "from", "", "the source cluster, where the groups consumed (default: the other one when two are configured)")
-	fl.StringVar(&opts.To, "to", "", "the target cluster, where the groups move to (required)")
-	cmdutil.MarkCluster(fl, "from", "to")
+	fl.StringVar(&opts.From, "source", "", "the source cluster, where the groups consumed (default: the other one when two are configured)")
+	fl.StringVar(&opts.To, "target", "", "the target cluster, where the groups move to (required)")
+	cmdutil.MarkCluster(fl, "source", "target")
+	cmdutil.Renamed(fl, f.IOStreams.ErrOut, "from", "source")
+	cmdutil.Renamed(fl, f.IOStreams.ErrOut, "to", "target")
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group written on the source)")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show the plan (translations, preflight) and write nothing")
@@ -262,7 +264,7 @@ func finish(opts *Options, doc *Document, o outcome.Outcome) error {
 	return cmdutil.SilentError(o)
 }
 
-// pick resolves --from and --to among the configured clusters.
+// pick resolves --source and --target among the configured clusters.
 func pick(all []config.Cluster, from, to string) (config.Cluster, config.Cluster, error) {
 	var f, t *config.Cluster
 	for i := range all {
@@ -274,11 +276,11 @@ func pick(all []config.Cluster, from, to string) (config.Cluster, config.Cluster
 		}
 	}
 	if t == nil {
-		return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--to %q is not a configured cluster (%s)", to, strings.Join(config.Names(all), ", "))
+		return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--target %q is not a configured cluster (%s)", to, strings.Join(config.Names(all), ", "))
 	}
 	if from == "" {
 		if len(all) != 2 {
-			return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--from is required with %d configured clusters (%s)", len(all), strings.Join(config.Names(all), ", "))
+			return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--source is required with %d configured clusters (%s)", len(all), strings.Join(config.Names(all), ", "))
 		}
 		for i := range all {
 			if all[i].Name != to {
@@ -287,7 +289,7 @@ func pick(all []config.Cluster, from, to string) (config.Cluster, config.Cluster
 		}
 	}
 	if f == nil {
-		return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--from %q is not a configured cluster (%s)", from, strings.Join(config.Names(all), ", "))
+		return config.Cluster{}, config.Cluster{}, cmdutil.UsageErrorf("--source %q is not a configured cluster (%s)", from, strings.Join(config.Names(all), ", "))
 	}
 	return *f, *t, nil
 }

@@ -27,7 +27,7 @@ type Options struct {
 	Now  func() time.Time
 
 	File string
-	// Named: --file was given. A trail the operator named that does not exist is an error;
+	// Named: --audit-file was given. A trail the operator named that does not exist is an error;
 	// the default one not there yet only means nothing was written with it.
 	Named    bool
 	Clusters []string
@@ -51,7 +51,7 @@ func NewCmdHistory(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command
 		Short: "Show the audit trail: every unload, lookup and commit kop-offsets sent",
 		Long: strings.TrimSpace(`
 Read back the audit trail that reload, repair, failover and watch --repair append to
-(--audit-file on those commands; default $KOP_OFFSETS_AUDIT_FILE, else
+(--audit-file, here as there; default $KOP_OFFSETS_AUDIT_FILE, else
 $XDG_STATE_HOME/kop-offsets/audit.jsonl, else ~/.local/state/kop-offsets/audit.jsonl).
 Each record is one write, recorded when it returned: who sent it (host, user, pid, command
 line), when, on which cluster, what (unload of a bundle, lookup of an offsets partition,
@@ -72,19 +72,19 @@ Output: a table, or -o json|yaml (schemaVersion 1) with every field of each reco
   kop-offsets history --since 24h
   kop-offsets history --cluster wus --group 'orders-*' -o json
   kop-offsets history --tenant acme --since 24h
-  kop-offsets history --file /var/log/kop-offsets/audit.jsonl --since 2026-12-01T00:00:00Z`),
+  kop-offsets history --audit-file /var/log/kop-offsets/audit.jsonl --since 2026-12-01T00:00:00Z`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if opts.Format, err = f.OutputFormat(output.StandardSpec); err != nil {
 				return err
 			}
-			if _, err := parseSince(opts.Since, time.Now()); err != nil {
+			if _, err := cmdutil.ParseSince(opts.Since, time.Now()); err != nil {
 				return err
 			}
 			opts.Clusters = splitNames(f.Flags.Clusters)
 			opts.Tenants = f.Flags.Tenants
-			opts.Named = cmd.Flags().Changed("file")
+			opts.Named = cmd.Flags().Changed("audit-file")
 			if runF != nil {
 				return runF(opts)
 			}
@@ -92,10 +92,11 @@ Output: a table, or -o json|yaml (schemaVersion 1) with every field of each reco
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.File, "file", audit.DefaultFile(os.Getenv), "the audit trail to read")
-	fl.Lookup("file").DefValue = audit.DefaultFileHelp
+	fl.StringVar(&opts.File, "audit-file", audit.DefaultFile(os.Getenv), "the audit trail to read: the file reload, repair, failover, watch and sync setup append to")
+	fl.Lookup("audit-file").DefValue = audit.DefaultFileHelp
+	cmdutil.Renamed(fl, f.IOStreams.ErrOut, "file", "audit-file")
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "only records of these groups: name or glob, repeatable")
-	fl.StringVar(&opts.Since, "since", "", "only records from this long ago (e.g. 24h) or since this RFC 3339 time")
+	fl.StringVar(&opts.Since, "since", "", cmdutil.SinceUsage)
 	cmdutil.SetOutputFormats(cmd, output.StandardSpec)
 	return cmd
 }
@@ -112,33 +113,15 @@ func splitNames(in []string) []string {
 	return out
 }
 
-// parseSince reads --since: a duration back from now, or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return time.Time{}, cmdutil.FlagErrorf("--since %s: a duration back from now must not be negative", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, cmdutil.FlagErrorf("--since %q: neither a duration (24h) nor an RFC 3339 time", s)
-	}
-	return t, nil
-}
-
 func historyRun(opts *Options) error {
-	since, err := parseSince(opts.Since, opts.Now())
+	since, err := cmdutil.ParseSince(opts.Since, opts.Now())
 	if err != nil {
 		return err
 	}
 	fh, err := opts.Open(opts.File)
 	if errors.Is(err, fs.ErrNotExist) {
 		if opts.Named {
-			return cmdutil.UsageError(fmt.Errorf("audit trail %s does not exist (--file): nothing to show; without --file the default trail is read", opts.File))
+			return cmdutil.UsageError(fmt.Errorf("audit trail %s does not exist (--audit-file): nothing to show; without --audit-file the default trail is read", opts.File))
 		}
 		fmt.Fprintf(opts.IO.ErrOut, "no audit trail at %s: nothing was written with it yet\n", opts.File)
 		return printDoc(opts, &Document{SchemaVersion: 1, File: opts.File, Records: []audit.Record{}})

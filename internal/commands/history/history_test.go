@@ -17,17 +17,19 @@ import (
 
 func TestNewCmdHistoryFlags(t *testing.T) {
 	tests := []clitest.FlagCase[Options]{
-		{Args: []string{"--file", "a.jsonl"}, Want: Options{File: "a.jsonl"}},
-		{Args: []string{"--file", "a", "--cluster", "wus,scus", "--group", "o-*", "--since", "24h"},
-			Want: Options{File: "a", Clusters: []string{"wus", "scus"}, Groups: []string{"o-*"}, Since: "24h"}},
-		{Args: []string{"--file", "a", "--since", "2026-12-01T00:00:00Z"}, Want: Options{File: "a", Since: "2026-12-01T00:00:00Z"}},
-		{Args: []string{"--since", "yesterday"}, Err: "neither a duration"},
+		{Args: []string{"--audit-file", "a.jsonl"}, Want: Options{File: "a.jsonl", Named: true}},
+		// --file, the old spelling of --audit-file, still works and names the trail.
+		{Args: []string{"--file", "a.jsonl"}, Want: Options{File: "a.jsonl", Named: true}},
+		{Args: []string{"--audit-file", "a", "--cluster", "wus,scus", "--group", "o-*", "--since", "24h"},
+			Want: Options{File: "a", Named: true, Clusters: []string{"wus", "scus"}, Groups: []string{"o-*"}, Since: "24h"}},
+		{Args: []string{"--audit-file", "a", "--since", "2026-12-01T00:00:00Z"}, Want: Options{File: "a", Named: true, Since: "2026-12-01T00:00:00Z"}},
+		{Args: []string{"--since", "yesterday"}, Err: "neither an RFC 3339 time"},
 		{Args: []string{"--since", "-1h"}, Err: "must not be negative"},
 		{Args: []string{"-o", "ndjson"}, Err: "invalid output format"},
 		{Args: []string{"x"}, Err: `unexpected argument "x"`},
 	}
 	clitest.CheckFlags(t, NewCmdHistory, tests, func(got, want *Options) bool {
-		return got.File == want.File && strings.Join(got.Clusters, ",") == strings.Join(want.Clusters, ",") &&
+		return got.File == want.File && got.Named == want.Named && strings.Join(got.Clusters, ",") == strings.Join(want.Clusters, ",") &&
 			strings.Join(got.Groups, ",") == strings.Join(want.Groups, ",") && got.Since == want.Since
 	})
 }
@@ -120,11 +122,11 @@ func TestHistoryWithoutTrail(t *testing.T) {
 	}
 }
 
-// A trail --file names that does not exist is a usage error (2), not an empty history: the
+// A trail --audit-file names that does not exist is a usage error (2), not an empty history: the
 // operator asked for that file.
 func TestHistoryNamedTrailMissing(t *testing.T) {
 	s, err := run(t, output.JSON, fstest.MapFS{}, func(o *Options) { o.Named = true })
-	if cmdutil.OutcomeOf(err) != outcome.Usage || !strings.Contains(err.Error(), "audit.jsonl does not exist (--file)") {
+	if cmdutil.OutcomeOf(err) != outcome.Usage || !strings.Contains(err.Error(), "audit.jsonl does not exist (--audit-file)") {
 		t.Errorf("err %v (outcome %d)", err, cmdutil.OutcomeOf(err))
 	}
 	if s.Out.Len() != 0 {

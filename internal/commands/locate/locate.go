@@ -130,12 +130,18 @@ brokers that did not answer (one of them may own it).`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// GROUP arguments and --group are the same names: locate hashes each one to its
 			// offsets partition, so a glob is refused here as --group refuses it.
+			opts.Groups = nil
 			for _, g := range args {
-				if match.IsGlob(g) {
-					return cmdutil.FlagErrorf("group %q: a name, not a glob: %s", g, locateNamesWhy)
+				if err := match.Valid(g); err != nil {
+					return cmdutil.FlagErrorf("group %q: %v", g, err)
 				}
+				name, err := cmdutil.OneName(g, locateNamesWhy)
+				if err != nil {
+					return cmdutil.FlagErrorf("group %q: %v", g, err)
+				}
+				opts.Groups = append(opts.Groups, name)
 			}
-			opts.Groups = append(append([]string(nil), args...), flagGroups...)
+			opts.Groups = append(opts.Groups, flagGroups...)
 			if len(opts.Groups) == 0 {
 				return cmdutil.FlagErrorf("give at least one group (GROUP or --group)")
 			}

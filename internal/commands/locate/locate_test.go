@@ -32,6 +32,12 @@ func TestNewCmdLocateFlags(t *testing.T) {
 		{Args: []string{"G", "--partitions", "0"}, Err: "--partitions must be at least 1"},
 		{Args: []string{"G", "--partitions", "8", "--cluster", "scus"}, Err: "cannot be combined with --cluster"},
 		{Args: []string{"G", "-o", "ndjson"}, Err: `invalid output format "ndjson"`},
+		// --group's grammar: a legal group name with * ? or [ is written escaped, as a glob
+		// would match it; an unescaped glob matches many names and is refused.
+		{Args: []string{`a\*b`, "--group", `c\?\[d`}, Want: Options{Groups: []string{"a*b", "c?[d"}, Format: output.Table}},
+		{Args: []string{"orders-*"}, Err: "a name, not a glob"},
+		{Args: []string{"--group", "orders-*"}, Err: "a name, not a glob"},
+		{Args: []string{"a["}, Err: "unterminated ["},
 	}
 	clitest.CheckFlags(t, NewCmdLocate, tests, func(got, want *Options) bool {
 		return slices.Equal(got.Groups, want.Groups) && got.Offline == want.Offline && got.Format == want.Format && got.Admin != nil

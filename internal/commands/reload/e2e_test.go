@@ -262,7 +262,7 @@ func TestE2EFailingAdminCallExit3(t *testing.T) {
 	sc := e.lab.Cluster("scus")
 	before := e.observe(t)
 
-	// Unreachable admin URL (ad-hoc cluster "default").
+	// Unreachable admin URL (the ad-hoc cluster 127.0.0.1:1).
 	code, out, errOut := e.run(t, "--admin-url", "http://127.0.0.1:1", "--service-url", sc.ServiceURL, "--bootstrap", sc.KafkaBootstrap,
 		"--timeout", "3s", "reload", "--group", e.group, "--yes", "--allow-active")
 	if code != 3 || out != "" || !strings.Contains(errOut, "unreachable") || !strings.Contains(errOut, "nothing was unloaded") {

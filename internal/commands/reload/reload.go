@@ -21,7 +21,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
-// DefaultMaxBundles is the default of --max-bundles: one bundle, i.e. one group's offsets
+// DefaultMaxBundles is the default of --max-plan-bundles: one bundle, i.e. one group's offsets
 // partition and its neighbours. Unloading more at once multiplies the rebalances; an operator
 // who wants it says so.
 const DefaultMaxBundles = 1
@@ -52,7 +52,7 @@ type Document struct {
 	DryRun        bool         `json:"dryRun"`
 	Plan          *reload.Plan `json:"plan"`
 	// Refusal says why nothing was done (every bundle refused, more bundles than
-	// --max-bundles, the operator declined); empty when the plan was carried out.
+	// --max-plan-bundles, the operator declined); empty when the plan was carried out.
 	Refusal   string            `json:"refusal,omitempty"`
 	Execution *reload.Execution `json:"execution"`
 	ExitCode  outcome.Outcome   `json:"exitCode"`
@@ -83,7 +83,7 @@ are not a loss: the load reads them back); --refuse-live refuses such bundles. A
 a group whose activity here is unknown (KoP did not answer: not proven idle) is refused
 unless --allow-active. A group live only on another cluster (the primary of an
 active-passive pair) is reported, since its cache here lags again as it commits. More
-bundles than --max-bundles (default 1): nothing is done.
+bundles than --max-plan-bundles (default 1): nothing is done.
 
 Never worse: the plan asks KoP what it serves for every affected group and compares it with
 what its loader would load from the topic (a transactional commit whose marker the loader
@@ -130,7 +130,7 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 
   # reload every stale_cache row of wus found by check
   kop-offsets check -o json > check.json
-  kop-offsets reload --cluster wus --from-check check.json --max-bundles 4 --pause 30s --yes`),
+  kop-offsets reload --cluster wus --from-check check.json --max-plan-bundles 4 --pause 30s --yes`),
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
@@ -168,7 +168,8 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows and the unserved offsets partitions of this cluster in a 'check -o json' file (- for stdin)")
 	shared.BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
-		DefaultMaxBundles, "refuse plans that unload more bundles than this")
+		"max-plan-bundles", DefaultMaxBundles, "refuse a plan that unloads more bundles than this (nothing is unloaded)")
+	cmdutil.Renamed(fl, f.IOStreams.ErrOut, "max-bundles", "max-plan-bundles")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd

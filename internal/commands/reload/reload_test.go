@@ -150,13 +150,13 @@ func TestExitCodes(t *testing.T) {
 			t.Fatalf("err %v out %q", err, h.out)
 		}
 	})
-	t.Run("more bundles than --max-bundles: 4, nothing unloaded", func(t *testing.T) {
+	t.Run("more bundles than --max-plan-bundles: 4, nothing unloaded", func(t *testing.T) {
 		h := newHarness(t)
 		h.opts.Yes = true
 		h.opts.Groups = nil
 		h.opts.Partitions = []int32{0, 1}
 		err := reloadRun(ctx, h.opts)
-		if cmdutil.ExitCode(err) != 4 || len(h.admin.Writes()) != 0 || !strings.Contains(h.err.String(), "more than --max-bundles 1") {
+		if cmdutil.ExitCode(err) != 4 || len(h.admin.Writes()) != 0 || !strings.Contains(h.err.String(), "more than --max-plan-bundles 1") {
 			t.Fatalf("err %v writes %v stderr %s", err, h.admin.Writes(), h.err)
 		}
 	})
@@ -253,7 +253,9 @@ func TestFlags(t *testing.T) {
 		{Args: []string{"--from-check", "x.json"}, Want: defaults},
 		{Args: nil, Err: "give --group and/or --partition, or --from-check"},
 		{Args: []string{"--group", "G", "--from-check", "x.json"}, Err: "give --group and/or --partition, or --from-check"},
-		{Args: []string{"--group", "G", "--max-bundles", "0"}, Err: "--max-bundles must be at least 1"},
+		{Args: []string{"--group", "G", "--max-plan-bundles", "0"}, Err: "--max-plan-bundles must be at least 1"},
+		// --max-bundles, the old spelling of --max-plan-bundles, still works.
+		{Args: []string{"--group", "G", "--max-bundles", "3"}, Want: Options{Flags: shared.Flags{MaxBundles: 3, Wait: reload.DefaultWait}}},
 		{Args: []string{"--group", "G", "--wait", "0s"}, Err: "--wait must be positive"},
 	}
 	clitest.CheckFlags(t, NewCmdReload, tests, func(got, want *Options) bool {

@@ -3,6 +3,8 @@ package repair
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +62,49 @@ func TestRepairWriteFlags(t *testing.T) {
 	f, _ = clitest.NewFactory("test", false)
 	if _, err := clitest.ParseOptions(f, NewCmdRepair, "--lease-wait", "-1s"); cmdutil.OutcomeOf(err) != outcome.Usage {
 		t.Errorf("negative --lease-wait: %v", err)
+	}
+}
+
+// The lock's default is in a directory of the user's, created 0700 when missing; never in
+// the shared temporary directory.
+func TestDefaultLockFileIsTheUsers(t *testing.T) {
+	run := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	if got := DefaultLockFile(); got != filepath.Join(run, "kop-offsets-repair.lock") {
+		t.Errorf("with $XDG_RUNTIME_DIR: %s", got)
+	}
+	home := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	path := DefaultLockFile()
+	if !strings.HasPrefix(path, home+string(filepath.Separator)) || filepath.Dir(path) == os.TempDir() {
+		t.Fatalf("without $XDG_RUNTIME_DIR: %s, want under %s", path, home)
+	}
+	unlock, err := takeLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("lock directory %s: %v, %v; want 0700", filepath.Dir(path), st.Mode(), err)
+	}
+	// --lock-file '': no file, the writer lease alone.
+	none, err := takeLock("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	none()
+}
+
+// With no directory of the user's, repair asks for --lock-file rather than fall back to a
+// shared one; --lock-file ” runs on the writer lease alone.
+func TestNoLockDirectory(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("HOME", "")
+	clitest.ParseArgs(t, NewCmdRepair, false, "give --lock-file PATH", "--yes")
+	if got := clitest.ParseArgs(t, NewCmdRepair, false, "", "--yes", "--lock-file", ""); got == nil || got.LockFile != "" {
+		t.Errorf("--lock-file '': %+v", got)
 	}
 }

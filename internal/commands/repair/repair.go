@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -117,15 +116,6 @@ type AfterCheck = repair.Remaining
 // Partition is an offsets partition of one cluster.
 type Partition = repair.Partition
 
-// DefaultLockFile is $XDG_RUNTIME_DIR/kop-offsets-repair.lock, else
-// /tmp/kop-offsets-repair.lock.
-func DefaultLockFile() string {
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "kop-offsets-repair.lock")
-	}
-	return filepath.Join(os.TempDir(), "kop-offsets-repair.lock")
-}
-
 var repairLong = strings.TrimSpace(`
 Run 'check' over every configured cluster, reload (as 'kop-offsets reload' does: bundle
 unload, lookup, verification) exactly the bundles that hold stale_cache rows on the
@@ -160,10 +150,11 @@ or none is always refused (repair has no --accept-loss). At most --max-bundles b
 each tenant's metadata namespace has its own bundles); the others stay stale (exit 1) and the
 next run takes them.
 
-Cron: a lock file (--lock-file, default $XDG_RUNTIME_DIR/kop-offsets-repair.lock or
-/tmp/kop-offsets-repair.lock, flock) keeps two runs on one host apart: a second run while
-one holds it does nothing and exits 3 ("another repair is running"). A run with nothing
-stale does nothing and exits 0.
+Cron: a lock file (--lock-file, flock; default $XDG_RUNTIME_DIR/kop-offsets-repair.lock,
+else kop-offsets/repair.lock in the user's cache directory, created 0700) keeps two runs of
+one user apart: a second run while one holds it does nothing and exits 3 ("another repair
+is running"); --lock-file '' leaves it to the writer lease. A run with nothing stale does
+nothing and exits 0.
 
 One writer per cluster, across hosts: before its first unload on a cluster, repair takes
 the cluster's writer lease (an exclusive producer on the lock topic --lease-topic, default
@@ -196,6 +187,9 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			if err := opts.Validate(); err != nil {
 				return err
 			}
+			if opts.LockFile == "" && !cmd.Flags().Changed("lock-file") {
+				return cmdutil.UsageError(errNoLockDir)
+			}
 			var err error
 			if opts.Format, opts.NewSession, err = shared.WriteSetup(f, opts.Writes); err != nil {
 				return err
@@ -210,11 +204,12 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart")
+	fl.StringVar(&opts.LockFile, "lock-file", DefaultLockFile(), "lock file that keeps two repair runs apart; \"\" for none (the writer lease alone)")
+	fl.Lookup("lock-file").DefValue = DefaultLockFileHelp
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
 	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
-		DefaultMaxBundles, "bundles reloaded per cluster (per tenant and cluster) and run")
+		"max-bundles", DefaultMaxBundles, "bundles reloaded at most per cluster (per tenant and cluster) and run; the others wait for the next run")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
 	return cmd
@@ -258,7 +253,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	}
 	if !opts.DryRun {
 		// A dry run writes nothing: it neither waits for nor excludes a repair that does.
-		unlock, err := lock(opts.LockFile)
+		unlock, err := takeLock(opts.LockFile)
 		if err != nil {
 			return cmdutil.UnreachableError(err)
 		}

@@ -78,6 +78,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 
 	addCommands(cmd, f)
 	exitCodeHelp(cmd)
+	cmd.AddCommand(exitCodesTopic())
 	strictHelp(cmd)
 	strictParents(cmd)
 	markOnRun(cmd)
@@ -102,7 +103,7 @@ func registerCompletions(cmd *cobra.Command, f *cmdutil.Factory) {
 }
 
 // completeClusters completes every flag of the tree marked as a cluster name
-// (cmdutil.MarkCluster: --cluster, failover's --from and --to, check's --source) with the
+// (cmdutil.MarkCluster: --cluster, failover's --source and --target, check's --source) with the
 // configured names. It runs once the tree is built.
 func completeClusters(root *cobra.Command, f *cmdutil.Factory) {
 	names := func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -163,6 +164,17 @@ func exitCodeHelp(c *cobra.Command) {
 		return
 	}
 	c.Long = strings.TrimSpace(c.Long) + "\n\n" + outcome.Help(path)
+}
+
+// exitCodesTopic is the help topic `kop-offsets help exit-codes`: a command without a run
+// function, which cobra lists under "Additional help topics" and prints (exit 0) like
+// docs/cli/kop-offsets_exit-codes.md, from the same contract.
+func exitCodesTopic() *cobra.Command {
+	return &cobra.Command{
+		Use:   "exit-codes",
+		Short: "Every exit code of every command, and what it means",
+		Long:  outcome.Text(),
+	}
 }
 
 // strictParents makes every command that only groups subcommands (config, sync) refuse an
@@ -280,7 +292,8 @@ whether the clusters agree.
 
 Clusters come from a YAML config file (--config, $KOP_OFFSETS_CONFIG, or
 $XDG_CONFIG_HOME/kop-offsets/config.yaml; see 'kop-offsets config view'), or for one ad-hoc
-cluster named "default" from --admin-url, --service-url and --bootstrap. Every command
+cluster from --admin-url, --service-url and --bootstrap, named after the host:port of the
+first given. Every command
 works on all configured clusters unless --cluster selects some.
 
 Read commands only use non-durable readers and never commit offsets. Results go to

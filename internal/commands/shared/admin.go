@@ -77,8 +77,8 @@ func (e *NoAnswer) Unwrap() error { return e.Err }
 
 // ReplicationNames checks cl's Pulsar name (CheckPulsarName, within timeout when > 0) and
 // returns the Pulsar-name-to-config-name map of every cluster of cfg (config.PulsarNames),
-// with which replication stats are translated. An ad-hoc config (one cluster named
-// "default", no file) is not checked: it has no other cluster to replicate to.
+// with which replication stats are translated. An ad-hoc config (one cluster from
+// --admin-url and its peers, no file) is not checked: it has no other cluster to replicate to.
 func ReplicationNames(a ClusterNamer, cl config.Cluster, cfg *config.Config, timeout time.Duration) (map[string]string, error) {
 	if cfg == nil || cfg.Path == "" {
 		return nil, nil

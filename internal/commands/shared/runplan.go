@@ -119,7 +119,7 @@ func selectRun(plan *reload.Plan, o RunOptions, res *RunResult) ([]reload.Planne
 	}
 	if len(run) > o.MaxBundles {
 		if !o.TruncateToMax {
-			return refuse(fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-bundles %d; nothing was unloaded", len(run), o.MaxBundles), outcome.WriteFailed)
+			return refuse(fmt.Sprintf("refused: the plan unloads %d bundles, more than --max-plan-bundles %d; nothing was unloaded", len(run), o.MaxBundles), outcome.WriteFailed)
 		}
 		run = run[:o.MaxBundles]
 	}

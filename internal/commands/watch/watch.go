@@ -150,6 +150,10 @@ appended to the audit trail (--audit-file); 'kop-offsets history' reads it back.
 A cluster that goes away is marked down (kop_offsets_watch_cluster_up 0) and reconnected
 with backoff; the others are unaffected. SIGINT or SIGTERM stops it within a few seconds.`
 
+// DefaultCoordinatorWait is watch's --coordinator-wait: check's (kop.DefaultCoordinatorWait)
+// is longer, as a one-shot check has no next cycle.
+const DefaultCoordinatorWait = 5 * time.Second
+
 // NewCmdWatch returns `watch`. runF replaces the run function in tests.
 func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IOStreams}
@@ -218,10 +222,12 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	fl.DurationVar(&opts.SplitBrainWindow, "split-brain-window", 0, "with --sync: own commits of a group without members on two clusters this close in time are two writers, not synced (0: the newest commit wins, as when a group moves: it stops on one cluster and commits on the other seconds later)")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "with --keep-translations or --sync: messages read at most per copy of a topic partition for its first translation")
 	fl.BoolVar(&opts.RefuseLive, "refuse-live", false, "with --repair: leave bundles with groups live on the cluster written to (by default they are reloaded: their members pause while KoP loads)")
-	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded per cluster and interval")
+	fl.IntVar(&opts.MaxBundles, "max-bundles", watch.DefaultMaxBundles, "with --repair: bundles reloaded at most per cluster and cycle (one per --interval); the others wait for the next cycle")
 	fl.DurationVar(&opts.Cooldown, "cooldown", watch.DefaultCooldown, "with --repair: minimum time between two reloads of one bundle")
 	fl.DurationVar(&opts.Wait, "wait", reload.DefaultWait, "with --repair: how long to wait, per bundle, for KoP to serve the persisted offsets")
-	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", 5*time.Second, "how long to retry groups KoP is loading or not coordinating")
+	// Shorter than check's: a group still loading is asked again at the next cycle, and a
+	// long wait would hold the whole cycle.
+	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating, per cycle (a group still loading is asked again at the next)")
 	fl.StringVar(&opts.RowSeries, "row-series", string(watch.RowSeriesAll), "rows /metrics writes series of: all, not-ok (rows whose status is not ok) or none (kop_offsets_watch_rows counts them)")
 	shared.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
