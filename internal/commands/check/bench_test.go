@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -80,7 +80,7 @@ func benchKeys(b *testing.B) int {
 
 // persistedOnly is one cluster whose offsets topic holds n keys (groups of 10 partitions),
 // one commit each.
-func persistedOnly(n int) (func() ([]config.Cluster, error), shared.ConnectFunc) {
+func persistedOnly(n int) (func() ([]config.Cluster, error), sources.ConnectFunc) {
 	reader := fakes.NewMemReader(50)
 	commits := make([]kop.OffsetCommit, 0, n)
 	for i := range n {
@@ -91,7 +91,7 @@ func persistedOnly(n int) (func() ([]config.Cluster, error), shared.ConnectFunc)
 	clusters := func() ([]config.Cluster, error) {
 		return []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}}, nil
 	}
-	connect := func(cl config.Cluster, _ shared.SourceOptions) (survey.Cluster, func(), error) {
+	connect := func(cl config.Cluster, _ sources.SourceOptions) (survey.Cluster, func(), error) {
 		return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: reader}, nil, nil
 	}
 	return clusters, connect
@@ -135,7 +135,7 @@ func BenchmarkRunHeldRows(b *testing.B) {
 	clusters, connect := persistedOnly(n)
 	cls, _ := clusters()
 	for b.Loop() {
-		c, _, _ := connect(cls[0], shared.SourceOptions{})
+		c, _, _ := connect(cls[0], sources.SourceOptions{})
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

@@ -14,7 +14,8 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -33,7 +34,7 @@ type Options struct {
 	// Scopes are the clusters per tenant (nil: Clusters, one tenant); each tenant's groups
 	// are compared on its own clusters.
 	Scopes  func() ([]config.Scope, error)
-	Connect shared.ConnectFunc
+	Connect sources.ConnectFunc
 
 	Groups          []string
 	Topics          []string
@@ -155,7 +156,7 @@ func NewCmdCheck(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 				return cmdutil.FlagErrorf("--sync-grace must be positive")
 			}
 			if opts.Connect == nil {
-				opts.Connect = shared.FactoryConnect(f)
+				opts.Connect = sources.FactoryConnect(f)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -238,7 +239,7 @@ func checkScopes(ctx context.Context, opts *Options, scopes []config.Scope, fail
 		rep, _, err := checkScope(ctx, opts, scopes[0], failOn, emit)
 		return rep, err
 	}
-	total := &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: shared.ScopeClusterNames(scopes), Rows: []verdict.Row{}}
+	total := &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: scope.ScopeClusterNames(scopes), Rows: []verdict.Row{}}
 	if opts.Source != "" {
 		total.Source = &opts.Source
 	}
@@ -294,8 +295,8 @@ func checkScopes(ctx context.Context, opts *Options, scopes []config.Scope, fail
 // checkScope checks one tenant's clusters, rows to emit, and says which --source it used
 // ("" when the tenant is not on --source's cluster: compared with the highest value).
 func checkScope(ctx context.Context, opts *Options, sc config.Scope, failOn []verdict.Status, emit func(*verdict.Row) error) (*survey.Report, string, error) {
-	sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect,
-		shared.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
+	sources, closeAll, err := sources.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect,
+		sources.SourceOptions{Cached: !opts.PersistedOnly, Copies: opts.Alignment, CoordinatorWait: opts.CoordinatorWait})
 	if err != nil {
 		return nil, "", err
 	}
@@ -321,11 +322,11 @@ func checkRun(ctx context.Context, opts *Options) error {
 	}
 	restoreGC := cmdutil.CompactGC(cmdutil.GCReplay)
 	defer restoreGC()
-	scopes, err := shared.ScopesOf(opts.Scopes, opts.Clusters)
+	scopes, err := scope.ScopesOf(opts.Scopes, opts.Clusters)
 	if err != nil {
 		return err
 	}
-	names := shared.ScopeClusterNames(scopes)
+	names := scope.ScopeClusterNames(scopes)
 	if opts.Source != "" && !slices.Contains(names, opts.Source) {
 		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(names, ", "))
 	}

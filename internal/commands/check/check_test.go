@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -47,7 +47,7 @@ func c(group string, off int64) kop.OffsetCommit {
 }
 
 // scenario: the user's case (wus cache 500, persisted 10900) plus a lagging group.
-func scenario(deadWus bool) (func() ([]config.Cluster, error), shared.ConnectFunc) {
+func scenario(deadWus bool) (func() ([]config.Cluster, error), sources.ConnectFunc) {
 	clusters := func() ([]config.Cluster, error) {
 		return []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}, {Name: "wus", KafkaNamespace: "public/default"}}, nil
 	}
@@ -59,7 +59,7 @@ func scenario(deadWus bool) (func() ([]config.Cluster, error), shared.ConnectFun
 			Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	}
 	leo := map[string]map[int32]int64{"topic-1": {0: 11000}}
-	connect := func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+	connect := func(cl config.Cluster, so sources.SourceOptions) (survey.Cluster, func(), error) {
 		out := survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace}
 		switch cl.Name {
 		case "scus":
@@ -204,7 +204,7 @@ func TestPrometheusTextfileUnwritable(t *testing.T) {
 	out, _, code := run(t, output.JSON, func(o *Options) {
 		o.PrometheusFile = filepath.Join(t.TempDir(), "missing", "kop.prom")
 		connect := o.Connect
-		o.Connect = func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+		o.Connect = func(cl config.Cluster, so sources.SourceOptions) (survey.Cluster, func(), error) {
 			connected++
 			return connect(cl, so)
 		}
@@ -220,7 +220,7 @@ func TestPrometheusTextfileUnwritable(t *testing.T) {
 	out, _, code = run(t, output.JSON, func(o *Options) {
 		o.PrometheusFile = filepath.Join(dir, "kop.prom")
 		connect := o.Connect
-		o.Connect = func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+		o.Connect = func(cl config.Cluster, so sources.SourceOptions) (survey.Cluster, func(), error) {
 			_ = os.RemoveAll(dir) // gone between the check of the path and the write
 			return connect(cl, so)
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -214,7 +214,7 @@ type hints struct {
 }
 
 func (h *hints) add(r *verdict.Row, clusters []string) {
-	tf := shared.TenantFlag(r.Tenant)
+	tf := scope.TenantFlag(r.Tenant)
 	for _, c := range clusters {
 		switch r.Cell(c).Status {
 		case verdict.StatusStaleCache:

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -23,7 +23,7 @@ import (
 // tenantScenario: tenants acme (the user's story: wus serves 500, its topic holds 10900) and
 // billing (healthy, the same group name) on scus and wus, and ops on scus only. Each
 // (tenant, cluster) has its own offsets topic and KoP cache: one reader and fetcher each.
-func tenantScenario(t *testing.T) ([]config.Scope, shared.ConnectFunc) {
+func tenantScenario(t *testing.T) ([]config.Scope, sources.ConnectFunc) {
 	commit := func(tenant, group string, off int64) kop.OffsetCommit {
 		return kop.OffsetCommit{Group: group, Topic: "persistent://" + tenant + "/default/topic-1", Offset: off, CommitTime: time.UnixMilli(1700000000000 + off)}
 	}
@@ -49,7 +49,7 @@ func tenantScenario(t *testing.T) ([]config.Scope, shared.ConnectFunc) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	connect := func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+	connect := func(cl config.Cluster, so sources.SourceOptions) (survey.Cluster, func(), error) {
 		s, ok := sides[cl.Tenant+"/"+cl.Name]
 		if !ok {
 			t.Fatalf("no side %s/%s", cl.Tenant, cl.Name)

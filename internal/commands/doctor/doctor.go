@@ -12,8 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/doctor"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -183,7 +185,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 			}}
 			opts.GroupTopics = PersistedGroupTopics(f)
 			if opts.groupStates {
-				opts.GroupStates = SurveyGroupStates(shared.FactoryConnect(f), opts.Groups)
+				opts.GroupStates = SurveyGroupStates(sources.FactoryConnect(f), opts.Groups)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -202,7 +204,7 @@ func NewCmdDoctor(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 // BuildCluster makes the audit's view of a configured cluster: a pulsarx.Admin with the
 // cluster's auth and TLS, each call bounded by timeout.
 func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, error) {
-	a, err := shared.NewAdmin(cl, timeout)
+	a, err := clients.NewAdmin(cl, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -274,9 +276,9 @@ func PersistedGroupTopics(f *cmdutil.Factory) func(ctx context.Context, cl *doct
 // SurveyGroupStates judges the groups (globs; none: all) on a tenant's clusters as check
 // does, from the offsets topics and the alignment of the groups' topics (KoP's cache is not
 // asked), and returns per cluster the groups with a row ahead, overwritten or sync_lag.
-func SurveyGroupStates(connect shared.ConnectFunc, groups []string) func(ctx context.Context, cls []config.Cluster) (doctor.GroupStates, error) {
+func SurveyGroupStates(connect sources.ConnectFunc, groups []string) func(ctx context.Context, cls []config.Cluster) (doctor.GroupStates, error) {
 	return func(ctx context.Context, cls []config.Cluster) (doctor.GroupStates, error) {
-		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, connect, shared.SourceOptions{Copies: true})
+		sources, closeAll, err := sources.BuildSources(func() ([]config.Cluster, error) { return cls, nil }, connect, sources.SourceOptions{Copies: true})
 		if err != nil {
 			return nil, err
 		}
@@ -313,11 +315,11 @@ func doctorRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	scopes, err := shared.ScopesOf(opts.Scopes, opts.Clusters)
+	scopes, err := scope.ScopesOf(opts.Scopes, opts.Clusters)
 	if err != nil {
 		return err
 	}
-	names := shared.ScopeClusterNames(scopes)
+	names := scope.ScopeClusterNames(scopes)
 	progress := opts.IO.StartProgress("auditing " + strings.Join(names, ", "))
 	var reps []doctor.TenantReport
 	for _, sc := range scopes {

@@ -10,8 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -101,7 +102,7 @@ func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 				return runF(opts)
 			}
 			if opts.NamedTenant == nil {
-				opts.NamedTenant = func() (string, error) { return shared.NamedTenant(f) }
+				opts.NamedTenant = func() (string, error) { return scope.NamedTenant(f) }
 			}
 			return dumpRun(cmd.Context(), opts)
 		},
@@ -114,7 +115,7 @@ func NewCmdDump(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 // factoryReader opens a pulsarx.Reader with the Factory's clients.
 func factoryReader(f *cmdutil.Factory) NewReaderFunc {
 	return func(cl config.Cluster, ro pulsarx.ReaderOptions) (loader.OffsetTopicReader, func(), error) {
-		admin, err := shared.NewAdmin(cl, f.Flags.Timeout)
+		admin, err := clients.NewAdmin(cl, f.Flags.Timeout)
 		if err != nil {
 			return nil, nil, err
 		}

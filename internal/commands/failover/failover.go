@@ -13,8 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
@@ -42,7 +45,7 @@ type Options struct {
 	AlignmentMax int64
 	ShowAll      bool // --show-all: every row of the plan and result tables
 	// Writes: the writer lease and the audit trail, as for reload and repair.
-	Writes shared.Writes
+	Writes session.Writes
 
 	// Session builds the planner and executor (tests replace it).
 	Session func(from, to config.Cluster, all []config.Cluster) (*Session, error)
@@ -114,7 +117,7 @@ kept translation and were proven served ('omitted', 'result.proven') instead of 
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Config: shared.TenantConfig(f)}
+	opts := &Options{IO: f.IOStreams, Config: scope.TenantConfig(f)}
 	cmd := &cobra.Command{
 		Use:   "failover --target CLUSTER [--source CLUSTER] [--group G...] [--topic T...]",
 		Short: "Land groups on another cluster at the first message they have not consumed (offsets translated by message identity)",
@@ -153,7 +156,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 				opts.Session = FactorySession(f, opts)
 			}
 			if opts.Confirm == nil {
-				opts.Confirm = func(q string) (bool, error) { return shared.Confirm(opts.IO, q) }
+				opts.Confirm = func(q string) (bool, error) { return planrun.Confirm(opts.IO, q) }
 			}
 			if runF != nil {
 				return runF(opts)
@@ -174,8 +177,8 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "also move back offsets the group committed on the target itself, and reload bundles whose other rows would lose or skip")
 	fl.BoolVar(&opts.SourceGone, "source-gone", false, "the source's region is gone: do not contact it, land each group on what the target kept (docs/failover.md, \"Disaster runbook\")")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
-	shared.BindWriteFlags(fl, &opts.Writes, true)
-	shared.BindShowAll(fl, &opts.ShowAll)
+	session.BindWriteFlags(fl, &opts.Writes, true)
+	planrun.BindShowAll(fl, &opts.ShowAll)
 	fl.Lookup("show-all").Usage += fmt.Sprintf("; -o json with the source gone and over %d rows: also each row that landed on its kept translation and was proven served (default: counted, not listed)", BriefRows)
 	return cmd
 }
@@ -184,7 +187,7 @@ func run(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+	if err := planrun.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
 	cfg, err := opts.Config()
@@ -232,7 +235,7 @@ func run(ctx context.Context, opts *Options) error {
 	}
 	if sess.BeforeWrite != nil {
 		// The trail opened and the writer lease taken before the first write, as reload and
-		// repair do (shared.RunPlan): a lease held elsewhere is 3, a trail that cannot be
+		// repair do (planrun.RunPlan): a lease held elsewhere is 3, a trail that cannot be
 		// written 2, with nothing written.
 		if err := sess.BeforeWrite(ctx); err != nil {
 			doc.Result = &fo.Result{Written: []string{}, Proof: []fo.Proof{}, Error: err.Error(), ExitCode: cmdutil.OutcomeOf(err)}
@@ -387,7 +390,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 			return nil, err
 		}
 		// One reader of the target's copies, for the landings and the aligner alike.
-		dstCopies := shared.DataCopies(f, to)
+		dstCopies := clients.DataCopies(f, to)
 		if dst.Groups != nil {
 			dst.Copies = dstCopies
 		}
@@ -398,9 +401,9 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		}
 		// Pulsar name -> config name, after each side's own is checked.
 		toClient := dstPulsar.Client
-		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{from.Name: shared.DataCopies(f, from), to.Name: dstCopies}}
+		aligner := &align.Aligner{MaxMessages: opts.AlignmentMax, Sources: map[string]align.Source{from.Name: clients.DataCopies(f, from), to.Name: dstCopies}}
 		logf := func(format string, a ...any) { fmt.Fprintf(opts.IO.ErrOut, format+"\n", a...) }
-		rs, err := shared.NewSessionFunc(f, logf, opts.Writes)(to, all)
+		rs, err := session.NewSessionFunc(f, logf, opts.Writes)(to, all)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -438,8 +441,8 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 // dialSide wires one side of a failover: its offsets topic through a non-durable reader
 // (after its Pulsar name is checked) and its KoP through kadm when it has kafkaBootstrap.
 // What it opens is appended to closers.
-func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side, *shared.PulsarSide, error) {
-	ps, err := shared.DialPulsar(f, cl, true)
+func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side, *clients.PulsarSide, error) {
+	ps, err := clients.DialPulsar(f, cl, true)
 	if err != nil {
 		return fo.Side{}, nil, err
 	}

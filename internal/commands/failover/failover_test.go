@@ -13,7 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -32,7 +32,7 @@ func TestNewCmdFailoverFlags(t *testing.T) {
 		{Args: []string{"--from", "scus", "--to", "wus"}, Want: Options{From: "scus", To: "wus"}},
 		// The writer lease and the audit trail, as for reload and repair.
 		{Args: []string{"--target", "wus", "--lease-wait", "30s", "--lease-topic", "persistent://{tenant}/locks/w", "--audit-file", "/tmp/a.jsonl"},
-			Want: Options{To: "wus", Writes: shared.Writes{LeaseWait: 30 * time.Second, LeaseTopic: "persistent://{tenant}/locks/w", AuditFile: "/tmp/a.jsonl"}}},
+			Want: Options{To: "wus", Writes: session.Writes{LeaseWait: 30 * time.Second, LeaseTopic: "persistent://{tenant}/locks/w", AuditFile: "/tmp/a.jsonl"}}},
 		{Args: []string{"--target", "wus", "--no-lease", "--lease-wait", "1s"}, Err: "--no-lease cannot be combined"},
 		{Args: []string{"--target", "wus", "--lease-wait", "-1s"}, Err: "must not be negative"},
 		{Args: []string{"--source", "wus", "--target", "wus"}, Err: "name the same cluster"},

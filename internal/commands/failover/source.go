@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 )
@@ -15,7 +15,7 @@ import (
 // dialSource is the source side after the target was dialled: dialled when it answered
 // (srcErr nil), else, when the operator says it is gone (sourceDown), a side without clients
 // and why it is down. Both down is not a lost source: the run ends naming the target.
-func dialSource(f *cmdutil.Factory, opts *Options, from, to config.Cluster, srcErr error, closers *[]func()) (fo.Side, *shared.PulsarSide, error, error) {
+func dialSource(f *cmdutil.Factory, opts *Options, from, to config.Cluster, srcErr error, closers *[]func()) (fo.Side, *clients.PulsarSide, error, error) {
 	if srcErr != nil {
 		if err := probe(f, to); err != nil {
 			return fo.Side{}, nil, nil, cmdutil.UnreachableError(fmt.Errorf("cluster %s did not answer either: %w (nothing was written)", to.Name, err))
@@ -63,7 +63,7 @@ func sourceDown(opts *Options, from, to string, probe func() error) (error, erro
 // answers, else what went wrong (a configuration error is not a cluster that is gone: it is
 // returned by dialSide as before).
 func probe(f *cmdutil.Factory, cl config.Cluster) error {
-	adm, err := shared.NewAdmin(cl, f.Flags.Timeout)
+	adm, err := clients.NewAdmin(cl, f.Flags.Timeout)
 	if err != nil {
 		return nil
 	}

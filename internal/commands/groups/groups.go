@@ -11,7 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -27,7 +28,7 @@ type Options struct {
 	Clusters func() ([]config.Cluster, error)
 	// Scopes are the clusters per tenant (nil: Clusters, one tenant).
 	Scopes        func() ([]config.Scope, error)
-	Connect       shared.ConnectFunc
+	Connect       sources.ConnectFunc
 	Groups        []string
 	PersistedOnly bool
 }
@@ -56,7 +57,7 @@ Read-only.`),
 				return err
 			}
 			if opts.Connect == nil {
-				opts.Connect = shared.FactoryConnect(f)
+				opts.Connect = sources.FactoryConnect(f)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -74,7 +75,7 @@ Read-only.`),
 func listScopes(ctx context.Context, opts *Options, scopes []config.Scope) (*survey.GroupsReport, error) {
 	var total *survey.GroupsReport
 	for _, sc := range scopes {
-		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect, shared.SourceOptions{Describe: !opts.PersistedOnly})
+		sources, closeAll, err := sources.BuildSources(func() ([]config.Cluster, error) { return sc.Clusters, nil }, opts.Connect, sources.SourceOptions{Describe: !opts.PersistedOnly})
 		if err != nil {
 			return nil, err
 		}
@@ -112,7 +113,7 @@ func groupsRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	scopes, err := shared.ScopesOf(opts.Scopes, opts.Clusters)
+	scopes, err := scope.ScopesOf(opts.Scopes, opts.Clusters)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -35,7 +35,7 @@ func groupsOf(t *testing.T, wusErr error) (string, string, int) {
 		Clusters: func() ([]config.Cluster, error) {
 			return []config.Cluster{{Name: "scus", KafkaNamespace: "public/default"}, {Name: "wus", KafkaNamespace: "public/default", ServiceURL: "pulsar://127.0.0.1:26650"}}, nil
 		},
-		Connect: func(cl config.Cluster, _ shared.SourceOptions) (survey.Cluster, func(), error) {
+		Connect: func(cl config.Cluster, _ sources.SourceOptions) (survey.Cluster, func(), error) {
 			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: readers[cl.Name], URLs: explain.URLs(cl)}, nil, nil
 		}}
 	err := groupsRun(context.Background(), opts)

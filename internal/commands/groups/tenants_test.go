@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -37,7 +37,7 @@ func TestGroupsPerTenant(t *testing.T) {
 			return []config.Scope{{Tenant: "acme", Named: true, Clusters: []config.Cluster{view("acme")}},
 				{Tenant: "billing", Named: true, Clusters: []config.Cluster{view("billing")}}}, nil
 		},
-		Connect: func(cl config.Cluster, _ shared.SourceOptions) (survey.Cluster, func(), error) {
+		Connect: func(cl config.Cluster, _ sources.SourceOptions) (survey.Cluster, func(), error) {
 			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: readers[cl.Tenant+"/"+cl.Name]}, nil, nil
 		}}
 	code := cmdutil.ExitCode(groupsRun(context.Background(), opts))

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -178,7 +178,7 @@ const locateNamesWhy = "locate hashes a group name to its one offsets partition 
 // defaultAdmin asks the cluster's admin API through pulsarx.Admin.
 func defaultAdmin(timeout time.Duration) func(config.Cluster) (Admin, error) {
 	return func(cl config.Cluster) (Admin, error) {
-		a, err := shared.NewAdmin(cl, timeout)
+		a, err := clients.NewAdmin(cl, timeout)
 		if err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -47,12 +47,12 @@ func (f *fakeTopic) Close() {}
 // withAuditTopic makes the harness's sessions write the trail at file and to topic.
 func withAuditTopic(h *harness, file string, topic *fakeTopic) {
 	base := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 		s, err := base(target, all)
 		if err != nil {
 			return nil, err
 		}
-		s.Guard(shared.Writes{AuditFile: file, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}, target, &lease.MemBroker{}, topic.open)
+		s.Guard(session.Writes{AuditFile: file, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}, target, &lease.MemBroker{}, topic.open)
 		return s, nil
 	}
 }

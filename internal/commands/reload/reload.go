@@ -13,7 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/render"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -33,7 +36,7 @@ type Options struct {
 
 	// Target returns the cluster to write to and every configured cluster.
 	Target     func() (config.Cluster, []config.Cluster, error)
-	NewSession shared.SessionFunc
+	NewSession session.SessionFunc
 	// Confirm asks the operator on the terminal; default Confirm.
 	Confirm func(question string) (bool, error)
 
@@ -42,8 +45,8 @@ type Options struct {
 	FromCheck  string
 	// AcceptLoss reloads bundles where KoP would then serve older offsets or none.
 	AcceptLoss bool
-	shared.Flags
-	shared.Writes
+	planrun.Flags
+	session.Writes
 }
 
 // Document is what `reload -o json` prints.
@@ -152,10 +155,10 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				return err
 			}
 			var err error
-			if opts.Format, opts.NewSession, err = shared.WriteSetup(f, opts.Writes); err != nil {
+			if opts.Format, opts.NewSession, err = session.WriteSetup(f, opts.Writes); err != nil {
 				return err
 			}
-			opts.Target = func() (config.Cluster, []config.Cluster, error) { return shared.Target(f) }
+			opts.Target = func() (config.Cluster, []config.Cluster, error) { return scope.Target(f) }
 			if runF != nil {
 				return runF(opts)
 			}
@@ -167,11 +170,11 @@ func NewCmdReload(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fl.BoolVar(&opts.AcceptLoss, "accept-loss", false, "reload bundles even where KoP would then serve older offsets or none (the plan names them); repair never does")
 	fl.IntSliceVar(&partitions, "partition", nil, "offsets partition whose bundle is reloaded (repeatable, comma-separated)")
 	fl.StringVar(&opts.FromCheck, "from-check", "", "reload the groups of the stale_cache rows and the unserved offsets partitions of this cluster in a 'check -o json' file (- for stdin)")
-	shared.BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
+	planrun.BindReloadFlags(fl, &opts.Flags, "print the plan and stop: nothing is written",
 		"max-plan-bundles", DefaultMaxBundles, "refuse a plan that unloads more bundles than this (nothing is unloaded)")
 	cmdutil.Renamed(fl, f.IOStreams.ErrOut, "max-bundles", "max-plan-bundles")
-	shared.BindWriteFlags(fl, &opts.Writes, true)
-	shared.BindShowAll(fl, &opts.ShowAll)
+	session.BindWriteFlags(fl, &opts.Writes, true)
+	planrun.BindShowAll(fl, &opts.ShowAll)
 	return cmd
 }
 
@@ -179,7 +182,7 @@ func reloadRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+	if err := planrun.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
 	target, all, err := opts.Target()
@@ -224,7 +227,7 @@ func reloadRun(ctx context.Context, opts *Options) error {
 		return cmdutil.UnreachableError(fmt.Errorf("%w (nothing was unloaded)", err))
 	}
 	doc := &Document{SchemaVersion: 1, DryRun: opts.DryRun, Plan: plan}
-	res := shared.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, shared.RunOptions{
+	res := planrun.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, planrun.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: false, Confirm: opts.Confirm,
 		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "reload: " + requestReason(opts),
 		ShowAll: opts.ShowAll,
@@ -250,19 +253,19 @@ func requestReason(opts *Options) string {
 	return "requested groups"
 }
 
-func printDoc(opts *Options, doc *Document, res *shared.RunResult) error {
+func printDoc(opts *Options, doc *Document, res *planrun.RunResult) error {
 	cs := opts.IO.ColorScheme()
 	if opts.Format != output.Table {
 		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
 			return err
 		}
 	} else if res != nil && res.Execution != nil {
-		if err := shared.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), cs, res.Execution); err != nil {
+		if err := render.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), cs, res.Execution); err != nil {
 			return err
 		}
 	}
 	if res != nil && res.Execution != nil && doc.Plan != nil {
-		fmt.Fprintln(opts.IO.ErrOut, shared.Summary(doc.Plan.Cluster, res.Execution))
+		fmt.Fprintln(opts.IO.ErrOut, render.Summary(doc.Plan.Cluster, res.Execution))
 	}
 	if doc.Refusal != "" && res != nil {
 		fmt.Fprintln(opts.IO.ErrOut, doc.Refusal)

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/render"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -59,16 +61,16 @@ func newHarness(t *testing.T) *harness {
 	h.opts = &Options{
 		IO: ios, Format: output.Table,
 		Target: func() (config.Cluster, []config.Cluster, error) { return scus, []config.Cluster{scus}, nil },
-		NewSession: func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+		NewSession: func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 			h.sessions++
-			ref := shared.Ref(target)
-			return &shared.Session{
+			ref := session.Ref(target)
+			return &session.Session{
 				Planner:  &reload.Planner{Cluster: ref, Admin: h.admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": describe.Idle{}}, Fetcher: fresh{rd}},
 				Executor: &reload.Executor{Cluster: ref, Admin: h.admin, Reader: rd, Fetcher: fresh{rd}, PollInterval: time.Millisecond},
 				Close:    func() {},
 			}, nil
 		},
-		Groups: []string{"G"}, Flags: shared.Flags{MaxBundles: 1, Wait: time.Second},
+		Groups: []string{"G"}, Flags: planrun.Flags{MaxBundles: 1, Wait: time.Second},
 	}
 	return h
 }
@@ -246,7 +248,7 @@ func TestFromCheckIncompleteAndUnserved(t *testing.T) {
 }
 
 func TestFlags(t *testing.T) {
-	defaults := Options{Flags: shared.Flags{MaxBundles: DefaultMaxBundles, Wait: reload.DefaultWait}}
+	defaults := Options{Flags: planrun.Flags{MaxBundles: DefaultMaxBundles, Wait: reload.DefaultWait}}
 	tests := []clitest.FlagCase[Options]{
 		{Args: []string{"--group", "G"}, Want: defaults},
 		{Args: []string{"--partition", "3,7", "--group", "G"}, Want: defaults},
@@ -255,7 +257,7 @@ func TestFlags(t *testing.T) {
 		{Args: []string{"--group", "G", "--from-check", "x.json"}, Err: "give --group and/or --partition, or --from-check"},
 		{Args: []string{"--group", "G", "--max-plan-bundles", "0"}, Err: "--max-plan-bundles must be at least 1"},
 		// --max-bundles, the old spelling of --max-plan-bundles, still works.
-		{Args: []string{"--group", "G", "--max-bundles", "3"}, Want: Options{Flags: shared.Flags{MaxBundles: 3, Wait: reload.DefaultWait}}},
+		{Args: []string{"--group", "G", "--max-bundles", "3"}, Want: Options{Flags: planrun.Flags{MaxBundles: 3, Wait: reload.DefaultWait}}},
 		{Args: []string{"--group", "G", "--wait", "0s"}, Err: "--wait must be positive"},
 	}
 	clitest.CheckFlags(t, NewCmdReload, tests, func(got, want *Options) bool {
@@ -270,13 +272,13 @@ func TestWriteExecutionNamesTheSplit(t *testing.T) {
 	ex := &reload.Execution{Bundles: []reload.BundleResult{{Range: planned, Status: reload.BundleVerified, Unloaded: true, Loaded: true,
 		SplitInto: []string{part}}}, Unloaded: []string{part}}
 	var b bytes.Buffer
-	if err := shared.WriteExecution(&b, output.Layout{}, nil, ex); err != nil {
+	if err := render.WriteExecution(&b, output.Layout{}, nil, ex); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "split since the plan: unloaded "+part+" in its place") {
 		t.Errorf("table:\n%s", b.String())
 	}
-	if s := shared.Summary("scus", ex); !strings.Contains(s, "unloaded bundles: "+part+";") {
+	if s := render.Summary("scus", ex); !strings.Contains(s, "unloaded bundles: "+part+";") {
 		t.Errorf("summary: %s", s)
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -42,7 +43,7 @@ func TestReloadPlansAgainAfterWaitingForTheLease(t *testing.T) {
 	guarded(h, b, filepath.Join(t.TempDir(), "audit.jsonl"))
 	var joined atomic.Bool
 	guardedSession := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 		s, err := guardedSession(target, all)
 		if err != nil {
 			return nil, err
@@ -98,7 +99,7 @@ func TestRunPlanAsksAgainWhenTheNewPlanUnloadsOtherBundles(t *testing.T) {
 			}
 			var questions []string
 			answers := strings.Split(tc.answers, "\n")
-			res := shared.RunPlan(ctx, h.ios, "table", first, s.Executor, shared.RunOptions{MaxBundles: 1,
+			res := planrun.RunPlan(ctx, h.ios, "table", first, s.Executor, planrun.RunOptions{MaxBundles: 1,
 				Confirm: func(q string) (bool, error) {
 					questions = append(questions, q)
 					return answers[len(questions)-1] == "y", nil
@@ -129,9 +130,9 @@ func TestPlanShowsLiveGroupsReloaded(t *testing.T) {
 		h.opts.DryRun, h.opts.RefuseLive = true, refuse
 		var joined atomic.Bool
 		joined.Store(true)
-		session := h.opts.NewSession
-		h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
-			s, err := session(target, all)
+		newSession := h.opts.NewSession
+		h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
+			s, err := newSession(target, all)
 			if err == nil {
 				s.Planner.Describers = map[string]reload.GroupDescriber{"scus": joins{&joined}}
 			}

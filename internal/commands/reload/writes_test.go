@@ -13,7 +13,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
@@ -25,12 +25,12 @@ import (
 // file, as NewSessionFunc's do.
 func guarded(h *harness, broker lease.Broker, file string) {
 	base := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 		s, err := base(target, all)
 		if err != nil {
 			return nil, err
 		}
-		s.Guard(shared.Writes{AuditFile: file}, target, broker, nil)
+		s.Guard(session.Writes{AuditFile: file}, target, broker, nil)
 		return s, nil
 	}
 }
@@ -145,12 +145,12 @@ func readTrail(t *testing.T, p string) []audit.Record {
 
 func TestWriteFlags(t *testing.T) {
 	tests := []clitest.FlagCase[Options]{
-		{Args: []string{"--group", "G"}, Want: Options{Writes: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile}}},
+		{Args: []string{"--group", "G"}, Want: Options{Writes: session.Writes{AuditFile: session.DefaultWrites().AuditFile}}},
 		{Args: []string{"--group", "G", "--lease-topic", "persistent://{tenant}/locks/kop", "--lease-wait", "2m", "--audit-file", ""},
-			Want: Options{Writes: shared.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}}},
-		{Args: []string{"--group", "G", "--no-lease"}, Want: Options{Writes: shared.Writes{NoLease: true, AuditFile: shared.DefaultWrites().AuditFile}}},
+			Want: Options{Writes: session.Writes{LeaseTopic: "persistent://{tenant}/locks/kop", LeaseWait: 2 * time.Minute}}},
+		{Args: []string{"--group", "G", "--no-lease"}, Want: Options{Writes: session.Writes{NoLease: true, AuditFile: session.DefaultWrites().AuditFile}}},
 		{Args: []string{"--group", "G", "--audit-topic", "persistent://{tenant}/kop-offsets/audit"},
-			Want: Options{Writes: shared.Writes{AuditFile: shared.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}}},
+			Want: Options{Writes: session.Writes{AuditFile: session.DefaultWrites().AuditFile, AuditTopic: "persistent://{tenant}/kop-offsets/audit"}}},
 		{Args: []string{"--group", "G", "--no-lease", "--lease-wait", "1m"}, Err: "--no-lease cannot be combined"},
 		{Args: []string{"--group", "G", "--lease-wait", "-1s"}, Err: "--lease-wait must not be negative"},
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -26,7 +26,7 @@ func TestRepairLeaseHeldElsewhere(t *testing.T) {
 	b.Hold(lease.Holder{Who: audit.Who{Host: "pod-7", User: "nobody", PID: 1, Command: "kop-offsets watch --repair"},
 		Since: time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)})
 	base := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 		s, err := base(target, all)
 		if err == nil {
 			s.Lease = &lease.Lease{Cluster: target.Name, Topic: lease.DefaultTopic("public"), Broker: b}

@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -52,7 +53,7 @@ func peerDownHarness(t *testing.T, writeErr bool) (h *harness, asked *int, descr
 		return rep, err
 	}
 	newSession := h.opts.NewSession
-	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+	h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 		s, err := newSession(target, all)
 		if err == nil {
 			s.Planner.Describers["scus"] = countingDescriber{calls: described}
@@ -118,7 +119,7 @@ func TestRepairWrittenClusterUnreadIsNotAPeer(t *testing.T) {
 func TestSkipDownDoesNotDialThePeer(t *testing.T) {
 	rd := fakes.NewMemReader(8).Commit(kop.OffsetCommit{Group: "G", Topic: "persistent://public/default/topic-1", Partition: 0, Offset: 7})
 	var dialled []string
-	connect := func(cl config.Cluster, _ shared.SourceOptions) (survey.Cluster, func(), error) {
+	connect := func(cl config.Cluster, _ sources.SourceOptions) (survey.Cluster, func(), error) {
 		dialled = append(dialled, cl.Name)
 		return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Reader: rd}, nil, nil
 	}
@@ -126,7 +127,7 @@ func TestSkipDownDoesNotDialThePeer(t *testing.T) {
 	sk := skipDown(connect, map[string]error{"scus": why})
 	var srcs []survey.Cluster
 	for _, n := range []string{"scus", "wus"} {
-		c, _, err := sk(config.Cluster{Name: n, KafkaNamespace: "public/default"}, shared.SourceOptions{})
+		c, _, err := sk(config.Cluster{Name: n, KafkaNamespace: "public/default"}, sources.SourceOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

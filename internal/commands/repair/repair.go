@@ -15,7 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/render"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
+	"github.com/kop-offsets/kop-offsets/internal/commands/sources"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -43,17 +47,17 @@ type Options struct {
 	Targets func() (write []config.Cluster, all []config.Cluster, err error)
 	// Tenants returns the same per tenant (nil: Targets, one tenant): each tenant is
 	// checked and repaired on its own clusters.
-	Tenants func() ([]shared.TenantTarget, error)
+	Tenants func() ([]scope.TenantTarget, error)
 	// Check runs check over all; the clusters in down did not answer earlier in the run
 	// and are not asked again (survey.Cluster.Down: their rows' cells say why).
 	Check      func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error)
-	NewSession shared.SessionFunc
+	NewSession session.SessionFunc
 	Confirm    func(string) (bool, error)
 
 	LockFile string
 	Scope
-	shared.Flags
-	Writes shared.Writes
+	planrun.Flags
+	Writes session.Writes
 }
 
 // Scope narrows what repair checks and reloads: --group and --topic globs, as in check.
@@ -191,11 +195,11 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 				return cmdutil.UsageError(errNoLockDir)
 			}
 			var err error
-			if opts.Format, opts.NewSession, err = shared.WriteSetup(f, opts.Writes); err != nil {
+			if opts.Format, opts.NewSession, err = session.WriteSetup(f, opts.Writes); err != nil {
 				return err
 			}
-			opts.Targets = shared.Targets(f)
-			opts.Tenants = shared.TenantTargets(f)
+			opts.Targets = scope.Targets(f)
+			opts.Tenants = scope.TenantTargets(f)
 			opts.Check = FactoryCheck(f)
 			if runF != nil {
 				return runF(opts)
@@ -208,10 +212,10 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 	fl.Lookup("lock-file").DefValue = DefaultLockFileHelp
 	cmdutil.PatternsVar(fl, &opts.Groups, "group", "group name or glob, repeatable (default: every group)")
 	cmdutil.PatternsVar(fl, &opts.Topics, "topic", "topic name or glob, short or full name, repeatable (default: every topic)")
-	shared.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
+	planrun.BindReloadFlags(fl, &opts.Flags, "check and print the plans, write nothing",
 		"max-bundles", DefaultMaxBundles, "bundles reloaded at most per cluster (per tenant and cluster) and run; the others wait for the next run")
-	shared.BindWriteFlags(fl, &opts.Writes, true)
-	shared.BindShowAll(fl, &opts.ShowAll)
+	session.BindWriteFlags(fl, &opts.Writes, true)
+	planrun.BindShowAll(fl, &opts.ShowAll)
 	return cmd
 }
 
@@ -219,8 +223,8 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 // does, cached side included) over all clusters and returns its report.
 func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Scope, map[string]error) (*survey.Report, error) {
 	return func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error) {
-		sources, closeAll, err := shared.BuildSources(func() ([]config.Cluster, error) { return all, nil },
-			skipDown(shared.FactoryConnect(f), down), shared.SourceOptions{Cached: true, Copies: true})
+		sources, closeAll, err := sources.BuildSources(func() ([]config.Cluster, error) { return all, nil },
+			skipDown(sources.FactoryConnect(f), down), sources.SourceOptions{Cached: true, Copies: true})
 		if err != nil {
 			return nil, err
 		}
@@ -231,8 +235,8 @@ func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Sc
 
 // skipDown connects as connect does, but a cluster in down is not dialled: the name check
 // of a dial would wait another --timeout on it.
-func skipDown(connect shared.ConnectFunc, down map[string]error) shared.ConnectFunc {
-	return func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
+func skipDown(connect sources.ConnectFunc, down map[string]error) sources.ConnectFunc {
+	return func(cl config.Cluster, so sources.SourceOptions) (survey.Cluster, func(), error) {
 		if err := down[cl.Name]; err != nil {
 			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Down: err, URLs: explain.URLs(cl)}, nil, nil
 		}
@@ -244,7 +248,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := shared.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
+	if err := planrun.CheckConfirmable(opts.IO, opts.DryRun, opts.Yes); err != nil {
 		return err
 	}
 	targets, err := opts.tenantTargets()
@@ -280,7 +284,7 @@ func repairRun(ctx context.Context, opts *Options) error {
 	return finish(opts, doc, worst)
 }
 
-func (opts *Options) tenantTargets() ([]shared.TenantTarget, error) {
+func (opts *Options) tenantTargets() ([]scope.TenantTarget, error) {
 	if opts.Tenants != nil {
 		return opts.Tenants()
 	}
@@ -288,7 +292,7 @@ func (opts *Options) tenantTargets() ([]shared.TenantTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []shared.TenantTarget{{Scope: config.Scope{Clusters: write}, All: all}}, nil
+	return []scope.TenantTarget{{Scope: config.Scope{Clusters: write}, All: all}}, nil
 }
 
 func newDocument(opts *Options) *Document {
@@ -296,7 +300,7 @@ func newDocument(opts *Options) *Document {
 		Unserved: []Partition{}, Left: []Row{}, Clusters: []ClusterRepair{}, Summary: map[string]int{}}
 }
 
-func newRun(opts *Options, tt shared.TenantTarget) *run {
+func newRun(opts *Options, tt scope.TenantTarget) *run {
 	r := &run{opts: opts, write: tt.Clusters, all: tt.All, doc: newDocument(opts)}
 	if tt.Named {
 		r.tenant = tt.Tenant
@@ -529,7 +533,7 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	cr.Plan = plan
-	res := shared.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, shared.RunOptions{
+	res := planrun.RunPlan(ctx, opts.IO, opts.Format, plan, sess.Executor, planrun.RunOptions{
 		DryRun: opts.DryRun, Yes: opts.Yes, MaxBundles: opts.MaxBundles, TruncateToMax: true, Confirm: opts.Confirm,
 		BeforeWrite: sess.BeforeWrite, Replan: sess.Replan(req), Reason: "repair: stale_cache rows and unserved offsets partitions",
 		ShowAll: opts.ShowAll,
@@ -552,10 +556,10 @@ func (r *run) reloadCluster(ctx context.Context, cl config.Cluster) (bool, error
 		return false, nil
 	}
 	if opts.Format == output.Table {
-		_ = shared.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), opts.IO.ColorScheme(), res.Execution)
+		_ = render.WriteExecution(opts.IO.Out, output.StdoutLayout(opts.IO).Cut(opts.ShowAll), opts.IO.ColorScheme(), res.Execution)
 		fmt.Fprintln(opts.IO.Out)
 	}
-	fmt.Fprintln(opts.IO.ErrOut, r.label()+shared.Summary(cl.Name, res.Execution))
+	fmt.Fprintln(opts.IO.ErrOut, r.label()+render.Summary(cl.Name, res.Execution))
 	if res.ExitCode == outcome.Unreachable || res.ExitCode == outcome.WriteFailed {
 		r.raise(res.ExitCode)
 	}

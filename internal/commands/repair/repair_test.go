@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -69,7 +70,7 @@ func newHarness(t *testing.T) *harness {
 	wus.Name = "wus"
 	h.opts = &Options{
 		IO: ios, Format: output.Table, LockFile: filepath.Join(t.TempDir(), "repair.lock"),
-		Flags: shared.Flags{Yes: true, MaxBundles: 1, Wait: time.Second},
+		Flags: planrun.Flags{Yes: true, MaxBundles: 1, Wait: time.Second},
 		Targets: func() ([]config.Cluster, []config.Cluster, error) {
 			return []config.Cluster{wus}, []config.Cluster{scus, wus}, nil
 		},
@@ -91,10 +92,10 @@ func newHarness(t *testing.T) *harness {
 					{Cluster: "wus", Status: "diverged"}, {Cluster: "scus", Status: "stale_cache"}}}, // scus is not written to
 			}}, nil
 		},
-		NewSession: func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
-			ref := shared.Ref(target)
+		NewSession: func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
+			ref := session.Ref(target)
 			admin := h.admin
-			return &shared.Session{
+			return &session.Session{
 				Planner: &reload.Planner{Cluster: ref, Admin: admin, Reader: rd, Describers: map[string]reload.GroupDescriber{"scus": describe.Idle{}, "wus": describe.Idle{}}, Fetcher: h.kop},
 				Executor: &reload.Executor{Cluster: ref, Admin: admin, Reader: rd, Fetcher: h.kop,
 					PollInterval: time.Millisecond},
@@ -159,7 +160,7 @@ func TestRepairRefusedExit4(t *testing.T) {
 		h = newHarness(t)
 		h.opts.DryRun = dry
 		base := h.opts.NewSession
-		h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*shared.Session, error) {
+		h.opts.NewSession = func(target config.Cluster, all []config.Cluster) (*session.Session, error) {
 			s, err := base(target, all)
 			s.Planner.Describers = map[string]reload.GroupDescriber{"wus": nil} // KoP unknown
 			return s, err

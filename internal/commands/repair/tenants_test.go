@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
@@ -31,10 +31,10 @@ func TestRepairPerTenant(t *testing.T) {
 	view := func(tenant, name string) config.Cluster {
 		return config.Cluster{Name: name, Tenant: tenant, MetadataNamespace: "__kafka", KafkaNamespace: "public/default"} // the harness's data topic
 	}
-	h.opts.Tenants = func() ([]shared.TenantTarget, error) {
-		var out []shared.TenantTarget
+	h.opts.Tenants = func() ([]scope.TenantTarget, error) {
+		var out []scope.TenantTarget
 		for _, tn := range []string{"acme", "billing"} {
-			out = append(out, shared.TenantTarget{Scope: config.Scope{Tenant: tn, Named: true, Clusters: []config.Cluster{view(tn, "wus")}},
+			out = append(out, scope.TenantTarget{Scope: config.Scope{Tenant: tn, Named: true, Clusters: []config.Cluster{view(tn, "wus")}},
 				All: []config.Cluster{view(tn, "scus"), view(tn, "wus")}})
 		}
 		return out, nil
@@ -91,11 +91,11 @@ func TestRepairPerTenantDryRun(t *testing.T) {
 		}
 		return &survey.Report{SchemaVersion: 1}, nil
 	}
-	h.opts.Tenants = func() ([]shared.TenantTarget, error) {
-		var out []shared.TenantTarget
+	h.opts.Tenants = func() ([]scope.TenantTarget, error) {
+		var out []scope.TenantTarget
 		for _, tn := range []string{"acme", "billing"} {
 			cl := config.Cluster{Name: "wus", Tenant: tn, MetadataNamespace: "__kafka", KafkaNamespace: "public/default"}
-			out = append(out, shared.TenantTarget{Scope: config.Scope{Tenant: tn, Named: true, Clusters: []config.Cluster{cl}}, All: []config.Cluster{cl}})
+			out = append(out, scope.TenantTarget{Scope: config.Scope{Tenant: tn, Named: true, Clusters: []config.Cluster{cl}}, All: []config.Cluster{cl}})
 		}
 		return out, nil
 	}

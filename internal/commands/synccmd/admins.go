@@ -3,8 +3,8 @@ package synccmd
 import (
 	"context"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -15,7 +15,7 @@ func factoryAdmins(f *cmdutil.Factory) func(cls []config.Cluster) (map[string]of
 	return func(cls []config.Cluster) (map[string]offsetsync.Replication, func(), error) {
 		out := map[string]offsetsync.Replication{}
 		for _, cl := range cls {
-			a, err := shared.NewAdmin(cl, f.Flags.Timeout)
+			a, err := clients.NewAdmin(cl, f.Flags.Timeout)
 			if err != nil {
 				return nil, nil, cmdutil.ConfigError(err)
 			}

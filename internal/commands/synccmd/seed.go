@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/watchwire"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
@@ -33,7 +33,7 @@ type Seed struct {
 func factorySeed(f *cmdutil.Factory, o *SetupOptions) SeedFunc {
 	return func(ctx context.Context, cls []config.Cluster) (watch.SyncSweep, error) {
 		lg := f.Logger()
-		built, release, err := shared.WatchClusters(f, cls, cls, shared.WatchBuild{Sync: true, Logger: lg,
+		built, release, err := watchwire.WatchClusters(f, cls, cls, watchwire.WatchBuild{Sync: true, Logger: lg,
 			Writes: o.Writes})
 		if err != nil {
 			return watch.SyncSweep{}, err

@@ -15,7 +15,8 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/planrun"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
@@ -60,7 +61,7 @@ type SetupOptions struct {
 	// Writes are the lease and audit flags every writing command takes: the seed's commits
 	// go under the writer leases and into the trail (file and topic); the policy writes
 	// into the trail's file.
-	Writes              shared.Writes
+	Writes              session.Writes
 	Verify, SeedTimeout time.Duration
 	AlignmentMax        int64
 	// Groups scope the seed (globs, as watch --sync's --group); none: every group.
@@ -123,7 +124,7 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 			if opts.Undo && (opts.NoSeed || len(opts.Groups) > 0) {
 				return cmdutil.FlagErrorf("--no-seed and --group scope the seed: no meaning with --undo (nothing is seeded when replication is given back)")
 			}
-			if err := shared.CheckConfirmable(f.IOStreams, opts.DryRun, opts.Yes); err != nil {
+			if err := planrun.CheckConfirmable(f.IOStreams, opts.DryRun, opts.Yes); err != nil {
 				return err
 			}
 			if opts.Admins == nil {
@@ -138,7 +139,7 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 				opts.Audit = file
 			}
 			if opts.Confirm == nil {
-				opts.Confirm = func(q string) (bool, error) { return shared.Confirm(f.IOStreams, q) }
+				opts.Confirm = func(q string) (bool, error) { return planrun.Confirm(f.IOStreams, q) }
 			}
 			if runF != nil {
 				return runF(opts)
@@ -156,7 +157,7 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 	fl.DurationVar(&opts.SeedTimeout, "seed-timeout", 10*time.Minute, "how long the seed may take (replaying every offsets topic, then one sync of every group)")
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "the seed's messages read at most per copy of a topic partition for its first translation, as watch --sync's")
 	// No --lease-wait: as watch --sync, the seed leaves a held lease to its holder.
-	shared.BindWriteFlags(fl, &opts.Writes, false)
+	session.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
 }
 

@@ -18,7 +18,9 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
-	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
+	"github.com/kop-offsets/kop-offsets/internal/commands/scope"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
+	"github.com/kop-offsets/kop-offsets/internal/commands/watchwire"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
@@ -57,7 +59,7 @@ type Options struct {
 	CoordinatorWait time.Duration
 	Timeout         time.Duration
 	RowSeries       string
-	Writes          shared.Writes
+	Writes          session.Writes
 	// KeepTranslations writes kept translations on the selected clusters (package standby).
 	KeepTranslations bool
 	AlignmentMax     int64
@@ -195,10 +197,10 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 			}
 			opts.Timeout = f.Flags.Timeout
 			if opts.NamedTenant == nil {
-				opts.NamedTenant = func() (string, error) { return shared.NamedTenant(f) }
+				opts.NamedTenant = func() (string, error) { return scope.NamedTenant(f) }
 			}
 			if opts.Targets == nil {
-				opts.Targets = shared.Targets(f)
+				opts.Targets = scope.Targets(f)
 			}
 			if opts.Build == nil {
 				opts.Build = FactoryBuild(f)
@@ -229,7 +231,7 @@ func NewCmdWatch(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	// long wait would hold the whole cycle.
 	fl.DurationVar(&opts.CoordinatorWait, "coordinator-wait", DefaultCoordinatorWait, "how long to retry groups KoP is loading or not coordinating, per cycle (a group still loading is asked again at the next)")
 	fl.StringVar(&opts.RowSeries, "row-series", string(watch.RowSeriesAll), "rows /metrics writes series of: all, not-ok (rows whose status is not ok) or none (kop_offsets_watch_rows counts them)")
-	shared.BindWriteFlags(fl, &opts.Writes, false)
+	session.BindWriteFlags(fl, &opts.Writes, false)
 	return cmd
 }
 
@@ -372,10 +374,10 @@ func watchRun(ctx context.Context, opts *Options) error {
 	return runErr
 }
 
-// FactoryBuild builds the real clients from f (shared.WatchClusters).
+// FactoryBuild builds the real clients from f (watchwire.WatchClusters).
 func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 	return func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
-		return shared.WatchClusters(f, sel, all, shared.WatchBuild{
+		return watchwire.WatchClusters(f, sel, all, watchwire.WatchBuild{
 			Repair: o.Repair, RefuseLive: o.RefuseLive, Wait: o.Wait, CoordinatorWait: o.CoordinatorWait,
 			KeepTranslations: o.KeepTranslations, AlignmentMax: o.AlignmentMax, Sync: o.Sync,
 			Writes: o.Writes, Logger: o.Logger,

@@ -1,4 +1,7 @@
-package shared
+// Package planrun carries out a reload plan for reload, repair, watch and failover: it shows
+// the plan, applies the guards (--max-*-bundles, refused bundles), asks for confirmation,
+// takes the lease and executes; with the flags those commands share.
+package planrun
 
 import (
 	"context"
@@ -7,6 +10,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/render"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -91,10 +95,10 @@ func showPlan(ios *iostreams.IOStreams, format output.Format, plan *reload.Plan,
 	cs := ios.ColorScheme()
 	switch {
 	case format == output.Table:
-		_ = WritePlan(ios.Out, output.StdoutLayout(ios).Cut(o.ShowAll), cs, plan)
+		_ = render.WritePlan(ios.Out, output.StdoutLayout(ios).Cut(o.ShowAll), cs, plan)
 		fmt.Fprintln(ios.Out)
 	case !o.DryRun && !o.Yes:
-		_ = WritePlan(ios.ErrOut, output.StderrLayout(ios).Cut(o.ShowAll), cs, plan)
+		_ = render.WritePlan(ios.ErrOut, output.StderrLayout(ios).Cut(o.ShowAll), cs, plan)
 	}
 }
 

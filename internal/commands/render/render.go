@@ -1,4 +1,5 @@
-package shared
+// Package render prints a reload plan and what its execution did as text tables.
+package render
 
 import (
 	"fmt"

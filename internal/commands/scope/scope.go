@@ -1,4 +1,7 @@
-package shared
+// Package scope resolves which clusters and tenants a command works on (--cluster,
+// --tenant): the selected clusters, every configured cluster they are compared with, and the
+// one target of a writing command.
+package scope
 
 import (
 	"slices"
@@ -133,4 +136,35 @@ func NamedTenant(f *cmdutil.Factory) (string, error) {
 		return "", nil // f.Clusters refuses several; a single tenant in all is not named
 	}
 	return scopes[0].Tenant, nil
+}
+
+// Target resolves the one cluster a writing command works on (--cluster; the only
+// configured cluster when there is one) and returns it with every configured cluster.
+func Target(f *cmdutil.Factory) (config.Cluster, []config.Cluster, error) {
+	cfg, err := f.Config()
+	if err != nil {
+		return config.Cluster{}, nil, err
+	}
+	sel, err := f.Clusters()
+	if err != nil {
+		return config.Cluster{}, nil, err
+	}
+	if len(sel) != 1 {
+		return config.Cluster{}, nil, cmdutil.UsageErrorf("reload writes to one cluster: select it with --cluster NAME (configured: %s)", strings.Join(config.Names(cfg.Clusters), ", "))
+	}
+	all, err := allClusters(f, sel)
+	return sel[0], all, err
+}
+
+// Targets returns the clusters a command selected (--cluster; default all) with every
+// configured cluster.
+func Targets(f *cmdutil.Factory) func() ([]config.Cluster, []config.Cluster, error) {
+	return func() ([]config.Cluster, []config.Cluster, error) {
+		sel, err := f.Clusters()
+		if err != nil {
+			return nil, nil, err
+		}
+		all, err := allClusters(f, sel)
+		return sel, all, err
+	}
 }

@@ -1,4 +1,7 @@
-package shared
+// Package watchwire builds the clusters watch follows (and sync setup seeds) from the
+// Factory: tailers, fetchers and, as watch's flags ask, repair sessions, keepers and the
+// sync's committers, leases and deployment check.
+package watchwire
 
 import (
 	"cmp"
@@ -11,11 +14,11 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-	"github.com/twmb/franz-go/pkg/kadm"
-
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
+	"github.com/kop-offsets/kop-offsets/internal/commands/session"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -25,6 +28,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // WatchBuild is what WatchClusters builds besides the followers (watch's flags).
@@ -39,7 +43,7 @@ type WatchBuild struct {
 	// selected cluster, and the deployment checked (refused while the offsets topic
 	// replicates between them).
 	Sync   bool
-	Writes Writes
+	Writes session.Writes
 	Logger *slog.Logger
 }
 
@@ -67,7 +71,7 @@ func WatchClusters(f *cmdutil.Factory, sel, all []config.Cluster, b WatchBuild) 
 		}
 		var sites []offsetsync.Site
 		for _, cl := range sel {
-			ps, err := DialPulsar(f, cl, true)
+			ps, err := clients.DialPulsar(f, cl, true)
 			if err != nil {
 				release()
 				return nil, nil, cmdutil.ConfigError(err)
@@ -118,7 +122,7 @@ func WatchClusters(f *cmdutil.Factory, sel, all []config.Cluster, b WatchBuild) 
 				sites = append(sites, offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: ps.Admin})
 			}
 			if o.Repair {
-				sess, err := NewSessionFunc(f, func(format string, a ...any) {
+				sess, err := session.NewSessionFunc(f, func(format string, a ...any) {
 					o.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
 				}, o.Writes)(cl, all)
 				if err != nil {
@@ -172,7 +176,7 @@ func dataCopies(f *cmdutil.Factory, all []config.Cluster) map[string]align.Sourc
 		if len(cl.KafkaBootstrap) == 0 {
 			continue
 		}
-		out[cl.Name] = DataCopies(f, cl)
+		out[cl.Name] = clients.DataCopies(f, cl)
 	}
 	return out
 }

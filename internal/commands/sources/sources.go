@@ -1,17 +1,19 @@
-package shared
+// Package sources builds the per-cluster sources check, groups, doctor and repair read
+// (survey.Cluster): the persisted side, replication stats and what KoP serves.
+package sources
 
 import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // SourceOptions say which sides a Connect must build.
@@ -57,7 +59,7 @@ func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc
 // persisted side and replication stats, kadm for KoP.
 func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 	return func(cl config.Cluster, so SourceOptions) (survey.Cluster, func(), error) {
-		ps, err := DialPulsar(f, cl, true)
+		ps, err := clients.DialPulsar(f, cl, true)
 		if err != nil {
 			return survey.Cluster{}, nil, err
 		}
@@ -83,7 +85,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			c.Fetcher = &kop.Fetcher{Admin: kadm.NewClient(kc), Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: so.CoordinatorWait, Describe: so.Describe}
 		}
 		if so.Copies {
-			c.Copies = DataCopies(f, cl)
+			c.Copies = clients.DataCopies(f, cl)
 		}
 		return c, func() {
 			for _, fn := range closers {

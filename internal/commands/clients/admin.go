@@ -1,4 +1,7 @@
-package shared
+// Package clients dials one cluster for a command: the admin client over the project's one
+// transport, the check of the cluster's Pulsar name, the reader of the offsets topic as KoP's
+// loader reads it, and the data copies read through KoP.
+package clients
 
 import (
 	"context"
@@ -7,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"

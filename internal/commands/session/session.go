@@ -1,24 +1,24 @@
-package shared
+// Package session wires a reload session to one target cluster (planner, executor, the KoP
+// listeners of every cluster) and guards its writes: the writer lease and the audit trail
+// (--no-lease, --lease-*, --audit-*).
+package session
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
+	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
-	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Session is a Planner and an Executor wired to one target cluster, plus the KoP
@@ -78,7 +78,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 				closers[i]()
 			}
 		}
-		ps, err := DialPulsar(f, target, false)
+		ps, err := clients.DialPulsar(f, target, false)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +100,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 				return nil, err
 			}
 			closers = append(closers, kc.Close)
-			aligner.Sources[cl.Name] = DataCopies(f, cl)
+			aligner.Sources[cl.Name] = clients.DataCopies(f, cl)
 			kg := kop.KafkaGroups{Admin: kadm.NewClient(kc), Client: kc, KafkaNamespace: cl.KafkaNamespace}
 			ds[cl.Name] = kg
 			if cl.Name == target.Name {
@@ -116,74 +116,6 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 		}
 		s.Guard(writes, target, lease.Pulsar{Client: pc, Admin: adm}, audit.PulsarPublisher(pc))
 		return s, nil
-	}
-}
-
-// Target resolves the one cluster a writing command works on (--cluster; the only
-// configured cluster when there is one) and returns it with every configured cluster.
-func Target(f *cmdutil.Factory) (config.Cluster, []config.Cluster, error) {
-	cfg, err := f.Config()
-	if err != nil {
-		return config.Cluster{}, nil, err
-	}
-	sel, err := f.Clusters()
-	if err != nil {
-		return config.Cluster{}, nil, err
-	}
-	if len(sel) != 1 {
-		return config.Cluster{}, nil, cmdutil.UsageErrorf("reload writes to one cluster: select it with --cluster NAME (configured: %s)", strings.Join(config.Names(cfg.Clusters), ", "))
-	}
-	all, err := allClusters(f, sel)
-	return sel[0], all, err
-}
-
-// ErrNeedConfirmation means a writing command has neither --yes nor a terminal to ask on.
-var ErrNeedConfirmation = errors.New("this command writes to the clusters (its plan says what): pass --yes to confirm, or --dry-run to only see the plan (stdin/stdout are not a terminal, so it cannot ask)")
-
-// CheckConfirmable fails with a usage error (exit 2) before anything is contacted when a
-// write would need a confirmation nobody can give.
-func CheckConfirmable(ios *iostreams.IOStreams, dryRun, yes bool) error {
-	if dryRun || yes || ios.CanPrompt() {
-		return nil
-	}
-	return cmdutil.UsageError(ErrNeedConfirmation)
-}
-
-// Confirm asks question on the terminal (stderr) and reads the answer from stdin: only
-// "y" or "yes" confirms.
-func Confirm(ios *iostreams.IOStreams, question string) (bool, error) {
-	fmt.Fprintf(ios.ErrOut, "%s [y/N] ", question)
-	var line strings.Builder
-	buf := make([]byte, 1)
-	for {
-		n, err := ios.In.Read(buf)
-		if n > 0 {
-			if buf[0] == '\n' {
-				break
-			}
-			line.WriteByte(buf[0])
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return false, err
-		}
-	}
-	a := strings.ToLower(strings.TrimSpace(line.String()))
-	return a == "y" || a == "yes", nil
-}
-
-// Targets returns the clusters a command selected (--cluster; default all) with every
-// configured cluster.
-func Targets(f *cmdutil.Factory) func() ([]config.Cluster, []config.Cluster, error) {
-	return func() ([]config.Cluster, []config.Cluster, error) {
-		sel, err := f.Clusters()
-		if err != nil {
-			return nil, nil, err
-		}
-		all, err := allClusters(f, sel)
-		return sel, all, err
 	}
 }
 
