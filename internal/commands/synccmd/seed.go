@@ -33,7 +33,7 @@ type Seed struct {
 func factorySeed(f *cmdutil.Factory, o *SetupOptions) SeedFunc {
 	return func(ctx context.Context, cls []config.Cluster) (watch.SyncSweep, error) {
 		lg := f.Logger()
-		built, release, err := watchwire.WatchClusters(f, cls, cls, watchwire.WatchBuild{Sync: true, Logger: lg,
+		built, release, err := watchwire.Clusters(f, cls, cls, watchwire.Build{Sync: true, Logger: lg,
 			Writes: o.Writes})
 		if err != nil {
 			return watch.SyncSweep{}, err

@@ -374,10 +374,10 @@ func watchRun(ctx context.Context, opts *Options) error {
 	return runErr
 }
 
-// FactoryBuild builds the real clients from f (watchwire.WatchClusters).
+// FactoryBuild builds the real clients from f (watchwire.Clusters).
 func FactoryBuild(f *cmdutil.Factory) BuildFunc {
 	return func(sel, all []config.Cluster, o *Options) ([]watch.Cluster, func(), error) {
-		return watchwire.WatchClusters(f, sel, all, watchwire.WatchBuild{
+		return watchwire.Clusters(f, sel, all, watchwire.Build{
 			Repair: o.Repair, RefuseLive: o.RefuseLive, Wait: o.Wait, CoordinatorWait: o.CoordinatorWait,
 			KeepTranslations: o.KeepTranslations, AlignmentMax: o.AlignmentMax, Sync: o.Sync,
 			Writes: o.Writes, Logger: o.Logger,

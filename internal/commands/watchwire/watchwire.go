@@ -31,8 +31,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-// WatchBuild is what WatchClusters builds besides the followers (watch's flags).
-type WatchBuild struct {
+// Build is what Clusters builds besides the followers (watch's flags).
+type Build struct {
 	// Repair: a reload session per selected cluster (--repair, --refuse-live, --wait).
 	Repair, RefuseLive    bool
 	Wait, CoordinatorWait time.Duration
@@ -47,125 +47,186 @@ type WatchBuild struct {
 	Logger *slog.Logger
 }
 
-// WatchClusters builds the real clients of watch from f: a pulsarx.Reader (loader view)
-// and Admin per cluster, kadm for KoP, and with Repair a reload session (Planner,
-// Executor) per selected cluster (its planner asks every cluster's activity: reload
-// refuses groups of unknown activity on the cluster written to, and live ones there under
-// RefuseLive). watch and sync setup's seed use it. release closes the clients.
-func WatchClusters(f *cmdutil.Factory, sel, all []config.Cluster, b WatchBuild) ([]watch.Cluster, func(), error) {
-	o := &b
-	{
-		var closers []func()
-		release := func() {
-			for i := len(closers) - 1; i >= 0; i-- {
-				closers[i]()
-			}
-		}
-		var out []watch.Cluster
-		var copies map[string]align.Source
-		if o.KeepTranslations || o.Sync {
-			copies = dataCopies(f, all)
-		}
-		if o.Sync && len(sel) < 2 {
-			return nil, nil, cmdutil.UsageErrorf("--sync needs two clusters or more to sync between, got %d", len(sel))
-		}
-		var sites []offsetsync.Site
-		for _, cl := range sel {
-			ps, err := clients.DialPulsar(f, cl, true)
-			if err != nil {
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			}
-			closers = append(closers, ps.Client.Close)
-			wc := watch.Cluster{
-				Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
-				Tailer:      ps.Reader,
-				Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
-			}
-			kc, err := f.KafkaClient(cl, kop.ClientOpts(f.Flags.Timeout)...)
-			switch {
-			case errors.Is(err, connect.ErrNotConfigured):
-				// No kafkaBootstrap: the persisted side only.
-			case err != nil:
-				release()
-				return nil, nil, cmdutil.ConfigError(err)
-			default:
-				closers = append(closers, kc.Close)
-				ka := kadm.NewClient(kc)
-				wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: f.Flags.Timeout, CoordinatorWait: o.CoordinatorWait}
-				if o.Sync {
-					// Every commit and delete sent is recorded (--audit-file, --audit-topic).
-					actx, acancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
-					cm, closeTrail, err := o.Writes.SyncTrail(actx, cl, kop.Committer{Admin: ka}, audit.PulsarPublisher(ps.Client), func(format string, a ...any) {
-						o.Logger.Warn(fmt.Sprintf(format, a...), "cluster", cl.Name)
-					})
-					acancel()
-					if err != nil {
-						release()
-						return nil, nil, err
-					}
-					closers = append(closers, closeTrail)
-					wc.Committer = cm
-					wc.Members = kop.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
-				}
-			}
-			if o.Sync {
-				if wc.Committer == nil {
-					release()
-					return nil, nil, cmdutil.ConfigError(fmt.Errorf("cluster %s: --sync commits through KoP: kafkaBootstrap is not configured", cl.Name))
-				}
-				wc.Data = copies[cl.Name]
-				if !o.Writes.NoLease {
-					// Held while this process syncs: a second replica waits for it.
-					wc.SyncLease = &lease.Lease{Cluster: cl.Name, Topic: o.Writes.TopicOf(cl), Broker: lease.Pulsar{Client: ps.Client, Admin: ps.Admin}, Self: audit.Self()}
-				}
-				sites = append(sites, offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: ps.Admin})
-			}
-			if o.Repair {
-				sess, err := session.NewSessionFunc(f, func(format string, a ...any) {
-					o.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
-				}, o.Writes)(cl, all)
-				if err != nil {
-					release()
-					return nil, nil, cmdutil.ConfigError(err)
-				}
-				closers = append(closers, sess.Close)
-				sess.Executor.Wait = o.Wait
-				// The writer lease is taken before a cycle's first unload and given back
-				// after its last (watch.GuardedReloader), never for the process's lifetime.
-				rs := watch.NewReloadSession(sess.Planner, sess.Executor, f.Flags.Timeout)
-				rs.Planner.RefuseLive = o.RefuseLive
-				wc.Reloader = watch.GuardedReloader{Reloader: rs, Guard: sess}
-			}
-			if o.KeepTranslations {
-				w := &keepWriter{client: ps.Client, reader: ps.Reader, topic: cl.OffsetsTopic()}
-				closers = append(closers, w.Close)
-				wc.Keeper = &standby.Keeper{Cluster: cl.Name, KafkaNamespace: cl.KafkaNamespace, Sources: copies, Writer: w, MaxMessages: o.AlignmentMax}
-				if !o.Writes.NoLease {
-					// Taken for each cycle's keeping and given back after it: a failover or
-					// repair can write between two cycles; a sync (which holds it) is never
-					// written over.
-					wc.KeepLease = &lease.Lease{Cluster: cl.Name, Topic: o.Writes.TopicOf(cl), Broker: lease.Pulsar{Client: ps.Client, Admin: ps.Admin}, Self: audit.Self()}
-				}
-			}
-			out = append(out, wc)
-		}
-		if o.Sync {
-			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
-			defer cancel()
-			steps := offsetsync.Check(ctx, sites)
-			if err := offsetsync.Refusal(steps); err != nil {
-				release()
-				// A cluster whose replication could not be read is 3, as in sync setup:
-				// the deployment is unknown, not found wrong.
-				if slices.ContainsFunc(steps, func(st offsetsync.SetupStep) bool { return st.Error != "" }) {
-					return nil, nil, cmdutil.UnreachableError(err)
-				}
-				return nil, nil, cmdutil.DriftError(err)
-			}
-		}
-		return out, release, nil
+// Clusters builds the real clients of watch from f: a pulsarx.Reader (loader view) and
+// Admin per cluster, kadm for KoP, and with Repair a reload session (Planner, Executor) per
+// selected cluster (its planner asks every cluster's activity: reload refuses groups of
+// unknown activity on the cluster written to, and live ones there under RefuseLive). watch
+// and sync setup's seed use it. release closes the clients; on an error nothing is left open.
+func Clusters(f *cmdutil.Factory, sel, all []config.Cluster, b Build) (out []watch.Cluster, release func(), err error) {
+	if b.Sync && len(sel) < 2 {
+		return nil, nil, cmdutil.UsageErrorf("--sync needs two clusters or more to sync between, got %d", len(sel))
 	}
+	w := &wiring{f: f, all: all, b: b}
+	defer func() {
+		if err != nil {
+			w.release()
+		}
+	}()
+	if b.KeepTranslations || b.Sync {
+		w.copies = dataCopies(f, all)
+	}
+	var sites []offsetsync.Site
+	for _, cl := range sel {
+		wc, site, err := w.cluster(cl)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, wc)
+		if b.Sync {
+			sites = append(sites, site)
+		}
+	}
+	if b.Sync {
+		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(f.Flags.Timeout, 30*time.Second))
+		defer cancel()
+		if err := syncRefusal(offsetsync.Check(ctx, sites)); err != nil {
+			return nil, nil, err
+		}
+	}
+	return out, w.release, nil
+}
+
+// syncRefusal is the error with which --sync refuses the deployment steps found, nil when
+// they allow it. A cluster whose replication could not be read is exit 3, as in sync
+// setup: the deployment is unknown, not found wrong.
+func syncRefusal(steps []offsetsync.SetupStep) error {
+	err := offsetsync.Refusal(steps)
+	switch {
+	case err == nil:
+		return nil
+	case slices.ContainsFunc(steps, func(st offsetsync.SetupStep) bool { return st.Error != "" }):
+		return cmdutil.UnreachableError(err)
+	default:
+		return cmdutil.DriftError(err)
+	}
+}
+
+// wiring builds the clusters of one Clusters call and keeps what they must close.
+type wiring struct {
+	f       *cmdutil.Factory
+	all     []config.Cluster
+	b       Build
+	copies  map[string]align.Source
+	closers []func()
+}
+
+// release closes what was built, the last first.
+func (w *wiring) release() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+}
+
+// cluster builds one selected cluster's follower and, with Sync, its site for the
+// deployment check.
+func (w *wiring) cluster(cl config.Cluster) (watch.Cluster, offsetsync.Site, error) {
+	ps, err := clients.DialPulsar(w.f, cl, true)
+	if err != nil {
+		return watch.Cluster{}, offsetsync.Site{}, cmdutil.ConfigError(err)
+	}
+	w.closers = append(w.closers, ps.Client.Close)
+	wc := watch.Cluster{
+		Name: cl.Name, KafkaNamespace: cl.KafkaNamespace,
+		Tailer:      ps.Reader,
+		Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
+	}
+	if err := w.kafka(cl, ps, &wc); err != nil {
+		return watch.Cluster{}, offsetsync.Site{}, err
+	}
+	var site offsetsync.Site
+	if w.b.Sync {
+		if site, err = w.sync(cl, ps, &wc); err != nil {
+			return watch.Cluster{}, offsetsync.Site{}, err
+		}
+	}
+	if w.b.Repair {
+		if err := w.repair(cl, &wc); err != nil {
+			return watch.Cluster{}, offsetsync.Site{}, err
+		}
+	}
+	if w.b.KeepTranslations {
+		w.keep(cl, ps, &wc)
+	}
+	return wc, site, nil
+}
+
+// kafka builds the KoP side of wc: the fetcher and, with Sync, the audited committer and
+// the describer. A cluster without kafkaBootstrap has the persisted side only.
+func (w *wiring) kafka(cl config.Cluster, ps *clients.PulsarSide, wc *watch.Cluster) error {
+	kc, err := w.f.KafkaClient(cl, kop.ClientOpts(w.f.Flags.Timeout)...)
+	switch {
+	case errors.Is(err, connect.ErrNotConfigured):
+		return nil
+	case err != nil:
+		return cmdutil.ConfigError(err)
+	}
+	w.closers = append(w.closers, kc.Close)
+	ka := kadm.NewClient(kc)
+	wc.Fetcher = &kop.Fetcher{Admin: ka, Client: kc, RequestTimeout: w.f.Flags.Timeout, CoordinatorWait: w.b.CoordinatorWait}
+	if !w.b.Sync {
+		return nil
+	}
+	// Every commit and delete sent is recorded (--audit-file, --audit-topic).
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(w.f.Flags.Timeout, 30*time.Second))
+	defer cancel()
+	cm, closeTrail, err := w.b.Writes.SyncTrail(ctx, cl, kop.Committer{Admin: ka}, audit.PulsarPublisher(ps.Client), func(format string, a ...any) {
+		w.b.Logger.Warn(fmt.Sprintf(format, a...), "cluster", cl.Name)
+	})
+	if err != nil {
+		return err
+	}
+	w.closers = append(w.closers, closeTrail)
+	wc.Committer = cm
+	wc.Members = kop.KafkaGroups{Admin: ka, KafkaNamespace: cl.KafkaNamespace}
+	return nil
+}
+
+// sync gives wc the data copies and the writer lease --sync needs and returns its site.
+func (w *wiring) sync(cl config.Cluster, ps *clients.PulsarSide, wc *watch.Cluster) (offsetsync.Site, error) {
+	if wc.Committer == nil {
+		return offsetsync.Site{}, cmdutil.ConfigError(fmt.Errorf("cluster %s: --sync commits through KoP: kafkaBootstrap is not configured", cl.Name))
+	}
+	wc.Data = w.copies[cl.Name]
+	if !w.b.Writes.NoLease {
+		// Held while this process syncs: a second replica waits for it.
+		wc.SyncLease = w.lease(cl, ps)
+	}
+	return offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: ps.Admin}, nil
+}
+
+// repair gives wc a reload session (--repair).
+func (w *wiring) repair(cl config.Cluster, wc *watch.Cluster) error {
+	sess, err := session.NewSessionFunc(w.f, func(format string, a ...any) {
+		w.b.Logger.Debug(fmt.Sprintf(format, a...), "cluster", cl.Name)
+	}, w.b.Writes)(cl, w.all)
+	if err != nil {
+		return cmdutil.ConfigError(err)
+	}
+	w.closers = append(w.closers, sess.Close)
+	sess.Executor.Wait = w.b.Wait
+	// The writer lease is taken before a cycle's first unload and given back after its
+	// last (watch.GuardedReloader), never for the process's lifetime.
+	rs := watch.NewReloadSession(sess.Planner, sess.Executor, w.f.Flags.Timeout)
+	rs.Planner.RefuseLive = w.b.RefuseLive
+	wc.Reloader = watch.GuardedReloader{Reloader: rs, Guard: sess}
+	return nil
+}
+
+// keep gives wc a keeper of translated commits (--keep-translations).
+func (w *wiring) keep(cl config.Cluster, ps *clients.PulsarSide, wc *watch.Cluster) {
+	kw := &keepWriter{client: ps.Client, reader: ps.Reader, topic: cl.OffsetsTopic()}
+	w.closers = append(w.closers, kw.Close)
+	wc.Keeper = &standby.Keeper{Cluster: cl.Name, KafkaNamespace: cl.KafkaNamespace, Sources: w.copies, Writer: kw, MaxMessages: w.b.AlignmentMax}
+	if !w.b.Writes.NoLease {
+		// Taken for each cycle's keeping and given back after it: a failover or repair can
+		// write between two cycles; a sync (which holds it) is never written over.
+		wc.KeepLease = w.lease(cl, ps)
+	}
+}
+
+// lease is cl's writer lease.
+func (w *wiring) lease(cl config.Cluster, ps *clients.PulsarSide) *lease.Lease {
+	return &lease.Lease{Cluster: cl.Name, Topic: w.b.Writes.TopicOf(cl), Broker: lease.Pulsar{Client: ps.Client, Admin: ps.Admin}, Self: audit.Self()}
 }
 
 // dataCopies reads every cluster's data topics through its KoP listener (clusters without
