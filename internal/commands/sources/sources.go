@@ -24,11 +24,13 @@ type SourceOptions struct {
 	Describe        bool // describe groups (groups command)
 }
 
-// ConnectFunc builds the sources of one cluster; release frees them. Errors are
-// configuration errors (exit 2): nothing is contacted yet.
+// ConnectFunc builds the sources of one cluster; release frees them. Building asks the
+// cluster's admin API one thing, its Pulsar name (clients.DialPulsar): a wrong name is a
+// configuration error (exit 2) like the others; a cluster that does not answer is not an
+// error here but the source's Down, which the run reports. Nothing else is read yet.
 type ConnectFunc func(cl config.Cluster, so SourceOptions) (c survey.Cluster, release func(), err error)
 
-// BuildSources resolves the clusters and builds their sources. Errors are exit 2.
+// BuildSources resolves the clusters and builds their sources (ConnectFunc). Errors are exit 2.
 func BuildSources(clusters func() ([]config.Cluster, error), connect ConnectFunc, so SourceOptions) ([]survey.Cluster, func(), error) {
 	cls, err := clusters()
 	if err != nil {
