@@ -76,3 +76,12 @@ func TestLayoutCut(t *testing.T) {
 		t.Errorf("cut on a terminal:\n%s", got)
 	}
 }
+
+func TestDash(t *testing.T) {
+	if got := output.Dash(""); got != "-" {
+		t.Errorf("Dash(\"\") = %q, want -", got)
+	}
+	if got := output.Dash("x"); got != "x" {
+		t.Errorf("Dash(x) = %q", got)
+	}
+}

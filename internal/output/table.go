@@ -37,6 +37,14 @@ func StderrLayout(ios *iostreams.IOStreams) Layout {
 	return Layout{TTY: ios.IsStderrTTY(), NoHeaders: ios.NoHeaders()}
 }
 
+// Dash is s, or "-" for an empty cell, so that a table's columns stay aligned.
+func Dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // Cut limits l to MaxRows rows unless showAll (--show-all): a plan of 49,997 groups stays
 // readable, the whole list is in -o json.
 func (l Layout) Cut(showAll bool) Layout {

@@ -33,17 +33,10 @@ var tenantColumns = append([]recordio.Column{{Header: "TENANT"}}, Columns...)
 
 func row(v any) []string {
 	r := v.(*Record)
-	return append([]string{r.Cluster, strconv.Itoa(int(r.OffsetsPartition)), dash(r.MessageID)}, recordio.RecordCells(&r.Record)...)
+	return append([]string{r.Cluster, strconv.Itoa(int(r.OffsetsPartition)), output.Dash(r.MessageID)}, recordio.RecordCells(&r.Record)...)
 }
 
 func tenantRow(v any) []string { return append([]string{v.(*Record).Tenant}, row(v)...) }
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
 
 // dumper is the state of one run, shared by the clusters.
 type dumper struct {

@@ -305,7 +305,7 @@ func printLocations(opts *Options, rows []Location) error {
 					errCell = cs.Red(errCell)
 				}
 			}
-			tp.AddRow(l.Group, l.Cluster, i32(l.OffsetsPartition), dash(l.PartitionTopic), dash(l.Bundle), owner, errCell)
+			tp.AddRow(l.Group, l.Cluster, i32(l.OffsetsPartition), output.Dash(l.PartitionTopic), output.Dash(l.Bundle), owner, errCell)
 		}
 	})
 }
@@ -374,11 +374,4 @@ func i32(p *int32) string {
 		return "-"
 	}
 	return strconv.Itoa(int(*p))
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

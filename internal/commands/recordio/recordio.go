@@ -242,7 +242,7 @@ func (s *Sink) Close() error {
 // COMMITTED and DETAIL (what else matters for the kind: metadata, generation and members,
 // producer id, the error).
 func RecordCells(r *offsetlog.Record) []string {
-	cells := []string{string(r.Kind), dash(r.Group), dash(r.Topic), "-", "-", "-", ""}
+	cells := []string{string(r.Kind), output.Dash(r.Group), output.Dash(r.Topic), "-", "-", "-", ""}
 	if r.Partition != nil {
 		cells[3] = strconv.Itoa(int(*r.Partition))
 	}
@@ -286,7 +286,7 @@ func RecordCells(r *offsetlog.Record) []string {
 	if r.Transactional {
 		d = append(d, "transactional")
 	}
-	cells[6] = dash(strings.Join(d, " "))
+	cells[6] = output.Dash(strings.Join(d, " "))
 	return cells
 }
 
@@ -334,11 +334,4 @@ func (s *Summary) String() string {
 		out += ": " + strings.Join(parts, ", ")
 	}
 	return out
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -127,7 +127,7 @@ func WriteExecution(w io.Writer, l output.Layout, cs *iostreams.ColorScheme, ex 
 		if l.TTY {
 			st = statusColor(cs, st)
 		}
-		tp.AddRow(b.Range, st, yesNo(b.Unloaded), yesNo(b.Loaded), dash(b.Owner), dash(bundleDetail(b)))
+		tp.AddRow(b.Range, st, yesNo(b.Unloaded), yesNo(b.Loaded), output.Dash(b.Owner), output.Dash(bundleDetail(b)))
 	}
 	if err := tp.Render(); err != nil {
 		return err
@@ -230,13 +230,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // liveHere returns the groups of b with members on the cluster the plan writes to.

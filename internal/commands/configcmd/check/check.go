@@ -259,7 +259,7 @@ func printResult(opts *Options, res *Result) error {
 			if tp.IsTTY() {
 				status = cs.Status(strings.ToUpper(status))
 			}
-			tp.AddRow(r.Cluster, r.Endpoint, dash(r.URL), status, lat, dash(detail))
+			tp.AddRow(r.Cluster, r.Endpoint, output.Dash(r.URL), status, lat, output.Dash(detail))
 		}
 	})
 }
@@ -281,11 +281,4 @@ func runProbe(ctx context.Context, timeout time.Duration, probe func(context.Con
 	case <-ctx.Done():
 		return "", fmt.Errorf("no answer within %s: %w", timeout, ctx.Err())
 	}
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -67,17 +67,10 @@ func viewRun(opts *Options) error {
 	return output.Print(opts.IO, opts.Format, doc, func(tp *output.TablePrinter) {
 		tp.AddHeader("NAME", "ADMIN URL", "SERVICE URL", "KAFKA BOOTSTRAP", "OFFSETS TOPIC", "PULSAR AUTH", "KAFKA AUTH")
 		for _, c := range doc.Clusters {
-			tp.AddRow(c.Name, dash(c.AdminURL), dash(c.ServiceURL), dash(strings.Join(c.KafkaBootstrap, ",")),
+			tp.AddRow(c.Name, output.Dash(c.AdminURL), output.Dash(c.ServiceURL), output.Dash(strings.Join(c.KafkaBootstrap, ",")),
 				c.OffsetsTopic(), pulsarAuth(c), kafkaAuth(c))
 		}
 	})
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func pulsarAuth(c config.Cluster) string {
