@@ -105,15 +105,14 @@ type txnReader struct {
 	*fakes.MemReader
 	group  string
 	offset int64
-	added  bool
+	once   sync.Once // the planner reads partitions concurrently
 }
 
 func (r *txnReader) ReadPartition(ctx context.Context, p int32, fn func(loader.Message) error) error {
-	if !r.added {
-		r.added = true
+	r.once.Do(func() {
 		c := kop.OffsetCommit{Group: r.group, Topic: topic1, Partition: 0, Offset: r.offset}
 		r.Append(loader.PartitionFor(r.group, 8), loader.Message{Key: []byte("k"), Value: kop.EncodeTxnBatch(kop.EncodeKey(c), kop.EncodeValue(c), 42)})
-	}
+	})
 	return r.MemReader.ReadPartition(ctx, p, fn)
 }
 
