@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Request asks for one committed offset of a topic partition to be translated from one
@@ -57,12 +59,12 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 	maps := make(map[mapKey]*Map, len(upTo))
 	errs := make(map[mapKey]error)
 	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var g errgroup.Group
 	conc := a.Concurrency
 	if conc <= 0 {
 		conc = 4
 	}
-	sem := make(chan struct{}, conc)
+	g.SetLimit(conc)
 	for k, o := range upTo {
 		src, dst := a.Sources[k.from], a.Sources[k.to]
 		if src == nil || dst == nil {
@@ -73,20 +75,19 @@ func (a *Aligner) TranslateAll(ctx context.Context, reqs []Request) map[Request]
 			errs[k] = fmt.Errorf("cluster %s: no Kafka listener to read %s[%d] through (no kafkaBootstrap, or KoP did not answer)", missing, k.topic, k.partition)
 			continue
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			m, err := Build(ctx, k.from, k.to, src, dst, k.topic, k.partition, o, a.MaxMessages)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs[k] = err
-				return
+				return nil // kept per map: one failed map does not fail the others
 			}
 			maps[k] = m
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	out := make(map[Request]Result, len(reqs))
 	for _, r := range reqs {
 		k := mapKey{r.From, r.To, r.Topic, r.Partition}

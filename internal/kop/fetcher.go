@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kop-offsets/kop-offsets/internal/verdict"
 )
@@ -223,26 +224,23 @@ func (f *Fetcher) EachOffsets(ctx context.Context, groups []string, fn func(grou
 			fn(g, gf)
 		}
 		byNode := f.coordinators(ctx, pending, reqTimeout, record)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, par)
+		var eg errgroup.Group
+		eg.SetLimit(par)
 		for _, node := range slices.Sorted(maps.Keys(byNode)) {
 			gs := byNode[node]
 			for start := 0; start < len(gs); start += batch {
 				chunk := gs[start:min(start+batch, len(gs))]
-				wg.Add(1)
-				sem <- struct{}{}
-				go func() {
-					defer wg.Done()
-					defer func() { <-sem }()
+				eg.Go(func() error {
 					rctx, cancel := context.WithTimeout(ctx, reqTimeout)
 					defer cancel()
 					for g, gf := range f.fetchBatch(rctx, node, chunk) {
 						record(g, gf)
 					}
-				}()
+					return nil
+				})
 			}
 		}
-		wg.Wait()
+		_ = eg.Wait()
 		if len(retry) == 0 {
 			break
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"golang.org/x/sync/errgroup"
 )
 
 // The invariant every reload keeps: it never makes KoP serve an older offset, or none,
@@ -110,16 +110,15 @@ const fetchConcurrency = 16
 
 // eachConcurrently calls fn(0..n-1), fetchConcurrency at a time, and waits for all.
 func eachConcurrently(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, fetchConcurrency)
+	var g errgroup.Group
+	g.SetLimit(fetchConcurrency)
 	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			fn(i)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 // DefaultServedTimeout bounds the OffsetFetch of one group while planning.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"golang.org/x/sync/errgroup"
 )
 
 // probeGroups are the probe groups of the offsets partitions this check looks at: those of
@@ -120,21 +120,18 @@ func replayPartitions(ctx context.Context, reader loader.OffsetTopicReader, part
 	defer cancel()
 	results := make([]*loader.PersistedOffsets, len(parts))
 	errs := make([]error, len(parts))
-	sem := make(chan struct{}, max(concurrency, 1))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(max(concurrency, 1))
 	for i, p := range parts {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
 			results[i], errs[i] = loader.ReplayPartition(ctx, reader, p, loader.OrderingKoP)
 			if errs[i] != nil {
 				cancel()
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	// The first failure cancelled the others: report it, not their cancellations.
 	for _, err := range errs {
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
@@ -250,21 +251,27 @@ func checkScopes(ctx context.Context, opts *Options, scopes []config.Scope, fail
 		err    error
 	}
 	results := make([]chan result, len(scopes))
-	sem := make(chan struct{}, scopeParallelism)
-	for i, sc := range scopes {
+	for i := range results {
 		results[i] = make(chan result, 1)
-		go func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			var res result
-			res.rep, res.source, res.err = checkScope(ctx, opts, sc, failOn, func(r *verdict.Row) error {
-				r.Tenant = sc.Tenant
-				res.rows = append(res.rows, *r)
+	}
+	var g errgroup.Group
+	g.SetLimit(scopeParallelism)
+	// Started from a goroutine, as g.Go waits for a free slot: the first tenant's rows are
+	// emitted while later tenants still wait for theirs.
+	go func() {
+		for i, sc := range scopes {
+			g.Go(func() error {
+				var res result
+				res.rep, res.source, res.err = checkScope(ctx, opts, sc, failOn, func(r *verdict.Row) error {
+					r.Tenant = sc.Tenant
+					res.rows = append(res.rows, *r)
+					return nil
+				})
+				results[i] <- res
 				return nil
 			})
-			results[i] <- res
-		}()
-	}
+		}
+	}()
 	var firstErr error
 	for i, sc := range scopes {
 		res := <-results[i] // every one, so that no goroutine is left behind
