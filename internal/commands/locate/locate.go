@@ -83,15 +83,7 @@ type Location struct {
 	Error            string  `json:"error,omitempty"`
 }
 
-// NewCmdLocate returns `locate`. runF replaces the run function in tests.
-func NewCmdLocate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
-	var partitions int
-	var flagGroups []string
-	cmd := &cobra.Command{
-		Use:   "locate [GROUP...] [--group GROUP]...",
-		Short: "Show where KoP keeps a group: offsets partition, topic, bundle, owner broker",
-		Long: strings.TrimSpace(`
+var locateLong = strings.TrimSpace(`
 Show where KoP keeps each group's offsets: the offsets-topic partition (Java String.hashCode
 of the group id, signSafeMod the partition count, exactly as KoP's GroupMetadataManager
 does; NOT Kafka's abs(hash) % n, which differs for negative hash codes), its partition topic
@@ -116,7 +108,17 @@ With several brokers, one broker that cannot list its bundles (stopped, or its a
 not answer) does not fail the lookup: a bundle owned by a broker that answered is answered,
 and a warning on stderr names each broker that did not answer, with its error. Only a row
 whose bundle no answering broker owns is left without an owner: its error names the
-brokers that did not answer (one of them may own it).`),
+brokers that did not answer (one of them may own it).`)
+
+// NewCmdLocate returns `locate`. runF replaces the run function in tests.
+func NewCmdLocate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IOStreams, Clusters: f.Clusters}
+	var partitions int
+	var flagGroups []string
+	cmd := &cobra.Command{
+		Use:   "locate [GROUP...] [--group GROUP]...",
+		Short: "Show where KoP keeps a group: offsets partition, topic, bundle, owner broker",
+		Long:  locateLong,
 		Example: cmdutil.Examples(`
   # offline: where KoP with 50 offsets partitions keeps two groups
   kop-offsets locate orders-consumer payments --partitions 50

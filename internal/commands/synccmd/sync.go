@@ -69,13 +69,7 @@ type SetupOptions struct {
 	Confirm func(string) (bool, error)
 }
 
-// NewCmdSetup returns `sync setup`. runF replaces the run function in tests.
-func NewCmdSetup(f *cmdutil.Factory, runF func(*SetupOptions) error) *cobra.Command {
-	opts := &SetupOptions{IO: f.IOStreams, Clusters: f.Clusters}
-	cmd := &cobra.Command{
-		Use:   "setup",
-		Short: "Stop replicating the offsets topic between the synced clusters (or, with --undo, replicate it again)",
-		Long: strings.TrimSpace(`
+var setupLong = strings.TrimSpace(`
 Plans, on every selected cluster (--cluster, two or more; default all), a topic-level
 replication policy of KoP's offsets topic that leaves out the other selected clusters, so
 that the offsets topic no longer replicates between them; replication toward clusters not
@@ -97,7 +91,15 @@ runs), the seed is left to it. Start 'kop-offsets watch --sync' on the same clus
 after: until it runs, commits on one cluster reach no other.
 
 --undo removes the topic-level policies of the offsets topic: the namespace's replication
-applies again (then run 'watch' or 'watch --repair', the replication model).`),
+applies again (then run 'watch' or 'watch --repair', the replication model).`)
+
+// NewCmdSetup returns `sync setup`. runF replaces the run function in tests.
+func NewCmdSetup(f *cmdutil.Factory, runF func(*SetupOptions) error) *cobra.Command {
+	opts := &SetupOptions{IO: f.IOStreams, Clusters: f.Clusters}
+	cmd := &cobra.Command{
+		Use:   "setup",
+		Short: "Stop replicating the offsets topic between the synced clusters (or, with --undo, replicate it again)",
+		Long:  setupLong,
 		Example: cmdutil.Examples(`
   kop-offsets sync setup --dry-run
   kop-offsets sync setup --cluster scus --cluster wus --yes

@@ -298,11 +298,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 			return err
 		}
 	}
-	listen := opts.Listener
-	if listen == nil {
-		listen = func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
-	}
-	ln, err := listen(opts.Listen)
+	ln, err := opts.listen()
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("--listen %s: %w", opts.Listen, err))
 	}
@@ -311,17 +307,7 @@ func watchRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// Closing the clients of a cluster that went away can wait on reconnects: the
-		// process ends anyway, so do not let it hold the exit up.
-		done := make(chan struct{})
-		go func() { release(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(3 * time.Second):
-			opts.Logger.Warn("clients still closing after 3s; exiting")
-		}
-	}()
+	defer releaseBounded(release, opts.Logger)
 
 	// watch's heap is nearly all its packed rows and replayed state for as long as it runs,
 	// mostly pointer-free: a 1.1x GC target instead of 2x keeps its peak near the live heap
@@ -372,6 +358,27 @@ func watchRun(ctx context.Context, opts *Options) error {
 		_ = srv.Close()
 	}
 	return runErr
+}
+
+// listen opens --listen (opts.Listener in tests).
+func (opts *Options) listen() (net.Listener, error) {
+	if opts.Listener != nil {
+		return opts.Listener(opts.Listen)
+	}
+	return net.Listen("tcp", opts.Listen)
+}
+
+// releaseBounded closes the clients with release, waiting at most 3 s: closing the clients
+// of a cluster that went away can wait on reconnects, and the process ends anyway, so they
+// do not hold the exit up.
+func releaseBounded(release func(), logger *slog.Logger) {
+	done := make(chan struct{})
+	go func() { release(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		logger.Warn("clients still closing after 3s; exiting")
+	}
 }
 
 // FactoryBuild builds the real clients from f (watchwire.Clusters).
