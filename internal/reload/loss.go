@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // The invariant every reload keeps: it never makes KoP serve an older offset, or none,

@@ -7,8 +7,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
 
 // probeGroups are the probe groups of the offsets partitions this check looks at: those of

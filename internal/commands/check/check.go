@@ -240,7 +240,7 @@ func checkScopes(ctx context.Context, opts *Options, scopes []config.Scope, fail
 		rep, _, err := checkScope(ctx, opts, scopes[0], failOn, emit)
 		return rep, err
 	}
-	total := &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: scope.ScopeClusterNames(scopes), Rows: []verdict.Row{}}
+	total := &survey.Report{SchemaVersion: 1, Tenants: config.ScopeNames(scopes), Clusters: scope.ClusterNames(scopes), Rows: []verdict.Row{}}
 	if opts.Source != "" {
 		total.Source = &opts.Source
 	}
@@ -333,7 +333,7 @@ func checkRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	names := scope.ScopeClusterNames(scopes)
+	names := scope.ClusterNames(scopes)
 	if opts.Source != "" && !slices.Contains(names, opts.Source) {
 		return cmdutil.UsageErrorf("--source %q is not among the selected clusters (%s)", opts.Source, strings.Join(names, ", "))
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"

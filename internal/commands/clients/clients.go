@@ -4,11 +4,12 @@ import (
 	"errors"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // PulsarSide is one cluster's Pulsar clients, wired once for every command: the admin API,

@@ -319,7 +319,7 @@ func doctorRun(ctx context.Context, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	names := scope.ScopeClusterNames(scopes)
+	names := scope.ClusterNames(scopes)
 	progress := opts.IO.StartProgress("auditing " + strings.Join(names, ", "))
 	var reps []doctor.TenantReport
 	for _, sc := range scopes {

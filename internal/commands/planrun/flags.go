@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/spf13/pflag"
 )
 
 // Flags are the flags reload and repair share: whether and how bundles are unloaded,

@@ -36,7 +36,7 @@ type Options struct {
 
 	// Target returns the cluster to write to and every configured cluster.
 	Target     func() (config.Cluster, []config.Cluster, error)
-	NewSession session.SessionFunc
+	NewSession session.Func
 	// Confirm asks the operator on the terminal; default Confirm.
 	Confirm func(question string) (bool, error)
 

@@ -40,7 +40,7 @@ type Options struct {
 	// Check runs check over all; the clusters in down did not answer earlier in the run
 	// and are not asked again (survey.Cluster.Down: their rows' cells say why).
 	Check      func(ctx context.Context, all []config.Cluster, scope Scope, down map[string]error) (*survey.Report, error)
-	NewSession session.SessionFunc
+	NewSession session.Func
 	Confirm    func(string) (bool, error)
 
 	LockFile string

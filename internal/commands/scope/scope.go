@@ -24,8 +24,8 @@ func ScopesOf(scopes func() ([]config.Scope, error), clusters func() ([]config.C
 	return []config.Scope{{Clusters: cls}}, nil
 }
 
-// ScopeClusterNames are the clusters of the scopes, each once, in the order they appear.
-func ScopeClusterNames(scopes []config.Scope) []string {
+// ClusterNames are the clusters of the scopes, each once, in the order they appear.
+func ClusterNames(scopes []config.Scope) []string {
 	var out []string
 	for _, sc := range scopes {
 		for _, cl := range sc.Clusters {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
@@ -18,7 +20,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Session is a Planner and an Executor wired to one target cluster, plus the KoP
@@ -36,9 +37,9 @@ type Session struct {
 	logf  func(string, ...any)
 }
 
-// SessionFunc builds the Session of target; all are every configured cluster (target
+// Func builds the Session of target; all are every configured cluster (target
 // included), whose KoP listeners are asked whether the affected groups are live.
-type SessionFunc func(target config.Cluster, all []config.Cluster) (*Session, error)
+type Func func(target config.Cluster, all []config.Cluster) (*Session, error)
 
 // Ref is the reload.ClusterRef of a configured cluster.
 func Ref(cl config.Cluster) reload.ClusterRef {
@@ -48,7 +49,7 @@ func Ref(cl config.Cluster) reload.ClusterRef {
 // WriteSetup is what the RunE of a writing command (reload, repair) resolves after its own
 // flags: the --no-lease/--audit-* flags w are checked (a usage error), -o is resolved, and
 // the sessions log through the Factory's logger at debug level (--verbose).
-func WriteSetup(f *cmdutil.Factory, w Writes) (output.Format, SessionFunc, error) {
+func WriteSetup(f *cmdutil.Factory, w Writes) (output.Format, Func, error) {
 	if err := w.Validate(); err != nil {
 		return "", nil, err
 	}
@@ -61,12 +62,12 @@ func WriteSetup(f *cmdutil.Factory, w Writes) (output.Format, SessionFunc, error
 	}, w), nil
 }
 
-// NewSessionFunc returns the SessionFunc of the real clients built from f: pulsarx.Admin
+// NewSessionFunc returns the Func of the real clients built from f: pulsarx.Admin
 // for the admin API, a non-durable pulsarx.Reader for the offsets topic, kadm for the KoP
 // listeners (one per cluster that has kafkaBootstrap). The executor's admin takes the
 // target's writer lease before an unload and records every write in the audit trail, as
 // w says (default DefaultWrites).
-func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) SessionFunc {
+func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) Func {
 	writes := DefaultWrites()
 	if len(w) > 0 {
 		writes = w[0]

@@ -6,6 +6,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/config"
@@ -13,7 +15,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // SourceOptions say which sides a Connect must build.

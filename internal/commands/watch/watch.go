@@ -361,11 +361,11 @@ func watchRun(ctx context.Context, opts *Options) error {
 }
 
 // listen opens --listen (opts.Listener in tests).
-func (opts *Options) listen() (net.Listener, error) {
-	if opts.Listener != nil {
-		return opts.Listener(opts.Listen)
+func (o *Options) listen() (net.Listener, error) {
+	if o.Listener != nil {
+		return o.Listener(o.Listen)
 	}
-	return net.Listen("tcp", opts.Listen)
+	return net.Listen("tcp", o.Listen)
 }
 
 // releaseBounded closes the clients with release, waiting at most 3 s: closing the clients

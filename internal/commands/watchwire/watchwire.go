@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/clients"
@@ -28,7 +30,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/standby"
 	"github.com/kop-offsets/kop-offsets/internal/survey"
 	"github.com/kop-offsets/kop-offsets/internal/watch"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Build is what Clusters builds besides the followers (watch's flags).
