@@ -165,15 +165,16 @@ var addOpens = []string{
 func ProcessMarker(name string) string { return "-Dkop.lab.cluster=" + name }
 
 // JavaArgs returns the java command line (without the java binary) that starts cluster c as a
-// standalone of Pulsar pulsarVersion: broker, one in-process bookie, RocksDB metadata store, no
-// functions worker, no stream storage.
+// standalone of Pulsar pulsarVersion: broker, one in-process bookie, the metadata store of its
+// line (RocksDB, or before 2.11 an embedded ZooKeeper on c.Ports.ZooKeeper), no functions
+// worker, no stream storage.
 func JavaArgs(p Paths, c Cluster, pulsarVersion string) []string {
 	args := jvmArgs(p, c.Name, "", p.TmpDir(c.Name), JVMMemory, pulsarVersion)
+	args = append(args, "org.apache.pulsar.PulsarStandaloneStarter", "-c", p.BrokerConf(c.Name), "-nfw", "-nss")
+	// An unknown line was refused by Options.resolve; the zero line is 4.0's layout.
+	line, _ := LineOf(pulsarVersion)
+	args = append(args, line.standaloneMetadataArgs(p.DataDir(c.Name), c.Ports.ZooKeeper)...)
 	return append(args,
-		"org.apache.pulsar.PulsarStandaloneStarter",
-		"-c", p.BrokerConf(c.Name),
-		"-nfw", "-nss",
-		"--metadata-dir", filepath.Join(p.DataDir(c.Name), "metadata"),
 		"--bookkeeper-dir", filepath.Join(p.DataDir(c.Name), "bookkeeper"),
 		"--bookkeeper-port", fmt.Sprint(c.Ports.Bookie),
 	)
