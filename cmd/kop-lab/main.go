@@ -201,7 +201,29 @@ func status(ctx context.Context) error {
 			return errors.New("not healthy")
 		}
 	}
+	if len(r.Replicators) > 0 {
+		return errors.New("replication broken: the clusters are up but commits do not reach their peers")
+	}
 	return nil
+}
+
+// printReplicators says whether the lab topics' replicators reach their peers, and the fix
+// when they do not.
+func printReplicators(r *lab.StatusReport) {
+	switch {
+	case !r.ReplicatorsChecked:
+		return
+	case r.ReplicatorsErr != nil:
+		fmt.Printf("replication: not read: %v\n", r.ReplicatorsErr)
+	case len(r.Replicators) == 0:
+		fmt.Printf("replication: every replicator of %d lab topics connected\n", len(lab.ReplicatedTopics()))
+	default:
+		fmt.Printf("replication: %d replicators do not reach their peer:\n", len(r.Replicators))
+		for _, p := range r.Replicators {
+			fmt.Printf("  %s\n", p)
+		}
+		fmt.Println("  (a lab restarted over data of a lab with other ports does this; start over with kop-lab up --fresh)")
+	}
 }
 
 func printStatus(r *lab.StatusReport) {
@@ -259,6 +281,7 @@ func printStatus(r *lab.StatusReport) {
 	if r.Running {
 		fmt.Printf("total rss %.0f MB\n", total)
 	}
+	printReplicators(r)
 	if r.Running && len(r.Tenants) == 0 {
 		fmt.Printf("tenants: public only\n")
 	}
