@@ -28,6 +28,9 @@ type confData struct {
 	// nil without auth.
 	KafkaProtocol string
 	Auth          *brokerAuthConf
+	// BrokerDeduplication is brokerDeduplicationEnabled with KoP: off on a line whose KoP
+	// writes unsequenced entries (PulsarLine.KoPEntriesUnsequenced).
+	BrokerDeduplication bool
 }
 
 // RenderBrokerConf renders the broker configuration template tmpl for cluster c (a
@@ -49,17 +52,19 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 		nar = filepath.Join(p.ProcessTmp(c.Name, processID(RoleBroker, i)), "nar")
 	}
 	b := c.Broker(i)
+	line, _ := LineOf(pulsarVersion) // refused by Options.resolve when unknown
 	return renderConf(tmpl, processID(RoleBroker, i), confData{
-		Name:             c.Name,
-		Standalone:       c.Standalone(),
-		Ports:            b.Ports,
-		PulsarVersion:    pulsarVersion,
-		KoP:              c.KoP,
-		KoPVersion:       kop.Version,
-		ProtocolsDir:     dir,
-		NarExtractionDir: nar,
-		KafkaProtocol:    kafkaSecurityProtocol(c),
-		Auth:             brokerAuth(b),
+		BrokerDeduplication: !line.KoPEntriesUnsequenced,
+		Name:                c.Name,
+		Standalone:          c.Standalone(),
+		Ports:               b.Ports,
+		PulsarVersion:       pulsarVersion,
+		KoP:                 c.KoP,
+		KoPVersion:          kop.Version,
+		ProtocolsDir:        dir,
+		NarExtractionDir:    nar,
+		KafkaProtocol:       kafkaSecurityProtocol(c),
+		Auth:                brokerAuth(b),
 	}, c.Name)
 }
 

@@ -118,7 +118,8 @@ func TestResolveRefusesMultiBrokerOn210(t *testing.T) {
 
 // TestRenderBrokerConfPerLine: every line gets topic policies on (2.10 has them off by
 // default, and the sync deployment needs them) and a standalone's metadata store left to
-// the starter's flags (2.10 then points zookeeperServers at its embedded ZooKeeper).
+// the starter's flags (2.10 then points zookeeperServers at its embedded ZooKeeper); broker
+// deduplication is off on 2.10 only (KoP 2.10's unsequenced entries).
 func TestRenderBrokerConfPerLine(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "")
 	p := repoPaths(t)
@@ -131,8 +132,13 @@ func TestRenderBrokerConfPerLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := parseConf(t, out)
+		dedup := map[string]string{"2.10.1": "false"}[v]
+		if dedup == "" {
+			dedup = "true"
+		}
 		for k, want := range map[string]string{"systemTopicEnabled": "true", "topicLevelPoliciesEnabled": "true",
-			"metadataStoreUrl": "", "configurationMetadataStoreUrl": "", "messagingProtocols": "kafka"} {
+			"metadataStoreUrl": "", "configurationMetadataStoreUrl": "", "messagingProtocols": "kafka",
+			"brokerDeduplicationEnabled": dedup} {
 			if got, ok := m[k]; !ok || got != want {
 				t.Errorf("%s: %s=%q (set %v), want %q", v, k, got, ok, want)
 			}
