@@ -18,6 +18,9 @@ type replicatorState struct {
 	disconnected []int32
 	backlog      map[int32]int64
 	delay        map[int32]int64
+	// idle are the connected partitions with a backlog whose replicator sends nothing
+	// (msgRateOut 0).
+	idle []int32
 }
 
 // checkOffsetsReplicators: for every offsets partition of every cluster, the replicator to
@@ -115,6 +118,9 @@ func classifyReplicators(peers []*Cluster, parts []int32, stats map[int32]map[st
 			if ok && rep.ReplicationBacklog > 0 {
 				s.backlog[i] = rep.ReplicationBacklog
 				s.delay[i] = rep.ReplicationDelayInSeconds
+				if rep.Connected && rep.MsgRateOut == 0 {
+					s.idle = append(s.idle, i)
+				}
 			}
 		}
 	}
@@ -175,10 +181,24 @@ func replicatorFindings(r *run, cl, p *Cluster, n int32, s *replicatorState, ttl
 		case delay >= r.opts.ReplicationDelayWarn:
 			f.Severity = SeverityWarning
 			f.Message += ": the cached offsets on " + p.Name + " lag behind"
+			stalled(cl, p, s, &f)
 		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// stalled names a replicator that is connected, holds a backlog past the warning delay and
+// sends nothing: Pulsar 2.10.1's replicator, after one failed send while the peer's topic
+// was unloading, sent nothing more until its own topic was loaded again (docs/kop-facts.md).
+func stalled(cl, p *Cluster, s *replicatorState, f *Finding) {
+	if len(s.idle) == 0 {
+		return
+	}
+	f.Message += fmt.Sprintf("; the replicator is connected but sends nothing on partitions %v: it is stalled (Pulsar 2.10.1 stalls so after a failed send while the peer's topic unloads)", s.idle)
+	f.Evidence["stalledPartitions"] = s.idle
+	topic := pulsarx.PartitionTopic(cl.OffsetsTopic(), s.idle[0])
+	f.Fix = pulsarAdmin(cl, "topics unload", topic) + fmt.Sprintf("  # on %s, for each stalled partition: the reloaded topic restarts its replicator to %s from where it stopped", cl.Name, p.Name)
 }
 
 // effective policy values: the namespace's own, else the broker default from the runtime

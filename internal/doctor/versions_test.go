@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // versionsKafka answers each cluster's probe with the request versions of a KoP line.
@@ -95,5 +97,22 @@ func TestReplicationStartAtHonoured(t *testing.T) {
 	}
 	if _, _, _, ok := pulsarRelease("unknown"); ok {
 		t.Error("parsed an unknown version")
+	}
+}
+
+// TestStalledReplicatorNamed: a connected replicator past the warning delay that sends
+// nothing is called stalled, with the unload of its own topic as the fix (Pulsar 2.10.1's
+// replicator after a failed send); one that sends is only lagging.
+func TestStalledReplicatorNamed(t *testing.T) {
+	s, w := healthy("scus"), healthy("wus")
+	s.Repl[pulsarx.PartitionTopic(offsetsTopic, 1)] = map[string]pulsarx.Replication{"wus": {Connected: true, ReplicationBacklog: 1, ReplicationDelayInSeconds: 600}}
+	w.Repl[pulsarx.PartitionTopic(offsetsTopic, 2)] = map[string]pulsarx.Replication{"scus": {Connected: true, ReplicationBacklog: 9, ReplicationDelayInSeconds: 600, MsgRateOut: 40}}
+	r := runWith(t, Options{}, s, w)
+	f := wantOne(t, r, SeverityWarning, CheckOffsetsReplicator, "scus", "topics unload persistent://public/__kafka/__consumer_offsets-partition-1")
+	if !strings.Contains(f.Message, "connected but sends nothing on partitions [1]") {
+		t.Errorf("stalled: %s", f.Message)
+	}
+	if g := wantOne(t, r, SeverityWarning, CheckOffsetsReplicator, "wus", ""); g.Fix != "" || strings.Contains(g.Message, "stalled") {
+		t.Errorf("a sending replicator called stalled: %+v", g)
 	}
 }
