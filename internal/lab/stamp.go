@@ -27,6 +27,14 @@ type stampPort struct {
 	Brokers int   `json:"brokers"`
 }
 
+func (sp stampPort) String() string {
+	s := fmt.Sprintf("web %d, binary %d, bookie %d, kafka %d", sp.Ports.Web, sp.Ports.Broker, sp.Ports.Bookie, sp.Ports.Kafka)
+	if sp.Ports.ZooKeeper != 0 {
+		s += fmt.Sprintf(", zookeeper %d", sp.Ports.ZooKeeper)
+	}
+	return s + fmt.Sprintf(" (%d brokers)", sp.Brokers)
+}
+
 func newStamp(o Options) dataStamp {
 	s := dataStamp{PulsarVersion: o.PulsarVersion, Auth: o.Auth.orNone(), Clusters: map[string]stampPort{}}
 	for _, c := range o.Clusters {
@@ -60,8 +68,7 @@ func (s dataStamp) differences(want dataStamp) []string {
 		case !wanted:
 			out = append(out, fmt.Sprintf("a cluster %s this lab does not have", n))
 		case got != w:
-			out = append(out, fmt.Sprintf("%s on web %d, binary %d, bookie %d (%d brokers), not web %d, binary %d, bookie %d (%d brokers)",
-				n, got.Ports.Web, got.Ports.Broker, got.Ports.Bookie, got.Brokers, w.Ports.Web, w.Ports.Broker, w.Ports.Bookie, w.Brokers))
+			out = append(out, fmt.Sprintf("%s on %s, not %s", n, got, w))
 		}
 	}
 	return out

@@ -40,7 +40,7 @@ func TestRefuseOtherData(t *testing.T) {
 	moved := o
 	moved.Clusters = DefaultClusters()
 	err = refuseOtherData(moved, p)
-	if err == nil || !strings.Contains(err.Error(), "scus on web 18080, binary 16650") || !strings.Contains(err.Error(), "not web 18280, binary 16850") {
+	if err == nil || !strings.Contains(err.Error(), "scus on web 18080, binary 16650, bookie 13181, kafka 19092 (1 brokers), not web 18280, binary 16850, bookie 13381, kafka 19292 (1 brokers)") {
 		t.Fatalf("other ports: %v", err)
 	}
 	moved.Fresh = true
