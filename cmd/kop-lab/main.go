@@ -15,7 +15,8 @@
 //	                       them in config.yaml (docs/lab.md, "Tenants")
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
-//	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
+//	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster,
+//	                       and whether the lab topics' replicators connect (exit 1 when not)
 //	kop-lab stop-broker --cluster scus --broker 1
 //	kop-lab start-broker --cluster scus --broker 1
 //	                       stop one broker of a multi-broker cluster by pid, or start it again
@@ -36,7 +37,8 @@
 //	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] [--tenant T] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
-// Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
+// Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8; 2.10.x, 3.0.x and
+// 4.0.x are proven, each with its line's flags and settings),
 // KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
 // used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_AUTH, KOP_LAB_TENANTS, KOP_LAB_START_TIMEOUT (per
 // cluster or broker, default 4m; 10m with several brokers), KOP_LAB_PORT_OFFSET, KOP_LAB_ROOT

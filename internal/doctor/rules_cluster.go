@@ -131,7 +131,7 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	r.reports[cl.Name].KafkaListeners = got.p.Listeners
 	r.mu.Unlock()
 	if answers {
-		out := append(checkKoPVersion(ctx, r, cl, got.p.MaxVersions), checkKoPBrokers(r, cl, got.p)...)
+		out := append(checkKoPVersion(r, cl, got.p.MaxVersions), checkKoPBrokers(r, cl, got.p)...)
 		return append(out, checkOffsetsServed(ctx, r, cl)...)
 	}
 	boot := strings.Join(cl.KafkaBootstrap, ",")

@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"context"
 	"fmt"
 	"strings"
 )
@@ -16,15 +15,11 @@ type kopLine struct {
 	OffsetFetch int16
 	// Hazards are what differs on this line for offsets tools, each an info.
 	Hazards []string
-	// Unsequenced: the line writes every entry of a Kafka topic with an empty producer name
-	// and sequence id 0 (KoP 2.10): a receiving cluster with broker deduplication on drops
-	// every replicated entry after the first.
-	Unsequenced bool
 }
 
 // kopLines are the lines seen on the lab (docs/kop-facts.md, "What each KoP line answers").
 var kopLines = []kopLine{
-	{Name: "KoP 2.10", Kafka: "Kafka 2.1", OffsetFetch: 5, Unsequenced: true, Hazards: []string{
+	{Name: "KoP 2.10", Kafka: "Kafka 2.1", OffsetFetch: 5, Hazards: []string{
 		"KoP 2.10 answers OffsetFetch up to v5 (Kafka 2.1): one group per request, no batched fetch of many groups (v8), so check and watch send one request per group; clients newer than Kafka 2.1 negotiate down",
 	}},
 	{Name: "KoP 3.0", Kafka: "Kafka 2.8", OffsetFetch: 7},
@@ -46,7 +41,7 @@ func kopLineOf(maxVersions map[string]int16) (kopLine, bool) {
 }
 
 // checkKoPVersion reports which KoP line answers on cl's listener and its known hazards.
-func checkKoPVersion(ctx context.Context, r *run, cl *Cluster, maxVersions map[string]int16) []Finding {
+func checkKoPVersion(r *run, cl *Cluster, maxVersions map[string]int16) []Finding {
 	if len(maxVersions) == 0 {
 		return nil
 	}
@@ -66,12 +61,6 @@ func checkKoPVersion(ctx context.Context, r *run, cl *Cluster, maxVersions map[s
 		Evidence: ev}}
 	for _, h := range l.Hazards {
 		out = append(out, Finding{Severity: SeverityInfo, Check: CheckKoPVersion, Cluster: cl.Name, Subject: l.Name, Message: h, Evidence: ev})
-	}
-	if rc := runtimeConfig(ctx, cl); l.Unsequenced && r.up(cl) && strings.EqualFold(rc["brokerDeduplicationEnabled"], "true") {
-		out = append(out, Finding{Severity: SeverityError, Check: CheckKoPVersion, Cluster: cl.Name, Subject: "brokerDeduplicationEnabled",
-			Message:  fmt.Sprintf("%s writes every entry of a Kafka topic with an empty producer name and sequence id 0, and %s deduplicates (brokerDeduplicationEnabled=true): of the entries another cluster's KoP produced and replicated here, every one after the first is taken for a duplicate and dropped, so replicated Kafka topics arrive incomplete and their offsets differ", l.Name, cl.Name),
-			Evidence: map[string]any{"brokerDeduplicationEnabled": rc["brokerDeduplicationEnabled"], "line": l.Name},
-			Fix:      fmt.Sprintf("set brokerDeduplicationEnabled=false in broker.conf of %s and restart its brokers, or %s for each replicated namespace of Kafka topics", cl.Name, pulsarAdmin(cl, "namespaces set-deduplication", "<tenant/namespace>", "--disable"))})
 	}
 	return out
 }
@@ -114,6 +103,12 @@ func pulsarHazards(cl *Cluster, v string, rc map[string]string) []Finding {
 			Message:  fmt.Sprintf("Apache Pulsar %s does not honour replicationStartAt=earliest (3.0.9, 3.3.4 and 4.0.2 do): a replicator created after commits were written starts at the latest message, so commits made on %s before %s replicated to a peer never reach it", v, cl.Name, cl.MetadataNamespacePath()),
 			Evidence: map[string]any{"version": v},
 			Fix:      "set the replication clusters of " + cl.MetadataNamespacePath() + " before the first commit; for older commits, land them with kop-offsets failover or watch --sync"})
+	}
+	if major < 3 && rc != nil && strings.Contains(rc["messagingProtocols"], "kafka") && strings.EqualFold(rc["brokerDeduplicationEnabled"], "true") {
+		out = append(out, Finding{Severity: SeverityError, Check: CheckBrokerSettings, Cluster: cl.Name, Subject: "brokerDeduplicationEnabled",
+			Message:  fmt.Sprintf("KoP writes every entry of a Kafka topic with an empty producer name and sequence id 0, and Apache Pulsar %s on %s deduplicates replicated messages by them (brokerDeduplicationEnabled=true): of the entries another cluster's KoP produced and replicated here, every one after the first is dropped, so replicated Kafka topics arrive incomplete and their offsets differ (Pulsar 3.0.16 keeps them)", v, cl.Name),
+			Evidence: map[string]any{"brokerDeduplicationEnabled": rc["brokerDeduplicationEnabled"], "version": v},
+			Fix:      fmt.Sprintf("set brokerDeduplicationEnabled=false in broker.conf of %s and restart its brokers, or %s for each replicated namespace of Kafka topics", cl.Name, pulsarAdmin(cl, "namespaces set-deduplication", "<tenant/namespace>", "--disable"))})
 	}
 	if rc != nil && (strings.EqualFold(rc["topicLevelPoliciesEnabled"], "false") || strings.EqualFold(rc["systemTopicEnabled"], "false")) {
 		out = append(out, Finding{Severity: SeverityInfo, Check: CheckBrokerSettings, Cluster: cl.Name, Subject: "topicLevelPoliciesEnabled",

@@ -24,7 +24,7 @@ func TestKoPAndPulsarVersionsReported(t *testing.T) {
 	scus.Runtime["systemTopicEnabled"], scus.Runtime["topicLevelPoliciesEnabled"] = "false", "false"
 	scus.Runtime["brokerDeduplicationEnabled"] = "true"
 	wus.Version = "3.0.16"
-	wus.Runtime["brokerDeduplicationEnabled"] = "true" // KoP 3.0 sequences its entries
+	wus.Runtime["brokerDeduplicationEnabled"] = "true" // Pulsar 3.0.16 keeps KoP's replicated entries
 	k := versionsKafka{
 		"scus": {"OffsetFetch": 5, "OffsetCommit": 6, "FindCoordinator": 2, "Metadata": 7},
 		"wus":  {"OffsetFetch": 7, "OffsetCommit": 8, "FindCoordinator": 3, "Metadata": 11},
@@ -64,12 +64,12 @@ func TestKoPAndPulsarVersionsReported(t *testing.T) {
 		t.Errorf("replicationStartAt findings %+v, want one on scus", startAt)
 	}
 	wantOne(t, r, SeverityInfo, CheckBrokerSettings, "scus", "topicLevelPoliciesEnabled=true")
-	dedup := wantOne(t, r, SeverityError, CheckKoPVersion, "scus", "brokerDeduplicationEnabled=false")
+	dedup := wantOne(t, r, SeverityError, CheckBrokerSettings, "scus", "brokerDeduplicationEnabled=false")
 	if !strings.Contains(dedup.Message, "empty producer name and sequence id 0") || !strings.Contains(dedup.Fix, "namespaces set-deduplication <tenant/namespace> --disable") {
 		t.Errorf("deduplication hazard %+v", dedup)
 	}
-	if fs := only(r, SeverityError, CheckKoPVersion); len(fs) != 1 {
-		t.Errorf("kop-version errors %+v, want scus's only", fs)
+	if fs := only(r, SeverityError, CheckBrokerSettings); len(fs) != 1 {
+		t.Errorf("broker-settings errors %+v, want scus's only", fs)
 	}
 	if fs := only(r, SeverityWarning, CheckBrokerVersion); len(fs) != 1 || fs[0].Cluster != "scus" || !strings.Contains(fs[0].Message, "before 3.0") {
 		t.Errorf("broker-version warnings %+v, want Pulsar 2.10's on scus", fs)

@@ -28,8 +28,8 @@ type confData struct {
 	// nil without auth.
 	KafkaProtocol string
 	Auth          *brokerAuthConf
-	// BrokerDeduplication is brokerDeduplicationEnabled with KoP: off on a line whose KoP
-	// writes unsequenced entries (PulsarLine.KoPEntriesUnsequenced).
+	// BrokerDeduplication is brokerDeduplicationEnabled with KoP: off on a line whose
+	// deduplication drops KoP's replicated entries (PulsarLine.DedupDropsKoPReplicas).
 	BrokerDeduplication bool
 }
 
@@ -54,7 +54,7 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 	b := c.Broker(i)
 	line, _ := LineOf(pulsarVersion) // refused by Options.resolve when unknown
 	return renderConf(tmpl, processID(RoleBroker, i), confData{
-		BrokerDeduplication: !line.KoPEntriesUnsequenced,
+		BrokerDeduplication: !line.DedupDropsKoPReplicas,
 		Name:                c.Name,
 		Standalone:          c.Standalone(),
 		Ports:               b.Ports,

@@ -23,12 +23,12 @@ type PulsarLine struct {
 	// MultiBroker: the lab's multi-broker layout (kop-lab up --brokers N) runs on this line.
 	// 2.10's PulsarClusterMetadataSetup has no --default-namespace-bundle-number.
 	MultiBroker bool
-	// KoPEntriesUnsequenced: the KoP of this line (KoP 2.10) writes every entry of a Kafka
-	// topic with an empty producer name and sequence id 0, so with broker deduplication on
-	// the receiving cluster takes every replicated entry after the first for a duplicate and
-	// drops it (seen on the lab: scus 11 entries and offset 10900, wus 1 entry and offset
-	// 1000). The lab then runs without broker deduplication.
-	KoPEntriesUnsequenced bool
+	// DedupDropsKoPReplicas: KoP writes every entry of a Kafka topic with an empty producer
+	// name and sequence id 0 (KoP 2.10 and 3.0 alike), and this line's deduplication of
+	// replicated messages then takes every replicated entry after the first for a duplicate
+	// and drops it (seen on 2.10.1: scus 11 entries and offset 10900, wus 1 entry and offset
+	// 1000; 3.0.16 kept all 12). The lab then runs without broker deduplication.
+	DedupDropsKoPReplicas bool
 }
 
 // String is the line's name, "2.10".
@@ -64,7 +64,7 @@ func LineOf(v string) (PulsarLine, error) {
 	}
 	l.StandaloneZooKeeper = l.before(2, 11)
 	l.MultiBroker = !l.before(2, 11)
-	l.KoPEntriesUnsequenced = l.before(2, 11)
+	l.DedupDropsKoPReplicas = l.before(3, 0)
 	patch := nums[2]
 	switch {
 	case l.Major == 3 && l.Minor == 0:
