@@ -189,16 +189,18 @@ func replicatorFindings(r *run, cl, p *Cluster, n int32, s *replicatorState, ttl
 }
 
 // stalled names a replicator that is connected, holds a backlog past the warning delay and
-// sends nothing: Pulsar 2.10.1's replicator, after one failed send while the peer's topic
-// was unloading, sent nothing more until its own topic was loaded again (docs/kop-facts.md).
+// sends nothing. Seen on Pulsar 2.10.1: the peer refused a replicated transactional message
+// (KoP's Kafka transactions) because its transaction buffer was off, and the replicator sent
+// nothing after it (docs/kop-facts.md).
 func stalled(cl, p *Cluster, s *replicatorState, f *Finding) {
 	if len(s.idle) == 0 {
 		return
 	}
-	f.Message += fmt.Sprintf("; the replicator is connected but sends nothing on partitions %v: it is stalled (Pulsar 2.10.1 stalls so after a failed send while the peer's topic unloads)", s.idle)
+	f.Message += fmt.Sprintf("; the replicator is connected but sends nothing on partitions %v: it is stalled (on Pulsar 2.10 a peer without its transaction buffer refuses a replicated transactional commit with \"Transaction buffer disable!\", logged by %s as \"Error producing on remote broker\")", s.idle, cl.Name)
 	f.Evidence["stalledPartitions"] = s.idle
 	topic := pulsarx.PartitionTopic(cl.OffsetsTopic(), s.idle[0])
-	f.Fix = pulsarAdmin(cl, "topics unload", topic) + fmt.Sprintf("  # on %s, for each stalled partition: the reloaded topic restarts its replicator to %s from where it stopped", cl.Name, p.Name)
+	f.Fix = fmt.Sprintf("if %s's broker log says \"Transaction buffer disable!\", set transactionCoordinatorEnabled=true on the brokers of %s and restart them; then %s on %s for each stalled partition (the reloaded topic restarts its replicator from where it stopped)",
+		cl.Name, p.Name, pulsarAdmin(cl, "topics unload", topic), cl.Name)
 }
 
 // effective policy values: the namespace's own, else the broker default from the runtime

@@ -110,6 +110,12 @@ func pulsarHazards(cl *Cluster, v string, rc map[string]string) []Finding {
 			Evidence: map[string]any{"brokerDeduplicationEnabled": rc["brokerDeduplicationEnabled"], "version": v},
 			Fix:      fmt.Sprintf("set brokerDeduplicationEnabled=false in broker.conf of %s and restart its brokers, or %s for each replicated namespace of Kafka topics", cl.Name, pulsarAdmin(cl, "namespaces set-deduplication", "<tenant/namespace>", "--disable"))})
 	}
+	if major < 3 && rc != nil && strings.Contains(rc["messagingProtocols"], "kafka") && strings.EqualFold(rc["transactionCoordinatorEnabled"], "false") {
+		out = append(out, Finding{Severity: SeverityWarning, Check: CheckBrokerSettings, Cluster: cl.Name, Subject: "transactionCoordinatorEnabled",
+			Message:  fmt.Sprintf("Apache Pulsar %s on %s runs without its transaction buffer (transactionCoordinatorEnabled=false): it refuses a replicated transactional message (\"Transaction buffer disable!\"), such as a commit made inside a Kafka transaction through another cluster's KoP, and that partition's replicator from the other cluster stalls for good, with every later commit behind it", v, cl.Name),
+			Evidence: map[string]any{"transactionCoordinatorEnabled": rc["transactionCoordinatorEnabled"], "version": v},
+			Fix:      "set transactionCoordinatorEnabled=true in broker.conf of " + cl.Name + " and restart its brokers; then unload each stalled topic on the sending cluster (doctor's offsets-replicator finding names them)"})
+	}
 	if rc != nil && (strings.EqualFold(rc["topicLevelPoliciesEnabled"], "false") || strings.EqualFold(rc["systemTopicEnabled"], "false")) {
 		out = append(out, Finding{Severity: SeverityInfo, Check: CheckBrokerSettings, Cluster: cl.Name, Subject: "topicLevelPoliciesEnabled",
 			Message:  fmt.Sprintf("topic policies are off on %s (systemTopicEnabled=%s, topicLevelPoliciesEnabled=%s; Pulsar 2.10's defaults): `kop-offsets sync setup` cannot set the offsets topic's own replication clusters there", cl.Name, rc["systemTopicEnabled"], rc["topicLevelPoliciesEnabled"]),

@@ -23,8 +23,10 @@ func TestKoPAndPulsarVersionsReported(t *testing.T) {
 	scus.Version = "2.10.1"
 	scus.Runtime["systemTopicEnabled"], scus.Runtime["topicLevelPoliciesEnabled"] = "false", "false"
 	scus.Runtime["brokerDeduplicationEnabled"] = "true"
+	scus.Runtime["transactionCoordinatorEnabled"] = "false"
 	wus.Version = "3.0.16"
-	wus.Runtime["brokerDeduplicationEnabled"] = "true" // Pulsar 3.0.16 keeps KoP's replicated entries
+	wus.Runtime["brokerDeduplicationEnabled"] = "true"     // Pulsar 3.0.16 keeps KoP's replicated entries
+	wus.Runtime["transactionCoordinatorEnabled"] = "false" // and takes replicated transactional ones
 	k := versionsKafka{
 		"scus": {"OffsetFetch": 5, "OffsetCommit": 6, "FindCoordinator": 2, "Metadata": 7},
 		"wus":  {"OffsetFetch": 7, "OffsetCommit": 8, "FindCoordinator": 3, "Metadata": 11},
@@ -67,6 +69,10 @@ func TestKoPAndPulsarVersionsReported(t *testing.T) {
 	dedup := wantOne(t, r, SeverityError, CheckBrokerSettings, "scus", "brokerDeduplicationEnabled=false")
 	if !strings.Contains(dedup.Message, "empty producer name and sequence id 0") || !strings.Contains(dedup.Fix, "namespaces set-deduplication <tenant/namespace> --disable") {
 		t.Errorf("deduplication hazard %+v", dedup)
+	}
+	txn := wantOne(t, r, SeverityWarning, CheckBrokerSettings, "scus", "transactionCoordinatorEnabled=true")
+	if !strings.Contains(txn.Message, "Transaction buffer disable!") {
+		t.Errorf("transaction buffer hazard %+v", txn)
 	}
 	if fs := only(r, SeverityError, CheckBrokerSettings); len(fs) != 1 {
 		t.Errorf("broker-settings errors %+v, want scus's only", fs)

@@ -31,6 +31,10 @@ type confData struct {
 	// BrokerDeduplication is brokerDeduplicationEnabled with KoP: off on a line whose
 	// deduplication drops KoP's replicated entries (PulsarLine.DedupDropsKoPReplicas).
 	BrokerDeduplication bool
+	// TransactionCoordinator is transactionCoordinatorEnabled: on with KoP on a line whose
+	// brokers refuse replicated transactional messages without it
+	// (PulsarLine.ReplicatedTxnNeedsBuffer).
+	TransactionCoordinator bool
 }
 
 // RenderBrokerConf renders the broker configuration template tmpl for cluster c (a
@@ -54,17 +58,18 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 	b := c.Broker(i)
 	line, _ := LineOf(pulsarVersion) // refused by Options.resolve when unknown
 	return renderConf(tmpl, processID(RoleBroker, i), confData{
-		BrokerDeduplication: !line.DedupDropsKoPReplicas,
-		Name:                c.Name,
-		Standalone:          c.Standalone(),
-		Ports:               b.Ports,
-		PulsarVersion:       pulsarVersion,
-		KoP:                 c.KoP,
-		KoPVersion:          kop.Version,
-		ProtocolsDir:        dir,
-		NarExtractionDir:    nar,
-		KafkaProtocol:       kafkaSecurityProtocol(c),
-		Auth:                brokerAuth(b),
+		BrokerDeduplication:    !line.DedupDropsKoPReplicas,
+		TransactionCoordinator: c.KoP && line.ReplicatedTxnNeedsBuffer,
+		Name:                   c.Name,
+		Standalone:             c.Standalone(),
+		Ports:                  b.Ports,
+		PulsarVersion:          pulsarVersion,
+		KoP:                    c.KoP,
+		KoPVersion:             kop.Version,
+		ProtocolsDir:           dir,
+		NarExtractionDir:       nar,
+		KafkaProtocol:          kafkaSecurityProtocol(c),
+		Auth:                   brokerAuth(b),
 	}, c.Name)
 }
 

@@ -29,6 +29,12 @@ type PulsarLine struct {
 	// and drops it (seen on 2.10.1: scus 11 entries and offset 10900, wus 1 entry and offset
 	// 1000; 3.0.16 kept all 12). The lab then runs without broker deduplication.
 	DedupDropsKoPReplicas bool
+	// ReplicatedTxnNeedsBuffer: a broker of this line without its transaction buffer
+	// (transactionCoordinatorEnabled=false) refuses a replicated transactional message
+	// (NotAllowedException "Transaction buffer disable!", seen on 2.10.1 for the offsets
+	// partition of a group committing inside Kafka transactions through KoP), and the
+	// sending replicator stalls there for good. 3.0.16 and 4.0.8 replicated them without it.
+	ReplicatedTxnNeedsBuffer bool
 }
 
 // String is the line's name, "2.10".
@@ -65,6 +71,7 @@ func LineOf(v string) (PulsarLine, error) {
 	l.StandaloneZooKeeper = l.before(2, 11)
 	l.MultiBroker = !l.before(2, 11)
 	l.DedupDropsKoPReplicas = l.before(3, 0)
+	l.ReplicatedTxnNeedsBuffer = l.before(3, 0)
 	patch := nums[2]
 	switch {
 	case l.Major == 3 && l.Minor == 0:

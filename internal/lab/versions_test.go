@@ -119,7 +119,7 @@ func TestResolveRefusesMultiBrokerOn210(t *testing.T) {
 // TestRenderBrokerConfPerLine: every line gets topic policies on (2.10 has them off by
 // default, and the sync deployment needs them) and a standalone's metadata store left to
 // the starter's flags (2.10 then points zookeeperServers at its embedded ZooKeeper); broker
-// deduplication is off on 2.10 only (KoP 2.10's unsequenced entries).
+// deduplication is off and the transaction coordinator on, with KoP, on 2.10 only.
 func TestRenderBrokerConfPerLine(t *testing.T) {
 	t.Setenv("KOP_LAB_PORT_OFFSET", "")
 	p := repoPaths(t)
@@ -132,13 +132,13 @@ func TestRenderBrokerConfPerLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := parseConf(t, out)
-		dedup := map[string]string{"2.10.1": "false"}[v]
-		if dedup == "" {
-			dedup = "true"
+		dedup, txn := "true", "false"
+		if v == "2.10.1" {
+			dedup, txn = "false", "true"
 		}
 		for k, want := range map[string]string{"systemTopicEnabled": "true", "topicLevelPoliciesEnabled": "true",
 			"metadataStoreUrl": "", "configurationMetadataStoreUrl": "", "messagingProtocols": "kafka",
-			"brokerDeduplicationEnabled": dedup} {
+			"brokerDeduplicationEnabled": dedup, "transactionCoordinatorEnabled": txn} {
 			if got, ok := m[k]; !ok || got != want {
 				t.Errorf("%s: %s=%q (set %v), want %q", v, k, got, ok, want)
 			}
