@@ -132,13 +132,21 @@ func replicatorFindings(r *run, cl, p *Cluster, n int32, s *replicatorState, ttl
 	topic := cl.OffsetsTopic()
 	if len(s.missing) > 0 {
 		all := pulsarNames(r.clusters)
-		out = append(out, Finding{Severity: SeverityError, Check: CheckOffsetsReplicator, Cluster: cl.Name, Peer: p.Name, Subject: topic,
+		f := Finding{Severity: SeverityError, Check: CheckOffsetsReplicator, Cluster: cl.Name, Peer: p.Name, Subject: topic,
 			Message: fmt.Sprintf("no replicator from %s to %s on %d of %d offsets partitions %v, although %s replicates to %s",
 				cl.Name, p.Name, len(s.missing), n, s.missing, cl.MetadataNamespacePath(), p.PulsarName),
 			Evidence:     map[string]any{"partitions": s.missing},
 			Fix:          pulsarAdmin(cl, "namespaces set-clusters", cl.MetadataNamespacePath(), "--clusters", strings.Join(all, ",")),
 			FixPulsarctl: pulsarctl(cl, "namespaces set-clusters", cl.MetadataNamespacePath(), "--clusters", strings.Join(all, ",")),
-		})
+		}
+		if v := r.reports[cl.Name].BrokerVersion; major(v) > 0 && major(v) < 3 {
+			// Seen on 2.10.1: after the namespace's (or a removed topic-level) replication
+			// changed, a loaded topic got its replicators only when loaded again.
+			f.Message += fmt.Sprintf(": Apache Pulsar %s creates the replicators of a topic already loaded only at its periodic replication check (replicationPolicyCheckDurationSeconds, 600 s by default) or when the topic is loaded again", v)
+			f.Fix = pulsarAdmin(cl, "topics unload", pulsarx.PartitionTopic(topic, s.missing[0])) + "  # for each partition listed, on " + cl.Name
+			f.FixPulsarctl = ""
+		}
+		out = append(out, f)
 	}
 	if len(s.disconnected) > 0 {
 		var sum int64

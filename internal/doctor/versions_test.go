@@ -122,3 +122,19 @@ func TestStalledReplicatorNamed(t *testing.T) {
 		t.Errorf("a sending replicator called stalled: %+v", g)
 	}
 }
+
+// TestMissingReplicatorsOnPulsar210: on Pulsar 2.10 a missing offsets replicator, although
+// the namespace replicates, is fixed by loading the topic again, not by the namespace's
+// clusters (they are right); on 4.0 the fix stays the namespace's clusters.
+func TestMissingReplicatorsOnPulsar210(t *testing.T) {
+	s, w := healthy("scus"), healthy("wus")
+	s.Version = "2.10.1"
+	delete(s.Repl, pulsarx.PartitionTopic(offsetsTopic, 2))
+	delete(w.Repl, pulsarx.PartitionTopic(offsetsTopic, 3))
+	r := runWith(t, Options{}, s, w)
+	f := wantOne(t, r, SeverityError, CheckOffsetsReplicator, "scus", "topics unload persistent://public/__kafka/__consumer_offsets-partition-2")
+	if !strings.Contains(f.Message, "replicationPolicyCheckDurationSeconds") {
+		t.Errorf("2.10 missing replicator: %s", f.Message)
+	}
+	wantOne(t, r, SeverityError, CheckOffsetsReplicator, "wus", "namespaces set-clusters public/__kafka")
+}

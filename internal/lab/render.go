@@ -35,6 +35,9 @@ type confData struct {
 	// brokers refuse replicated transactional messages without it
 	// (PulsarLine.ReplicatedTxnNeedsBuffer).
 	TransactionCoordinator bool
+	// ReplicationPolicyCheckSeconds is replicationPolicyCheckDurationSeconds, 0 to leave
+	// Pulsar's default (PulsarLine.LazyReplicators).
+	ReplicationPolicyCheckSeconds int
 }
 
 // RenderBrokerConf renders the broker configuration template tmpl for cluster c (a
@@ -58,18 +61,19 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 	b := c.Broker(i)
 	line, _ := LineOf(pulsarVersion) // refused by Options.resolve when unknown
 	return renderConf(tmpl, processID(RoleBroker, i), confData{
-		BrokerDeduplication:    !line.DedupDropsKoPReplicas,
-		TransactionCoordinator: c.KoP && line.ReplicatedTxnNeedsBuffer,
-		Name:                   c.Name,
-		Standalone:             c.Standalone(),
-		Ports:                  b.Ports,
-		PulsarVersion:          pulsarVersion,
-		KoP:                    c.KoP,
-		KoPVersion:             kop.Version,
-		ProtocolsDir:           dir,
-		NarExtractionDir:       nar,
-		KafkaProtocol:          kafkaSecurityProtocol(c),
-		Auth:                   brokerAuth(b),
+		BrokerDeduplication:           !line.DedupDropsKoPReplicas,
+		TransactionCoordinator:        c.KoP && line.ReplicatedTxnNeedsBuffer,
+		ReplicationPolicyCheckSeconds: line.replicationPolicyCheckSeconds(),
+		Name:                          c.Name,
+		Standalone:                    c.Standalone(),
+		Ports:                         b.Ports,
+		PulsarVersion:                 pulsarVersion,
+		KoP:                           c.KoP,
+		KoPVersion:                    kop.Version,
+		ProtocolsDir:                  dir,
+		NarExtractionDir:              nar,
+		KafkaProtocol:                 kafkaSecurityProtocol(c),
+		Auth:                          brokerAuth(b),
 	}, c.Name)
 }
 

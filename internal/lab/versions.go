@@ -35,6 +35,12 @@ type PulsarLine struct {
 	// partition of a group committing inside Kafka transactions through KoP), and the
 	// sending replicator stalls there for good. 3.0.16 and 4.0.8 replicated them without it.
 	ReplicatedTxnNeedsBuffer bool
+	// LazyReplicators: a topic already loaded when its namespace's replication changes gets
+	// its replicators only at the broker's periodic replication check
+	// (replicationPolicyCheckDurationSeconds, 600 s by default) or when loaded again: seen on
+	// 2.10.1 for the offsets partitions KoP loads before the lab sets replication up. The lab
+	// then checks every 10 s.
+	LazyReplicators bool
 }
 
 // String is the line's name, "2.10".
@@ -72,6 +78,7 @@ func LineOf(v string) (PulsarLine, error) {
 	l.MultiBroker = !l.before(2, 11)
 	l.DedupDropsKoPReplicas = l.before(3, 0)
 	l.ReplicatedTxnNeedsBuffer = l.before(3, 0)
+	l.LazyReplicators = l.before(3, 0)
 	patch := nums[2]
 	switch {
 	case l.Major == 3 && l.Minor == 0:
@@ -84,6 +91,15 @@ func LineOf(v string) (PulsarLine, error) {
 		l.ReplicationStartAt = !l.before(4, 1)
 	}
 	return l, nil
+}
+
+// replicationPolicyCheckSeconds is the lab's replicationPolicyCheckDurationSeconds, 0 for
+// Pulsar's default.
+func (l PulsarLine) replicationPolicyCheckSeconds() int {
+	if l.LazyReplicators {
+		return 10
+	}
+	return 0
 }
 
 func (l PulsarLine) before(major, minor int) bool {

@@ -132,9 +132,9 @@ func TestRenderBrokerConfPerLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := parseConf(t, out)
-		dedup, txn := "true", "false"
+		dedup, txn, check := "true", "false", ""
 		if v == "2.10.1" {
-			dedup, txn = "false", "true"
+			dedup, txn, check = "false", "true", "10"
 		}
 		for k, want := range map[string]string{"systemTopicEnabled": "true", "topicLevelPoliciesEnabled": "true",
 			"metadataStoreUrl": "", "configurationMetadataStoreUrl": "", "messagingProtocols": "kafka",
@@ -142,6 +142,9 @@ func TestRenderBrokerConfPerLine(t *testing.T) {
 			if got, ok := m[k]; !ok || got != want {
 				t.Errorf("%s: %s=%q (set %v), want %q", v, k, got, ok, want)
 			}
+		}
+		if got := m["replicationPolicyCheckDurationSeconds"]; got != check {
+			t.Errorf("%s: replicationPolicyCheckDurationSeconds=%q, want %q (Pulsar's default where empty)", v, got, check)
 		}
 	}
 }
