@@ -120,7 +120,7 @@ lint: tools ## golangci-lint with .golangci.yml: all packages, tests and e2e-tag
 	$(GOLANGCI) run ./...
 
 docs: ## regenerate the CLI reference docs/cli/*.md from the command tree (commit the result)
-	$(GO) run ./cmd/docgen -markdown docs/cli -readme README.md
+	$(GO) run ./cmd/docgen -markdown docs/cli
 
 release-assets: ## completions/ and manpages/ (what the archives and packages ship)
 	scripts/release-assets.sh

@@ -37,8 +37,11 @@ type disasterDoc struct {
 			OK           bool
 			TargetServes *int64
 		}
-		Error string
+		Proven int
+		Error  string
 	}
+	// Omitted: the rows a document of many rows leaves out (landed kept, proven served).
+	Omitted  *struct{ Rows, Groups int }
 	ExitCode int
 }
 

@@ -19,18 +19,11 @@ import (
 func main() {
 	markdown := flag.String("markdown", "docs/cli", "directory for the Markdown pages (empty: skip)")
 	man := flag.String("man", "", "directory for the man pages (empty: skip)")
-	readme := flag.String("readme", "", "README whose exit-code table to regenerate (empty: skip)")
 	version := flag.String("version", "", "version for the man pages' header (e.g. v1.2.3)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "docgen: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
-	}
-	if *readme != "" {
-		if err := docgen.WriteReadme(*readme); err != nil {
-			fmt.Fprintln(os.Stderr, "docgen:", err)
-			os.Exit(1)
-		}
 	}
 	if err := run(*markdown, *man, *version); err != nil {
 		fmt.Fprintln(os.Stderr, "docgen:", err)

@@ -3,7 +3,6 @@ package align
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -16,7 +15,8 @@ const TrackerIdle = time.Hour
 // the Trackers of single groups built from their own commit on the target (Floor). One Pool
 // serves every caller that translates continuously (watch's keeper, sync), so each pair of
 // copies is read once whatever the number of groups. Not safe for concurrent use (Warm reads
-// many Trackers at once, itself called alone).
+// many Trackers at once, itself called alone; reads WarmFor leaves in the background touch
+// their own Trackers only).
 type Pool struct {
 	// Sources reads every cluster's data topics, by cluster name.
 	Sources map[string]Source
@@ -29,6 +29,7 @@ type Pool struct {
 	used     map[poolKey]time.Time // when each Tracker last answered
 	swept    time.Time
 	retired  TrackerStats // what the dropped Trackers read (Stats never goes back)
+	rd       reading      // the reads WarmFor left in the background
 }
 
 type poolKey struct {
@@ -44,6 +45,9 @@ type poolKey struct {
 // group back to them.
 func (p *Pool) Translate(ctx context.Context, from, to, topic string, partition int32, offset, floor int64, group string) (Translation, error) {
 	plain := poolKey{from: from, to: to, topic: topic, partition: partition}
+	if p.rd.isBusy(plain) {
+		return Translation{}, ErrReading
+	}
 	tr, err := p.tracker(plain, 0)
 	if err != nil {
 		return Translation{}, err
@@ -126,7 +130,15 @@ func (p *Pool) Trackers() int { return len(p.trackers) }
 // continuously (docs/failover.md).
 func (p *Pool) Stats() TrackerStats {
 	s := p.retired
-	for _, tr := range p.trackers {
+	for key, tr := range p.trackers {
+		if p.rd.isBusy(key) {
+			addStats(&s, p.rd.seen[key]) // its read's goroutine owns it
+			continue
+		}
+		if p.rd.seen == nil {
+			p.rd.seen = map[poolKey]TrackerStats{}
+		}
+		p.rd.seen[key] = tr.Stats()
 		addStats(&s, tr.Stats())
 	}
 	return s
@@ -163,7 +175,7 @@ func (p *Pool) sweep(now time.Time) {
 	}
 	p.swept = now
 	for key, at := range p.used {
-		if now.Sub(at) > TrackerIdle {
+		if now.Sub(at) > TrackerIdle && !p.rd.isBusy(key) {
 			p.drop(key)
 		}
 	}
@@ -176,6 +188,7 @@ func (p *Pool) drop(key poolKey) {
 		delete(p.trackers, key)
 	}
 	delete(p.used, key)
+	delete(p.rd.seen, key)
 }
 
 func addStats(s *TrackerStats, t TrackerStats) {
@@ -200,26 +213,4 @@ func (p *Pool) now() time.Time {
 // other spent 3.6 s in those reads (issue 31's scale test). A Tracker that fails here is left
 // as it is: Translate meets the error again and reports it per group. Warm itself must not
 // run concurrently with other calls of the Pool.
-func (p *Pool) Warm(ctx context.Context, reqs []Request, par int) {
-	upTo := map[poolKey]int64{}
-	for _, r := range reqs {
-		k := poolKey{from: r.From, to: r.To, topic: r.Topic, partition: r.Partition}
-		if o, ok := upTo[k]; !ok || r.Offset > o {
-			upTo[k] = r.Offset
-		}
-	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(par, 1))
-	for k, o := range upTo {
-		tr, err := p.tracker(k, 0)
-		if err != nil || (tr.Covered() >= o && !tr.provisional) {
-			continue // no source (Translate says so), or nothing to read
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, _ = tr.Translate(ctx, o)
-		})
-	}
-	wg.Wait()
-}
+func (p *Pool) Warm(ctx context.Context, reqs []Request, par int) { p.WarmFor(ctx, reqs, par, 0) }

@@ -17,7 +17,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
-	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
 // TestEveryCommand runs every command of the tree (issue 32, item 6) three ways: with an
@@ -26,22 +25,8 @@ import (
 // code, and its message must name what broke: the flag, the cluster and its endpoint, the
 // input. A command added to the tree without a row here fails the test.
 func TestEveryCommand(t *testing.T) {
-	// Two clusters, each endpoint a port nothing listens on.
-	ports := make([]string, 6)
-	for i := range ports {
-		ports[i] = fakes.ClosedAddr(t)
-	}
+	cfg, ports := closedClusters(t)
 	endpoints := map[string][]string{"scus": ports[0:3], "wus": ports[3:6]}
-	cfg := writeConfig(t, fmt.Sprintf(`clusters:
-  - name: scus
-    adminURL: http://%s
-    serviceURL: pulsar://%s
-    kafkaBootstrap: [%s]
-  - name: wus
-    adminURL: http://%s
-    serviceURL: pulsar://%s
-    kafkaBootstrap: [%s]
-`, ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]))
 	malformed := writeConfig(t, "clusters: [\n")
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.json")
@@ -120,7 +105,7 @@ func TestEveryCommand(t *testing.T) {
 			{[]string{"--wait", "soon"}, "--wait"},
 		}},
 		"sync": {code: 0, bad: []bad{{[]string{"bogus"}, `unknown command "bogus"`}}},
-		"sync setup": {reach: []string{"--yes"}, contacts: true, code: 3, bad: []bad{
+		"sync setup": {reach: []string{"--yes"}, contacts: true, code: 3, also: []reach{{[]string{"--dry-run"}, 3}}, bad: []bad{
 			{[]string{"--group", "["}, "--group"},
 			{[]string{"--verify", "soon"}, "--verify"},
 		}},
@@ -172,6 +157,12 @@ func TestEveryCommand(t *testing.T) {
 				}
 				args := append(append(slices.Clone(global), path...), rc.args...)
 				r = runBounded(t, env, stop, args...)
+				for _, p := range styleProblems(r.out+r.errOut, []string{"scus", "wus"}) {
+					t.Errorf("unreachable %v: %s", rc.args, p)
+				}
+				if stop == 0 {
+					checkJSONDoc(t, env, p, args, rc.code)
+				}
 				if r.code != rc.code {
 					t.Errorf("unreachable %v: exit %d, want %d\nstdout: %s\nstderr: %s", rc.args, r.code, rc.code, r.out, r.errOut)
 				}
@@ -206,6 +197,10 @@ func TestEveryCommand(t *testing.T) {
 					args = append(args, b.args...)
 				}
 				r := runBounded(t, env, 0, args...)
+				for _, p := range styleProblems(r.out+r.errOut, []string{"scus", "wus"}) {
+					t.Errorf("%v: %s", b.args, p)
+				}
+				checkJSONDoc(t, env, p, args, 2)
 				if r.code != 2 || !strings.Contains(r.errOut, b.want) {
 					t.Errorf("%v: exit %d, want 2 naming %q\nstdout: %s\nstderr: %s", b.args, r.code, b.want, r.out, r.errOut)
 				}

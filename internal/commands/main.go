@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -17,7 +16,6 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/factory"
 	"github.com/kop-offsets/kop-offsets/internal/commands/root"
-	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
@@ -35,6 +33,7 @@ func Main() int {
 // stderr and returns the exit code (see cmdutil.ExitCode).
 func Run(ctx context.Context, f *cmdutil.Factory, cmd *cobra.Command, args []string) int {
 	cmd.SetArgs(args)
+	out := countOut(f.IOStreams)
 	executed, err := cmd.ExecuteContextC(ctx)
 	if err == nil {
 		return outcome.OK.ExitCode()
@@ -49,10 +48,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, cmd *cobra.Command, args []str
 		}
 	}
 	if !cmdutil.IsSilent(err) {
-		fmt.Fprintln(f.IOStreams.ErrOut, "Error: "+strings.TrimSpace(err.Error()))
-		if h := explain.Hint(err); h != "" {
-			fmt.Fprintln(f.IOStreams.ErrOut, "Cause: "+h)
+		if out.n == 0 {
+			printErrorDoc(f, args, err)
 		}
+		cmdutil.PrintError(f.IOStreams.ErrOut, err, f.Flags.Verbose)
 		var fe *cmdutil.FlagError
 		if errors.As(err, &fe) && executed != nil {
 			fmt.Fprintf(f.IOStreams.ErrOut, "Run '%s --help' for usage.\n", executed.CommandPath())

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,17 +18,40 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 )
 
-// README's claims about the command tree are checked against it (issue 32): the commands
-// table lists every command and nothing else, every command line it shows uses flags the
-// command has, and every exit code an example shows is one its command's contract has.
+// The claims README and docs/ make about the command tree are checked against it (issue 32,
+// issue 48): README's commands table lists every command and nothing else, every command line
+// they show uses flags the command has, and every exit code an example shows is one its
+// command's contract has.
 
-func readme(t *testing.T) string {
+// repoRoot is the repository's top directory, seen from this package.
+const repoRoot = "../.."
+
+// readDoc is the text of a Markdown page, its path from the repository's top.
+func readDoc(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join(repoRoot, path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func readme(t *testing.T) string { return readDoc(t, "README.md") }
+
+// userDocs are the pages written by hand that show a user commands: README and docs/*.md
+// (docs/cli is generated from the tree itself).
+func userDocs(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	out := []string{"README.md"}
+	for _, p := range pages {
+		rel, _ := filepath.Rel(repoRoot, p)
+		out = append(out, rel)
+	}
+	return out
 }
 
 func tree() *cobra.Command {
@@ -37,12 +61,12 @@ func tree() *cobra.Command {
 
 var codeSpan = regexp.MustCompile("`([^`]+)`")
 
-// section is README's text from the heading line head to the next heading of its level.
+// section is md's text from the heading line head to the next heading of its level.
 func section(t *testing.T, md, head string) string {
 	t.Helper()
 	i := strings.Index(md, "\n"+head+"\n")
 	if i < 0 {
-		t.Fatalf("README has no %q", head)
+		t.Fatalf("no %q in the page", head)
 	}
 	rest := md[i+len(head)+2:]
 	level := head[:strings.Index(head, " ")+1]
@@ -165,20 +189,24 @@ func resolve(rc *cobra.Command, args []string) (*cobra.Command, []string) {
 
 func TestReadmeCommandLinesUseRealFlags(t *testing.T) {
 	rc := tree()
-	lines := commandLines(readme(t))
-	if len(lines) < 20 {
-		t.Fatalf("found %d command lines in README: the parser lost them", len(lines))
-	}
-	for _, l := range lines {
-		c, flags := resolve(rc, strings.Fields(l))
-		for _, name := range flags {
-			if name == "help" { // cobra adds it to every command as it runs
-				continue
-			}
-			if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
-				t.Errorf("README runs `kop-offsets %s`: %s has no --%s", l, c.CommandPath(), name)
+	total := 0
+	for _, page := range userDocs(t) {
+		lines := commandLines(readDoc(t, page))
+		total += len(lines)
+		for _, l := range lines {
+			c, flags := resolve(rc, strings.Fields(l))
+			for _, name := range flags {
+				if name == "help" { // cobra adds it to every command as it runs
+					continue
+				}
+				if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
+					t.Errorf("%s runs `kop-offsets %s`: %s has no --%s", page, l, c.CommandPath(), name)
+				}
 			}
 		}
+	}
+	if total < 60 {
+		t.Fatalf("found %d command lines in README and docs: the parser lost them", total)
 	}
 }
 
@@ -186,11 +214,23 @@ var exitShown = regexp.MustCompile(`\(exit (\d)\)`)
 
 // Each "(exit N)" an example prints after "$ kop-offsets CMD" is a code of CMD's contract.
 func TestReadmeExampleExitCodesAreInTheContract(t *testing.T) {
+	checked := 0
+	for _, page := range userDocs(t) {
+		checked += exampleExitCodes(t, page)
+	}
+	if checked < 5 {
+		t.Fatalf("%d (exit N) found in the examples of README and docs: the parser lost them", checked)
+	}
+}
+
+// exampleExitCodes checks the "(exit N)" of page's examples and returns how many it saw.
+func exampleExitCodes(t *testing.T, page string) int {
+	t.Helper()
 	rc := tree()
 	var cmd string
 	checked := 0
 	inBlock := false
-	for _, line := range strings.Split(readme(t), "\n") {
+	for _, line := range strings.Split(readDoc(t, page), "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
 			inBlock, cmd = !inBlock, ""
 			continue
@@ -210,25 +250,23 @@ func TestReadmeExampleExitCodesAreInTheContract(t *testing.T) {
 				codes = append(codes, s.Outcome.ExitCode())
 			}
 			if !slices.Contains(codes, code) && code != outcome.Usage.ExitCode() {
-				t.Errorf("README shows %q after `kop-offsets %s`: its contract has codes %v", line, cmd, codes)
+				t.Errorf("%s shows %q after `kop-offsets %s`: its contract has codes %v", page, line, cmd, codes)
 			}
 			checked++
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no (exit N) found in README's examples: the parser lost them")
-	}
+	return checked
 }
 
 var flagSpan = regexp.MustCompile("^--([a-z][a-z0-9-]*)")
 
-// A bare `--flag` in a command's section ("### reload and repair: ...") is a flag of one of
-// the commands its heading names (or a global one).
+// A bare `--flag` in a command's section of docs/usage.md ("### reload and repair: ...") is a
+// flag of one of the commands its heading names (or a global one).
 func TestReadmeSectionFlagsExist(t *testing.T) {
 	rc := tree()
 	var cmds []*cobra.Command
 	checked := 0
-	for _, line := range strings.Split(section(t, readme(t), "## Commands"), "\n") {
+	for _, line := range strings.Split(section(t, readDoc(t, "docs/usage.md"), "## Commands"), "\n") {
 		if strings.HasPrefix(line, "### ") || strings.HasPrefix(line, "#### ") {
 			if !strings.HasPrefix(line, "#### ") {
 				cmds = nil
@@ -259,13 +297,13 @@ func TestReadmeSectionFlagsExist(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Errorf("README's section of %v names `%s`: none of them has --%s", names(cmds), m[1], f[1])
+				t.Errorf("docs/usage.md's section of %v names `%s`: none of them has --%s", names(cmds), m[1], f[1])
 			}
 			checked++
 		}
 	}
 	if checked < 10 {
-		t.Fatalf("checked %d flags in README's command sections: the parser lost them", checked)
+		t.Fatalf("checked %d flags in docs/usage.md's command sections: the parser lost them", checked)
 	}
 }
 

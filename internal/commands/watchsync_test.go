@@ -39,7 +39,7 @@ func TestWatchSyncRefusedWhileReplicated(t *testing.T) {
     kafkaBootstrap: [%s]
 `, scus.URL, fakes.ClosedAddr(t), fakes.ClosedAddr(t), wus.URL, fakes.ClosedAddr(t), fakes.ClosedAddr(t)))
 	r := runBounded(t, nil, 0, "--config", cfg, "--timeout", "1s", "watch", "--sync", "--listen", "127.0.0.1:0")
-	if r.code != 1 || !strings.Contains(r.errOut, "replicates to wus") || !strings.Contains(r.errOut, "fix with: kop-offsets sync setup") {
+	if r.code != 1 || !strings.Contains(r.errOut, "replicates to wus") || !strings.Contains(r.errOut, "\n  fix: kop-offsets sync setup") {
 		t.Errorf("exit %d, want 1 naming the replication and the fix\nstdout: %s\nstderr: %s", r.code, r.out, r.errOut)
 	}
 }

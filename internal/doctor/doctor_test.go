@@ -89,7 +89,7 @@ func TestKoPListener(t *testing.T) {
 	}}
 	r := runWith(t, Options{Kafka: k}, s, w)
 	f := wantOne(t, r, SeverityError, CheckKoPListener, "scus", "messagingProtocols=kafka")
-	if f.Message != "KoP does not answer on its Kafka listener 127.0.0.1:19092" || f.Evidence["stage"] != "dial" || f.Evidence["messagingProtocols"] != "[]" {
+	if f.Message != "KoP does not answer at 127.0.0.1:19092" || f.Evidence["stage"] != "dial" || f.Evidence["messagingProtocols"] != "[]" {
 		t.Errorf("%+v", f)
 	}
 	wantOne(t, r, SeverityError, CheckKoPListener, "wus", "kafkaListeners")
@@ -277,7 +277,7 @@ func TestUnreachableCluster(t *testing.T) {
 	if len(r.Unreachable) != 1 || r.Unreachable[0] != "wus" || r.Clusters[1].Reachable {
 		t.Fatalf("unreachable %v", r.Unreachable)
 	}
-	f := wantOne(t, r, SeverityError, CheckAdminReachable, "wus", "start the brokers of wus")
+	f := wantOne(t, r, SeverityError, CheckAdminReachable, "wus", "start its brokers")
 	if !strings.Contains(f.Evidence["error"].(string), "connection refused") {
 		t.Error(f.Evidence)
 	}

@@ -146,7 +146,8 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 			ev["dial"] = pe.Dial
 		}
 	}
-	fix := fmt.Sprintf("check kafkaListeners and kafkaAdvertisedListeners (must include %s) in the broker.conf of %s and the broker log; KoP needs messagingProtocols=kafka and protocolHandlerDirectory pointing at its .nar", boot, cl.Name)
+	// The row names the cluster and the listener: the fix says "its" (issue 48: each once).
+	fix := "its broker.conf needs messagingProtocols=kafka, the KoP .nar, kafkaListeners and kafkaAdvertisedListeners with it; then its broker log"
 	if r.up(cl) {
 		if rc := runtimeConfig(ctx, cl); rc != nil {
 			mp := rc["messagingProtocols"]
@@ -159,7 +160,7 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 		}
 	}
 	return []Finding{{Severity: SeverityError, Check: CheckKoPListener, Cluster: cl.Name, Subject: boot,
-		Message: fmt.Sprintf("KoP does not answer on its Kafka listener %s", boot), Evidence: ev, Fix: fix}}
+		Message: "KoP does not answer at " + boot, Evidence: ev, Fix: fix}}
 }
 
 // saslRefusal is the finding for a KoP listener that answered but refused the configured

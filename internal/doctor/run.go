@@ -152,7 +152,7 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err)
 		return []Finding{{
 			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
-			Message:  fmt.Sprintf("adminURL %s of %s is not a Pulsar admin API (http 404 to %s): nothing else can be checked on it", cl.AdminURL, cl.Name, what),
+			Message:  fmt.Sprintf("adminURL %s is not a Pulsar admin API (http 404 to %s): nothing else checked", cl.AdminURL, what),
 			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
 			Fix:      e.Fix,
 		}}
@@ -164,9 +164,9 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 		r.down[cl.Name] = true
 		return []Finding{{
 			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
-			Message:  fmt.Sprintf("the admin API of %s does not answer (%s): nothing else can be checked on it", cl.Name, explain.Of(err)),
+			Message:  fmt.Sprintf("the admin API does not answer (%s): nothing else checked", explain.Of(err)),
 			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
-			Fix:      fmt.Sprintf("start the brokers of %s or correct its adminURL; then: kop-offsets --cluster %s config check", cl.Name, cl.Name),
+			Fix:      fmt.Sprintf("start its brokers or correct its adminURL; then: kop-offsets --cluster %s config check", cl.Name),
 		}}
 	}
 	r.apiErr = true

@@ -65,16 +65,34 @@ type Error struct {
 	Err    error  `json:"-"`
 }
 
-// Error is the one line a table prints: cluster, endpoint kind and URL, cause, what failed,
-// and the fix.
+// Error is the one line of what failed: cluster, endpoint kind and URL, cause and the call
+// that failed, each named once. The fix is not in it: renderers print it on a line of its
+// own (Lines), where it fits the 200 characters a terminal shows.
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %s: %s", e.Cluster, e.Endpoint)
 	if e.URL != "" {
 		fmt.Fprintf(&b, " %s", e.URL)
 	}
-	b.WriteString(": " + e.Short())
+	b.WriteString(": " + e.Cause)
+	if e.What != "" {
+		b.WriteString(" (" + e.What + ")")
+	}
 	return b.String()
+}
+
+// Lines are the error and its fix as a command prints them on stderr: "error: " and the line,
+// then "  fix: " and the fix when there is one.
+func (e *Error) Lines() string { return Lines(e.Error(), e.Fix) }
+
+// Lines is the one style of an error on stderr: the prefix "error: ", what failed and why on
+// one line, and the fix on the next.
+func Lines(line, fix string) string {
+	s := "error: " + line + "\n"
+	if fix != "" {
+		s += "  fix: " + fix + "\n"
+	}
+	return s
 }
 
 // Short is the line without cluster, endpoint and URL, for a row that shows those already.
@@ -112,6 +130,9 @@ func New(cluster string, kind Kind, url string, err error) *Error {
 		}
 	} else {
 		e.Cause, e.Detail = cause(err)
+	}
+	if ae, ok := errors.AsType[*pulsarx.AdminError](err); ok && ae.Status == 0 && ae.Err != nil {
+		e.Detail = ae.Err.Error() // net/http's own text, which AdminError's shortens
 	}
 	e.Fix = fix(cluster, e.Endpoint, e.Cause)
 	return e
@@ -272,40 +293,41 @@ func field(k Kind) string {
 	return "kafkaBootstrap"
 }
 
-// fix is what to do about cause on endpoint kind k of cluster.
+// fix is what to do about cause on endpoint kind k of cluster. It says "its" for the cluster:
+// the line it ends names the cluster already; only the command to run next names it again.
 func fix(cluster string, k Kind, cause string) string {
 	check := fmt.Sprintf("then: kop-offsets --cluster %s config check", cluster)
 	switch {
 	case strings.HasPrefix(cause, CauseRefused):
 		switch k {
 		case Admin:
-			return fmt.Sprintf("start the brokers of %s or correct its adminURL (the web service port, 8080 by default); %s", cluster, check)
+			return "start its brokers or correct its adminURL (the web service port, 8080 by default); " + check
 		case Pulsar:
-			return fmt.Sprintf("start the brokers of %s or correct its serviceURL (the broker service port, 6650 by default); %s", cluster, check)
+			return "start its brokers or correct its serviceURL (the broker service port, 6650 by default); " + check
 		}
-		return fmt.Sprintf("load KoP on the brokers of %s (messagingProtocols=kafka) or correct its kafkaBootstrap to match kafkaAdvertisedListeners; %s", cluster, check)
+		return "load KoP on its brokers (messagingProtocols=kafka) or correct its kafkaBootstrap to match kafkaAdvertisedListeners; " + check
 	case strings.HasPrefix(cause, CauseTimeout):
 		return fmt.Sprintf("the host does not answer: a firewall, a cut link or a stopped broker (raise --timeout if it is only slow); %s", check)
 	case strings.HasPrefix(cause, CauseDNS):
-		return fmt.Sprintf("correct the host name in %s of %s", field(k), cluster)
+		return fmt.Sprintf("correct the host name in its %s", field(k))
 	case strings.HasPrefix(cause, CauseTLS):
 		if k == Kafka {
-			return fmt.Sprintf("check kafkaAuth.tls of %s (caFile, insecureSkipVerify) and that the listener uses TLS", cluster)
+			return "check its kafkaAuth.tls (caFile, insecureSkipVerify) and that the listener uses TLS"
 		}
-		return fmt.Sprintf("check pulsarAuth.tls of %s (caFile, insecureSkipVerify) and that the URL's scheme (https, pulsar+ssl) matches the port", cluster)
+		return "check its pulsarAuth.tls (caFile, insecureSkipVerify) and that the URL's scheme (https, pulsar+ssl) matches the port"
 	case strings.HasPrefix(cause, CauseAuth+" by the OAuth2 issuer"):
-		return fmt.Sprintf("check pulsarAuth.oauth2 of %s: issuerUrl, audience and the client id and secret of its privateKey file", cluster)
+		return "check its pulsarAuth.oauth2: issuerUrl, audience and the client id and secret of its privateKey file"
 	case strings.HasPrefix(cause, CauseAuth):
 		if k == Kafka {
-			return fmt.Sprintf("check kafkaAuth.sasl of %s (KoP: username the tenant, password token:<jwt>)", cluster)
+			return "check its kafkaAuth.sasl (KoP: username the tenant, password token:<jwt>)"
 		}
-		return fmt.Sprintf("check pulsarAuth of %s: the token is missing, expired or lacks the rights (locate and reload need super-user or namespace admin)", cluster)
+		return "check its pulsarAuth: the token is missing, expired or lacks the rights (locate and reload need super-user or namespace admin)"
 	case strings.HasPrefix(cause, CauseNotAdminAPI):
-		return fmt.Sprintf("adminURL of %s must be Pulsar's web service (webServicePort, 8080 by default) without a path", cluster)
+		return "its adminURL must be Pulsar's web service (webServicePort, 8080 by default) without a path"
 	case strings.HasPrefix(cause, CauseNotFound):
-		return fmt.Sprintf("check tenant and metadataNamespace of %s (KoP's kafkaMetadataTenant and kafkaMetadataNamespace) and that KoP is loaded; kop-offsets --cluster %s doctor", cluster, cluster)
+		return fmt.Sprintf("check its tenant and metadataNamespace (KoP's kafkaMetadataTenant and kafkaMetadataNamespace) and that KoP is loaded; then: kop-offsets --cluster %s doctor", cluster)
 	case strings.HasPrefix(cause, CauseServer):
-		return fmt.Sprintf("read the broker log of %s", cluster)
+		return "read its broker log"
 	}
 	return ""
 }
@@ -321,23 +343,6 @@ func (e *Error) WithURLs(cl config.Cluster) *Error {
 		e.URL = URLs(cl)[e.Endpoint]
 	}
 	return e
-}
-
-// Hint explains the first admin API failure in err's chain, for an error that was not
-// explained where it happened ("": none, or already explained).
-func Hint(err error) string {
-	if _, ok := errors.AsType[*Error](err); ok {
-		return ""
-	}
-	ae, ok := errors.AsType[*pulsarx.AdminError](err)
-	if !ok || ae.Cluster == "" {
-		return ""
-	}
-	e := New(ae.Cluster, Admin, "", ae)
-	if e.Fix == "" {
-		return ""
-	}
-	return e.Error()
 }
 
 // WithTenant puts --tenant tenant into the kop-offsets command lines of a fix or message

@@ -48,9 +48,11 @@ type Result struct {
 	// Reload is the reload of the target's bundles that made KoP serve them.
 	Reload    *reload.Plan      `json:"reload,omitempty"`
 	Execution *reload.Execution `json:"execution,omitempty"`
-	// Proof is what each cluster serves afterwards, row by row.
-	Proof []Proof `json:"proof"`
-	Error string  `json:"error,omitempty"`
+	// Proof is what each cluster serves afterwards, row by row; Proven counts the rows the
+	// target serves at their translated offset.
+	Proof  []Proof `json:"proof"`
+	Proven int     `json:"proven"`
+	Error  string  `json:"error,omitempty"`
 	// ExitCode: OK done, Unreachable, WriteFailed (a write failed, or refused: rows the
 	// plan refused, a reload that would be refused).
 	ExitCode outcome.Outcome `json:"exitCode"`
@@ -86,6 +88,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		return res
 	}
 	// 1. The reload as it would run, the rows to write taken as they will be.
+	e.log("cluster %s: planning the reload of the bundles of %d groups", plan.To, len(groups))
 	pre, err := e.Reloader.Plan(ctx, groups, plan.intended(false))
 	if err != nil {
 		res.Error, res.ExitCode = "plan of the reload: "+err.Error()+" (nothing was written)", outcome.Unreachable
@@ -109,29 +112,25 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	if !e.write(ctx, plan, res) {
 		return res
 	}
-	// 3. The reload, now predicting the written values.
-	rp, err := e.Reloader.Plan(ctx, groups, plan.intended(true))
-	if err != nil {
-		res.Error, res.ExitCode = fmt.Sprintf("plan of the reload after writing %v: %v (written, not loaded: run failover again)", res.Written, err), outcome.WriteFailed
-		return res
-	}
-	res.Reload = rp
-	late := outcome.OK
-	if refused := rp.Refused(); len(refused) > 0 {
-		res.Error = fmt.Sprintf("written %v, but the reload of bundle %s is now refused: %s (run failover again)", res.Written, refused[0].Range, refused[0].Reason)
-		if plan.SourceDown == "" {
-			res.ExitCode = outcome.WriteFailed
+	// 3. The reload, now predicting the written values; when nothing was written (every row
+	// reloads what the topic holds) the plan of step 1 is that plan already, and each
+	// bundle's groups are asked again just before its unload (reload's recheck).
+	rp, late := pre, outcome.OK
+	if len(res.Written) > 0 {
+		if rp, late = e.replan(ctx, plan, groups, res); rp == nil {
 			return res
 		}
-		plan.leaveRefused(rp, "written, but its bundle's reload is now refused (run failover again)")
-		late = outcome.WriteFailed
 	}
+	res.Reload = rp
 	res.Execution = e.Reloader.Execute(ctx, rp)
 	// 4. The proof: the target serves the translated offsets, the source its own.
-	res.Proof = e.prove(ctx, plan)
+	e.log("cluster %s: proving %d rows", plan.To, len(plan.Rows))
+	res.Proof = e.prove(ctx, plan, res.Execution)
 	res.ExitCode = outcome.Worst(res.Execution.ExitCode, late)
 	for _, p := range res.Proof {
-		if !p.OK && res.ExitCode == outcome.OK {
+		if p.OK {
+			res.Proven++
+		} else if res.ExitCode == outcome.OK {
 			res.ExitCode = outcome.WriteFailed
 			res.Error = fmt.Sprintf("%s %s[%d]: %s serves %s after the reload, want %d", p.Group, p.Topic, p.Partition,
 				plan.To, str(p.TargetServes), p.Translated)
@@ -141,6 +140,28 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 		res.ExitCode = plan.Outcome()
 	}
 	return res
+}
+
+// replan plans the reload again after the writes, predicting the written values, and
+// returns it with the outcome of rows it left (source gone); nil when the failover ends
+// here (res says why).
+func (e *Executor) replan(ctx context.Context, plan *Plan, groups []string, res *Result) (*reload.Plan, outcome.Outcome) {
+	rp, err := e.Reloader.Plan(ctx, groups, plan.intended(true))
+	if err != nil {
+		res.Error, res.ExitCode = fmt.Sprintf("plan of the reload after writing %v: %v (written, not loaded: run failover again)", res.Written, err), outcome.WriteFailed
+		return nil, outcome.WriteFailed
+	}
+	late := outcome.OK
+	if refused := rp.Refused(); len(refused) > 0 {
+		res.Error = fmt.Sprintf("written %v, but the reload of bundle %s is now refused: %s (run failover again)", res.Written, refused[0].Range, refused[0].Reason)
+		if plan.SourceDown == "" {
+			res.ExitCode = outcome.WriteFailed
+			return nil, outcome.WriteFailed
+		}
+		plan.leaveRefused(rp, "written, but its bundle's reload is now refused (run failover again)")
+		late = outcome.WriteFailed
+	}
+	return rp, late
 }
 
 // intended are the rows the failover writes or reloads, with their values as they are in the
@@ -204,37 +225,46 @@ func (e *Executor) write(ctx context.Context, plan *Plan, res *Result) bool {
 
 var errNoHolder = errors.New("no writer for held values")
 
-func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
-	serves := func(s Side, g string) map[tp]int64 {
-		out := map[tp]int64{}
-		if s.Groups == nil {
-			return out
+// prove says, row by row, what the target serves and what the source serves. A group the
+// reload's verification found serving its offsets topic after its bundle's load is proven
+// by that answer (nothing but the group itself commits on the target, and the failover
+// found it without members there); every other group is asked, many per request.
+func (e *Executor) prove(ctx context.Context, plan *Plan, ex *reload.Execution) []Proof {
+	var groups []string
+	for _, r := range plan.Rows {
+		if r.Action != ActionRefused && r.Translated != nil && (len(groups) == 0 || groups[len(groups)-1] != r.Group) {
+			groups = append(groups, r.Group) // rows are sorted by group
 		}
-		offs, err := s.Groups.FetchOffsets(ctx, g)
-		if err != nil {
-			e.log("cluster %s: fetch offsets of %s: %v", s.Name, g, err)
-		}
-		for _, o := range offs {
-			out[tp{o.Topic, o.Partition}] = o.Offset
-		}
-		return out
 	}
+	verified := map[string]*reload.CacheAnswer{}
+	if ex != nil {
+		for _, g := range ex.Groups {
+			if g.Status == reload.GroupFresh && g.After != nil {
+				verified[g.Group] = g.After
+			}
+		}
+	}
+	var ask []string
+	for _, g := range groups {
+		if verified[g] == nil {
+			ask = append(ask, g)
+		}
+	}
+	target := e.serves(ctx, e.To, ask)
+	for g, a := range verified {
+		target[g] = byPartition(a)
+	}
+	source := e.serves(ctx, e.From, groups)
 	var out []Proof
-	cache := map[string][2]map[tp]int64{}
 	for _, r := range plan.Rows {
 		if r.Action == ActionRefused || r.Translated == nil {
 			continue
 		}
-		c, ok := cache[r.Group]
-		if !ok {
-			c = [2]map[tp]int64{serves(e.To, r.Group), serves(e.From, r.Group)}
-			cache[r.Group] = c
-		}
 		p := Proof{Group: r.Group, Topic: r.Topic, Partition: r.Partition, Translated: *r.Translated, Source: r.Source}
-		if v, ok := c[0][tp{r.Topic, r.Partition}]; ok {
+		if v, ok := target[r.Group][tp{r.Topic, r.Partition}]; ok {
 			p.TargetServes = &v
 		}
-		if v, ok := c[1][tp{r.Topic, r.Partition}]; ok {
+		if v, ok := source[r.Group][tp{r.Topic, r.Partition}]; ok {
 			p.SourceServes = &v
 		}
 		switch {
@@ -246,6 +276,37 @@ func (e *Executor) prove(ctx context.Context, plan *Plan) []Proof {
 		p.OK = p.TargetServes != nil && *p.TargetServes == p.Translated
 		p.SourceKept = p.SourceServes != nil && *p.SourceServes == p.Source
 		out = append(out, p)
+	}
+	return out
+}
+
+// serves asks s's KoP what it serves the groups, many per request; nothing for a side
+// without KoP, and nothing for a group KoP did not answer (logged).
+func (e *Executor) serves(ctx context.Context, s Side, groups []string) map[string]map[tp]int64 {
+	out := map[string]map[tp]int64{}
+	if s.Groups == nil || len(groups) == 0 {
+		return out
+	}
+	failed, first := 0, ""
+	for g, a := range reload.AskMany(ctx, s.Groups, groups, reload.DefaultServedTimeout) {
+		if a.Error != "" {
+			failed++
+			if first == "" || a.Error < first { // the same one whatever the map's order
+				first = a.Error
+			}
+		}
+		out[g] = byPartition(a)
+	}
+	if failed > 0 { // one line, not thousands
+		e.log("cluster %s: fetch offsets of %d of %d groups failed, e.g. %s", s.Name, failed, len(groups), first)
+	}
+	return out
+}
+
+func byPartition(a *reload.CacheAnswer) map[tp]int64 {
+	out := make(map[tp]int64, len(a.Offsets))
+	for _, o := range a.Offsets {
+		out[tp{o.Topic, o.Partition}] = o.Offset
 	}
 	return out
 }

@@ -127,12 +127,12 @@ type Plan struct {
 func (p *Plan) Groups(actions ...string) []string {
 	var out []string
 	for _, r := range p.Rows {
-		if slices.Contains(actions, r.Action) && !slices.Contains(out, r.Group) {
+		if slices.Contains(actions, r.Action) {
 			out = append(out, r.Group)
 		}
 	}
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
 // Count returns the rows of one action.
@@ -262,14 +262,13 @@ func (pl *Planner) askTarget(ctx context.Context, groups []string) (activity map
 	served = map[string]map[tp]int64{}
 	for _, g := range groups {
 		served[g] = map[tp]int64{}
-		if pl.To.Groups == nil {
-			continue
-		}
-		offs, err := pl.To.Groups.FetchOffsets(ctx, g)
-		if err != nil {
-			continue // KoP serves nothing for it now (not coordinator, loading): nothing to lose
-		}
-		for _, o := range offs {
+	}
+	if pl.To.Groups == nil {
+		return activity, served, actErr
+	}
+	for g, a := range reload.AskMany(ctx, pl.To.Groups, groups, reload.DefaultServedTimeout) {
+		// An error: KoP serves nothing for it now (not coordinator, loading): nothing to lose.
+		for _, o := range a.Offsets {
 			served[g][tp{o.Topic, o.Partition}] = o.Offset
 		}
 	}

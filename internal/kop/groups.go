@@ -4,9 +4,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 )
@@ -17,6 +22,9 @@ import (
 // and leaves coordinator errors to its caller.
 type KafkaGroups struct {
 	Admin *kadm.Client
+	// Client is the kgo client behind Admin; with it FetchMany asks many groups per
+	// request (nil: one request per group).
+	Client *kgo.Client
 	// KafkaNamespace is the cluster's kafkaNamespace, for topic names.
 	KafkaNamespace string
 }
@@ -58,6 +66,65 @@ func (k KafkaGroups) FetchOffsets(ctx context.Context, group string) ([]TopicOff
 	SortTopicOffsets(out)
 	return out, nil
 }
+
+// Fetched is KoP's answer for one group of FetchMany: its committed offsets, or the error
+// (a coordinator error wraps the kerr error; any other error means KoP could not be asked).
+type Fetched struct {
+	Offsets []TopicOffset
+	Err     error
+}
+
+// FetchMany asks KoP for the committed offsets of many groups: OffsetFetch v8 requests of
+// up to DefaultBatchSize groups sent to each group's coordinator (Fetcher), each bounded by
+// requestTimeout, answered once each: a coordinator error is handed back, not retried (the
+// caller polls). Without Client it asks one group at a time, as FetchOffsets.
+func (k KafkaGroups) FetchMany(ctx context.Context, groups []string, requestTimeout time.Duration) map[string]Fetched {
+	out := make(map[string]Fetched, len(groups))
+	var mu sync.Mutex
+	if k.Client == nil {
+		var eg errgroup.Group
+		eg.SetLimit(oneByOneParallel)
+		for _, g := range groups {
+			eg.Go(func() error {
+				rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+				defer cancel()
+				offs, err := k.FetchOffsets(rctx, g)
+				mu.Lock()
+				defer mu.Unlock()
+				out[g] = Fetched{Offsets: offs, Err: err}
+				return nil
+			})
+		}
+		_ = eg.Wait() // no call fails the group
+		return out
+	}
+	// A wait of 1ns: every answer is final at once (Fetcher retries only within the wait).
+	f := &Fetcher{Admin: k.Admin, Client: k.Client, RequestTimeout: requestTimeout, CoordinatorWait: time.Nanosecond}
+	f.EachOffsets(ctx, groups, func(g string, gf GroupFetch) {
+		if gf.Err != nil {
+			out[g] = Fetched{Err: gf.Err}
+			return
+		}
+		offs := []TopicOffset{}
+		for topic, parts := range gf.Offsets {
+			short := loader.ShortName(loader.NormalizeTopic(topic, k.KafkaNamespace), k.KafkaNamespace)
+			for p, o := range parts {
+				offs = append(offs, TopicOffset{Topic: short, Partition: p, Offset: o})
+			}
+		}
+		SortTopicOffsets(offs)
+		out[g] = Fetched{Offsets: offs}
+	})
+	for _, g := range groups {
+		if _, ok := out[g]; !ok { // ctx ended before it was asked
+			out[g] = Fetched{Err: fmt.Errorf("group %s: not asked: %w", g, cmp.Or(ctx.Err(), errors.New("no answer")))}
+		}
+	}
+	return out
+}
+
+// oneByOneParallel bounds the one-group OffsetFetches in flight without a Client.
+const oneByOneParallel = 16
 
 // GroupActivity is what DescribeGroups said about one group on one cluster.
 type GroupActivity struct {

@@ -37,7 +37,8 @@
 //     KoP serves only what it loaded or was sent), all
 //     of a group's keys in one OffsetCommit per target (the latest state: coalesced, however
 //     often the group committed since the last cycle). A key that cannot be translated is
-//     left (Errors); the others go on.
+//     left (Errors); the others go on. A key whose copies are still being read (a read that
+//     outlasted the step's wait: align.Pool.WarmFor) waits (Reading): never a guess.
 //   - A commit a cluster holds by replication (Origin set) is history from before sync
 //     setup: it counts in another cluster's numbering, so it is neither a source nor a
 //     writer; as a target's current offset, only the group's own commit below it is a floor
@@ -59,6 +60,7 @@ package offsetsync
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -126,6 +128,9 @@ type Result struct {
 	// (no OffsetDelete): they stay until KoP's offset retention expires them there.
 	Undeleted []Deleted
 	Left      []Left
+	// Reading are keys whose translation waits for a read of the copies that is still
+	// running (align.ErrReading): not an error, synced once the read ends.
+	Reading []Left
 	// SplitBrain, when set, says why nothing was synced: the group is live or committing on
 	// two clusters at once.
 	SplitBrain string
@@ -229,6 +234,13 @@ type op struct {
 // par topic partitions at once (align.Pool.Warm). Plans then translate from what was read,
 // one after the other, without waiting on the copies. It must not run concurrently with Plan.
 func (s *Syncer) Warm(ctx context.Context, groups map[string]map[string]View, par int) {
+	s.WarmFor(ctx, groups, par, 0)
+}
+
+// WarmFor is Warm that waits for the reads at most wait (align.Pool.WarmFor): a read still
+// running then goes on in the background, and the Plans of the keys it reads leave them
+// Reading until it ends.
+func (s *Syncer) WarmFor(ctx context.Context, groups map[string]map[string]View, par int, wait time.Duration) {
 	if s.Pool == nil {
 		return
 	}
@@ -254,7 +266,7 @@ func (s *Syncer) Warm(ctx context.Context, groups map[string]map[string]View, pa
 			}
 		}
 	}
-	s.Pool.Warm(ctx, reqs, par)
+	s.Pool.WarmFor(ctx, reqs, par, wait)
 }
 
 // Plan decides group's sync and translates it; Apply sends it.
@@ -382,6 +394,10 @@ func (s *Syncer) planTo(ctx context.Context, group, src string, from map[key]ent
 			}
 		}
 		t, err := translate(ctx, src, c.Name, k.topic, k.partition, e.co.Offset, floor, group)
+		if errors.Is(err, align.ErrReading) {
+			res.Reading = append(res.Reading, Left{Cluster: c.Name, Topic: k.topic, Partition: k.partition, Why: err.Error()})
+			continue
+		}
 		if err != nil {
 			res.Errors = append(res.Errors, &ClusterError{Cluster: c.Name, Err: fmt.Errorf("sync group %s %s[%d] (%d from %s): %w", group, k.topic, k.partition, e.co.Offset, src, err)})
 			continue

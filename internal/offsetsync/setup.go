@@ -8,9 +8,12 @@ package offsetsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 )
 
 // Replication reads and sets where one cluster's offsets topic replicates (*pulsarx.Admin).
@@ -39,6 +42,7 @@ type SetupStep struct {
 	// Want is the topic-level policy to set (Current without Synced); nil: nothing to do.
 	Want  []string `json:"want,omitempty"`
 	Error string   `json:"error,omitempty"`
+	Err   error    `json:"-"` // what Error says, for the explained form
 }
 
 // Check reads where every site's offsets topic replicates: one step each, in order.
@@ -48,7 +52,8 @@ func Check(ctx context.Context, sites []Site) []SetupStep {
 		st := SetupStep{Cluster: s.Name, OffsetsTopic: s.OffsetsTopic}
 		cur, topicLevel, err := s.Admin.TopicReplicationClusters(ctx, s.OffsetsTopic)
 		if err != nil {
-			st.Error = fmt.Sprintf("cluster %s: %v", s.Name, err)
+			st.Err = fmt.Errorf("cluster %s: %w", s.Name, err)
+			st.Error = explain.Line(st.Err)
 			out = append(out, st)
 			continue
 		}
@@ -74,27 +79,33 @@ func Check(ctx context.Context, sites []Site) []SetupStep {
 
 // Refusal is the error sync starts with when a step's offsets topic replicates to another
 // synced cluster, or could not be read; nil when none does. It names the fix.
+//
+// Each cluster is one error (errors.Join): an unreadable one is its endpoint's failure, one
+// that replicates says to where and, as its fix, the sync setup that stops it.
 func Refusal(steps []SetupStep) error {
-	var why []string
+	var why []error
 	var names []string
 	for _, st := range steps {
 		names = append(names, "--cluster "+st.Cluster)
+	}
+	setup := "kop-offsets sync setup " + strings.Join(names, " ")
+	for _, st := range steps {
 		switch {
+		case st.Err != nil:
+			why = append(why, st.Err) // names the call: where the offsets topic replicates
 		case st.Error != "":
-			why = append(why, st.Error+" (where its offsets topic replicates is unknown)")
+			why = append(why, fmt.Errorf("sync cannot tell where the offsets topic replicates: %s", st.Error))
 		case len(st.Synced) > 0:
 			level := "its namespace's policy"
 			if st.TopicLevel {
 				level = "its topic-level policy"
 			}
-			why = append(why, fmt.Sprintf("cluster %s: %s replicates to %s (%s)", st.Cluster, st.OffsetsTopic, strings.Join(st.Synced, ", "), level))
+			why = append(why, &explain.Fixed{Fix: setup, Err: fmt.Errorf(
+				"cluster %s: %s replicates to %s (%s): each commit sync sends would come back in the wrong numbering",
+				st.Cluster, st.OffsetsTopic, strings.Join(st.Synced, ", "), level)})
 		}
 	}
-	if len(why) == 0 {
-		return nil
-	}
-	return fmt.Errorf("sync needs the offsets topic not replicated between the clusters it syncs: a commit it sends to one KoP would replicate back to the other in the wrong numbering: %s; fix with: kop-offsets sync setup %s",
-		strings.Join(why, "; "), strings.Join(names, " "))
+	return errors.Join(why...)
 }
 
 // Change is one write of a setup: a cluster's topic-level replication clusters of its

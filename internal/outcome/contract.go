@@ -8,7 +8,7 @@ import (
 
 // The exit-code contract as data: what each code means in every command, and which
 // situations of which command end with which code. The root's and every command's --help
-// ("Exit codes:"), README's table and docs/cli/kop-offsets_exit-codes.md are generated from
+// ("Exit codes:") and docs/cli/kop-offsets_exit-codes.md (linked from README) are generated from
 // it; each row names the test that provokes its situation (TestContractTestsExist checks
 // that the test exists).
 
@@ -196,7 +196,7 @@ func meaning(o Outcome) (Meaning, bool) {
 	return Meaning{}, false
 }
 
-// MeaningsMarkdown is README's exit-code table.
+// MeaningsMarkdown is the table of what each code means, the head of the exit-codes page.
 func MeaningsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| code | meaning |\n|---|---|\n")

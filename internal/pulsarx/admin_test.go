@@ -289,7 +289,7 @@ func TestAdminErrorClassification(t *testing.T) {
 		{"401", status(401, `{"reason":"Authentication required"}`), ErrAuth, 401, ": http 401: authentication required"},
 		{"403", status(403, `{"reason":"Don't have permission"}`), ErrAuth, 403, ": http 403"},
 		{"404", status(404, `{"reason":"Namespace does not exist"}`), ErrNotFound, 404, ": http 404: namespace does not exist"},
-		{"unreachable", deadURL, ErrUnreachable, 0, ": unreachable: "},
+		{"unreachable", deadURL, ErrUnreachable, 0, ": unreachable at " + deadURL + ": connection refused"},
 	} {
 		for name, call := range adminCalls {
 			a := newTestAdmin(t, tc.url)

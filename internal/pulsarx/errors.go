@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 )
@@ -43,7 +44,7 @@ func (e *AdminError) Error() string {
 	}
 	switch e.Status {
 	case 0:
-		fmt.Fprintf(&b, ": unreachable: %v", e.Err)
+		fmt.Fprintf(&b, ": unreachable%s", noAnswer(e.Err))
 	default:
 		fmt.Fprintf(&b, ": http %d", e.Status)
 		if r := reason(e.Err); r != "" {
@@ -68,6 +69,40 @@ func (e *AdminError) Is(target error) bool {
 		return e.Status >= 500
 	}
 	return false
+}
+
+// noAnswer says in words why a call got no HTTP answer, with the endpoint it went to (": at
+// http://host:port: connection refused"): net/http's own text repeats the method and the whole
+// request URL and Go's dial chain, which AdminError.Err keeps for --verbose.
+func noAnswer(err error) string {
+	at := ""
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			at = " at " + u.Scheme + "://" + u.Host
+		}
+		err = ue.Err
+	}
+	var dns *net.DNSError
+	var ne net.Error
+	why := ""
+	switch {
+	case err == nil:
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "connection refused"
+	case errors.As(err, &dns):
+		why = "host name not found (DNS): " + dns.Name
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		why = "no answer (timeout)"
+	default:
+		why = err.Error()
+		if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Err != nil {
+			why = oe.Err.Error() // without "dial tcp host:port: "
+		}
+	}
+	if why == "" {
+		return at
+	}
+	return at + ": " + why
 }
 
 // reason extracts the broker's {"reason": ...} text, which is what an operator needs to read.

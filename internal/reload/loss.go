@@ -99,19 +99,9 @@ func predictedOffsets(po *loader.PersistedOffsets, group string, n int32, kafkaN
 	return topicOffsets(po.GroupOffsets(group), kafkaNamespace)
 }
 
-// fetchServed asks KoP what it serves for each group, a few at a time.
+// fetchServed asks KoP what it serves for each group (batched when the Fetcher can).
 func fetchServed(ctx context.Context, f OffsetFetcher, groups []string) map[string]*CacheAnswer {
-	answers := make([]*CacheAnswer, len(groups))
-	eachConcurrently(len(groups), func(i int) {
-		fctx, cancel := context.WithTimeout(ctx, DefaultServedTimeout)
-		defer cancel()
-		answers[i] = askCache(fctx, f, groups[i])
-	})
-	out := make(map[string]*CacheAnswer, len(groups))
-	for i, g := range groups {
-		out[g] = answers[i]
-	}
-	return out
+	return AskMany(ctx, f, groups, DefaultServedTimeout)
 }
 
 // fetchConcurrency bounds the OffsetFetches in flight when many groups are asked (a plan,

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/match"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
@@ -111,6 +113,10 @@ type PlanError struct {
 }
 
 func (e *PlanError) Error() string {
+	if _, ok := errors.AsType[*pulsarx.AdminError](e.Err); ok {
+		// The admin API's error names the call and its object: the step would say them twice.
+		return fmt.Sprintf("cluster %s: plan: %s", e.Cluster, pulsarx.TrimCluster(e.Err, e.Cluster))
+	}
 	return fmt.Sprintf("cluster %s: plan: %s: %v", e.Cluster, e.Step, e.Err)
 }
 
@@ -444,18 +450,31 @@ func refusal(plan *Plan, pb *PlannedBundle, refuseLive bool) string {
 	return strings.Join(parts, "; ") + "; --allow-active reloads it anyway"
 }
 
-// replay reads and replays the given partitions of the offsets topic.
+// replay reads and replays the given partitions of the offsets topic, replayConcurrency at
+// once.
 func replay(ctx context.Context, r loader.OffsetTopicReader, parts []int32, ord loader.TxnOrdering) (*loader.PersistedOffsets, error) {
-	var results []*loader.PersistedOffsets
-	for _, part := range parts {
-		po, err := loader.ReplayPartition(ctx, r, part, ord)
-		if err != nil {
-			return nil, fmt.Errorf("offsets partition %d: %w", part, err)
-		}
-		results = append(results, po)
+	results := make([]*loader.PersistedOffsets, len(parts))
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.SetLimit(replayConcurrency)
+	for i, part := range parts {
+		eg.Go(func() error {
+			po, err := loader.ReplayPartition(ctx, r, part, ord)
+			if err != nil {
+				return fmt.Errorf("offsets partition %d: %w", part, err)
+			}
+			results[i] = po
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
 	}
 	return loader.Merge(results...), nil
 }
+
+// replayConcurrency is how many offsets partitions a plan or a verification reads at once
+// (check's default --concurrency).
+const replayConcurrency = 4
 
 func sortedUnique[T interface{ ~string | ~int32 }](in []T) []T {
 	if len(in) == 0 {

@@ -135,15 +135,57 @@ func (e *Executor) fetch(ctx context.Context, group string, deadline time.Time) 
 	return askCache(fctx, e.Fetcher, group)
 }
 
-// askCache is one OffsetFetch of group as a CacheAnswer: sorted offsets, or the error and
-// its kind.
+// askCache is one OffsetFetch of group as a CacheAnswer.
 func askCache(ctx context.Context, f OffsetFetcher, group string) *CacheAnswer {
 	offs, err := f.FetchOffsets(ctx, group)
+	return cacheAnswer(offs, err)
+}
+
+// cacheAnswer is KoP's answer as a CacheAnswer: sorted offsets, or the error and its kind.
+func cacheAnswer(offs []TopicOffset, err error) *CacheAnswer {
 	if err != nil {
 		return &CacheAnswer{Offsets: []TopicOffset{}, Error: err.Error(), ErrorKind: ErrorKind(err)}
 	}
+	if offs == nil {
+		offs = []TopicOffset{}
+	}
 	kop.SortTopicOffsets(offs)
 	return &CacheAnswer{Offsets: offs}
+}
+
+// ManyOffsetFetcher is an OffsetFetcher that also asks about many groups in few requests
+// (kop.KafkaGroups: OffsetFetch v8, many groups to each coordinator): a plan, a
+// verification and a failover's proof of thousands of groups then cost a request per
+// batch, not one per group.
+type ManyOffsetFetcher interface {
+	FetchMany(ctx context.Context, groups []string, requestTimeout time.Duration) map[string]kop.Fetched
+}
+
+// AskMany asks f about each group once, each request bounded by requestTimeout: batched
+// when f is a ManyOffsetFetcher, else a few one-group requests at a time.
+func AskMany(ctx context.Context, f OffsetFetcher, groups []string, requestTimeout time.Duration) map[string]*CacheAnswer {
+	out := make(map[string]*CacheAnswer, len(groups))
+	if m, ok := f.(ManyOffsetFetcher); ok {
+		got := m.FetchMany(ctx, groups, requestTimeout)
+		for _, g := range groups {
+			a, ok := got[g]
+			if !ok {
+				a.Err = fmt.Errorf("group %s: no answer", g)
+			}
+			out[g] = cacheAnswer(a.Offsets, a.Err)
+		}
+		return out
+	}
+	answers := make([]*CacheAnswer, len(groups))
+	eachConcurrently(len(groups), func(i int) {
+		fctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		answers[i] = askCache(fctx, f, groups[i])
+	})
+	for i, g := range groups {
+		out[g] = answers[i]
+	}
+	return out
 }
 
 // ErrorKind classifies an OffsetFetch error: coordinator_unavailable for KoP's loading /
@@ -172,11 +214,19 @@ func sameOffsets(cached, persisted []TopicOffset) bool {
 	})
 }
 
-// fetchAll asks KoP about the groups grs[i] of idx, a few at a time, and stores each answer
-// with set.
+// fetchAll asks KoP about the groups grs[i] of idx (batched when the Fetcher can), each
+// request bounded by the deadline but given at least minFetchTimeout, and stores each
+// answer with set.
 func (e *Executor) fetchAll(ctx context.Context, grs []GroupResult, idx []int, deadline time.Time, set func(*GroupResult, *CacheAnswer)) {
-	eachConcurrently(len(idx), func(k int) {
-		i := idx[k]
-		set(&grs[i], e.fetch(ctx, grs[i].Group, deadline))
-	})
+	if len(idx) == 0 {
+		return
+	}
+	groups := make([]string, len(idx))
+	for k, i := range idx {
+		groups[k] = grs[i].Group
+	}
+	answers := AskMany(ctx, e.Fetcher, groups, max(deadline.Sub(e.Now()), minFetchTimeout))
+	for _, i := range idx {
+		set(&grs[i], answers[grs[i].Group])
+	}
 }

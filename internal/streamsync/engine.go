@@ -59,6 +59,7 @@ const (
 	DefaultRetry       = time.Second
 	DefaultMembersTTL  = time.Minute
 	DefaultCallTimeout = 5 * time.Second
+	DefaultReadWait    = 500 * time.Millisecond
 )
 
 // Options tune an Engine; the zero value works.
@@ -73,8 +74,12 @@ type Options struct {
 	Retry time.Duration
 	// MembersTTL bounds how long a DescribeGroups answer is used without the stream
 	// saying anything of the group.
-	MembersTTL       time.Duration
-	CallTimeout      time.Duration // each DescribeGroups and lease call
+	MembersTTL  time.Duration
+	CallTimeout time.Duration // each DescribeGroups and lease call
+	// ReadWait bounds how long a step waits for the reads of the copies its groups
+	// translate from: a read still running then goes on in the background, and only the
+	// groups whose keys it reads wait for it (a copy that hangs stalls no other group).
+	ReadWait         time.Duration
 	SplitBrainWindow time.Duration
 	MaxMessages      int64 // first translation's reads per copy (align.DefaultMaxMessages)
 	DryRun           bool  // decide and report, commit nothing
@@ -132,6 +137,7 @@ func New(clusters []Cluster, o Options) *Engine {
 	o.Retry = cmp.Or(o.Retry, DefaultRetry)
 	o.MembersTTL = cmp.Or(o.MembersTTL, DefaultMembersTTL)
 	o.CallTimeout = cmp.Or(o.CallTimeout, DefaultCallTimeout)
+	o.ReadWait = cmp.Or(o.ReadWait, DefaultReadWait)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -22,6 +22,7 @@ const reads = 8
 // the leases.
 func (e *Engine) Run(ctx context.Context) {
 	defer e.leases.release()
+	defer e.syncer.Pool.Wait() // the reads left in the background end with ctx
 	defer e.flying.Wait()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -82,7 +83,11 @@ func (e *Engine) step(ctx context.Context, groups []string, sw *Sweep) {
 	for _, g := range groups {
 		views[g] = e.views(g, answering, members, now)
 	}
-	e.syncer.Warm(ctx, views, reads)
+	wait := e.o.ReadWait
+	if sw != nil {
+		wait = 0 // a sweep (setup's seed) syncs every group it can now: it waits for the reads
+	}
+	e.syncer.WarmFor(ctx, views, reads, wait)
 	t2 := time.Now()
 	plans := make([]*offsetsync.Plan, len(groups))
 	sent := 0
@@ -158,10 +163,10 @@ func (e *Engine) record(res offsetsync.Result, sw *Sweep, now time.Time) {
 }
 
 // unfinished reports whether the group's sync is not done: a failure, a key behind (data not
-// replicated yet), split brain (once one side's members leave, the other is the source), or
+// replicated yet) or whose copies are still being read, split brain (once one side's members leave, the other is the source), or
 // members unknown on a cluster that answers (up).
 func unfinished(res offsetsync.Result, up func(string) bool) bool {
-	if len(res.Errors) > 0 || res.SplitBrain != "" {
+	if len(res.Errors) > 0 || res.SplitBrain != "" || len(res.Reading) > 0 {
 		return true
 	}
 	for _, sy := range res.Synced {

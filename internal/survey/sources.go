@@ -115,16 +115,7 @@ func (s StaticReplication) OutboundReplication(_ context.Context, p int32) (map[
 
 // ClusterError is a failure of one endpoint of one cluster, explained (package explain):
 // Error is the one line a table prints, the other fields its parts.
-type ClusterError struct {
-	Tenant   string `json:"tenant,omitempty"` // in a multi-tenant report
-	Cluster  string `json:"cluster"`
-	Endpoint string `json:"endpoint"` // admin (admin API), pulsar (offsets topic reader), kafka (KoP)
-	URL      string `json:"url,omitempty"`
-	Cause    string `json:"cause"`
-	Fix      string `json:"fix,omitempty"`
-	Detail   string `json:"detail,omitempty"` // the underlying error's own text
-	Error    string `json:"error"`
-}
+type ClusterError = explain.Problem
 
 // errNotAsked marks an endpoint that was not asked because its cluster did not answer first.
 var errNotAsked = errors.New("not asked")

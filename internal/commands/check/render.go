@@ -9,6 +9,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 	"github.com/kop-offsets/kop-offsets/internal/promexport"
@@ -188,7 +189,7 @@ func writeFooter(w io.Writer, rep *survey.Report, rows int, hints []string) {
 	}
 	fmt.Fprintf(w, "\n%d %s: %s (exit %d)\n", rows, noun, strings.Join(parts, ", "), rep.ExitCode)
 	for _, e := range rep.Errors {
-		fmt.Fprintf(w, "error: %s\n", e.Error)
+		fmt.Fprint(w, explain.Lines(e.Error, e.Fix))
 	}
 	for _, u := range rep.Unserved {
 		owner := ""

@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -113,4 +115,25 @@ func OutcomeOf(err error) outcome.Outcome {
 func IsSilent(err error) bool {
 	var ee *ExitError
 	return errors.As(err, &ee) && ee.Silent
+}
+
+// PrintError prints err in the one error style of every command: "error: " and what failed,
+// naming each cluster once, on one line; the fix on the next when the failure is an
+// endpoint's; the library's own text (URLs, Go's error chain) only with verbose.
+//
+// Errors joined (errors.Join) are one failure each, printed one after the other.
+func PrintError(w io.Writer, err error, verbose bool) {
+	// The joined errors, when nothing wraps them but what adds no text (an ExitError).
+	for x := err; x != nil; x = errors.Unwrap(x) {
+		if j, ok := x.(interface{ Unwrap() []error }); ok && x.Error() == err.Error() {
+			for _, e := range j.Unwrap() {
+				PrintError(w, e, verbose)
+			}
+			return
+		}
+	}
+	fmt.Fprint(w, explain.Lines(explain.Line(err), explain.FixOf(err)))
+	if e := explain.Find(err); verbose && e != nil && e.Detail != "" {
+		fmt.Fprintf(w, "  detail: %s\n", e.Detail)
+	}
 }

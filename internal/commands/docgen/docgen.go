@@ -65,37 +65,6 @@ func WriteMarkdown(dir string) error {
 	return nil
 }
 
-// README markers of the exit-code table WriteReadme keeps current.
-const (
-	readmeBegin = "<!-- exit-codes:begin (generated: make docs) -->\n"
-	readmeEnd   = "<!-- exit-codes:end -->"
-)
-
-// Readme returns readme with its exit-code table (between the markers) generated from the
-// contract (outcome.MeaningsMarkdown).
-func Readme(readme []byte) ([]byte, error) {
-	s := string(readme)
-	a := strings.Index(s, readmeBegin)
-	b := strings.Index(s, readmeEnd)
-	if a < 0 || b < a {
-		return nil, fmt.Errorf("README has no %q ... %q section", strings.TrimSpace(readmeBegin), readmeEnd)
-	}
-	return []byte(s[:a+len(readmeBegin)] + outcome.MeaningsMarkdown() + s[b:]), nil
-}
-
-// WriteReadme rewrites the exit-code table of the README at path.
-func WriteReadme(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	out, err := Readme(b)
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return os.WriteFile(path, out, 0o644)
-}
-
 // ExitCodesPage is the page of the exit-code contract (outcome.Contract) in docs/cli.
 const ExitCodesPage = Name + "_exit-codes.md"
 

@@ -179,21 +179,3 @@ func TestHelpToMarkdown(t *testing.T) {
 		t.Errorf("helpToMarkdown:\n got %q\nwant %q", got, want)
 	}
 }
-
-// README's exit-code table is the contract's (make docs writes it).
-func TestReadmeExitCodesCurrent(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(committedDir, "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := Readme(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(b, want) {
-		t.Error("README's exit-code table is out of date with internal/outcome: run `make docs` and commit the result")
-	}
-	if _, err := Readme([]byte("# no table\n")); err == nil {
-		t.Error("a README without the markers was accepted")
-	}
-}

@@ -438,7 +438,10 @@ func summary(res *Result) string {
 	}
 	fmt.Fprintf(&b, "%s, %s, %d info on %s", plural(res.Summary[doctor.SeverityError], "error"),
 		plural(res.Summary[doctor.SeverityWarning], "warning"), res.Summary[doctor.SeverityInfo], strings.Join(names, ", "))
-	if len(res.Unreachable) > 0 {
+	switch {
+	case len(res.Unreachable) > 0 && len(res.Unreachable) == len(names):
+		b.WriteString("; none reachable") // each named once
+	case len(res.Unreachable) > 0:
 		fmt.Fprintf(&b, "; unreachable: %s", strings.Join(res.Unreachable, ", "))
 	}
 	fmt.Fprintf(&b, " (exit %d)", res.ExitCode)

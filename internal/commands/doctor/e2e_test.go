@@ -105,7 +105,7 @@ func assertBaseline(t *testing.T, l *lab.Lab) {
 			continue
 		}
 		f := got[key{doctor.CheckKoPListener, c.Name, ""}]
-		if f.Message != "KoP does not answer on its Kafka listener "+c.KafkaBootstrap || f.Evidence["error"] == nil {
+		if f.Message != "KoP does not answer at "+c.KafkaBootstrap || f.Evidence["error"] == nil {
 			t.Errorf("kop-listener finding: %+v", f)
 		}
 	}

@@ -379,7 +379,7 @@ func TestDumpStrictAndUnreachable(t *testing.T) {
 	if cmdutil.ExitCode(err) != 3 || !strings.Contains(err.Error(), "1 of 2 clusters: scus") {
 		t.Errorf("unreachable: %v", err)
 	}
-	if !strings.Contains(errOut, "error: cluster scus: pulsar: connection refused; fix: start the brokers of scus") || !strings.Contains(out, `"cluster":"wus"`) {
+	if !strings.Contains(errOut, "error: cluster scus: pulsar: connection refused\n  fix: start its brokers") || !strings.Contains(out, `"cluster":"wus"`) {
 		t.Errorf("other cluster must be dumped: out %q err %q", out, errOut)
 	}
 }

@@ -249,7 +249,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r loader.Offset
 	opts := d.opts
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) && !isUsage(res.err) {
-			fmt.Fprintf(opts.IO.ErrOut, "error: %v\n", explain.New(cl.Name, explain.Pulsar, "", res.err).WithURLs(cl))
+			fmt.Fprint(opts.IO.ErrOut, explain.New(cl.Name, explain.Pulsar, "", res.err).WithURLs(cl).Lines())
 		}
 	}()
 	n, err := r.Partitions(ctx)

@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
 	"github.com/kop-offsets/kop-offsets/internal/connect"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	fo "github.com/kop-offsets/kop-offsets/internal/failover"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
@@ -60,11 +61,13 @@ type Session struct {
 
 // Document is what `failover -o json` prints.
 type Document struct {
-	SchemaVersion int             `json:"schemaVersion"`
-	DryRun        bool            `json:"dryRun"`
-	Plan          *fo.Plan        `json:"plan"`
-	Result        *fo.Result      `json:"result"`
-	ExitCode      outcome.Outcome `json:"exitCode"`
+	SchemaVersion int        `json:"schemaVersion"`
+	DryRun        bool       `json:"dryRun"`
+	Plan          *fo.Plan   `json:"plan"`
+	Result        *fo.Result `json:"result"`
+	// Omitted: what a brief document (source gone, no --show-all) leaves out.
+	Omitted  *Omitted        `json:"omitted,omitempty"`
+	ExitCode outcome.Outcome `json:"exitCode"`
 }
 
 // failoverLong is the long help of the command.
@@ -104,7 +107,10 @@ left, with its reason, where landing would move back what KoP serves (--accept-l
 it) or its group has members on the target; KoP keeps serving what it served for it (the
 value is written back where the reload of its bundle would change it), and the other rows
 of its bundle land. Exit 0: everything landed on kept translations; 5: landed, some re-read;
-1: some rows left (docs/failover.md, "Disaster runbook"). Run 'watch --keep-translations' while both clusters answer to have them.`
+1: some rows left (docs/failover.md, "Disaster runbook"). Run 'watch --keep-translations' while both clusters answer to have them.
+With the source gone and more than 1,000 rows, -o json counts the rows that landed on their
+kept translation and were proven served ('omitted', 'result.proven') instead of listing them;
+--show-all lists every row.`
 
 // NewCmdFailover returns `failover`. runF replaces the run function in tests.
 func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
@@ -168,6 +174,7 @@ func NewCmdFailover(f *cmdutil.Factory, runF func(*Options) error) *cobra.Comman
 	fl.Int64Var(&opts.AlignmentMax, "alignment-max-messages", align.DefaultMaxMessages, "messages read at most per copy of a topic partition to translate (beyond: refused)")
 	shared.BindWriteFlags(fl, &opts.Writes, true)
 	shared.BindShowAll(fl, &opts.ShowAll)
+	fl.Lookup("show-all").Usage += fmt.Sprintf("; -o json with the source gone and over %d rows: also each row that landed on its kept translation and was proven served (default: counted, not listed)", BriefRows)
 	return cmd
 }
 
@@ -245,6 +252,9 @@ func run(ctx context.Context, opts *Options) error {
 func finish(opts *Options, doc *Document, o outcome.Outcome) error {
 	doc.ExitCode = o
 	if opts.Format != output.Table {
+		if !opts.ShowAll {
+			doc = brief(doc)
+		}
 		if err := output.Print(opts.IO, opts.Format, doc, nil); err != nil {
 			return err
 		}
@@ -366,7 +376,7 @@ func FactorySession(f *cmdutil.Factory, opts *Options) func(from, to config.Clus
 		var srcErr error
 		if !opts.SourceGone {
 			if srcErr = probe(f, from); srcErr != nil {
-				fmt.Fprintf(opts.IO.ErrOut, "cluster %s did not answer: %v\n", from.Name, srcErr)
+				fmt.Fprint(opts.IO.ErrOut, explain.Lines(explain.Line(fmt.Errorf("cluster %s did not answer: %w", from.Name, srcErr)), explain.FixOf(srcErr)))
 			}
 		}
 		dst, dstPulsar, err := dialSide(f, to, &closers)
@@ -440,7 +450,7 @@ func dialSide(f *cmdutil.Factory, cl config.Cluster, closers *[]func()) (fo.Side
 		return fo.Side{}, nil, err
 	default:
 		*closers = append(*closers, kc.Close)
-		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+		s.Groups = kop.KafkaGroups{Admin: kadm.NewClient(kc), Client: kc, KafkaNamespace: cl.KafkaNamespace}
 	}
 	return s, ps, nil
 }

@@ -74,7 +74,7 @@ func probe(f *cmdutil.Factory, cl config.Cluster) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if _, err := adm.PartitionedTopicPartitions(ctx, cl.OffsetsTopic()); err != nil {
-		return fmt.Errorf("admin API: %w", err)
+		return err // the admin API error names the call
 	}
 	return nil
 }

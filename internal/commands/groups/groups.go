@@ -13,6 +13,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -158,7 +159,7 @@ func groupsRun(ctx context.Context, opts *Options) error {
 		return err
 	}
 	for _, e := range rep.Errors {
-		fmt.Fprintln(opts.IO.ErrOut, "error:", e.Error)
+		fmt.Fprint(opts.IO.ErrOut, explain.Lines(e.Error, e.Fix))
 	}
 	return cmdutil.SilentError(rep.ExitCode)
 }

@@ -320,7 +320,11 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	}
 	n, err := a.OffsetsTopicPartitions(ctx, cl.Tenant, cl.MetadataNamespace)
 	if err != nil {
-		return fail(fmt.Errorf("offsets topic: admin %s: %s", cl.AdminURL, explain.New(cl.Name, explain.Admin, cl.AdminURL, err).Short()))
+		// A cell of the row: the call and the next command (which names the cluster again)
+		// would make it wider than a terminal; the cause and the fix fit.
+		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err)
+		fix, _, _ := strings.Cut(e.Fix, "; then: ")
+		return fail(fmt.Errorf("offsets topic: admin %s: %s; fix: %s", cl.AdminURL, e.Cause, fix))
 	}
 	for i := range rows {
 		l := &rows[i]

@@ -79,7 +79,8 @@ type Document struct {
 	Clusters []ClusterRepair `json:"clusters"`
 	After    *AfterCheck     `json:"after"`
 	Summary  map[string]int  `json:"summary"`
-	Errors   []string        `json:"errors,omitempty"`
+	// Errors are what failed, each with the step it failed in (first check, second check).
+	Errors []explain.Problem `json:"errors,omitempty"`
 	// Unread are the clusters written to that the first check could not read at all: nothing
 	// is known, so nothing is repaired there.
 	Unread []string `json:"unread,omitempty"`
@@ -347,7 +348,8 @@ func (d *Document) merge(tenant string, o *Document) {
 		d.Summary[k] += n
 	}
 	for _, e := range o.Errors {
-		d.Errors = append(d.Errors, "tenant "+tenant+": "+e)
+		e.Tenant, e.Fix = tenant, explain.WithTenant(e.Fix, tenant)
+		d.Errors = append(d.Errors, e)
 	}
 	for _, u := range o.Unread {
 		d.Unread = append(d.Unread, tenant+"/"+u)
@@ -374,7 +376,8 @@ func (r *run) repair(ctx context.Context) error {
 	if first.ExitCode == outcome.Unreachable {
 		r.doc.Unreachable = first.Errors
 		for _, e := range first.Errors {
-			r.doc.Errors = append(r.doc.Errors, "first check: "+e.Error)
+			e.Step = "first check"
+			r.doc.Errors = append(r.doc.Errors, e)
 		}
 		for _, n := range first.Unread {
 			if slices.Contains(clusterNames(r.write), n) {
@@ -572,7 +575,9 @@ func (r *run) after(ctx context.Context, executed bool) {
 	if !executed {
 		doc.After.Stale, doc.After.Unserved = doc.Stale, doc.Unserved
 	} else if second, err := r.opts.Check(ctx, r.all, r.opts.Scope, r.down); err != nil {
-		doc.Errors = append(doc.Errors, "second check: "+err.Error())
+		e := explain.ProblemOf(err)
+		e.Step = "second check"
+		doc.Errors = append(doc.Errors, e)
 		r.raise(outcome.Unreachable)
 	} else {
 		if second.ExitCode == outcome.Unreachable {
@@ -634,7 +639,11 @@ func finish(opts *Options, doc *Document, code outcome.Outcome) error {
 		}
 	}
 	for _, e := range doc.Errors {
-		fmt.Fprintln(opts.IO.ErrOut, e)
+		line := e.Step + ": " + e.Error
+		if e.Tenant != "" {
+			line = "tenant " + e.Tenant + ": " + line
+		}
+		fmt.Fprint(opts.IO.ErrOut, explain.Lines(line, e.Fix))
 	}
 	return cmdutil.SilentError(code)
 }

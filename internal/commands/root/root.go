@@ -152,8 +152,8 @@ func addCommands(cmd *cobra.Command, f *cmdutil.Factory) {
 }
 
 // exitCodeHelp gives every command of the tree the contract has rows for, and the root, the
-// contract's "Exit codes:" section at the end of its long help (outcome.Help): the help,
-// README and docs/cli/kop-offsets_exit-codes.md all come from one table.
+// contract's "Exit codes:" section at the end of its long help (outcome.Help): the help
+// and docs/cli/kop-offsets_exit-codes.md come from one table.
 func exitCodeHelp(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		exitCodeHelp(sub)

@@ -101,7 +101,7 @@ func NewSessionFunc(f *cmdutil.Factory, logf func(string, ...any), w ...Writes) 
 			}
 			closers = append(closers, kc.Close)
 			aligner.Sources[cl.Name] = DataCopies(f, cl)
-			kg := kop.KafkaGroups{Admin: kadm.NewClient(kc), KafkaNamespace: cl.KafkaNamespace}
+			kg := kop.KafkaGroups{Admin: kadm.NewClient(kc), Client: kc, KafkaNamespace: cl.KafkaNamespace}
 			ds[cl.Name] = kg
 			if cl.Name == target.Name {
 				fetcher = kg

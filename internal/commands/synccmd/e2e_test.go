@@ -73,7 +73,7 @@ func TestE2ESyncSetup(t *testing.T) {
 	})
 	// Replicated by the namespace: watch --sync refuses to start, naming the fix.
 	code, _, e := run(t, l, "watch", "--sync", "--listen", "127.0.0.1:0")
-	if code != 1 || !strings.Contains(e, "replicates to wus (its namespace's policy)") || !strings.Contains(e, "fix with: kop-offsets sync setup --cluster scus --cluster wus") {
+	if code != 1 || !strings.Contains(e, "replicates to wus (its namespace's policy)") || !strings.Contains(e, "fix: kop-offsets sync setup --cluster scus --cluster wus") {
 		t.Fatalf("watch --sync on a replicated offsets topic: exit %d: %s", code, e)
 	}
 	// A dry run writes nothing.

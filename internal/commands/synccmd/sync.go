@@ -17,6 +17,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/shared"
 	"github.com/kop-offsets/kop-offsets/internal/config"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/offsetsync"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -161,16 +162,19 @@ applies again (then run 'watch' or 'watch --repair', the replication model).`),
 
 // Result is the document of `sync setup` (-o json).
 type Result struct {
-	Undo    bool                   `json:"undo"`
-	Steps   []offsetsync.SetupStep `json:"steps"`
-	Changes []offsetsync.Change    `json:"changes"`
-	Applied []Applied              `json:"applied,omitempty"`
-	After   []offsetsync.SetupStep `json:"after,omitempty"`
-	Seed    *Seed                  `json:"seed,omitempty"`
-	DryRun  bool                   `json:"dryRun,omitempty"`
-	Verdict string                 `json:"verdict"`
-	Exit    outcome.Outcome        `json:"exitCode"`
-	Next    string                 `json:"next,omitempty"`
+	SchemaVersion int                    `json:"schemaVersion"`
+	Undo          bool                   `json:"undo"`
+	Steps         []offsetsync.SetupStep `json:"steps"`
+	Changes       []offsetsync.Change    `json:"changes"`
+	Applied       []Applied              `json:"applied,omitempty"`
+	After         []offsetsync.SetupStep `json:"after,omitempty"`
+	Seed          *Seed                  `json:"seed,omitempty"`
+	DryRun        bool                   `json:"dryRun,omitempty"`
+	Verdict       string                 `json:"verdict"`
+	Exit          outcome.Outcome        `json:"exitCode"`
+	Next          string                 `json:"next,omitempty"`
+	// Errors are the clusters whose offsets topic could not be read, explained.
+	Errors []explain.Problem `json:"errors,omitempty"`
 }
 
 // Applied is one change as written.
@@ -199,18 +203,17 @@ func setupRun(ctx context.Context, o *SetupOptions) error {
 	for _, cl := range cls {
 		sites = append(sites, offsetsync.Site{Name: cl.Name, PulsarName: cl.PulsarName(), OffsetsTopic: cl.OffsetsTopic(), Admin: admins[cl.Name]})
 	}
-	res := &Result{Undo: o.Undo, DryRun: o.DryRun}
+	res := &Result{SchemaVersion: 1, Undo: o.Undo, DryRun: o.DryRun}
 	res.Steps = offsetsync.Check(ctx, sites)
 	res.Changes = offsetsync.Changes(res.Steps, o.Undo)
-	var unread []string
 	for _, st := range res.Steps {
-		if st.Error != "" {
-			unread = append(unread, st.Error)
+		if st.Err != nil {
+			res.Errors = append(res.Errors, explain.ProblemOf(st.Err))
 		}
 	}
 	switch {
-	case len(unread) > 0:
-		res.Verdict, res.Exit = "refused: "+strings.Join(unread, "; ")+": nothing written (a cluster not read could be left replicating)", outcome.Unreachable
+	case len(res.Errors) > 0:
+		res.Verdict, res.Exit = "refused: nothing written (a cluster not read could be left replicating)", outcome.Unreachable
 	case len(res.Changes) == 0:
 		res.Verdict = "nothing to do: " + done(o.Undo)
 	case o.DryRun:
@@ -245,6 +248,9 @@ func setupRun(ctx context.Context, o *SetupOptions) error {
 		return err
 	}
 	if o.Format == output.Table {
+		for _, e := range res.Errors {
+			fmt.Fprint(o.IO.ErrOut, explain.Lines(e.Error, e.Fix))
+		}
 		fmt.Fprintln(o.IO.ErrOut, res.Verdict)
 		if res.Next != "" {
 			fmt.Fprintln(o.IO.ErrOut, "next: "+res.Next)
@@ -380,8 +386,8 @@ func table(tp *output.TablePrinter, res *Result) {
 			policy = "topic"
 		}
 		cur := strings.Join(st.Current, ",")
-		if st.Error != "" {
-			cur, policy, action = "?", "?", st.Error
+		if st.Err != nil {
+			cur, policy, action = "?", "?", "none: not read ("+explain.ProblemOf(st.Err).Cause+")"
 		}
 		tp.AddRow(st.Cluster, st.OffsetsTopic, cur, policy, action)
 	}

@@ -53,7 +53,11 @@ func versionRun(opts *Options) error {
 		_, err := fmt.Fprintln(opts.IO.Out, Line(opts.Info))
 		return err
 	}
-	return output.Print(opts.IO, opts.Format, opts.Info, nil)
+	doc := struct {
+		SchemaVersion int `json:"schemaVersion"`
+		buildinfo.Info
+	}{1, opts.Info}
+	return output.Print(opts.IO, opts.Format, doc, nil)
 }
 
 // Line is the version line `version` and `--version` print.

@@ -16,8 +16,8 @@ func TestVersionRun(t *testing.T) {
 		want   string
 	}{
 		{output.Table, "kop-offsets version v1.2.3 (commit abc123, built 2025-01-02T03:04:05Z, go1.26)\n"},
-		{output.JSON, "{\n  \"version\": \"v1.2.3\",\n  \"commit\": \"abc123\",\n  \"date\": \"2025-01-02T03:04:05Z\",\n  \"goVersion\": \"go1.26\"\n}\n"},
-		{output.YAML, "version: v1.2.3\ncommit: abc123\ndate: \"2025-01-02T03:04:05Z\"\ngoVersion: go1.26\n"},
+		{output.JSON, "{\n  \"schemaVersion\": 1,\n  \"version\": \"v1.2.3\",\n  \"commit\": \"abc123\",\n  \"date\": \"2025-01-02T03:04:05Z\",\n  \"goVersion\": \"go1.26\"\n}\n"},
+		{output.YAML, "schemaVersion: 1\nversion: v1.2.3\ncommit: abc123\ndate: \"2025-01-02T03:04:05Z\"\ngoVersion: go1.26\n"},
 	}
 	for _, tt := range tests {
 		ios, _, out, _ := iostreams.Test()
