@@ -43,7 +43,8 @@ func checkBroker(ctx context.Context, r *run, cl *Cluster) []Finding {
 	r.reports[cl.Name].BrokerVersion = v
 	r.mu.Unlock()
 	ev := map[string]any{"version": v}
-	if rc := runtimeConfig(ctx, cl); rc != nil {
+	rc := runtimeConfig(ctx, cl)
+	if rc != nil {
 		if n := rc["clusterName"]; n != "" {
 			cl.PulsarName = n
 		}
@@ -56,7 +57,7 @@ func checkBroker(ctx context.Context, r *run, cl *Cluster) []Finding {
 		f.Severity = SeverityWarning
 		f.Message = fmt.Sprintf("Apache Pulsar %s: before 3.0 a topic unload does not reach KoP; only a bundle unload reloads its group cache", v)
 	}
-	out := []Finding{f}
+	out := append([]Finding{f}, pulsarHazards(cl, v, rc)...)
 	if n, _ := ev["clusterName"].(string); n != "" && cl.ConfigPulsarName != "" && n != cl.ConfigPulsarName {
 		out = append(out, clusterNameMismatch(cl, n))
 	}
@@ -130,7 +131,8 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	r.reports[cl.Name].KafkaListeners = got.p.Listeners
 	r.mu.Unlock()
 	if answers {
-		return append(checkKoPBrokers(r, cl, got.p), checkOffsetsServed(ctx, r, cl)...)
+		out := append(checkKoPVersion(r, cl, got.p.MaxVersions), checkKoPBrokers(r, cl, got.p)...)
+		return append(out, checkOffsetsServed(ctx, r, cl)...)
 	}
 	boot := strings.Join(cl.KafkaBootstrap, ",")
 	if f, ok := saslRefusal(cl, boot, got.err); ok {

@@ -88,6 +88,8 @@ type ClusterReport struct {
 	OffsetsPartitions *int32   `json:"offsetsPartitions"`
 	KoPAnswers        *bool    `json:"kopAnswers"`
 	KafkaBootstrap    []string `json:"kafkaBootstrap,omitempty"`
+	// KoPLine is the KoP line its ApiVersions answer shows ("KoP 2.10"), empty when unknown.
+	KoPLine string `json:"kopLine,omitempty"`
 	// Brokers are the cluster's active brokers, each read at its own address.
 	Brokers []BrokerReport `json:"brokers,omitempty"`
 	// KafkaListeners are the KoP brokers KoP's Metadata answer advertises, each asked.
