@@ -188,6 +188,11 @@ func validateTLS(field string, t *TLS, add func(field, format string, args ...an
 }
 
 func checkURL(s string, schemes ...string) error {
+	if !strings.Contains(s, "://") {
+		// Go's parser reads "127.0.0.1:8080" as a path and "broker:8080" as scheme "broker":
+		// both say less than what is missing.
+		return fmt.Errorf("%q has no scheme: write %s://%s", s, schemes[0], s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL: %w", s, err)
