@@ -191,6 +191,7 @@ func AdHoc(adminURL, serviceURL string, bootstrap []string) (*Config, error) {
 	}
 	cfg := &Config{adHoc: true, Clusters: []Cluster{{
 		Name: adHocName(adminURL, serviceURL, bs), AdminURL: adminURL, ServiceURL: serviceURL, KafkaBootstrap: bs,
+		FromFlags: true,
 	}}}
 	cfg.Clusters[0].applyDefaults()
 	if err := cfg.Validate(); err != nil {

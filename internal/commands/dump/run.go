@@ -265,7 +265,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r loader.Offset
 	opts := d.opts
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) && !isUsage(res.err) {
-			fmt.Fprint(opts.IO.ErrOut, explain.New(cl.Name, explain.Pulsar, "", res.err).WithURLs(cl).Lines())
+			fmt.Fprint(opts.IO.ErrOut, explain.New(cl.Name, explain.Pulsar, "", res.err).For(cl).Lines())
 		}
 	}()
 	n, err := r.Partitions(ctx)

@@ -354,7 +354,7 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	if err != nil {
 		// A cell of the row: the call and the next command (which names the cluster again)
 		// would make it wider than a terminal; the cause and the fix fit.
-		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err)
+		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err).For(cl)
 		fix, _, _ := strings.Cut(e.Fix, "; then: ")
 		return fail(fmt.Errorf("offsets topic: admin %s: %s; fix: %s", cl.AdminURL, e.Cause, fix))
 	}
