@@ -135,7 +135,7 @@ var yamlParserProblems = map[string]bool{
 // syntaxLine is yaml's syntax error msg with a parser problem's line counted from 1.
 func syntaxLine(msg string) string {
 	sm := yamlLineRE.FindStringSubmatch(msg)
-	if sm == nil || !yamlParserProblems[sm[2]] {
+	if len(sm) != 3 || !yamlParserProblems[sm[2]] {
 		return msg
 	}
 	line, _ := strconv.Atoi(sm[1])

@@ -317,10 +317,10 @@ func authStatus(err error) string {
 
 // fix is an endpoint's fix as it reads for cl: the flags of the ad-hoc cluster named
 // (explain.FlagFix), else as written.
-func (cl *Cluster) fix(s string) string {
-	if !cl.FromFlags {
+func (c *Cluster) fix(s string) string {
+	if !c.FromFlags {
 		return s
 	}
-	return explain.FlagFix(cl.Name, map[explain.Kind]string{explain.Admin: cl.AdminURL, explain.Pulsar: cl.ServiceURL,
-		explain.Kafka: strings.Join(cl.KafkaBootstrap, ",")}, s)
+	return explain.FlagFix(c.Name, map[explain.Kind]string{explain.Admin: c.AdminURL, explain.Pulsar: c.ServiceURL,
+		explain.Kafka: strings.Join(c.KafkaBootstrap, ",")}, s)
 }
