@@ -21,6 +21,13 @@ var (
 // adHocFlags are the flags that define the ad-hoc cluster, by the config field each sets.
 var adHocFlags = map[string]string{"adminURL": "--admin-url", "serviceURL": "--service-url", "kafkaBootstrap": "--bootstrap"}
 
+// AdHocFlag is the flag that sets field (adminURL, serviceURL, kafkaBootstrap) of the ad-hoc
+// cluster; ok false for any other field.
+func AdHocFlag(field string) (flag string, ok bool) {
+	flag, ok = adHocFlags[field]
+	return flag, ok
+}
+
 // Validate checks the whole config (after defaults) and returns every problem found as
 // Errors, nil when there is none. It neither resolves secrets nor reads files.
 func (c *Config) Validate() error {

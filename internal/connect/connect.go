@@ -57,15 +57,12 @@ func (o Options) Normalize() Options {
 var ErrNotConfigured = errors.New("not configured")
 
 func notConfigured(cl config.Cluster, field string) error {
-	if flag, ok := adHocFlags[field]; ok && cl.FromFlags {
+	if flag, ok := config.AdHocFlag(field); ok && cl.FromFlags {
 		// the user typed flags, not a config: name the one to add
 		return &config.Error{Field: flag, Msg: "is not given (the command needs it)", Err: ErrNotConfigured}
 	}
 	return &config.Error{Cluster: cl.Name, Field: field, Msg: "is not configured (the command needs it)", Err: ErrNotConfigured}
 }
-
-// adHocFlags are the flags that set the ad-hoc cluster's endpoints, by config field.
-var adHocFlags = map[string]string{"adminURL": "--admin-url", "serviceURL": "--service-url", "kafkaBootstrap": "--bootstrap"}
 
 // TLSConfig builds a *tls.Config from a config.TLS block; nil t yields a default config.
 // Files are read now; errors are *config.Error naming field.
