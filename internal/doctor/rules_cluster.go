@@ -104,9 +104,13 @@ func checkBrokerVersions(r *run) []Finding {
 // checkKoPListener: KoP answers ApiVersions and Metadata on kafkaBootstrap.
 func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	if len(cl.KafkaBootstrap) == 0 {
-		return []Finding{{Severity: SeverityWarning, Check: CheckKoPListener, Cluster: cl.Name,
+		f := Finding{Severity: SeverityWarning, Check: CheckKoPListener, Cluster: cl.Name,
 			Message: "kafkaBootstrap is not configured: whether KoP answers was not checked",
-			Fix:     fmt.Sprintf("add kafkaBootstrap (the KoP listeners, host:port) to cluster %s in the kop-offsets config", cl.Name)}}
+			Fix:     fmt.Sprintf("add kafkaBootstrap (the KoP listeners, host:port) to cluster %s in the kop-offsets config", cl.Name)}
+		if cl.FromFlags {
+			f.Message, f.Fix = "no --bootstrap given: whether KoP answers was not checked", "give --bootstrap (the KoP listeners, host:port)"
+		}
+		return []Finding{f}
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.KafkaTimeout)
 	defer cancel()

@@ -234,7 +234,7 @@ func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Sc
 func skipDown(connect shared.ConnectFunc, down map[string]error) shared.ConnectFunc {
 	return func(cl config.Cluster, so shared.SourceOptions) (survey.Cluster, func(), error) {
 		if err := down[cl.Name]; err != nil {
-			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Down: err, URLs: explain.URLs(cl)}, nil, nil
+			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Down: err, URLs: explain.URLs(cl), FromFlags: cl.FromFlags}, nil, nil
 		}
 		return connect(cl, so)
 	}
