@@ -15,7 +15,8 @@
 //	                       them in config.yaml (docs/lab.md, "Tenants")
 //	kop-lab down           stop the lab's JVMs by pid
 //	kop-lab clean          down, then delete the clusters' data, logs and config.yaml
-//	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster
+//	kop-lab status         every process (role, pid, RSS, ports), health and KoP of each cluster,
+//	                       and whether the lab topics' replicators connect (exit 1 when not)
 //	kop-lab stop-broker --cluster scus --broker 1
 //	kop-lab start-broker --cluster scus --broker 1
 //	                       stop one broker of a multi-broker cluster by pid, or start it again
@@ -36,7 +37,8 @@
 //	kop-lab load [--cluster scus] [--via pulsar|kafka] [--groups 10000] [--commits 1000000] [--tenant T] ...
 //	                       fill a lab cluster's offsets topic with many groups (make bench-lab)
 //
-// Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8),
+// Environment: KOP_NAR (a KoP NAR to load), PULSAR_VERSION (default 4.0.8; 2.10.x, 3.0.x and
+// 4.0.x are proven, each with its line's flags and settings),
 // KOP=off|auto|required (default auto), KOP_VERSION and KOP_PROBE=1 (the Maven probe for KoP,
 // used without KOP_NAR), KOP_LAB_BROKERS, KOP_LAB_CLUSTERS, KOP_LAB_AUTH, KOP_LAB_TENANTS, KOP_LAB_START_TIMEOUT (per
 // cluster or broker, default 4m; 10m with several brokers), KOP_LAB_PORT_OFFSET, KOP_LAB_ROOT
@@ -201,7 +203,29 @@ func status(ctx context.Context) error {
 			return errors.New("not healthy")
 		}
 	}
+	if len(r.Replicators) > 0 {
+		return errors.New("replication broken: the clusters are up but commits do not reach their peers")
+	}
 	return nil
+}
+
+// printReplicators says whether the lab topics' replicators reach their peers, and the fix
+// when they do not.
+func printReplicators(r *lab.StatusReport) {
+	switch {
+	case !r.ReplicatorsChecked:
+		return
+	case r.ReplicatorsErr != nil:
+		fmt.Printf("replication: not read: %v\n", r.ReplicatorsErr)
+	case len(r.Replicators) == 0:
+		fmt.Printf("replication: every replicator of %d lab topics connected\n", len(lab.ReplicatedTopics()))
+	default:
+		fmt.Printf("replication: %d replicators do not reach their peer:\n", len(r.Replicators))
+		for _, p := range r.Replicators {
+			fmt.Printf("  %s\n", p)
+		}
+		fmt.Println("  (a lab restarted over data of a lab with other ports does this; start over with kop-lab up --fresh)")
+	}
 }
 
 func printStatus(r *lab.StatusReport) {
@@ -259,6 +283,7 @@ func printStatus(r *lab.StatusReport) {
 	if r.Running {
 		fmt.Printf("total rss %.0f MB\n", total)
 	}
+	printReplicators(r)
 	if r.Running && len(r.Tenants) == 0 {
 		fmt.Printf("tenants: public only\n")
 	}

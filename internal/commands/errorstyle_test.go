@@ -67,11 +67,9 @@ func TestStyleProblems(t *testing.T) {
 	}
 }
 
-// jsonCommands are the commands that take -o json and print a document. dump and decode
-// (streamed records) and locate (an array) are not among them yet: issue 48, item 3 is not
-// done for them in this change.
-var jsonCommands = []string{"check", "config check", "doctor", "failover", "groups",
-	"history", "reload", "repair", "sync setup", "version", "watch"}
+// jsonCommands are the commands that take -o json and print a document: all of them.
+var jsonCommands = []string{"check", "config check", "decode", "doctor", "dump", "failover", "groups",
+	"history", "locate", "reload", "repair", "sync setup", "version", "watch"}
 
 // checkJSONDoc runs args again with -o json: a command that takes it prints one document on
 // every exit, with schemaVersion, the exit code of the run without -o json, and its errors

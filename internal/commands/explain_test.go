@@ -156,7 +156,8 @@ func TestDoctorNotAnAdminAPI(t *testing.T) {
 		t.Fatalf("exit %d, want 3\n%s\n%s", r.code, r.out, r.errOut)
 	}
 	if !strings.Contains(r.out, "adminURL "+s.URL+" is not a Pulsar admin API (http 404") ||
-		!strings.Contains(r.out, "\tits adminURL must be Pulsar's web service") { // piped: the fix is the last column
+		!strings.Contains(r.out, "\t--admin-url must be Pulsar's web service") || // piped: the fix is the last column
+		!strings.Contains(r.out, "\tno --bootstrap given: whether KoP answers was not checked\tgive --bootstrap") { // ad-hoc: flags, not config fields
 		t.Errorf("stdout:\n%s", r.out)
 	}
 	if strings.Contains(r.out, "create") {
@@ -208,7 +209,8 @@ func TestCheckRefusedServiceURL(t *testing.T) {
 	r := run(t, nil, "--admin-url", admin.URL, "--service-url", service, "--timeout", "20s", "check", "--group", "G", "--persisted-only")
 	// The ad-hoc cluster is named after the admin URL typed.
 	name := strings.TrimPrefix(admin.URL, "http://")
-	want := "error: cluster " + name + ": pulsar " + service + ": connection refused\n  fix: start its brokers or correct its serviceURL"
+	want := "error: cluster " + name + ": pulsar " + service + ": connection refused\n  fix: start its brokers or correct --service-url" +
+		" (the broker service port, 6650 by default); then: kop-offsets --admin-url " + admin.URL + " --service-url " + service + " config check"
 	if r.code != 3 || !strings.Contains(r.errOut, want) {
 		t.Errorf("exit %d, stderr lacks %q:\n%s", r.code, want, r.errOut)
 	}

@@ -49,6 +49,9 @@ type Cluster struct {
 	KafkaNamespace    string      `yaml:"kafkaNamespace,omitempty" json:"kafkaNamespace,omitempty"`
 	PulsarAuth        *PulsarAuth `yaml:"pulsarAuth,omitempty" json:"pulsarAuth,omitempty"`
 	KafkaAuth         *KafkaAuth  `yaml:"kafkaAuth,omitempty" json:"kafkaAuth,omitempty"`
+	// FromFlags: the ad-hoc cluster of --admin-url, --service-url and --bootstrap (AdHoc).
+	// Fixes name those flags, not config fields the user never wrote.
+	FromFlags bool `yaml:"-" json:"-"`
 }
 
 // PulsarName is the cluster's name in Pulsar: PulsarCluster, else Name.

@@ -97,7 +97,7 @@ var (
 func yamlError(data []byte, path string, err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return &Error{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: "), Err: err}
+		return &Error{Path: path, Msg: syntaxLine(strings.TrimPrefix(err.Error(), "yaml: ")), Err: err}
 	}
 	spans := clusterSpans(data)
 	var es Errors
@@ -119,6 +119,27 @@ func yamlError(data []byte, path string, err error) error {
 		es = append(es, e)
 	}
 	return es
+}
+
+// yamlParserProblems are the problems yaml.v3's parser (not its scanner) reports. It numbers
+// their lines from 0 (yaml.v3 decode.go, parser.fail: only scanner errors get the +1), so
+// "line 3" is the fourth line: a flow sequence missing a comma on line 4 was reported on
+// line 3. Where the parser names the enclosing construct's start (a flow mapping not on the
+// first line), that start is the line it gives: the problem may sit further down.
+var yamlParserProblems = map[string]bool{
+	"did not find expected ',' or ']'": true, "did not find expected ',' or '}'": true,
+	"did not find expected '-' indicator": true, "did not find expected <document start>": true,
+	"did not find expected key": true, "did not find expected node content": true,
+}
+
+// syntaxLine is yaml's syntax error msg with a parser problem's line counted from 1.
+func syntaxLine(msg string) string {
+	sm := yamlLineRE.FindStringSubmatch(msg)
+	if len(sm) != 3 || !yamlParserProblems[sm[2]] {
+		return msg
+	}
+	line, _ := strconv.Atoi(sm[1])
+	return fmt.Sprintf("line %d: %s", line+1, sm[2])
 }
 
 type span struct {
@@ -170,6 +191,7 @@ func AdHoc(adminURL, serviceURL string, bootstrap []string) (*Config, error) {
 	}
 	cfg := &Config{adHoc: true, Clusters: []Cluster{{
 		Name: adHocName(adminURL, serviceURL, bs), AdminURL: adminURL, ServiceURL: serviceURL, KafkaBootstrap: bs,
+		FromFlags: true,
 	}}}
 	cfg.Clusters[0].applyDefaults()
 	if err := cfg.Validate(); err != nil {

@@ -21,6 +21,13 @@ var (
 // adHocFlags are the flags that define the ad-hoc cluster, by the config field each sets.
 var adHocFlags = map[string]string{"adminURL": "--admin-url", "serviceURL": "--service-url", "kafkaBootstrap": "--bootstrap"}
 
+// AdHocFlag is the flag that sets field (adminURL, serviceURL, kafkaBootstrap) of the ad-hoc
+// cluster; ok false for any other field.
+func AdHocFlag(field string) (flag string, ok bool) {
+	flag, ok = adHocFlags[field]
+	return flag, ok
+}
+
 // Validate checks the whole config (after defaults) and returns every problem found as
 // Errors, nil when there is none. It neither resolves secrets nor reads files.
 func (c *Config) Validate() error {
@@ -188,6 +195,11 @@ func validateTLS(field string, t *TLS, add func(field, format string, args ...an
 }
 
 func checkURL(s string, schemes ...string) error {
+	if !strings.Contains(s, "://") {
+		// Go's parser reads "127.0.0.1:8080" as a path and "broker:8080" as scheme "broker":
+		// both say less than what is missing.
+		return fmt.Errorf("%q has no scheme: write %s://%s", s, schemes[0], s)
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL: %w", s, err)

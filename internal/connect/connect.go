@@ -57,6 +57,10 @@ func (o Options) Normalize() Options {
 var ErrNotConfigured = errors.New("not configured")
 
 func notConfigured(cl config.Cluster, field string) error {
+	if flag, ok := config.AdHocFlag(field); ok && cl.FromFlags {
+		// the user typed flags, not a config: name the one to add
+		return &config.Error{Field: flag, Msg: "is not given (the command needs it)", Err: ErrNotConfigured}
+	}
 	return &config.Error{Cluster: cl.Name, Field: field, Msg: "is not configured (the command needs it)", Err: ErrNotConfigured}
 }
 

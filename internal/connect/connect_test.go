@@ -33,6 +33,18 @@ func TestNotConfigured(t *testing.T) {
 	}
 }
 
+// TestNotConfiguredFlags: the ad-hoc cluster lacks a flag, not a config field.
+func TestNotConfiguredFlags(t *testing.T) {
+	cl := config.Cluster{Name: "h:1", AdminURL: "http://h:1", FromFlags: true}
+	_, err := PulsarClientOptions(cl, Options{})
+	if !errors.Is(err, ErrNotConfigured) || err.Error() != "config: --service-url: is not given (the command needs it)" {
+		t.Errorf("service: %v", err)
+	}
+	if _, err := KafkaOpts(cl, Options{}); err == nil || !strings.Contains(err.Error(), "--bootstrap: is not given") {
+		t.Errorf("kafka: %v", err)
+	}
+}
+
 func TestOptionsNormalize(t *testing.T) {
 	o := Options{}.Normalize()
 	if o.DialTimeout != 5*time.Second || o.RequestTimeout != 15*time.Second || o.Logger == nil {

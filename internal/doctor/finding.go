@@ -46,6 +46,7 @@ const (
 	CheckBrokerVersion        = "broker-version"
 	CheckClusterName          = "cluster-name"
 	CheckKoPListener          = "kop-listener"
+	CheckKoPVersion           = "kop-version"
 	CheckBrokers              = "brokers"
 	CheckBrokerKoP            = "broker-kop"
 	CheckBrokerSettings       = "broker-settings"

@@ -43,7 +43,8 @@ func checkBroker(ctx context.Context, r *run, cl *Cluster) []Finding {
 	r.reports[cl.Name].BrokerVersion = v
 	r.mu.Unlock()
 	ev := map[string]any{"version": v}
-	if rc := runtimeConfig(ctx, cl); rc != nil {
+	rc := runtimeConfig(ctx, cl)
+	if rc != nil {
 		if n := rc["clusterName"]; n != "" {
 			cl.PulsarName = n
 		}
@@ -56,7 +57,7 @@ func checkBroker(ctx context.Context, r *run, cl *Cluster) []Finding {
 		f.Severity = SeverityWarning
 		f.Message = fmt.Sprintf("Apache Pulsar %s: before 3.0 a topic unload does not reach KoP; only a bundle unload reloads its group cache", v)
 	}
-	out := []Finding{f}
+	out := append([]Finding{f}, pulsarHazards(cl, v, rc)...)
 	if n, _ := ev["clusterName"].(string); n != "" && cl.ConfigPulsarName != "" && n != cl.ConfigPulsarName {
 		out = append(out, clusterNameMismatch(cl, n))
 	}
@@ -103,9 +104,13 @@ func checkBrokerVersions(r *run) []Finding {
 // checkKoPListener: KoP answers ApiVersions and Metadata on kafkaBootstrap.
 func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	if len(cl.KafkaBootstrap) == 0 {
-		return []Finding{{Severity: SeverityWarning, Check: CheckKoPListener, Cluster: cl.Name,
+		f := Finding{Severity: SeverityWarning, Check: CheckKoPListener, Cluster: cl.Name,
 			Message: "kafkaBootstrap is not configured: whether KoP answers was not checked",
-			Fix:     fmt.Sprintf("add kafkaBootstrap (the KoP listeners, host:port) to cluster %s in the kop-offsets config", cl.Name)}}
+			Fix:     fmt.Sprintf("add kafkaBootstrap (the KoP listeners, host:port) to cluster %s in the kop-offsets config", cl.Name)}
+		if cl.FromFlags {
+			f.Message, f.Fix = "no --bootstrap given: whether KoP answers was not checked", "give --bootstrap (the KoP listeners, host:port)"
+		}
+		return []Finding{f}
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.opts.KafkaTimeout)
 	defer cancel()
@@ -130,7 +135,8 @@ func checkKoPListener(ctx context.Context, r *run, cl *Cluster) []Finding {
 	r.reports[cl.Name].KafkaListeners = got.p.Listeners
 	r.mu.Unlock()
 	if answers {
-		return append(checkKoPBrokers(r, cl, got.p), checkOffsetsServed(ctx, r, cl)...)
+		out := append(checkKoPVersion(r, cl, got.p.MaxVersions), checkKoPBrokers(r, cl, got.p)...)
+		return append(out, checkOffsetsServed(ctx, r, cl)...)
 	}
 	boot := strings.Join(cl.KafkaBootstrap, ",")
 	if f, ok := saslRefusal(cl, boot, got.err); ok {

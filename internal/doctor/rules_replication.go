@@ -18,6 +18,9 @@ type replicatorState struct {
 	disconnected []int32
 	backlog      map[int32]int64
 	delay        map[int32]int64
+	// idle are the connected partitions with a backlog whose replicator sends nothing
+	// (msgRateOut 0).
+	idle []int32
 }
 
 // checkOffsetsReplicators: for every offsets partition of every cluster, the replicator to
@@ -115,6 +118,9 @@ func classifyReplicators(peers []*Cluster, parts []int32, stats map[int32]map[st
 			if ok && rep.ReplicationBacklog > 0 {
 				s.backlog[i] = rep.ReplicationBacklog
 				s.delay[i] = rep.ReplicationDelayInSeconds
+				if rep.Connected && rep.MsgRateOut == 0 {
+					s.idle = append(s.idle, i)
+				}
 			}
 		}
 	}
@@ -126,13 +132,21 @@ func replicatorFindings(r *run, cl, p *Cluster, n int32, s *replicatorState, ttl
 	topic := cl.OffsetsTopic()
 	if len(s.missing) > 0 {
 		all := pulsarNames(r.clusters)
-		out = append(out, Finding{Severity: SeverityError, Check: CheckOffsetsReplicator, Cluster: cl.Name, Peer: p.Name, Subject: topic,
+		f := Finding{Severity: SeverityError, Check: CheckOffsetsReplicator, Cluster: cl.Name, Peer: p.Name, Subject: topic,
 			Message: fmt.Sprintf("no replicator from %s to %s on %d of %d offsets partitions %v, although %s replicates to %s",
 				cl.Name, p.Name, len(s.missing), n, s.missing, cl.MetadataNamespacePath(), p.PulsarName),
 			Evidence:     map[string]any{"partitions": s.missing},
 			Fix:          pulsarAdmin(cl, "namespaces set-clusters", cl.MetadataNamespacePath(), "--clusters", strings.Join(all, ",")),
 			FixPulsarctl: pulsarctl(cl, "namespaces set-clusters", cl.MetadataNamespacePath(), "--clusters", strings.Join(all, ",")),
-		})
+		}
+		if v := r.reports[cl.Name].BrokerVersion; major(v) > 0 && major(v) < 3 {
+			// Seen on 2.10.1: after the namespace's (or a removed topic-level) replication
+			// changed, a loaded topic got its replicators only when loaded again.
+			f.Message += fmt.Sprintf(": Apache Pulsar %s creates the replicators of a topic already loaded only at its periodic replication check (replicationPolicyCheckDurationSeconds, 600 s by default) or when the topic is loaded again", v)
+			f.Fix = pulsarAdmin(cl, "topics unload", pulsarx.PartitionTopic(topic, s.missing[0])) + "  # for each partition listed, on " + cl.Name
+			f.FixPulsarctl = ""
+		}
+		out = append(out, f)
 	}
 	if len(s.disconnected) > 0 {
 		var sum int64
@@ -175,10 +189,26 @@ func replicatorFindings(r *run, cl, p *Cluster, n int32, s *replicatorState, ttl
 		case delay >= r.opts.ReplicationDelayWarn:
 			f.Severity = SeverityWarning
 			f.Message += ": the cached offsets on " + p.Name + " lag behind"
+			stalled(cl, p, s, &f)
 		}
 		out = append(out, f)
 	}
 	return out
+}
+
+// stalled names a replicator that is connected, holds a backlog past the warning delay and
+// sends nothing. Seen on Pulsar 2.10.1: the peer refused a replicated transactional message
+// (KoP's Kafka transactions) because its transaction buffer was off, and the replicator sent
+// nothing after it (docs/kop-facts.md).
+func stalled(cl, p *Cluster, s *replicatorState, f *Finding) {
+	if len(s.idle) == 0 {
+		return
+	}
+	f.Message += fmt.Sprintf("; the replicator is connected but sends nothing on partitions %v: it is stalled (on Pulsar 2.10 a peer without its transaction buffer refuses a replicated transactional commit with \"Transaction buffer disable!\", logged by %s as \"Error producing on remote broker\")", s.idle, cl.Name)
+	f.Evidence["stalledPartitions"] = s.idle
+	topic := pulsarx.PartitionTopic(cl.OffsetsTopic(), s.idle[0])
+	f.Fix = fmt.Sprintf("if %s's broker log says \"Transaction buffer disable!\", set transactionCoordinatorEnabled=true on the brokers of %s and restart them; then %s on %s for each stalled partition (the reloaded topic restarts its replicator from where it stopped)",
+		cl.Name, p.Name, pulsarAdmin(cl, "topics unload", topic), cl.Name)
 }
 
 // effective policy values: the namespace's own, else the broker default from the runtime

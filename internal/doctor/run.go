@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ type Cluster struct {
 	MetadataNamespace string
 	KafkaNamespace    string // for short topic names
 	KafkaBootstrap    []string
+	FromFlags         bool // the ad-hoc cluster (config.Cluster.FromFlags): fixes name its flags
 	Admin             Admin
 
 	// PulsarName is the cluster's own name in Pulsar (runtime config clusterName; the config
@@ -88,6 +90,8 @@ type ClusterReport struct {
 	OffsetsPartitions *int32   `json:"offsetsPartitions"`
 	KoPAnswers        *bool    `json:"kopAnswers"`
 	KafkaBootstrap    []string `json:"kafkaBootstrap,omitempty"`
+	// KoPLine is the KoP line its ApiVersions answer shows ("KoP 2.10"), empty when unknown.
+	KoPLine string `json:"kopLine,omitempty"`
 	// Brokers are the cluster's active brokers, each read at its own address.
 	Brokers []BrokerReport `json:"brokers,omitempty"`
 	// KafkaListeners are the KoP brokers KoP's Metadata answer advertises, each asked.
@@ -152,7 +156,7 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
 			Message:  fmt.Sprintf("adminURL %s is not a Pulsar admin API (http 404 to %s): nothing else checked", cl.AdminURL, what),
 			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
-			Fix:      e.Fix,
+			Fix:      cl.fix(e.Fix),
 		}}
 	}
 	if isUnreachable(err) {
@@ -164,7 +168,7 @@ func (r *run) failed(cl *Cluster, check, subject, what string, err error) []Find
 			Severity: SeverityError, Check: CheckAdminReachable, Cluster: cl.Name, Subject: cl.AdminURL,
 			Message:  fmt.Sprintf("the admin API does not answer (%s): nothing else checked", explain.Of(err)),
 			Evidence: map[string]any{"adminURL": cl.AdminURL, "error": err.Error(), "while": what},
-			Fix:      fmt.Sprintf("start its brokers or correct its adminURL; then: kop-offsets --cluster %s config check", cl.Name),
+			Fix:      cl.fix(fmt.Sprintf("start its brokers or correct its adminURL; then: kop-offsets --cluster %s config check", cl.Name)),
 		}}
 	}
 	r.apiErr = true
@@ -311,4 +315,14 @@ func authStatus(err error) string {
 		return fmt.Sprintf("http %d", ae.Status)
 	}
 	return "not authorized"
+}
+
+// fix is an endpoint's fix as it reads for cl: the flags of the ad-hoc cluster named
+// (explain.FlagFix), else as written.
+func (c *Cluster) fix(s string) string {
+	if !c.FromFlags {
+		return s
+	}
+	return explain.FlagFix(c.Name, map[explain.Kind]string{explain.Admin: c.AdminURL, explain.Pulsar: c.ServiceURL,
+		explain.Kafka: strings.Join(c.KafkaBootstrap, ",")}, s)
 }

@@ -345,6 +345,42 @@ func (e *Error) WithURLs(cl config.Cluster) *Error {
 	return e
 }
 
+// For is e about cluster cl: its URL from cl's endpoint when e has none, its fix for a
+// cluster defined by flags (FixFor).
+func (e *Error) For(cl config.Cluster) *Error {
+	e.Fix = FixFor(cl, e.WithURLs(cl).Fix)
+	return e
+}
+
+// FixFor is fix as it reads for cl: unchanged for a cluster of the config file; for the
+// ad-hoc cluster (config.Cluster.FromFlags) FlagFix.
+func FixFor(cl config.Cluster, fix string) string {
+	if !cl.FromFlags {
+		return fix
+	}
+	return FlagFix(cl.Name, URLs(cl), fix)
+}
+
+// flagFields names the ad-hoc cluster's endpoints by the flags that set them.
+var flagFields = strings.NewReplacer("its adminURL", "--admin-url", "its serviceURL", "--service-url", "its kafkaBootstrap", "--bootstrap")
+
+// FlagFix is fix for the ad-hoc cluster named name, whose endpoints urls are (URLs): the flag
+// to correct instead of a config field, and the command to run next with those flags, as
+// --cluster name would select nothing without them.
+func FlagFix(name string, urls map[Kind]string, fix string) string {
+	var flags []string
+	for _, f := range []struct {
+		k    Kind
+		flag string
+	}{{Admin, "--admin-url"}, {Pulsar, "--service-url"}, {Kafka, "--bootstrap"}} {
+		if urls[f.k] != "" {
+			flags = append(flags, f.flag+" "+urls[f.k])
+		}
+	}
+	fix = strings.ReplaceAll(fix, "kop-offsets --cluster "+name+" ", "kop-offsets "+strings.Join(flags, " ")+" ")
+	return flagFields.Replace(fix)
+}
+
 // WithTenant puts --tenant tenant into the kop-offsets command lines of a fix or message
 // (where they lack one): in a multi-tenant report the command must select the tenant.
 func WithTenant(s, tenant string) string {

@@ -92,7 +92,14 @@ func (o Options) resolve() (Options, error) {
 		}
 		o.Auth = m
 	}
-	o.Clusters = withAuth(o.Clusters, Paths{Root: o.Root}, o.Auth)
+	line, err := LineOf(o.PulsarVersion)
+	if err != nil {
+		return o, err
+	}
+	if !o.Shape.Standalone() && !line.MultiBroker {
+		return o, fmt.Errorf("lab: Pulsar %s: the multi-broker lab (--brokers %d) runs on Pulsar 2.11 and later; use standalones (--brokers 1) on the %s line", o.PulsarVersion, o.Shape.Brokers, line)
+	}
+	o.Clusters = withAuth(withLinePorts(o.Clusters, line), Paths{Root: o.Root}, o.Auth)
 	if o.Tenants == 0 {
 		n, err := ParseTenantCount(os.Getenv("KOP_LAB_TENANTS"))
 		if err != nil {
@@ -205,6 +212,9 @@ func up(ctx context.Context, o Options, p Paths) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseOtherData(o, p); err != nil {
+		return nil, err
+	}
 	if st != nil {
 		if err := stopAll(ctx, st, o.Log); err != nil {
 			return nil, err
@@ -272,18 +282,13 @@ func prepareClusters(o Options, p Paths, kop KoPStatus) ([]Cluster, error) {
 
 // prepareData wipes c's data when asked (Fresh, FreshOnStart) or when the other layout wrote
 // it (a standalone's RocksDB store means nothing to ZooKeeper, and the reverse), and records
-// the layout.
+// the layout and the stamp (refuseOtherData has checked the one it found).
 func prepareData(o Options, p Paths, c Cluster) error {
 	layout := "zookeeper"
 	if c.Standalone() {
 		layout = "standalone"
 	}
-	b, err := os.ReadFile(p.LayoutMarker(c.Name))
-	old := strings.TrimSpace(string(b))
-	if _, serr := os.Stat(p.DataDir(c.Name)); errors.Is(err, os.ErrNotExist) && serr == nil {
-		old = "standalone" // data of a lab from before the marker
-	}
-	other := old != "" && old != layout
+	old, other := otherLayout(p, c)
 	if o.Fresh || o.FreshOnStart || other {
 		if other {
 			fmt.Fprintf(o.Log, "lab: %s: wiping data written by the %s layout\n", c.Name, old)
@@ -295,7 +300,42 @@ func prepareData(o Options, p Paths, c Cluster) error {
 	if err := os.MkdirAll(p.DataDir(c.Name), 0o755); err != nil {
 		return err
 	}
+	if err := writeStamp(p, c.Name, newStamp(o)); err != nil {
+		return err
+	}
 	return os.WriteFile(p.LayoutMarker(c.Name), []byte(layout+"\n"), 0o644)
+}
+
+// otherLayout returns the layout that wrote c's data and whether it is not c's.
+func otherLayout(p Paths, c Cluster) (string, bool) {
+	b, err := os.ReadFile(p.LayoutMarker(c.Name))
+	old := strings.TrimSpace(string(b))
+	if _, serr := os.Stat(p.DataDir(c.Name)); errors.Is(err, os.ErrNotExist) && serr == nil {
+		old = "standalone" // data of a lab from before the marker
+	}
+	layout := "zookeeper"
+	if c.Standalone() {
+		layout = "standalone"
+	}
+	return old, old != "" && old != layout
+}
+
+// refuseOtherData fails, before anything is stopped, when a cluster's data that the start
+// would reuse was made by a lab of another Pulsar version, auth mode or ports (stamp.go).
+func refuseOtherData(o Options, p Paths) error {
+	if o.Fresh || o.FreshOnStart {
+		return nil
+	}
+	want := newStamp(o)
+	for _, c := range o.Clusters {
+		if _, other := otherLayout(p, c); other {
+			continue // wiped by prepareData
+		}
+		if err := checkStamp(p, c.Name, want); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startClusters starts every cluster's JVMs and records their pids in the state file as they

@@ -410,3 +410,9 @@ func isRoot(dir string) bool {
 	}
 	return false
 }
+
+// DataStamp records which Pulsar version, auth mode and ports wrote the cluster's data: the
+// lab refuses to start over data of another lab (stamp.go).
+func (p Paths) DataStamp(cluster string) string {
+	return filepath.Join(p.DataDir(cluster), "stamp.json")
+}

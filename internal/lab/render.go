@@ -28,6 +28,16 @@ type confData struct {
 	// nil without auth.
 	KafkaProtocol string
 	Auth          *brokerAuthConf
+	// BrokerDeduplication is brokerDeduplicationEnabled with KoP: off on a line whose
+	// deduplication drops KoP's replicated entries (PulsarLine.DedupDropsKoPReplicas).
+	BrokerDeduplication bool
+	// TransactionCoordinator is transactionCoordinatorEnabled: on with KoP on a line whose
+	// brokers refuse replicated transactional messages without it
+	// (PulsarLine.ReplicatedTxnNeedsBuffer).
+	TransactionCoordinator bool
+	// ReplicationPolicyCheckSeconds is replicationPolicyCheckDurationSeconds, 0 to leave
+	// Pulsar's default (PulsarLine.LazyReplicators).
+	ReplicationPolicyCheckSeconds int
 }
 
 // RenderBrokerConf renders the broker configuration template tmpl for cluster c (a
@@ -49,17 +59,21 @@ func RenderBrokerConfFor(tmpl string, p Paths, c Cluster, i int, pulsarVersion s
 		nar = filepath.Join(p.ProcessTmp(c.Name, processID(RoleBroker, i)), "nar")
 	}
 	b := c.Broker(i)
+	line, _ := LineOf(pulsarVersion) // refused by Options.resolve when unknown
 	return renderConf(tmpl, processID(RoleBroker, i), confData{
-		Name:             c.Name,
-		Standalone:       c.Standalone(),
-		Ports:            b.Ports,
-		PulsarVersion:    pulsarVersion,
-		KoP:              c.KoP,
-		KoPVersion:       kop.Version,
-		ProtocolsDir:     dir,
-		NarExtractionDir: nar,
-		KafkaProtocol:    kafkaSecurityProtocol(c),
-		Auth:             brokerAuth(b),
+		BrokerDeduplication:           !line.DedupDropsKoPReplicas,
+		TransactionCoordinator:        c.KoP && line.ReplicatedTxnNeedsBuffer,
+		ReplicationPolicyCheckSeconds: line.replicationPolicyCheckSeconds(),
+		Name:                          c.Name,
+		Standalone:                    c.Standalone(),
+		Ports:                         b.Ports,
+		PulsarVersion:                 pulsarVersion,
+		KoP:                           c.KoP,
+		KoPVersion:                    kop.Version,
+		ProtocolsDir:                  dir,
+		NarExtractionDir:              nar,
+		KafkaProtocol:                 kafkaSecurityProtocol(c),
+		Auth:                          brokerAuth(b),
 	}, c.Name)
 }
 
@@ -165,15 +179,16 @@ var addOpens = []string{
 func ProcessMarker(name string) string { return "-Dkop.lab.cluster=" + name }
 
 // JavaArgs returns the java command line (without the java binary) that starts cluster c as a
-// standalone of Pulsar pulsarVersion: broker, one in-process bookie, RocksDB metadata store, no
-// functions worker, no stream storage.
+// standalone of Pulsar pulsarVersion: broker, one in-process bookie, the metadata store of its
+// line (RocksDB, or before 2.11 an embedded ZooKeeper on c.Ports.ZooKeeper), no functions
+// worker, no stream storage.
 func JavaArgs(p Paths, c Cluster, pulsarVersion string) []string {
 	args := jvmArgs(p, c.Name, "", p.TmpDir(c.Name), JVMMemory, pulsarVersion)
+	args = append(args, "org.apache.pulsar.PulsarStandaloneStarter", "-c", p.BrokerConf(c.Name), "-nfw", "-nss")
+	// An unknown line was refused by Options.resolve; the zero line is 4.0's layout.
+	line, _ := LineOf(pulsarVersion)
+	args = append(args, line.standaloneMetadataArgs(p.DataDir(c.Name), c.Ports.ZooKeeper)...)
 	return append(args,
-		"org.apache.pulsar.PulsarStandaloneStarter",
-		"-c", p.BrokerConf(c.Name),
-		"-nfw", "-nss",
-		"--metadata-dir", filepath.Join(p.DataDir(c.Name), "metadata"),
 		"--bookkeeper-dir", filepath.Join(p.DataDir(c.Name), "bookkeeper"),
 		"--bookkeeper-port", fmt.Sprint(c.Ports.Bookie),
 	)

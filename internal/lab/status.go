@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ClusterStatus is what Status reports for one cluster. PID is its standalone's or broker
@@ -42,7 +43,17 @@ type StatusReport struct {
 	// Tenants are the running lab's extra tenants (kop-lab up --tenants N), none without.
 	Tenants  []string
 	Clusters []ClusterStatus
+	// Replicators are the lab topics' replicators that do not reach their peer
+	// (CheckReplicators), read when every cluster is healthy; ReplicatorsErr says why they
+	// could not be read.
+	ReplicatorsChecked bool
+	Replicators        []ReplicatorProblem
+	ReplicatorsErr     error
 }
+
+// ReplicatorSettle is how long Status waits before it reads a missing or disconnected
+// replicator again: reading a topic's stats loads it and starts its replicators.
+const ReplicatorSettle = 5 * time.Second
 
 // Status reads the state file and checks each JVM (pid, RSS, health). It takes no lock.
 func Status(ctx context.Context, opts Options) (*StatusReport, error) {
@@ -69,8 +80,15 @@ func Status(ctx context.Context, opts Options) (*StatusReport, error) {
 		return r, nil
 	}
 	r.Running, r.Keep, r.KoP, r.PulsarVersion, r.Auth, r.Tenants = true, st.Keep, st.KoP, st.PulsarVersion, st.AuthMode(), st.Tenants
+	healthy := true
 	for _, c := range st.Clusters {
-		r.Clusters = append(r.Clusters, clusterStatus(ctx, c))
+		cs := clusterStatus(ctx, c)
+		healthy = healthy && cs.Health == nil
+		r.Clusters = append(r.Clusters, cs)
+	}
+	if healthy {
+		r.ReplicatorsChecked = true
+		r.Replicators, r.ReplicatorsErr = CheckReplicators(ctx, st.ClusterList(), ReplicatorSettle)
 	}
 	return r, nil
 }

@@ -51,6 +51,8 @@ type Cluster struct {
 	// URLs are the cluster's endpoints by kind, for its errors (explain.URLs). Nil: errors
 	// name no URL.
 	URLs map[explain.Kind]string
+	// FromFlags: the ad-hoc cluster (config.Cluster.FromFlags); its fixes name the flags.
+	FromFlags bool
 }
 
 // ListedGroup is one group as KoP lists it (package kop).
@@ -130,5 +132,8 @@ func clusterErr(c Cluster, kind explain.Kind, err error) ClusterError {
 	}
 	e := explain.New(c.Name, kind, "", err)
 	e.URL = c.URLs[e.Endpoint]
+	if c.FromFlags {
+		e.Fix = explain.FlagFix(c.Name, c.URLs, e.Fix)
+	}
 	return ClusterError{Cluster: c.Name, Endpoint: string(e.Endpoint), URL: e.URL, Cause: e.Cause, Fix: e.Fix, Detail: e.Detail, Error: e.Error()}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/recordio"
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/iostreams"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
@@ -116,19 +117,21 @@ func decodeRun(opts *Options) error {
 	} else {
 		err = decodeFlags(opts, emit)
 	}
-	if cerr := sink.Close(); err == nil {
+	read := err == nil // the input read to its end: the summary is shown
+	if read && opts.Strict && sum.Undecodable() > 0 {
+		err = cmdutil.DriftError(fmt.Errorf("--strict: %d undecodable records", sum.Undecodable()))
+	}
+	var problems []explain.Problem // the json document's errors
+	if err != nil {
+		problems = []explain.Problem{explain.ProblemOf(err)}
+	}
+	if cerr := sink.Close(problems); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	if sum.Undecodable() > 0 || opts.IO.IsStderrTTY() {
+	if read && (sum.Undecodable() > 0 || opts.IO.IsStderrTTY()) {
 		fmt.Fprintf(opts.IO.ErrOut, "decoded %s\n", sum.String())
 	}
-	if opts.Strict && sum.Undecodable() > 0 {
-		return cmdutil.DriftError(fmt.Errorf("--strict: %d undecodable records", sum.Undecodable()))
-	}
-	return nil
+	return err
 }
 
 func decodeFlags(opts *Options, emit func(int, []byte, []byte) error) error {

@@ -211,7 +211,7 @@ func BuildCluster(cl config.Cluster, timeout time.Duration) (*doctor.Cluster, er
 	return &doctor.Cluster{
 		Name: cl.Name, AdminURL: strings.TrimRight(cl.AdminURL, "/"), ServiceURL: cl.ServiceURL,
 		Tenant: cl.Tenant, MetadataNamespace: cl.MetadataNamespace, KafkaNamespace: cl.KafkaNamespace,
-		KafkaBootstrap: cl.KafkaBootstrap, Admin: doctor.PulsarAdmin{Admin: a},
+		KafkaBootstrap: cl.KafkaBootstrap, FromFlags: cl.FromFlags, Admin: doctor.PulsarAdmin{Admin: a},
 		PulsarName: cl.PulsarName(), ConfigPulsarName: cl.PulsarName(),
 	}, nil
 }

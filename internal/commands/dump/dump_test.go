@@ -189,15 +189,11 @@ func TestDumpNamesTheTenant(t *testing.T) {
 				}
 			}
 		case "json":
-			var doc []map[string]any
+			var doc struct{ Records []map[string]any }
 			if err := json.Unmarshal([]byte(out), &doc); err != nil {
-				var wrapped struct{ Records []map[string]any }
-				if err2 := json.Unmarshal([]byte(out), &wrapped); err2 != nil {
-					t.Fatalf("json: %v / %v:\n%s", err, err2, out)
-				}
-				doc = wrapped.Records
+				t.Fatalf("json: %v:\n%s", err, out)
 			}
-			for _, r := range doc {
+			for _, r := range doc.Records {
 				n++
 				if r["tenant"] != "acme" {
 					t.Errorf("json: a record without its tenant: %v", r)
@@ -284,10 +280,14 @@ func TestDumpCompacted(t *testing.T) {
 		t.Errorf("reader options %+v", ro)
 	}
 	clitest.Golden(t, "testdata/compacted.json.golden", []byte(out))
-	var recs []Record
-	if err := json.Unmarshal([]byte(out), &recs); err != nil {
-		t.Fatal(err)
+	var doc struct {
+		SchemaVersion int      `json:"schemaVersion"`
+		Records       []Record `json:"records"`
 	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.SchemaVersion != 1 {
+		t.Fatalf("not a document with schemaVersion 1 (%v):\n%s", err, out)
+	}
+	recs := doc.Records
 	// scus: undecodable (as met), then by partition and group: orders-a; group G, its one
 	// live offset (t1/0 = 150: t1/1 is deleted), kop-offsets; wus: G t1/0.
 	var got []string

@@ -3,6 +3,7 @@ package dump
 import (
 	"encoding/base64"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/recordio"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -22,7 +23,7 @@ func (r *Record) AppendJSON(b []byte, indent bool) (_ []byte, ok bool) {
 	}
 	w := output.JSONWriter{B: b, Times: r.times}
 	if indent {
-		w.Prefix, w.Indent = "  ", "  " // recordio indents with prefix "  " and indent "  "
+		w.Prefix, w.Indent = recordio.ElementPrefix, "  "
 	}
 	w.Open()
 	if r.Tenant != "" {

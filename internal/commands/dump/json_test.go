@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/kop-offsets/kop-offsets/internal/commands/recordio"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -33,7 +34,7 @@ func TestAppendJSONIsEncodingJSON(t *testing.T) {
 	}
 	cache := new(output.TimeCache)
 	for i := range recs {
-		for _, indent := range []string{"", "  "} {
+		for _, indent := range []string{"", recordio.ElementPrefix} {
 			var buf bytes.Buffer
 			enc := json.NewEncoder(&buf)
 			enc.SetEscapeHTML(false)

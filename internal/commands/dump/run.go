@@ -115,13 +115,29 @@ func dumpRun(ctx context.Context, opts *Options) error {
 	}
 	d := &dumper{opts: opts, tenant: tenant, out: out, sink: recordio.NewSink(out, opts.Format, opts.IO.IsStdoutTTY(), cols, rowOf)}
 	results := d.clusters(ctx, clusters, readers)
-	if err := d.sink.Close(); err != nil {
+	runErr := d.outcome(clusters, results)
+	if err := d.sink.Close(problems(results, runErr)); err != nil {
 		return err
 	}
 	if err := out.Flush(); err != nil {
 		return err
 	}
-	return d.outcome(clusters, results)
+	return runErr
+}
+
+// problems are the json document's errors: each cluster that could not be read, else what
+// ended the run (--strict, a usage error).
+func problems(results []clusterResult, runErr error) []explain.Problem {
+	var ps []explain.Problem
+	for _, r := range results {
+		if r.err != nil && !errors.Is(r.err, errLimit) && !isUsage(r.err) {
+			ps = append(ps, explain.ProblemOf(r.err))
+		}
+	}
+	if len(ps) == 0 && runErr != nil {
+		ps = append(ps, explain.ProblemOf(runErr))
+	}
+	return ps
 }
 
 // openReaders opens the offsets topic of each cluster; release frees those opened, in
@@ -242,7 +258,7 @@ func (d *dumper) cluster(ctx context.Context, cl config.Cluster, r loader.Offset
 	opts := d.opts
 	defer func() {
 		if res.err != nil && !errors.Is(res.err, errLimit) && !isUsage(res.err) {
-			fmt.Fprint(opts.IO.ErrOut, explain.New(cl.Name, explain.Pulsar, "", res.err).WithURLs(cl).Lines())
+			fmt.Fprint(opts.IO.ErrOut, explain.New(cl.Name, explain.Pulsar, "", res.err).For(cl).Lines())
 		}
 	}()
 	n, err := r.Partitions(ctx)

@@ -43,10 +43,11 @@ func TestE2ELocate(t *testing.T) {
 	if cmdutil.ExitCode(err) != 0 {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
 	}
-	var rows []locate.Location
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
-		t.Fatal(err)
+	var doc locate.Document
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil || doc.SchemaVersion != 1 {
+		t.Fatalf("not a document with schemaVersion 1 (%v):\n%s", err, out)
 	}
+	rows := doc.Locations
 	want := loader.PartitionFor("G", lab.OffsetsTopicPartitions)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows", len(rows))

@@ -128,7 +128,7 @@ func NewCmdLocate(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
   kop-offsets locate --group orders-consumer --group payments
 
   # as JSON, for a script that unloads the bundle
-  kop-offsets locate G --cluster scus -o json | jq -r '.[0].bundle'`),
+  kop-offsets locate G --cluster scus -o json | jq -r '.locations[0].bundle'`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// GROUP arguments and --group are the same names: locate hashes each one to its
 			// offsets partition, so a glob is refused here as --group refuses it.
@@ -278,9 +278,35 @@ func locateOnline(ctx context.Context, opts *Options) (rows []Location, failed b
 	return rows, failed, nil
 }
 
+// Document is what -o json and -o yaml print: the rows, and each row's failure as an error
+// object (one per cluster and cause: a cluster down fails every group alike).
+type Document struct {
+	SchemaVersion int               `json:"schemaVersion"`
+	Locations     []Location        `json:"locations"`
+	Errors        []explain.Problem `json:"errors"`
+}
+
+// document is rows as the json and yaml document.
+func document(rows []Location) Document {
+	doc := Document{SchemaVersion: 1, Locations: rows, Errors: []explain.Problem{}}
+	if rows == nil {
+		doc.Locations = []Location{}
+	}
+	seen := map[[2]string]bool{}
+	for _, l := range rows {
+		if l.Error == "" || seen[[2]string{l.Cluster, l.Error}] {
+			continue
+		}
+		seen[[2]string{l.Cluster, l.Error}] = true
+		cause, fix, _ := strings.Cut(l.Error, "; fix: ")
+		doc.Errors = append(doc.Errors, explain.Problem{Cluster: l.Cluster, Cause: cause, Fix: fix, Error: "cluster " + l.Cluster + ": " + l.Error})
+	}
+	return doc
+}
+
 func printLocations(opts *Options, rows []Location) error {
 	cs := opts.IO.ColorScheme()
-	return output.Print(opts.IO, opts.Format, rows, func(tp *output.TablePrinter) {
+	return output.Print(opts.IO, opts.Format, document(rows), func(tp *output.TablePrinter) {
 		if opts.Offline > 0 {
 			tp.AddHeader("GROUP", "JAVA-HASH", "PARTITION", "PARTITION-TOPIC")
 		} else {
@@ -330,7 +356,7 @@ func locateCluster(ctx context.Context, cl config.Cluster, a Admin, groups []str
 	if err != nil {
 		// A cell of the row: the call and the next command (which names the cluster again)
 		// would make it wider than a terminal; the cause and the fix fit.
-		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err)
+		e := explain.New(cl.Name, explain.Admin, cl.AdminURL, err).For(cl)
 		fix, _, _ := strings.Cut(e.Fix, "; then: ")
 		return fail(fmt.Errorf("offsets topic: admin %s: %s; fix: %s", cl.AdminURL, e.Cause, fix))
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -197,7 +198,7 @@ func TestLocateOnline(t *testing.T) {
 	}
 	clitest.Golden(t, "testdata/online.json.golden", out.Bytes())
 	var rows []Location
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+	if err := unmarshalRows(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows[0].Bundle != "0x80000000_0xc0000000" || rows[0].Owner == nil || *rows[0].Owner != "127.0.0.1:18080" || rows[2].Owner != nil {
@@ -235,7 +236,7 @@ func TestLocateBundleMismatchAndUnreachable(t *testing.T) {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
 	}
 	var rows []Location
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+	if err := unmarshalRows(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 2 || rows[0].Cluster != "scus" || rows[1].Cluster != "wus" {
@@ -272,7 +273,7 @@ func TestLocatePartitionCountsDiffer(t *testing.T) {
 		t.Errorf("stderr %q", errOut)
 	}
 	var rows []Location
-	_ = json.Unmarshal(out.Bytes(), &rows)
+	_ = unmarshalRows(out.Bytes(), &rows)
 	if *rows[0].OffsetsPartition != 7 || *rows[1].OffsetsPartition != 21 {
 		t.Errorf("rows %+v", rows)
 	}
@@ -303,7 +304,7 @@ func TestLocateOneBrokerDown(t *testing.T) {
 		t.Fatalf("G is owned by the broker that answered: %v", err)
 	}
 	var rows []Location
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+	if err := unmarshalRows(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows[0].Owner == nil || *rows[0].Owner != "127.0.0.1:18080" || rows[0].Error != "" {
@@ -319,7 +320,7 @@ func TestLocateOneBrokerDown(t *testing.T) {
 		t.Fatalf("exit %d: %v", cmdutil.ExitCode(err), err)
 	}
 	rows = nil
-	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+	if err := unmarshalRows(out.Bytes(), &rows); err != nil {
 		t.Fatal(err)
 	}
 	if rows[0].Owner == nil || rows[0].Error != "" {
@@ -328,5 +329,35 @@ func TestLocateOneBrokerDown(t *testing.T) {
 	if rows[1].Owner != nil || !strings.Contains(rows[1].Error, "owner of public/__kafka/0x40000000_0x80000000 unknown") ||
 		!strings.Contains(rows[1].Error, "broker 127.0.0.1:18081") {
 		t.Errorf("a: %+v", rows[1])
+	}
+}
+
+// unmarshalRows reads the locations of a -o json document, which must carry schemaVersion 1.
+func unmarshalRows(b []byte, rows *[]Location) error {
+	var doc Document
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	if doc.SchemaVersion != 1 || doc.Errors == nil {
+		return fmt.Errorf("not a document with schemaVersion 1 and errors: %s", b)
+	}
+	*rows = doc.Locations
+	return nil
+}
+
+// TestLocateDocumentErrors: a cluster down fails every group alike, one error object says so.
+func TestLocateDocumentErrors(t *testing.T) {
+	down := "offsets topic: admin http://127.0.0.1:1: connection refused; fix: start its brokers"
+	doc := document([]Location{{Group: "G", Cluster: "wus", Error: down}, {Group: "a", Cluster: "wus", Error: down}, {Group: "G", Cluster: "scus"}})
+	if len(doc.Errors) != 1 {
+		t.Fatalf("errors %+v, want one", doc.Errors)
+	}
+	e := doc.Errors[0]
+	if e.Cluster != "wus" || e.Cause != "offsets topic: admin http://127.0.0.1:1: connection refused" || e.Fix != "start its brokers" ||
+		e.Error != "cluster wus: "+down {
+		t.Errorf("error %+v", e)
+	}
+	if doc := document(nil); doc.Locations == nil || doc.Errors == nil {
+		t.Errorf("no rows: %+v, want empty arrays", doc)
 	}
 }

@@ -1,7 +1,7 @@
 // Package recordio writes the decoded records of `decode` and `dump` as a stream: one record
 // at a time, in any -o format, so that a dump of a whole offsets topic is never held in
-// memory. ndjson writes one object per line; json writes one array whose elements are
-// written as they come; yaml writes one sequence the same way; table writes aligned rows
+// memory. ndjson writes one object per line; json writes one document (schemaVersion, the
+// records array written element by element as they come, then the run's errors); yaml writes one sequence the same way; table writes aligned rows
 // with a header on a terminal (column widths grow as wider cells arrive) and tab-separated
 // rows without a header otherwise, as output.TablePrinter does.
 package recordio
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -80,13 +81,13 @@ func (s *Sink) Write(v any) error {
 		_, err = s.w.Write(append(b, '\n'))
 		return err
 	case output.JSON:
-		b, err := marshal(v, "  ")
+		b, err := marshal(v, ElementPrefix)
 		if err != nil {
 			return err
 		}
-		sep := ",\n  "
+		sep := ",\n" + ElementPrefix
 		if s.n == 0 {
-			sep = "[\n  "
+			sep = jsonHead + "\n" + ElementPrefix
 		}
 		if _, err := io.WriteString(s.w, sep); err != nil {
 			return err
@@ -104,6 +105,14 @@ func (s *Sink) Write(v any) error {
 		return s.writeRow(s.row(v))
 	}
 }
+
+// jsonHead opens the json document up to its records array: schemaVersion first, as every
+// document of the tool starts (docs/contract-changes.md).
+const jsonHead = "{\n  \"schemaVersion\": 1,\n  \"records\": ["
+
+// ElementPrefix is how far a record of the json document is indented: inside the records
+// array of the top-level object. A JSONAppender indents by it and "  " per level.
+const ElementPrefix = "    "
 
 // JSONAppender is implemented by values that write their own JSON, byte for byte what
 // encoding/json writes with this package's settings, only faster (dump's records at a million
@@ -209,9 +218,10 @@ func (s *Sink) pad(b *strings.Builder, cells []string) {
 	b.WriteByte('\n')
 }
 
-// Close ends the document: the closing bracket of a json array, or an empty array or
-// sequence when nothing was written.
-func (s *Sink) Close() error {
+// Close ends the output: for json the records array and the document, with problems as its
+// errors (the run's, an empty array when none); an empty array or sequence when nothing was
+// written.
+func (s *Sink) Close(problems []explain.Problem) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -221,10 +231,21 @@ func (s *Sink) Close() error {
 	var tail string
 	switch s.format {
 	case output.JSON:
-		tail = "\n]\n"
+		tail = "\n  ]"
 		if s.n == 0 {
-			tail = "[]\n"
+			tail = jsonHead + "]"
 		}
+		if problems == nil {
+			problems = []explain.Problem{}
+		}
+		var errs bytes.Buffer
+		enc := json.NewEncoder(&errs)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("  ", "  ")
+		if err := enc.Encode(problems); err != nil {
+			return err
+		}
+		tail += ",\n  \"errors\": " + strings.TrimSuffix(errs.String(), "\n") + "\n}\n"
 	case output.YAML:
 		if s.n == 0 {
 			tail = "[]\n"

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kop-offsets/kop-offsets/internal/explain"
 	"github.com/kop-offsets/kop-offsets/internal/offsetlog"
 	"github.com/kop-offsets/kop-offsets/internal/output"
 )
@@ -21,20 +22,55 @@ func write(t *testing.T, f output.Format, tty bool, recs ...offsetlog.Record) st
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
+	if err := s.Close(nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
 }
 
+// TestSinkJSONDocument: the streamed document is byte for byte what output.WriteJSON writes
+// for the same document held whole, errors included.
+func TestSinkJSONDocument(t *testing.T) {
+	off := int64(5)
+	recs := []offsetlog.Record{{Kind: offsetlog.KindOffsetCommit, Group: "g<&>", Topic: "t", Offset: &off}, {Kind: offsetlog.KindPlaceholder}}
+	probs := []explain.Problem{{Cluster: "scus", Cause: "a <cause>", Error: "cluster scus: a <cause>"}}
+	var got bytes.Buffer
+	s := NewSink(&got, output.JSON, false, RecordColumns, rows)
+	for i := range recs {
+		if err := s.Write(&recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(probs); err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	doc := struct {
+		SchemaVersion int                `json:"schemaVersion"`
+		Records       []offsetlog.Record `json:"records"`
+		Errors        []explain.Problem  `json:"errors"`
+	}{1, recs, probs}
+	if err := output.WriteJSON(&want, doc); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("streamed\n%s\nwant\n%s", got.String(), want.String())
+	}
+}
+
 func TestSink(t *testing.T) {
 	off := int64(5)
 	recs := []offsetlog.Record{{Kind: offsetlog.KindOffsetCommit, Group: "g<&>", Topic: "t", Offset: &off}, {Kind: offsetlog.KindPlaceholder}}
-	var arr []map[string]any
-	if out := write(t, output.JSON, false, recs...); json.Unmarshal([]byte(out), &arr) != nil || len(arr) != 2 || arr[0]["group"] != "g<&>" {
+	var doc struct {
+		SchemaVersion int              `json:"schemaVersion"`
+		Records       []map[string]any `json:"records"`
+		Errors        []any            `json:"errors"`
+	}
+	if out := write(t, output.JSON, false, recs...); json.Unmarshal([]byte(out), &doc) != nil || doc.SchemaVersion != 1 ||
+		len(doc.Records) != 2 || doc.Records[0]["group"] != "g<&>" || doc.Errors == nil {
 		t.Errorf("json %q", out)
 	}
-	if out := write(t, output.JSON, false); out != "[]\n" {
+	if out := write(t, output.JSON, false); out != "{\n  \"schemaVersion\": 1,\n  \"records\": [],\n  \"errors\": []\n}\n" {
 		t.Errorf("empty json %q", out)
 	}
 	if out := write(t, output.YAML, false, recs...); out != "- kind: offset_commit\n  group: g<&>\n  topic: t\n  offset: 5\n- kind: placeholder\n" {

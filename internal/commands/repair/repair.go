@@ -167,7 +167,7 @@ func FactoryCheck(f *cmdutil.Factory) func(context.Context, []config.Cluster, Sc
 func skipDown(connect sources.ConnectFunc, down map[string]error) sources.ConnectFunc {
 	return func(cl config.Cluster, so sources.SourceOptions) (survey.Cluster, func(), error) {
 		if err := down[cl.Name]; err != nil {
-			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Down: err, URLs: explain.URLs(cl)}, nil, nil
+			return survey.Cluster{Name: cl.Name, KafkaNamespace: cl.KafkaNamespace, Down: err, URLs: explain.URLs(cl), FromFlags: cl.FromFlags}, nil, nil
 		}
 		return connect(cl, so)
 	}

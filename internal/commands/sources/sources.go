@@ -74,6 +74,7 @@ func FactoryConnect(f *cmdutil.Factory) ConnectFunc {
 			Replication: survey.AdminReplication{Admin: ps.Admin, OffsetsTopic: cl.OffsetsTopic(), Names: ps.Names},
 			Owner:       partitionOwner(ps.Admin, cl),
 			URLs:        explain.URLs(cl),
+			FromFlags:   cl.FromFlags,
 		}
 		if ps.Down != nil {
 			c.Down = ps.Down

@@ -228,7 +228,7 @@ func probeAll(ctx context.Context, opts *Options, res *Result, jobs []endpointJo
 			r.LatencyMs = &ms
 			r.Detail = detail
 			if err != nil {
-				e := explain.New(j.cl.Name, explain.Kind(j.kind), r.URL, err)
+				e := explain.New(j.cl.Name, explain.Kind(j.kind), r.URL, err).For(j.cl)
 				e.Fix, _, _ = strings.Cut(e.Fix, "; then: ") // "then: config check" is this run
 				r.Status, r.Error, r.Cause, r.Fix, r.Detail = StatusFailed, e.Short(), e.Cause, e.Fix, e.Detail
 			} else {
