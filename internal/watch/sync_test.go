@@ -135,6 +135,10 @@ func TestSyncFollowsTheSource(t *testing.T) {
 	e.wus.commit("", commit("orders", 0, 5800))
 	e.kWus.Set("orders", "topic-1", 0, 5800)
 	e.cycleUntil("synced back", servedIs("orders", "scus", 6100))
+	// The fake KoP serves a commit before the engine records it: wait for the count.
+	e.waitFor("the sync back counted", func() bool {
+		return testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("scus", "wus", "written")) >= 1
+	})
 	if n := testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("scus", "wus", "written")); n != 1 {
 		t.Errorf("synced wus→scus %v, want 1", n)
 	}
@@ -343,7 +347,10 @@ func TestSyncSendsInParallel(t *testing.T) {
 	if most < 4 {
 		t.Errorf("at most %d commits in flight at once, want several (up to %d)", most, streamsync.DefaultMaxInFlight)
 	}
-	if got := testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "written")); got != n {
+	e.waitFor("every sync counted", func() bool { // served before recorded: wait for the count
+		return testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "written")) >= float64(n)
+	})
+	if got := testutil.ToFloat64(e.w.m.sync.Synced.WithLabelValues("wus", "scus", "written")); got != float64(n) {
 		t.Errorf("synced scus→wus %v, want %d", got, n)
 	}
 }
