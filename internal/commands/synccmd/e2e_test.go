@@ -45,11 +45,14 @@ func runFor(t *testing.T, l *lab.Lab, d time.Duration, args ...string) (int, str
 	return cmdutil.ExitCode(err), s.Out.String(), s.ErrOut.String() + errText(err)
 }
 
+// errText is err as the command line prints it (cmdutil.PrintError: the fix too).
 func errText(err error) string {
 	if err == nil {
 		return ""
 	}
-	return err.Error()
+	var b strings.Builder
+	cmdutil.PrintError(&b, err, false)
+	return b.String()
 }
 
 // entries is the number of entries of offsets partition p on cluster.
