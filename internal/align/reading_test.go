@@ -10,36 +10,13 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
 
-// stalled is a copy whose reads of one topic wait until release is closed (or ctx ends): a
-// KoP that lists messages it cannot fetch.
-type stalled struct {
-	align.RangeSource
-	topic   string
-	release chan struct{}
-}
-
-func (s *stalled) ScanFrom(ctx context.Context, topic string, p int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
-	if topic == s.topic {
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-			return align.Bounds{}, ctx.Err()
-		}
-	}
-	return s.RangeSource.ScanFrom(ctx, topic, p, from, fn)
-}
-
-func (s *stalled) Scan(ctx context.Context, topic string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
-	return s.ScanFrom(ctx, topic, p, 0, fn)
-}
-
 // TestWarmForLeavesAStalledReadBehind: a copy that hangs is read in the background once the
 // wait ends; meanwhile its translations say ErrReading at once (not a wait, not a number),
 // the other topics translate, and a second WarmFor does not start a second read of it. Once
 // the read ends, it answers like the rest.
 func TestWarmForLeavesAStalledReadBehind(t *testing.T) {
 	topics := map[string][]uint64{"slow": fakes.Sequence(0, 500), "fast": fakes.Sequence(1<<32, 1<<32+500)}
-	wus := &stalled{RangeSource: fakes.MemCopies{Topics: topics}, topic: "slow", release: make(chan struct{})}
+	wus := &fakes.Stalled{RangeSource: fakes.MemCopies{Topics: topics}, Topic: "slow", Release: make(chan struct{})}
 	p := &align.Pool{Sources: map[string]align.Source{"scus": fakes.MemCopies{Topics: topics}, "wus": wus}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -65,7 +42,7 @@ func TestWarmForLeavesAStalledReadBehind(t *testing.T) {
 		t.Errorf("builds %d -> %d while slow was being read, want none more", before.Builds, after.Builds)
 	}
 
-	close(wus.release)
+	close(wus.Release)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		tr, err := p.Translate(ctx, "scus", "wus", "slow", 0, 300, 0, "g")
@@ -89,7 +66,7 @@ func TestWarmForLeavesAStalledReadBehind(t *testing.T) {
 // answering ErrReading for ever.
 func TestWarmForEndsWithItsContext(t *testing.T) {
 	topics := map[string][]uint64{"slow": fakes.Sequence(0, 500)}
-	wus := &stalled{RangeSource: fakes.MemCopies{Topics: topics}, topic: "slow", release: make(chan struct{})}
+	wus := &fakes.Stalled{RangeSource: fakes.MemCopies{Topics: topics}, Topic: "slow", Release: make(chan struct{})}
 	p := &align.Pool{Sources: map[string]align.Source{"scus": fakes.MemCopies{Topics: topics}, "wus": wus}}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.WarmFor(ctx, []align.Request{{From: "scus", To: "wus", Topic: "slow", Offset: 10}}, 1, 10*time.Millisecond)

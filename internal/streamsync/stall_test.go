@@ -1,37 +1,12 @@
 package streamsync
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
-
-// stalledCopies is a cluster's copies whose reads of one topic hang until release is closed:
-// wus's KoP listing messages it cannot fetch (the lab's restarted standalone, docs/sync.md).
-type stalledCopies struct {
-	fakes.MemCopies
-	topic   string
-	release chan struct{}
-}
-
-func (s stalledCopies) ScanFrom(ctx context.Context, topic string, p int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
-	if topic == s.topic {
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-			return align.Bounds{}, ctx.Err()
-		}
-	}
-	return s.MemCopies.ScanFrom(ctx, topic, p, from, fn)
-}
-
-func (s stalledCopies) Scan(ctx context.Context, topic string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
-	return s.ScanFrom(ctx, topic, p, 0, fn)
-}
 
 // TestEngineOneStalledCopyStallsNoOtherGroup: wus's copy of topic-2 hangs. A group committing
 // on topic-2 waits for it, not synced and not an error; a group committing on topic-1 after
@@ -45,8 +20,8 @@ func TestEngineOneStalledCopyStallsNoOtherGroup(t *testing.T) {
 	env.e.syncer.Pool.Sources["scus"] = fakes.MemCopies{Topics: map[string][]uint64{
 		"topic-1": append(fakes.Sequence(1<<40, 1<<40+extra), both...), "topic-2": both}}
 	release := make(chan struct{})
-	env.e.syncer.Pool.Sources["wus"] = stalledCopies{MemCopies: fakes.MemCopies{Topics: map[string][]uint64{
-		"topic-1": both, "topic-2": both}}, topic: "topic-2", release: release}
+	env.e.syncer.Pool.Sources["wus"] = fakes.Stalled{RangeSource: fakes.MemCopies{Topics: map[string][]uint64{
+		"topic-1": both, "topic-2": both}}, Topic: "topic-2", Release: release}
 	env.scus.setMembers("slow", 1)
 	env.scus.setMembers("orders", 1)
 	env.scus.start()

@@ -47,3 +47,28 @@ func Sequence(from, to uint64) []uint64 {
 	}
 	return out
 }
+
+// Stalled is a cluster's copies whose reads of Topic wait until Release is closed (or ctx
+// ends): a KoP that lists messages it cannot fetch.
+type Stalled struct {
+	align.RangeSource
+	Topic   string
+	Release chan struct{}
+}
+
+// ScanFrom waits on Topic, then reads as the copies beneath.
+func (s Stalled) ScanFrom(ctx context.Context, topic string, p int32, from int64, fn func(align.Record) bool) (align.Bounds, error) {
+	if topic == s.Topic {
+		select {
+		case <-s.Release:
+		case <-ctx.Done():
+			return align.Bounds{}, ctx.Err()
+		}
+	}
+	return s.RangeSource.ScanFrom(ctx, topic, p, from, fn)
+}
+
+// Scan is ScanFrom the log start.
+func (s Stalled) Scan(ctx context.Context, topic string, p int32, fn func(align.Record) bool) (align.Bounds, error) {
+	return s.ScanFrom(ctx, topic, p, 0, fn)
+}
