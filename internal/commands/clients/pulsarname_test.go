@@ -3,6 +3,8 @@ package clients
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -52,5 +54,20 @@ func TestCheckPulsarName(t *testing.T) {
 	}
 	if names, err := ReplicationNames(namer{name: "scus"}, config.Cluster{Name: "default"}, &config.Config{Clusters: []config.Cluster{{Name: "default"}}}, 0); err != nil || names != nil {
 		t.Errorf("ad hoc: %v %v", names, err)
+	}
+}
+
+// TestCheckPulsarNameOwnTimeout: the admin call's own timeout equals the caller's and may fire
+// first; its timed-out error still marks the cluster as not answering (else every later call
+// waits a whole --timeout on it again: seen as 2 timeouts on the lab's KoP 2.10).
+func TestCheckPulsarNameOwnTimeout(t *testing.T) {
+	timeout := fmt.Errorf("cluster scus: get runtime configuration: %w", &url.Error{Op: "Get", URL: "http://127.0.0.1:1", Err: context.DeadlineExceeded})
+	var na *NoAnswer
+	if err := CheckPulsarName(context.Background(), namer{err: timeout}, config.Cluster{Name: "scus"}, "k.yaml"); !errors.As(err, &na) || na.Cluster != "scus" {
+		t.Fatalf("a timed-out call with the caller's ctx live: %v, want *NoAnswer for scus", err)
+	}
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	if err := CheckPulsarName(context.Background(), namer{err: refused}, config.Cluster{Name: "scus"}, "k.yaml"); err != nil {
+		t.Fatalf("a refused call is not a cluster that hangs: %v", err)
 	}
 }
