@@ -15,8 +15,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -214,47 +212,6 @@ func downBroker(t testing.TB, l *lab.Lab, c string, i int, verb string, down fun
 			t.Errorf("start %s broker-%d again: %v", c, i, err)
 		}
 	})
-}
-
-// PauseCluster stops every process of cluster c by its pid with SIGSTOP, as a cut link to a
-// region looks from outside (connections open, nothing answers), and returns the function
-// that resumes them (SIGCONT); the test's end resumes them too, before the cleanups
-// registered earlier (Settle) run.
-func PauseCluster(t testing.TB, l *lab.Lab, c string) (resume func()) {
-	t.Helper()
-	var pids []int
-	for _, cs := range l.State.Clusters {
-		if cs.Name != c {
-			continue
-		}
-		for _, ps := range cs.Processes {
-			if !lab.IsLabJVM(ps.PID, c) {
-				t.Fatalf("%s: pid %d (%s) is not the lab's JVM", c, ps.PID, ps.ID())
-			}
-			pids = append(pids, ps.PID)
-		}
-	}
-	if len(pids) == 0 {
-		t.Fatalf("no process of cluster %s in the lab's state", c)
-	}
-	signal := func(sig syscall.Signal) {
-		for _, pid := range pids {
-			if err := syscall.Kill(pid, sig); err != nil {
-				t.Errorf("%s: %v pid %d: %v", c, sig, pid, err)
-			}
-		}
-	}
-	signal(syscall.SIGSTOP)
-	t.Logf("%s: SIGSTOP sent to pids %v", c, pids)
-	var once sync.Once
-	resume = func() {
-		once.Do(func() {
-			signal(syscall.SIGCONT)
-			t.Logf("%s: SIGCONT sent to pids %v", c, pids)
-		})
-	}
-	t.Cleanup(resume)
-	return resume
 }
 
 // StartBroker starts broker i of cluster c again and waits until it is healthy; a broker
