@@ -121,6 +121,9 @@ func (ev events) Dirty(_ string, groups []string, _ bool) {
 
 func (ev events) Wake() { ev.e.wake() }
 
+// Received: nothing to count: the keeper keeps replicated commits, not a group's own.
+func (ev events) Received(string, string, int) {}
+
 func (e *Engine) wake() {
 	select {
 	case e.wakeC <- struct{}{}:

@@ -97,6 +97,9 @@ type Observer interface {
 	Active(active bool, cluster string, err error)
 	DescribeFailed(cluster string, groups int, err error)
 	Step(st StepStats)
+	// Received: n offsets of a synced group's own commits on cluster were read (what its
+	// syncs carry: coalesced, the offsets committed for them are never more).
+	Received(cluster string, n int)
 }
 
 // StepStats is what one step did and where its time went.
@@ -175,6 +178,13 @@ func (ev engineEvents) Dirty(cluster string, groups []string, members bool) {
 	ev.e.dirty(cluster, groups, members)
 }
 func (ev engineEvents) Wake() { ev.e.wake() }
+
+// Received tells the Observer of the commits read of a group synced (Options.Groups).
+func (ev engineEvents) Received(cluster, group string, n int) {
+	if match.Any(ev.e.o.Groups, group) {
+		ev.e.obs.Received(cluster, n)
+	}
+}
 
 // dirty makes groups due (events, from the Stores).
 func (e *Engine) dirty(cluster string, groups []string, members bool) {
@@ -261,6 +271,11 @@ func (s *serialObserver) DescribeFailed(cluster string, groups int, err error) {
 	s.o.DescribeFailed(cluster, groups, err)
 }
 func (s *serialObserver) Step(st StepStats) { s.mu.Lock(); defer s.mu.Unlock(); s.o.Step(st) }
+func (s *serialObserver) Received(cluster string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.o.Received(cluster, n)
+}
 
 type nopObserver struct{}
 
@@ -268,3 +283,4 @@ func (nopObserver) Result(offsetsync.Result)          {}
 func (nopObserver) Active(bool, string, error)        {}
 func (nopObserver) DescribeFailed(string, int, error) {}
 func (nopObserver) Step(StepStats)                    {}
+func (nopObserver) Received(string, int)              {}

@@ -87,6 +87,33 @@ func TestEngineWindowCoalesces(t *testing.T) {
 	}
 }
 
+// TestEngineSentNeverMoreThanReceived: the offsets of a synced group's own commits read on
+// its source are reported received (another group's, out of Options.Groups, and the tool's
+// commits read back on the target are not); coalesced, the offsets committed on the target
+// for them are fewer.
+func TestEngineSentNeverMoreThanReceived(t *testing.T) {
+	env := newEngineEnv(t, Options{Window: 50 * time.Millisecond, Groups: []string{"ord*"}}, nil, nil)
+	env.scus.setMembers("orders", 1)
+	env.scus.start()
+	env.wus.start()
+	env.up()
+	env.run()
+	for o := int64(6001); o <= 6050; o++ {
+		env.scus.live(commitOf("orders", 0, o), commitOf("payments", 0, o))
+	}
+	waitFor(t, "orders synced to wus", env.wus.hasCommit("orders", 0, 6050-extra))
+	if got := env.obs.receivedOn("scus"); got != 50 {
+		t.Fatalf("received on scus: %d, want the 50 own commits of orders (not payments')", got)
+	}
+	if got := env.obs.receivedOn("wus"); got != 0 {
+		t.Fatalf("received on wus: %d, want 0 (the tool's commits read back)", got)
+	}
+	sent := len(env.wus.commitsOf("orders")) + len(env.wus.commitsOf("payments"))
+	if sent == 0 || sent > 50 {
+		t.Fatalf("%d offsets committed on wus for 50 received, want 1 to 50", sent)
+	}
+}
+
 // TestEngineMembershipCached: DescribeGroups is asked once for a group; its further commits
 // are synced without it, until the stream shows a group record of it on a cluster, which
 // asks that cluster again (and only it).

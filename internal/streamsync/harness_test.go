@@ -370,6 +370,7 @@ type fakeObserver struct {
 	actives  []activeCall
 	failures []describeFailure
 	steps    []stepSeen
+	received map[string]int // by cluster
 }
 
 func (o *fakeObserver) Result(res offsetsync.Result) {
@@ -401,6 +402,22 @@ func (o *fakeObserver) Step(st StepStats) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.steps = append(o.steps, s)
+}
+
+func (o *fakeObserver) Received(cluster string, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.received == nil {
+		o.received = map[string]int{}
+	}
+	o.received[cluster] += n
+}
+
+// receivedOn is how many offsets of own commits were reported read on cluster.
+func (o *fakeObserver) receivedOn(cluster string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.received[cluster]
 }
 
 // resultsOf returns the results reported for group.

@@ -42,6 +42,9 @@ type Events interface {
 	Dirty(cluster string, groups []string, members bool)
 	// Wake: a partition caught up; the engine may be ready now.
 	Wake()
+	// Received: n offsets of group's own commits made on cluster (neither the tool's,
+	// marked, nor arrived by replication) were read live: what a sync of the group carries.
+	Received(cluster, group string, n int)
 }
 
 // storePart is one offsets partition: next replays (after a start or a reader failure),
@@ -126,8 +129,8 @@ func (s *Store) Failed(p int32) {
 
 // Live feeds a message read after the catch-up, recs its records (offsetlog.Decode), and
 // tells the engine which groups it touched: the groups of the group's own commits,
-// tombstones and group records. The tool's own commits (marked) landing on a target change
-// no decision and wake nothing.
+// tombstones and group records, and how many of their own commits it read. The tool's own
+// commits (marked) landing on a target change no decision and wake nothing.
 func (s *Store) Live(p int32, m pulsarx.TailMessage, recs []offsetlog.Record) {
 	s.mu.Lock()
 	sp := s.part(p)
@@ -138,11 +141,13 @@ func (s *Store) Live(p int32, m pulsarx.TailMessage, recs []offsetlog.Record) {
 	_ = sp.rep.ApplyMessage(m.Message)
 	sp.view = nil
 	var groups []string
+	var own []int // by groups' index: the group's own commits made here
 	members := false
 	for _, r := range recs {
 		if r.Group == "" {
 			continue
 		}
+		mine := false
 		switch r.Kind {
 		case offsetlog.KindGroupMetadata, offsetlog.KindGroupTombstone:
 			members = true
@@ -157,14 +162,24 @@ func (s *Store) Live(p int32, m pulsarx.TailMessage, recs []offsetlog.Record) {
 			case marked:
 				continue
 			}
+			mine = !marked && m.ReplicatedFrom == ""
 		}
 		if len(groups) == 0 || groups[len(groups)-1] != r.Group {
 			groups = append(groups, strings.Clone(r.Group)) // kept by the queue
+			own = append(own, 0)
+		}
+		if mine {
+			own[len(own)-1]++
 		}
 	}
 	s.mu.Unlock()
 	if len(groups) > 0 {
 		s.events.Dirty(s.cluster, groups, members)
+	}
+	for i, n := range own {
+		if n > 0 {
+			s.events.Received(s.cluster, groups[i], n)
+		}
 	}
 }
 

@@ -19,9 +19,28 @@ type dirtyCall struct {
 
 // recEvents records what a Store tells its engine.
 type recEvents struct {
-	mu      sync.Mutex
-	dirties []dirtyCall
-	wakes   int
+	mu       sync.Mutex
+	dirties  []dirtyCall
+	wakes    int
+	received map[string]int // by cluster/group
+}
+
+func (r *recEvents) Received(cluster, group string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.received == nil {
+		r.received = map[string]int{}
+	}
+	r.received[cluster+"/"+group] += n
+}
+
+// takeReceived returns the own commits recorded since the last call, and forgets them.
+func (r *recEvents) takeReceived() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	got := r.received
+	r.received = nil
+	return got
 }
 
 func (r *recEvents) Dirty(cluster string, groups []string, members bool) {
@@ -339,5 +358,38 @@ func TestStoreFailedUntilReplayed(t *testing.T) {
 	}
 	if d, w := se.ev.take(); len(d) != 1 || !slices.Equal(d[0].groups, []string{g}) || !d[0].members || w != 1 {
 		t.Fatalf("catch-up after a failure: dirty %+v, %d wakes, want [{scus [%s] true}], 1", d, w, g)
+	}
+}
+
+// TestStoreLiveCountsOwnCommits: each own commit made on the cluster and read live is one
+// received offset of its group; the tool's commits (marked, read back or replicated), an
+// own commit that arrived by replication (made elsewhere), a group record and whatever was
+// replayed are none.
+func TestStoreLiveCountsOwnCommits(t *testing.T) {
+	se := newStoreEnv(t)
+	p := loader.PartitionFor("orders", testParts)
+	se.s.Begin(p)
+	se.replayed(commitOf("orders", 0, 100)) // history: synced once at the catch-up, not received
+	for q := range testParts {
+		if q != p {
+			se.s.Begin(q)
+		}
+		se.s.CaughtUp(q)
+	}
+	if got := se.ev.takeReceived(); len(got) != 0 {
+		t.Fatalf("received after a replay: %v, want nothing", got)
+	}
+	se.live(commitOf("orders", 0, 101), "")
+	se.live(commitOf("orders", 1, 7), "")
+	se.live(commitOf("payments", 0, 9), "")
+	c := commitOf("orders", 0, 102)
+	c.Metadata = marked("wus", 4000)
+	se.live(c, "")                             // the tool's, read back
+	se.live(c, "wus")                          // the tool's, replicated
+	se.live(commitOf("orders", 0, 103), "wus") // wus's own, replicated: made there
+	se.liveGroup("orders", 1)
+	got := se.ev.takeReceived()
+	if len(got) != 2 || got["scus/orders"] != 2 || got["scus/payments"] != 1 {
+		t.Fatalf("received = %v, want {scus/orders:2 scus/payments:1}", got)
 	}
 }

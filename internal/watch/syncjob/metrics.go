@@ -9,6 +9,7 @@ import (
 // Names of the series of sync.
 const (
 	MetricSynced   = "kop_offsets_sync_commits_total"
+	MetricReceived = "kop_offsets_sync_source_commits_total"
 	MetricDeleted  = "kop_offsets_sync_deletes_total"
 	MetricSkipped  = "kop_offsets_sync_groups_skipped_total"
 	MetricLatency  = "kop_offsets_sync_latency_seconds"
@@ -19,6 +20,7 @@ const (
 // Metrics are the collectors of sync; watch registers them beside its own.
 type Metrics struct {
 	Synced   *prometheus.CounterVec
+	Received *prometheus.CounterVec
 	Deleted  *prometheus.CounterVec
 	Skipped  *prometheus.CounterVec
 	Latency  *prometheus.HistogramVec
@@ -32,6 +34,8 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		Synced: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSynced,
 			Help: "Offsets committed through KoP's OffsetCommit by --sync, by target cluster, source cluster and result (written; behind: written, the data not all replicated yet; dry_run). Failures count in kop_offsets_watch_errors_total{endpoint=sync}."}, []string{cl, "from", "result"}),
+		Received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricReceived,
+			Help: "Offsets the synced groups committed on a cluster themselves (not the tool's commits, not arrived by replication), read from its offsets topic as they land: what sync carries. Coalesced, kop_offsets_sync_commits_total{from=<cluster>} is never more per target."}, []string{cl}),
 		Deleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricDeleted,
 			Help: "Offsets --sync deleted on a target because their source no longer holds them."}, []string{cl, "from"}),
 		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricSkipped,
@@ -47,5 +51,5 @@ func NewMetrics() *Metrics {
 
 // Collectors are every collector of m, to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Active, m.Duration, m.Synced, m.Deleted, m.Skipped, m.Latency}
+	return []prometheus.Collector{m.Active, m.Duration, m.Synced, m.Received, m.Deleted, m.Skipped, m.Latency}
 }

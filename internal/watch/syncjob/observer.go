@@ -43,6 +43,11 @@ func (s *observer) Step(st streamsync.StepStats) {
 		"readSeconds", st.Read.Seconds(), "planSeconds", st.Plan.Seconds(), "applySeconds", st.Apply.Seconds())
 }
 
+// Received counts the offsets of the synced groups' own commits read on cluster.
+func (s *observer) Received(cluster string, n int) {
+	s.m.Received.WithLabelValues(cluster).Add(float64(n))
+}
+
 // Result logs and counts what one group's sync did.
 func (s *observer) Result(res offsetsync.Result) {
 	s.synced(res)

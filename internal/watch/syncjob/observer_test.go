@@ -39,13 +39,15 @@ func TestObserverCountsWhatSyncDid(t *testing.T) {
 		Undeleted: []offsetsync.Deleted{{Cluster: "wus", Topic: "old"}},
 		Left:      []offsetsync.Left{{Cluster: "wus", Partition: -1}, {Cluster: "eus", Partition: -1}},
 		Errors:    []error{&offsetsync.ClusterError{Cluster: "wus", Err: errors.New("refused")}}})
+	o.Received("scus", 1)
 	for name, got := range map[string]float64{
 		"written":         testutil.ToFloat64(m.Synced.WithLabelValues("wus", "scus", "written")),
 		"behind":          testutil.ToFloat64(m.Synced.WithLabelValues("wus", "scus", "behind")),
 		"deleted":         testutil.ToFloat64(m.Deleted.WithLabelValues("wus", "scus")),
 		"no OffsetDelete": testutil.ToFloat64(m.Skipped.WithLabelValues("offset_delete_unsupported")),
 		"unknown (wus up; eus down is not counted)": testutil.ToFloat64(m.Skipped.WithLabelValues("unknown")),
-		"error": testutil.ToFloat64(env.Errors.WithLabelValues("wus", "sync")),
+		"error":    testutil.ToFloat64(env.Errors.WithLabelValues("wus", "sync")),
+		"received": testutil.ToFloat64(m.Received.WithLabelValues("scus")),
 	} {
 		if got != 1 {
 			t.Errorf("%s: %v, want 1", name, got)
