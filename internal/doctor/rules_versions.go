@@ -21,7 +21,6 @@ type kopLine struct {
 var kopLines = []kopLine{
 	{Name: "KoP 2.10", Kafka: "Kafka 2.1", OffsetFetch: 5, Hazards: []string{
 		"KoP 2.10 answers OffsetFetch up to v5 (Kafka 2.1): one group per request, no batched fetch of many groups (v8), so check and watch send one request per group; clients newer than Kafka 2.1 negotiate down",
-		"KoP 2.10 hears only of bundle unloads (Pulsar 2.10 has no per-topic ownership events): unloading one offsets partition alone leaves its cache as it was, still answering, so only a bundle unload (what kop-offsets reload does) makes it load the partition again",
 	}},
 	{Name: "KoP 3.0", Kafka: "Kafka 2.8", OffsetFetch: 7},
 	{Name: "KoP 3.1", Kafka: "Kafka 3.4", OffsetFetch: 8},

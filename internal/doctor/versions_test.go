@@ -42,9 +42,8 @@ func TestKoPAndPulsarVersionsReported(t *testing.T) {
 			wusKoP = append(wusKoP, f.Message)
 		}
 	}
-	all := strings.Join(scusKoP, " | ")
-	if len(scusKoP) != 3 || !strings.Contains(all, "KoP 2.10 line on scus (it answers Kafka 2.1 request versions: OffsetFetch up to v5, OffsetCommit up to v6)") ||
-		!strings.Contains(all, "no batched fetch") || !strings.Contains(all, "unloading one offsets partition alone leaves its cache") {
+	if len(scusKoP) != 2 || !strings.Contains(scusKoP[0]+scusKoP[1], "KoP 2.10 line on scus (it answers Kafka 2.1 request versions: OffsetFetch up to v5, OffsetCommit up to v6)") ||
+		!strings.Contains(scusKoP[0]+scusKoP[1], "no batched fetch") {
 		t.Errorf("scus kop-version findings %q", scusKoP)
 	}
 	if len(wusKoP) != 1 || !strings.Contains(wusKoP[0], "KoP 3.0 line on wus") {
