@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
@@ -103,33 +101,34 @@ func TestAdminWithoutWhyStillRecords(t *testing.T) {
 	}
 }
 
-type fakeCommits struct{ err error }
+// fakeCommits answers each request with partition 3, or err for the groups in fail.
+type fakeCommits struct{ fail map[string]error }
 
-func (f fakeCommits) CommitRequest(context.Context, []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
-	return 3, nil, f.err
+func (f fakeCommits) CommitRequests(_ context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
+	out := make([]kop.Sent, len(reqs))
+	for i, cs := range reqs {
+		out[i] = kop.Sent{Partition: 3, Err: f.fail[cs[0].Group]}
+	}
+	return out
 }
 
 func TestCommitsRecordsEachRequest(t *testing.T) {
 	sink := &memSink{}
-	c := Commits{CommitWriter: fakeCommits{}, Cluster: "wus", Topic: "persistent://public/__kafka/__consumer_offsets",
-		Reason: "failover: translated offsets", Sink: sink}
-	_, _, err := c.CommitRequest(context.Background(), []kop.OffsetCommit{
+	c := Commits{CommitWriter: fakeCommits{fail: map[string]error{"bad": errors.New("producer closed")}}, Cluster: "wus",
+		Topic: "persistent://public/__kafka/__consumer_offsets", Reason: "failover: translated offsets", Sink: sink}
+	sent := c.CommitRequests(context.Background(), [][]kop.OffsetCommit{{
 		{Group: "orders", Topic: "persistent://public/default/t", Partition: 0, Offset: 42},
 		{Group: "orders", Topic: "persistent://public/default/t", Partition: 1, Offset: 7},
-	})
-	if err != nil {
-		t.Fatal(err)
+	}, {{Group: "bad"}}})
+	if len(sent) != 2 || sent[0].Err != nil || sent[1].Err == nil || len(sink.recs) != 2 {
+		t.Fatalf("sent %+v, %d records", sent, len(sink.recs))
 	}
 	r := sink.recs[0]
 	if r.Action != ActionCommit || r.Topic != "persistent://public/__kafka/__consumer_offsets-partition-3" ||
 		len(r.Offsets) != 2 || r.Offsets[0].Offset != 42 || strings.Join(r.Groups, ",") != "orders" || r.Reason != "failover: translated offsets" {
 		t.Errorf("%+v", r)
 	}
-	c.CommitWriter = fakeCommits{err: errors.New("producer closed")}
-	if _, _, err := c.CommitRequest(context.Background(), []kop.OffsetCommit{{Group: "g"}}); err == nil {
-		t.Fatal("error swallowed")
-	}
-	if r := sink.recs[1]; r.Result != ResultError || r.Topic != "" {
+	if r := sink.recs[1]; r.Result != ResultError || r.Topic != "" || r.Error != "producer closed" || r.Groups[0] != "bad" {
 		t.Errorf("%+v", r)
 	}
 }

@@ -2,19 +2,19 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
-
-	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
-// CommitWriter writes one OffsetCommit request into a cluster's offsets topic (failover's
-// LocalWriter).
+// CommitWriter writes OffsetCommit requests into a cluster's offsets topic (failover's
+// LocalWriter): one message each, all sent before any is awaited (kop.Writer.CommitRequests);
+// result i is request i's.
 type CommitWriter interface {
-	CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error)
+	CommitRequests(ctx context.Context, reqs [][]kop.OffsetCommit) []kop.Sent
 }
 
 // Commits records each commit request of a CommitWriter in Sink.
@@ -30,33 +30,46 @@ type Commits struct {
 	Now     func() time.Time
 }
 
-// CommitRequest implements CommitWriter.
-func (c Commits) CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
+// CommitRequests implements CommitWriter: one record per request, as it went, each timed
+// with the whole batch.
+func (c Commits) CommitRequests(ctx context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
 	now := time.Now
 	if c.Now != nil {
 		now = c.Now
 	}
 	start := now()
-	part, id, err := c.CommitWriter.CommitRequest(ctx, commits)
-	r := Record{Cluster: c.Cluster, Who: c.Who, Action: ActionCommit, Reason: whyOr(ctx, c.Reason), Groups: []string{}}
-	for _, o := range commits {
-		r.Offsets = append(r.Offsets, Offset{Group: o.Group, Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
-		if !slices.Contains(r.Groups, o.Group) {
-			r.Groups = append(r.Groups, o.Group)
-		}
+	sent := c.CommitWriter.CommitRequests(ctx, reqs)
+	end := now()
+	for len(sent) < len(reqs) {
+		sent = append(sent, kop.Sent{Err: errNotAnswered})
 	}
-	if err == nil {
-		r.Topic = partitionTopic(c.Topic, part)
-		if id != nil {
-			r.MessageID = id.String()
+	reason := whyOr(ctx, c.Reason)
+	recs := make([]Record, 0, len(reqs))
+	for i, commits := range reqs {
+		s := sent[i]
+		r := Record{Cluster: c.Cluster, Who: c.Who, Action: ActionCommit, Reason: reason, Groups: []string{}}
+		for _, o := range commits {
+			r.Offsets = append(r.Offsets, Offset{Group: o.Group, Topic: o.Topic, Partition: o.Partition, Offset: o.Offset})
+			if !slices.Contains(r.Groups, o.Group) {
+				r.Groups = append(r.Groups, o.Group)
+			}
 		}
+		if s.Err == nil {
+			r.Topic = partitionTopic(c.Topic, s.Partition)
+			if s.ID != nil {
+				r.MessageID = s.ID.String()
+			}
+		}
+		finish(&r, start, end, s.Err)
+		recs = append(recs, r)
 	}
-	finish(&r, start, now(), err)
-	if werr := c.Sink.Write(r); werr != nil && c.OnError != nil {
+	if werr := WriteAll(c.Sink, recs); werr != nil && c.OnError != nil {
 		c.OnError(werr)
 	}
-	return part, id, err
+	return sent
 }
+
+var errNotAnswered = errors.New("the writer did not answer for this request")
 
 func whyOr(ctx context.Context, reason string) string {
 	if w := whyOf(ctx); w.Reason != "" {

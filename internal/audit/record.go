@@ -7,6 +7,7 @@
 package audit
 
 import (
+	"errors"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -113,6 +114,24 @@ type Offset struct {
 // Sink receives records. Write must be safe for concurrent use.
 type Sink interface {
 	Write(Record) error
+}
+
+// BatchSink is a Sink that takes many records at once (failover's commits, one per group)
+// without a round trip each.
+type BatchSink interface {
+	WriteAll([]Record) error
+}
+
+// WriteAll writes rs to s, at once where s is a BatchSink, else one by one.
+func WriteAll(s Sink, rs []Record) error {
+	if b, ok := s.(BatchSink); ok {
+		return b.WriteAll(rs)
+	}
+	var errs []error
+	for _, r := range rs {
+		errs = append(errs, s.Write(r))
+	}
+	return errors.Join(errs...)
 }
 
 // Discard is the Sink of --audit-file "" (no trail).

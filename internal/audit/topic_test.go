@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kop-offsets/kop-offsets/internal/kop"
 )
 
 type memPublisher struct {
@@ -71,5 +73,45 @@ func TestTopicErrorsNameTheTopic(t *testing.T) {
 	_ = file.Close()
 	if recs, _ := ReadFile(file.Path, Filter{}); len(recs) != 1 {
 		t.Errorf("the file lost the record the topic refused: %d records", len(recs))
+	}
+}
+
+// batchPublisher counts how the records reach the topic.
+type batchPublisher struct {
+	memPublisher
+	batches [][]string
+}
+
+func (b *batchPublisher) PublishAll(_ context.Context, payloads [][]byte) error {
+	var batch []string
+	for _, p := range payloads {
+		batch = append(batch, string(p))
+	}
+	b.batches = append(b.batches, batch)
+	return nil
+}
+
+// TestCommitsReachTheTopicAtOnce: a batch of commit requests is recorded in the file and
+// sent to the audit topic in one batch, not a round trip per group.
+func TestCommitsReachTheTopicAtOnce(t *testing.T) {
+	pub := &batchPublisher{}
+	topic := &Topic{Name: "persistent://public/kop-offsets/audit", New: func(context.Context, string) (Publisher, error) { return pub, nil }}
+	file := &File{Path: filepath.Join(t.TempDir(), "a.jsonl")}
+	c := Commits{CommitWriter: fakeCommits{}, Cluster: "wus", Topic: "persistent://public/__kafka/__consumer_offsets", Sink: Sinks{file, topic}}
+	var reqs [][]kop.OffsetCommit
+	for _, g := range []string{"a", "b", "c"} {
+		reqs = append(reqs, []kop.OffsetCommit{{Group: g, Topic: "persistent://public/default/t", Offset: 5}})
+	}
+	c.CommitRequests(context.Background(), reqs)
+	_ = file.Close()
+	recs, err := ReadFile(file.Path, Filter{})
+	if err != nil || len(recs) != 3 || len(pub.sent) != 0 || len(pub.batches) != 1 || len(pub.batches[0]) != 3 {
+		t.Fatalf("file %d records (%v), topic: %d single sends, batches %v", len(recs), err, len(pub.sent), pub.batches)
+	}
+	// A publisher without batches gets them one by one.
+	one := &memPublisher{}
+	topic = &Topic{Name: "persistent://public/kop-offsets/audit", New: func(context.Context, string) (Publisher, error) { return one, nil }}
+	if err := topic.WriteAll(make([]Record, 2)); err != nil || len(one.sent) != 2 {
+		t.Fatalf("%v, %d sent", err, len(one.sent))
 	}
 }

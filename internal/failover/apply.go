@@ -2,30 +2,20 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
-	"github.com/kop-offsets/kop-offsets/internal/kop"
-	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/reload"
 )
 
-// LocalWriter writes one OffsetCommit request of a group into the target's offsets topic,
-// in KoP's format, with replication disabled so that the record stays on the target
-// (*kop.Writer with Local set).
-type LocalWriter interface {
-	CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error)
-}
-
 // Reloader reloads bundles of the target (package reload).
 type Reloader interface {
-	Plan(ctx context.Context, groups []string, intended map[reload.IntendedKey]int64) (*reload.Plan, error)
+	// Plan plans the reload of the groups' bundles, the intended rows taken as written on
+	// purpose. target, when not nil, is the failover's replay of the target's offsets topic:
+	// the plan brings it up to date (reading what was appended since) instead of reading
+	// the whole topic again.
+	Plan(ctx context.Context, groups []string, intended map[reload.IntendedKey]int64, target reload.PartitionReplayer) (*reload.Plan, error)
 	Execute(ctx context.Context, plan *reload.Plan) *reload.Execution
 }
 
@@ -48,6 +38,8 @@ type Result struct {
 	// Reload is the reload of the target's bundles that made KoP serve them.
 	Reload    *reload.Plan      `json:"reload,omitempty"`
 	Execution *reload.Execution `json:"execution,omitempty"`
+	// WriteErrors are the rows whose records could not be written (the others were).
+	WriteErrors []WriteError `json:"writeErrors,omitempty"`
 	// Proof is what each cluster serves afterwards, row by row; Proven counts the rows the
 	// target serves at their translated offset.
 	Proof  []Proof `json:"proof"`
@@ -89,10 +81,14 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 	}
 	// 1. The reload as it would run, the rows to write taken as they will be.
 	e.log("cluster %s: planning the reload of the bundles of %d groups", plan.To, len(groups))
-	pre, err := e.Reloader.Plan(ctx, groups, plan.intended(false))
+	pre, err := e.Reloader.Plan(ctx, groups, plan.intended(false), plan.replayer())
 	if err != nil {
 		res.Error, res.ExitCode = "plan of the reload: "+err.Error()+" (nothing was written)", outcome.Unreachable
 		return res
+	}
+	if plan.target != nil {
+		whole, tails := plan.target.Reads()
+		e.log("cluster %s: reload planned; its offsets topic read whole %d partitions, %d from where the last read ended", plan.To, whole, tails)
 	}
 	if refused := pre.Refused(); len(refused) > 0 {
 		res.Reload = pre
@@ -146,7 +142,7 @@ func (e *Executor) Apply(ctx context.Context, plan *Plan) *Result {
 // returns it with the outcome of rows it left (source gone); nil when the failover ends
 // here (res says why).
 func (e *Executor) replan(ctx context.Context, plan *Plan, groups []string, res *Result) (*reload.Plan, outcome.Outcome) {
-	rp, err := e.Reloader.Plan(ctx, groups, plan.intended(true))
+	rp, err := e.Reloader.Plan(ctx, groups, plan.intended(true), plan.replayer())
 	if err != nil {
 		res.Error, res.ExitCode = fmt.Sprintf("plan of the reload after writing %v: %v (written, not loaded: run failover again)", res.Written, err), outcome.WriteFailed
 		return nil, outcome.WriteFailed
@@ -162,6 +158,15 @@ func (e *Executor) replan(ctx context.Context, plan *Plan, groups []string, res 
 		late = outcome.WriteFailed
 	}
 	return rp, late
+}
+
+// replayer is the plan's replay of the target's offsets topic for the reload's plan (nil
+// when the plan read none).
+func (p *Plan) replayer() reload.PartitionReplayer {
+	if p.target == nil {
+		return nil
+	}
+	return p.target
 }
 
 // intended are the rows the failover writes or reloads, with their values as they are in the
@@ -188,42 +193,6 @@ func (p *Plan) intended(after bool) map[reload.IntendedKey]int64 {
 func (r *Row) loads() bool {
 	return r.Action == ActionWrite || r.Action == ActionReload || r.Action == ActionHold
 }
-
-// write writes the landings (and the held values), one request per group; false after a
-// write that failed (res says which).
-func (e *Executor) write(ctx context.Context, plan *Plan, res *Result) bool {
-	for _, w := range []struct {
-		action string
-		writer LocalWriter
-		what   string
-	}{{ActionWrite, e.Writer, "the translated offsets"}, {ActionHold, e.Holder, "the held offsets"}} {
-		byGroup := map[string][]kop.OffsetCommit{}
-		for _, r := range plan.Rows {
-			if r.Action == w.action {
-				byGroup[r.Group] = append(byGroup[r.Group], kop.OffsetCommit{Group: r.Group,
-					Topic: loader.NormalizeTopic(r.Topic, e.To.KafkaNamespace), Partition: r.Partition, Offset: *r.Translated})
-			}
-		}
-		for _, g := range slices.Sorted(maps.Keys(byGroup)) {
-			e.log("cluster %s: writing %s of %s (replication disabled)", plan.To, w.what, g)
-			err := errNoHolder
-			if w.writer != nil {
-				_, _, err = w.writer.CommitRequest(ctx, byGroup[g])
-			}
-			if err != nil {
-				res.Error = fmt.Sprintf("cluster %s: write of group %s failed: %v; written before it: %v (their records are in the offsets topic but not loaded: run failover again)", plan.To, g, err, res.Written)
-				res.ExitCode = outcome.WriteFailed
-				return false
-			}
-			if !slices.Contains(res.Written, g) {
-				res.Written = append(res.Written, g)
-			}
-		}
-	}
-	return true
-}
-
-var errNoHolder = errors.New("no writer for held values")
 
 // prove says, row by row, what the target serves and what the source serves. A group the
 // reload's verification found serving its offsets topic after its bundle's load is proven

@@ -121,6 +121,10 @@ type Plan struct {
 	SourceDown string `json:"sourceDown,omitempty"`
 	// Landings counts the rows per landing (Landings) when the source is gone.
 	Landings map[string]int `json:"landings,omitempty"`
+
+	// target is the plan's replay of To's offsets topic, handed on to the reload's plan,
+	// which reads only what was appended since (the failover's own writes among it).
+	target *loader.Snapshot
 }
 
 // Groups returns the groups with rows of the given actions.
@@ -153,11 +157,12 @@ func (pl *Planner) Plan(ctx context.Context, sc Scope) (*Plan, error) {
 		return pl.planKept(ctx, sc)
 	}
 	plan := &Plan{From: pl.From.Name, To: pl.To.Name, Rows: []Row{}}
-	src, err := replayAll(ctx, pl.From)
+	src, err := replayAll(ctx, nil, pl.From)
 	if err != nil {
 		return nil, err
 	}
-	dst, err := replayAll(ctx, pl.To)
+	plan.target = loader.NewSnapshot(pl.To.Reader, loader.OrderingKoP)
+	dst, err := replayAll(ctx, plan.target, pl.To)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +327,9 @@ func (pl *Planner) targetIdle(act reload.GroupActivity, actErr error) string {
 	return ""
 }
 
-func replayAll(ctx context.Context, s Side) (*loader.PersistedOffsets, error) {
+// replayAll replays every partition of s's offsets topic: through snap, kept for the reload
+// to bring up to date, or once (nil).
+func replayAll(ctx context.Context, snap *loader.Snapshot, s Side) (*loader.PersistedOffsets, error) {
 	n, err := s.Reader.Partitions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: partition count of the offsets topic: %w", s.Name, err)
@@ -331,7 +338,12 @@ func replayAll(ctx context.Context, s Side) (*loader.PersistedOffsets, error) {
 	for p := range n {
 		parts[p] = p
 	}
-	po, err := survey.ReplayPartitions(ctx, s.Reader, parts, 4)
+	var po *loader.PersistedOffsets
+	if snap != nil {
+		po, err = snap.Replay(ctx, parts, 4)
+	} else {
+		po, err = survey.ReplayPartitions(ctx, s.Reader, parts, 4)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: read the offsets topic: %w", s.Name, err)
 	}

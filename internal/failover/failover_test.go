@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
@@ -120,22 +118,29 @@ type fakeTarget struct {
 	dst     *fakes.MemReader
 	kop     *fakes.KoP
 	refuse  string
-	failW   error // every CommitRequest fails with it
+	failW   map[string]error // the requests of these groups fail
 	written int
+	batches int
 	plans   []map[reload.IntendedKey]int64
+	targets []reload.PartitionReplayer
 }
 
-func (f *fakeTarget) CommitRequest(_ context.Context, cs []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
-	if f.failW != nil {
-		return 0, nil, f.failW
+func (f *fakeTarget) CommitRequests(_ context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
+	out := make([]kop.Sent, len(reqs))
+	f.batches++
+	for i, cs := range reqs {
+		if err := f.failW[cs[0].Group]; err != nil {
+			out[i].Err = err
+			continue
+		}
+		f.written++
+		f.dst.Commit(cs...)
 	}
-	f.written++
-	f.dst.Commit(cs...)
-	return 0, nil, nil
+	return out
 }
 
-func (f *fakeTarget) Plan(_ context.Context, groups []string, intended map[reload.IntendedKey]int64) (*reload.Plan, error) {
-	f.plans = append(f.plans, intended)
+func (f *fakeTarget) Plan(_ context.Context, groups []string, intended map[reload.IntendedKey]int64, target reload.PartitionReplayer) (*reload.Plan, error) {
+	f.plans, f.targets = append(f.plans, intended), append(f.targets, target)
 	b := reload.PlannedBundle{Range: "0x00000000_0x40000000", Refused: f.refuse != "", Reason: f.refuse}
 	return &reload.Plan{Bundles: []reload.PlannedBundle{b}}, nil
 }
@@ -160,6 +165,10 @@ func TestApply(t *testing.T) {
 	if len(ft.plans) != 2 || ft.plans[0][k] != 60 || ft.plans[1][k] != 50 {
 		t.Fatalf("intended: %+v", ft.plans)
 	}
+	// One batch of writes; both reload plans got the failover's replay of wus's topic.
+	if ft.batches != 1 || len(ft.targets) != 2 || ft.targets[0] == nil || ft.targets[1] != ft.targets[0] {
+		t.Fatalf("%d batches, targets %v", ft.batches, ft.targets)
+	}
 	if !strings.Contains(res.Proof[0].Message, "scus offset 60 is wus offset 50") {
 		t.Errorf("proof message %q", res.Proof[0].Message)
 	}
@@ -176,10 +185,13 @@ func TestApply(t *testing.T) {
 	// A record that cannot be written: exit 4, the group not among those written.
 	pl, dst, _, wk = setup(t)
 	plan, _ = pl.Plan(ctx, Scope{})
-	ft = &fakeTarget{dst: dst, kop: wk, failW: errors.New("produce: connection reset")}
+	ft = &fakeTarget{dst: dst, kop: wk, failW: map[string]error{"g": errors.New("produce: connection reset")}}
 	res = (&Executor{From: pl.From, To: pl.To, Writer: ft, Reloader: ft}).Apply(ctx, plan)
-	if res.ExitCode != outcome.WriteFailed || len(res.Written) != 0 || !strings.Contains(res.Error, "write of group g failed: produce: connection reset") {
+	if res.ExitCode != outcome.WriteFailed || len(res.Written) != 0 || !strings.Contains(res.Error, "cluster wus: write of group g topic-1[0] failed: produce: connection reset") {
 		t.Fatalf("write failed: %+v", res)
+	}
+	if we := res.WriteErrors; len(we) != 1 || we[0] != (WriteError{Cluster: "wus", Group: "g", Topic: "topic-1", Partition: 0, Offset: 50, Error: "produce: connection reset"}) {
+		t.Fatalf("write errors %+v", we)
 	}
 
 	// The target does not serve it afterwards: exit 4.

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/loader"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
@@ -127,21 +125,23 @@ type recorder struct {
 	hold bool
 }
 
-func (r recorder) CommitRequest(_ context.Context, cs []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
-	for _, c := range cs {
-		if r.hold {
-			r.f.holds = append(r.f.holds, c.Group)
-			r.f.dst.Replicated("scus", c) // what the loader makes of a held value
-		} else {
-			r.f.writes = append(r.f.writes, c.Group)
-			r.f.dst.Commit(c)
+func (r recorder) CommitRequests(_ context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
+	for _, cs := range reqs {
+		for _, c := range cs {
+			if r.hold {
+				r.f.holds = append(r.f.holds, c.Group)
+				r.f.dst.Replicated("scus", c) // what the loader makes of a held value
+			} else {
+				r.f.writes = append(r.f.writes, c.Group)
+				r.f.dst.Commit(c)
+			}
 		}
 	}
-	return 0, nil, nil
+	return make([]kop.Sent, len(reqs))
 }
 
 // Plan plans the bundles of groups and every row group of them (the bundle's blast radius).
-func (f *bundledTarget) Plan(_ context.Context, groups []string, intended map[reload.IntendedKey]int64) (*reload.Plan, error) {
+func (f *bundledTarget) Plan(_ context.Context, groups []string, intended map[reload.IntendedKey]int64, _ reload.PartitionReplayer) (*reload.Plan, error) {
 	f.planned, f.last = append(f.planned, groups), intended
 	p := &reload.Plan{}
 	seen := map[string]bool{}

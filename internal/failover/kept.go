@@ -71,8 +71,9 @@ func messages(n int64) *int64 { return &n }
 // offsets that came from the source, and each lands on the newest position that is safe
 // without the source (decideKept), never on an untranslated number.
 func (pl *Planner) planKept(ctx context.Context, sc Scope) (*Plan, error) {
-	plan := &Plan{From: pl.From.Name, To: pl.To.Name, Rows: []Row{}, SourceDown: pl.SourceDown.Error()}
-	dst, err := replayAll(ctx, pl.To)
+	plan := &Plan{From: pl.From.Name, To: pl.To.Name, Rows: []Row{}, SourceDown: pl.SourceDown.Error(),
+		target: loader.NewSnapshot(pl.To.Reader, loader.OrderingKoP)}
+	dst, err := replayAll(ctx, plan.target, pl.To)
 	if err != nil {
 		return nil, err
 	}

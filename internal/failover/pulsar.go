@@ -29,12 +29,14 @@ type SessionReloader struct {
 }
 
 // Plan implements Reloader.
-func (s SessionReloader) Plan(ctx context.Context, groups []string, intended map[reload.IntendedKey]int64) (*reload.Plan, error) {
-	s.Planner.Intended = intended
+func (s SessionReloader) Plan(ctx context.Context, groups []string, intended map[reload.IntendedKey]int64, target reload.PartitionReplayer) (*reload.Plan, error) {
+	s.Planner.Intended, s.Planner.Persisted = intended, target
 	return s.Planner.Plan(ctx, reload.Request{Groups: groups})
 }
 
-// Execute implements Reloader.
+// Execute implements Reloader: its re-checks and verifications read the offsets topic
+// through the replay the last Plan read it with (what was appended since, only).
 func (s SessionReloader) Execute(ctx context.Context, plan *reload.Plan) *reload.Execution {
+	s.Executor.Persisted = s.Planner.Persisted
 	return s.Executor.Execute(ctx, plan, plan.Executable())
 }

@@ -265,14 +265,7 @@ func (a *Admin) ReplicationStats(ctx context.Context, topic string) (map[string]
 // CursorMarkDelete returns the mark-delete position of subscription on topic from the
 // topic's internal stats (non-durable cursors are listed too while they are open).
 func (a *Admin) CursorMarkDelete(ctx context.Context, topic, subscription string) (ledger, entry int64, ok bool, err error) {
-	const op = "get internal stats of"
-	tn, err := a.topicName(op, topic)
-	if err != nil {
-		return 0, 0, false, err
-	}
-	st, err := call(ctx, a, op, tn.String(), func(cctx context.Context) (utils.PersistentTopicInternalStats, error) {
-		return a.client.Topics().GetInternalStatsWithContext(cctx, *tn)
-	})
+	st, target, err := a.internalStats(ctx, topic)
 	if err != nil {
 		return 0, 0, false, err
 	}
@@ -281,11 +274,40 @@ func (a *Admin) CursorMarkDelete(ctx context.Context, topic, subscription string
 		return 0, 0, false, nil
 	}
 	if _, err := fmt.Sscanf(c.MarkDeletePosition, "%d:%d", &ledger, &entry); err != nil {
-		return 0, 0, false, &AdminError{Cluster: a.cluster, Op: op, Target: tn.String(), Status: http.StatusInternalServerError,
+		return 0, 0, false, &AdminError{Cluster: a.cluster, Op: opInternalStats, Target: target, Status: http.StatusInternalServerError,
 			Err: fmt.Errorf("cursor %s: mark-delete position %q: %w", subscription, c.MarkDeletePosition, err)}
 	}
 	return ledger, entry, true, nil
 }
+
+// ViewHorizon implements HorizonProber from the topic's internal stats: its first ledger
+// (trimming moves it) and its compacted ledger (each compaction writes a new one).
+func (a *Admin) ViewHorizon(ctx context.Context, topic string) (string, error) {
+	st, _, err := a.internalStats(ctx, topic)
+	if err != nil {
+		return "", err
+	}
+	first := int64(-1)
+	if len(st.Ledgers) > 0 {
+		first = st.Ledgers[0].LedgerID
+	}
+	return fmt.Sprintf("first ledger %d, compacted ledger %d", first, st.CompactedLedger.LedgerID), nil
+}
+
+const opInternalStats = "get internal stats of"
+
+func (a *Admin) internalStats(ctx context.Context, topic string) (utils.PersistentTopicInternalStats, string, error) {
+	tn, err := a.topicName(opInternalStats, topic)
+	if err != nil {
+		return utils.PersistentTopicInternalStats{}, "", err
+	}
+	st, err := call(ctx, a, opInternalStats, tn.String(), func(cctx context.Context) (utils.PersistentTopicInternalStats, error) {
+		return a.client.Topics().GetInternalStatsWithContext(cctx, *tn)
+	})
+	return st, tn.String(), err
+}
+
+var _ HorizonProber = (*Admin)(nil)
 
 // get is a GET on the admin API for the calls pulsaradmin lacks. Non-2xx answers become
 // rest.Error so that wrap classifies them like pulsaradmin's.

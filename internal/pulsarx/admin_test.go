@@ -148,6 +148,9 @@ func TestAdminReads(t *testing.T) {
 	if _, _, ok, err := a.CursorMarkDelete(ctx, offsetsP+"0", "kop-offsets-reader-gone"); ok || err != nil {
 		t.Errorf("CursorMarkDelete of absent cursor: %v %v", ok, err)
 	}
+	if h, err := a.ViewHorizon(ctx, offsetsP+"0"); err != nil || h != "first ledger 76, compacted ledger -1" {
+		t.Errorf("ViewHorizon = %q, %v", h, err)
+	}
 	if cl, err := a.NamespaceReplicationClusters(ctx, "public/__kafka"); err != nil || !slices.Equal(cl, []string{"scus", "wus"}) {
 		t.Errorf("NamespaceReplicationClusters = %v, %v", cl, err)
 	}

@@ -106,6 +106,13 @@ func (c *fakeClient) CreateReader(o pulsar.ReaderOptions) (pulsar.Reader, error)
 	if !ok {
 		return nil, errors.New("topic does not exist: " + o.Topic)
 	}
+	if o.StartMessageID != nil && !o.StartMessageIDInclusive {
+		// A read after a position: the broker starts past it.
+		r.pos = 0
+		for r.pos < len(r.msgs) && compareEntry(r.msgs[r.pos].id, o.StartMessageID) <= 0 {
+			r.pos++
+		}
+	}
 	n := c.open.Add(1)
 	for {
 		m := c.maxOpen.Load()

@@ -253,16 +253,23 @@ func (r *Reader) all(ctx context.Context, partitions []int32, concurrency int, f
 }
 
 func (r *Reader) read(ctx context.Context, partition int32, follow bool, fn func(loader.Message) error) error {
-	return r.consume(ctx, partition, follow, nil, func(msg pulsar.Message) error {
+	return r.consume(ctx, partition, follow, nil, span{}, func(msg pulsar.Message) error {
 		return fn(r.toMessage(partition, msg))
 	})
 }
 
-// consume is the one read loop of ReadPartition, Follow and Tail. Without follow it reads to
-// the last message that existed at the start; with follow it keeps reading until ctx ends
-// (nil), and with caughtUp (Tail: from the earliest message, never From) it calls caughtUp
-// once that last message was passed to fn.
-func (r *Reader) consume(ctx context.Context, partition int32, follow bool, caughtUp func(), fn func(pulsar.Message) error) error {
+// span is where a bounded read starts (after: the first message after it; nil: the earliest
+// one, or From) and where it reports the bound it read to (bound, when not nil).
+type span struct {
+	after pulsar.MessageID
+	bound *pulsar.MessageID
+}
+
+// consume is the one read loop of ReadPartition, ReadPartitionAfter, Follow and Tail.
+// Without follow it reads to the last message that existed at the start; with follow it
+// keeps reading until ctx ends (nil), and with caughtUp (Tail: from the earliest message,
+// never From) it calls caughtUp once that last message was passed to fn.
+func (r *Reader) consume(ctx context.Context, partition int32, follow bool, caughtUp func(), sp span, fn func(pulsar.Message) error) error {
 	topic := PartitionTopic(r.topic, partition)
 	fail := func(what string, err error) error {
 		return fmt.Errorf("cluster %s: topic %s partition %d: %s: %w", r.cluster, r.topic, partition, what, err)
@@ -274,11 +281,15 @@ func (r *Reader) consume(ctx context.Context, partition int32, follow bool, caug
 		return err
 	}
 	sub := r.opts.SubscriptionRolePrefix + "-" + randomSuffix()
+	start, inclusive := pulsar.EarliestMessageID(), true
+	if sp.after != nil {
+		start, inclusive = sp.after, false
+	}
 	rd, err := r.client.CreateReader(pulsar.ReaderOptions{
 		Topic:                   topic,
 		SubscriptionName:        sub,
-		StartMessageID:          pulsar.EarliestMessageID(),
-		StartMessageIDInclusive: true,
+		StartMessageID:          start,
+		StartMessageIDInclusive: inclusive,
 		ReceiverQueueSize:       r.opts.ReceiverQueueSize,
 		SubscriptionRolePrefix:  r.opts.SubscriptionRolePrefix,
 		ReadCompacted:           r.opts.Compacted,
@@ -296,13 +307,17 @@ func (r *Reader) consume(ctx context.Context, partition int32, follow bool, caug
 		if b.last, err = rd.GetLastMessageID(); err != nil {
 			return fail("get last message id", err)
 		}
-		if b.last == nil || b.last.EntryID() < 0 || b.last.LedgerID() < 0 {
+		empty := b.last == nil || b.last.EntryID() < 0 || b.last.LedgerID() < 0
+		if !empty && sp.bound != nil {
+			*sp.bound = b.last
+		}
+		if empty || sp.after != nil && compareEntry(b.last, sp.after) <= 0 {
 			if b.reached() {
-				return nil // empty partition
+				return nil // empty partition, or nothing appended after sp.after
 			}
 		}
 	}
-	if !r.opts.From.IsZero() && caughtUp == nil {
+	if !r.opts.From.IsZero() && caughtUp == nil && sp.after == nil {
 		if err := rd.SeekByTime(r.opts.From); err != nil {
 			return fail("seek to "+r.opts.From.UTC().Format(time.RFC3339Nano), err)
 		}

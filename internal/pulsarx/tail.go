@@ -27,7 +27,7 @@ type TailMessage struct {
 // The pulsar client reconnects the reader by itself when the broker goes away; Tail only
 // fails when the reader cannot be created or the broker answers an error.
 func (r *Reader) Tail(ctx context.Context, partition int32, fn func(TailMessage) error, caughtUp func()) error {
-	return r.consume(ctx, partition, true, caughtUp, func(msg pulsar.Message) error {
+	return r.consume(ctx, partition, true, caughtUp, span{}, func(msg pulsar.Message) error {
 		return fn(TailMessage{Message: r.toMessage(partition, msg), ReplicatedFrom: r.origin(msg.GetReplicatedFrom())})
 	})
 }

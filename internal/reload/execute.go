@@ -66,6 +66,8 @@ type Executor struct {
 	// Reader reads the offsets topic again after the load: the values KoP must now serve.
 	Reader   loader.OffsetTopicReader
 	Ordering loader.TxnOrdering
+	// Persisted, when set, reads the offsets topic instead of Reader, as Planner.Persisted.
+	Persisted PartitionReplayer
 	// Wait bounds the verification of each bundle (default DefaultWait).
 	Wait time.Duration
 	// Pause is slept between two bundles.

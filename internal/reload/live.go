@@ -75,14 +75,14 @@ func partitionsOf(groups []AffectedGroup, names map[string]bool) []int32 {
 // recheckLive is the re-check's second look: the late losses of groups that committed since
 // the plan are read again in the topic, and those the group's own commits cover are dropped.
 func (e *Executor) recheckLive(ctx context.Context, groups []AffectedGroup, late []Loss) []Loss {
-	if len(late) == 0 || e.Reader == nil {
+	if len(late) == 0 || e.Reader == nil && e.Persisted == nil {
 		return late
 	}
 	names := map[string]bool{}
 	for _, l := range late {
 		names[l.Group] = true
 	}
-	po := newerRead(ctx, e.Reader, partitionsOf(groups, names), e.Ordering)
+	po := e.newerRead(ctx, partitionsOf(groups, names))
 	if po == nil {
 		return late
 	}
@@ -108,7 +108,7 @@ func (e *Executor) movedOn(ctx context.Context, pb PlannedBundle, grs []GroupRes
 	if len(ahead) == 0 {
 		return pending
 	}
-	po := newerRead(ctx, e.Reader, pb.OffsetsPartitions, e.Ordering)
+	po := e.newerRead(ctx, pb.OffsetsPartitions)
 	if po == nil {
 		return pending
 	}
@@ -196,8 +196,8 @@ func (r *planRun) rereadAhead(ctx context.Context) {
 	if !ahead {
 		return
 	}
-	if po := newerRead(ctx, r.p.Reader, r.parts, r.p.Ordering); po != nil {
-		r.persisted = po
+	if po, err := r.p.replay(ctx, r.parts); err == nil {
+		r.persisted = po // a failed read: the first read stands
 	}
 }
 

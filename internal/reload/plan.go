@@ -103,6 +103,10 @@ type Planner struct {
 	Aligner Aligner
 	// Intended are rows the caller rewrote on purpose (failover) with the value it wrote.
 	Intended map[IntendedKey]int64
+	// Persisted, when set, replays this cluster's offsets topic instead of Reader, with the
+	// same Ordering: a caller that read the topic earlier in the run hands its replay on
+	// (failover: a loader.Snapshot), and each read of the plan reads what was appended since.
+	Persisted PartitionReplayer
 }
 
 // PlanError is a failure while planning: an endpoint failed, nothing was written.
@@ -250,7 +254,7 @@ func (r *planRun) expandPatterns(ctx context.Context) error {
 	for i := range all {
 		all[i] = int32(i)
 	}
-	persisted, err := replay(ctx, r.p.Reader, all, r.p.Ordering)
+	persisted, err := r.p.replay(ctx, all)
 	if err != nil {
 		return &PlanError{Cluster: r.cl.Name, Step: "read " + r.cl.OffsetsTopic() + " for the groups matching " + strings.Join(plan.RequestedGroups, ", "), Err: err}
 	}
@@ -283,7 +287,7 @@ func (r *planRun) expandPatterns(ctx context.Context) error {
 // readGroups replays the planned partitions: the blast radius is every group persisted in
 // them, plus the requested groups.
 func (r *planRun) readGroups(ctx context.Context) error {
-	persisted, err := replay(ctx, r.p.Reader, r.parts, r.p.Ordering)
+	persisted, err := r.p.replay(ctx, r.parts)
 	if err != nil {
 		return &PlanError{Cluster: r.cl.Name, Step: "read " + r.cl.OffsetsTopic(), Err: err}
 	}

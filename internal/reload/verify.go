@@ -115,7 +115,7 @@ func (e *Executor) judge(ctx context.Context, br *BundleResult, grs []GroupResul
 // persisted replays the bundle's partitions and stores in grs what each group's load
 // brings (the loader model's prediction, which verification compares KoP with).
 func (e *Executor) persisted(ctx context.Context, pb PlannedBundle, grs []GroupResult) error {
-	po, err := replay(ctx, e.Reader, pb.OffsetsPartitions, e.Ordering)
+	po, err := e.replay(ctx, pb.OffsetsPartitions)
 	if err != nil {
 		return err
 	}

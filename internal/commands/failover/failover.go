@@ -251,6 +251,11 @@ func run(ctx context.Context, opts *Options) error {
 	if res.Error != "" {
 		fmt.Fprintln(opts.IO.ErrOut, "error:", res.Error)
 	}
+	if opts.Format == output.Table { // every row that failed (res.Error names the first)
+		for _, we := range res.WriteErrors {
+			fmt.Fprintf(opts.IO.ErrOut, "  not written: cluster %s group %s topic %s partition %d (offset %d): %s\n", we.Cluster, we.Group, we.Topic, we.Partition, we.Offset, we.Error)
+		}
+	}
 	return finish(opts, doc, res.ExitCode)
 }
 

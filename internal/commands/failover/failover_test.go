@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/align"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/session"
@@ -21,6 +19,7 @@ import (
 	"github.com/kop-offsets/kop-offsets/internal/lease"
 	"github.com/kop-offsets/kop-offsets/internal/outcome"
 	"github.com/kop-offsets/kop-offsets/internal/output"
+	"github.com/kop-offsets/kop-offsets/internal/reload"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/clitest"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
 )
@@ -106,9 +105,9 @@ func (noBacklog) Backlog(context.Context, int32) (int64, error) { return 0, nil 
 // countingWriter counts the commit requests that reach it (none may).
 type countingWriter struct{ n int }
 
-func (c *countingWriter) CommitRequest(context.Context, []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
-	c.n++
-	return 0, nil, nil
+func (c *countingWriter) CommitRequests(_ context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
+	c.n += len(reqs)
+	return make([]kop.Sent, len(reqs))
 }
 
 // A dry run whose plan refuses nothing: 0, the plan printed, nothing written, no lease taken.
@@ -178,5 +177,50 @@ func TestSourceNotAnswering(t *testing.T) {
 				t.Errorf("the refusal does not name the flag and the cause: %v", err)
 			}
 		})
+	}
+}
+
+// failingWriter fails every request with err.
+type failingWriter struct{ err error }
+
+func (f failingWriter) CommitRequests(_ context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
+	out := make([]kop.Sent, len(reqs))
+	for i := range out {
+		out[i].Err = f.err
+	}
+	return out
+}
+
+// planOnly plans one bundle, refused for nothing, and must not execute it.
+type planOnly struct{ t *testing.T }
+
+func (p planOnly) Plan(context.Context, []string, map[reload.IntendedKey]int64, reload.PartitionReplayer) (*reload.Plan, error) {
+	return &reload.Plan{Bundles: []reload.PlannedBundle{{Range: "0x00000000_0x40000000"}}}, nil
+}
+
+func (p planOnly) Execute(context.Context, *reload.Plan) *reload.Execution {
+	p.t.Error("a bundle was reloaded after a failed write")
+	return &reload.Execution{}
+}
+
+// A record that cannot be written: each row named on stderr with its cluster, group, topic
+// and partition, exit 4, nothing reloaded.
+func TestFailoverNamesRowsNotWritten(t *testing.T) {
+	ios, _, _, errOut := iostreams.Test()
+	opts := &Options{IO: ios, Format: output.Table, From: "scus", To: "wus", Yes: true,
+		Config: func() (*config.Config, error) {
+			return &config.Config{Clusters: []config.Cluster{{Name: "scus"}, {Name: "wus"}}}, nil
+		},
+		Session: func(from, to config.Cluster, _ []config.Cluster) (*Session, error) {
+			pl := planner(t)
+			return &Session{Planner: pl, Executor: &fo.Executor{From: pl.From, To: pl.To, Writer: failingWriter{errors.New("producer closed")}, Reloader: planOnly{t}},
+				Close: func() {}}, nil
+		}}
+	err := run(context.Background(), opts)
+	if got := cmdutil.OutcomeOf(err); got != outcome.WriteFailed {
+		t.Fatalf("exit %d, want 4 (%v)", got, err)
+	}
+	if want := "not written: cluster wus group g topic topic-1 partition 0 (offset 50): producer closed"; !strings.Contains(errOut.String(), want) {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }

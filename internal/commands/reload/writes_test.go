@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
-
 	"github.com/kop-offsets/kop-offsets/internal/audit"
 	"github.com/kop-offsets/kop-offsets/internal/commands/cmdutil"
 	"github.com/kop-offsets/kop-offsets/internal/commands/session"
@@ -159,9 +157,13 @@ func TestWriteFlags(t *testing.T) {
 
 type commitsSeen struct{ n int }
 
-func (c *commitsSeen) CommitRequest(context.Context, []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
-	c.n++
-	return 1, nil, nil
+func (c *commitsSeen) CommitRequests(_ context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
+	c.n += len(reqs)
+	out := make([]kop.Sent, len(reqs))
+	for i := range out {
+		out[i].Partition = 1
+	}
+	return out
 }
 
 func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
@@ -174,12 +176,12 @@ func TestFailoverCommitsTakeTheLeaseFirst(t *testing.T) {
 	inner := &commitsSeen{}
 	w := s.Commits(inner, "persistent://public/__kafka/__consumer_offsets")
 	commits := []kop.OffsetCommit{{Group: "orders", Topic: "persistent://public/default/t", Offset: 5}}
-	if _, _, err := w.CommitRequest(context.Background(), commits); !errors.Is(err, lease.ErrHeld) || inner.n != 0 {
-		t.Fatalf("commit while the lease is held elsewhere: %v, %d written", err, inner.n)
+	if s := w.CommitRequests(context.Background(), [][]kop.OffsetCommit{commits}); !errors.Is(s[0].Err, lease.ErrHeld) || inner.n != 0 {
+		t.Fatalf("commit while the lease is held elsewhere: %v, %d written", s[0].Err, inner.n)
 	}
 	b.Holder = nil
-	if _, _, err := w.CommitRequest(context.Background(), commits); err != nil || inner.n != 1 {
-		t.Fatalf("%v, %d written", err, inner.n)
+	if s := w.CommitRequests(context.Background(), [][]kop.OffsetCommit{commits}); s[0].Err != nil || inner.n != 1 {
+		t.Fatalf("%v, %d written", s[0].Err, inner.n)
 	}
 	s.Close()
 	recs := readTrail(t, file)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/spf13/pflag"
 
 	"github.com/kop-offsets/kop-offsets/internal/audit"
@@ -118,8 +117,8 @@ func (s *Session) AfterWrite() {
 	}
 }
 
-// Commits wraps failover's commit writer: the lease is taken before the first commit, and
-// each commit is recorded in the trail.
+// Commits wraps failover's commit writer: the lease is taken before the first request, and
+// each request is recorded in the trail.
 func (s *Session) Commits(w audit.CommitWriter, offsetsTopic string) audit.CommitWriter {
 	return guardedCommits{s: s, w: audit.Commits{CommitWriter: w, Cluster: s.Executor.Cluster.Name, Topic: offsetsTopic,
 		Reason: "failover: translated offsets", Who: s.who, Sink: s.sink(), OnError: s.onAuditError}}
@@ -130,11 +129,15 @@ type guardedCommits struct {
 	w audit.CommitWriter
 }
 
-func (g guardedCommits) CommitRequest(ctx context.Context, commits []kop.OffsetCommit) (int32, pulsar.MessageID, error) {
+func (g guardedCommits) CommitRequests(ctx context.Context, reqs [][]kop.OffsetCommit) []kop.Sent {
 	if err := g.s.BeforeWrite(ctx); err != nil {
-		return 0, nil, err
+		out := make([]kop.Sent, len(reqs))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
 	}
-	return g.w.CommitRequest(ctx, commits)
+	return g.w.CommitRequests(ctx, reqs)
 }
 
 func (s *Session) sink() audit.Sink {
