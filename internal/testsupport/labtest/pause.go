@@ -102,6 +102,12 @@ func restartIfSessionExpired(t testing.TB, l *lab.Lab, c string, ps lab.ProcessS
 		t.Errorf("%s: start the standalone after its sessions expired: %v", c, err)
 		return
 	}
+	// Later tests find the standalone by its new pid.
+	if st, err := lab.ReadState(l.Paths.StateFile()); err != nil || st == nil {
+		t.Errorf("%s: read the lab's state after the restart: %v", c, err)
+	} else {
+		*l.State = *st
+	}
 	t.Logf("%s: standalone restarted and healthy in %s", c, time.Since(start).Round(100*time.Millisecond))
 }
 
