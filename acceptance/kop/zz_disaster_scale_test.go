@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kop-offsets/kop-offsets/internal/lab"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
 )
 
@@ -82,10 +83,12 @@ func TestDisasterScale(t *testing.T) {
 
 	how := "SIGSTOP"
 	if os.Getenv("KOP_DISASTER_KILL") != "" {
-		// A crash, not a cut link: the JVM of scus's standalone cluster killed (started
-		// again when the test ends).
+		// A crash, not a cut link: every broker JVM of scus killed (the standalone, or each
+		// broker of a several-brokers cluster; started again when the test ends).
 		how = "SIGKILL"
-		labtest.KillBroker(t, theLab, "scus", 0)
+		for _, i := range scusBrokers() {
+			labtest.KillBroker(t, theLab, "scus", i)
+		}
 	} else {
 		resume := labtest.PauseCluster(t, theLab, "scus")
 		defer resume()
@@ -221,4 +224,20 @@ func landings(l map[string]int) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// scusBrokers are the indexes of scus's brokers (0 alone on a standalone lab).
+func scusBrokers() []int {
+	var out []int
+	for _, cs := range theLab.State.Clusters {
+		if cs.Name != "scus" {
+			continue
+		}
+		for _, ps := range cs.Processes {
+			if ps.Role == lab.RoleBroker || ps.Role == lab.RoleStandalone {
+				out = append(out, ps.Index)
+			}
+		}
+	}
+	return out
 }
