@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -154,6 +155,13 @@ func quietly[T any](t *testing.T, args ...string) (T, int) {
 	defer cancel()
 	code, out, errOut := labcli.RunCLI(ctx, theLab, args...)
 	t.Logf("$ kop-offsets %s -> exit %d in %s, %d bytes of JSON\n%s", strings.Join(args, " "), code, time.Since(start).Round(time.Millisecond), len(out), labtest.Tail(errOut, 15))
+	if code != 0 {
+		// Too large for the log: kept whole beside the test's other files for the post-mortem.
+		f := filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d-exit%d.json", t.Name(), start.Unix(), code))
+		if err := os.WriteFile(f, []byte(out), 0o644); err == nil {
+			t.Logf("its document: %s", f)
+		}
+	}
 	var v T
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("exit %d, not a document: %v", code, err)
