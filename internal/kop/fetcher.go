@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -70,6 +71,10 @@ type Fetcher struct {
 	CoordinatorWait time.Duration
 	// Describe also describes listed groups (state, members) in ListGroups.
 	Describe bool
+
+	// oneByOne: the brokers answered OffsetFetch below v8 (one group a request: KoP 2.10 and
+	// 3.0), so batches are sent a group at a time without asking for v8 first.
+	oneByOne atomic.Bool
 }
 
 // ClientOpts are the kgo options a Fetcher's client needs: kgo retries
@@ -231,9 +236,7 @@ func (f *Fetcher) EachOffsets(ctx context.Context, groups []string, fn func(grou
 			for start := 0; start < len(gs); start += batch {
 				chunk := gs[start:min(start+batch, len(gs))]
 				eg.Go(func() error {
-					rctx, cancel := context.WithTimeout(ctx, reqTimeout)
-					defer cancel()
-					for g, gf := range f.fetchBatch(rctx, node, chunk) {
+					for g, gf := range f.fetchBatch(ctx, node, chunk, reqTimeout) {
 						record(g, gf)
 					}
 					return nil
@@ -281,8 +284,12 @@ func (f *Fetcher) coordinators(ctx context.Context, groups []string, timeout tim
 }
 
 // fetchBatch sends one OffsetFetch (v8+: many groups) to a coordinator, or one per group to
-// a broker that only speaks older versions.
-func (f *Fetcher) fetchBatch(ctx context.Context, node int32, groups []string) map[string]GroupFetch {
+// a broker that only speaks older versions; each request has its own timeout.
+func (f *Fetcher) fetchBatch(ctx context.Context, node int32, groups []string, timeout time.Duration) map[string]GroupFetch {
+	broker := f.Client.Broker(int(node))
+	if f.oneByOne.Load() {
+		return f.fetchOneByOne(ctx, broker, groups, timeout)
+	}
 	out := make(map[string]GroupFetch, len(groups))
 	req := kmsg.NewPtrOffsetFetchRequest()
 	for _, g := range groups {
@@ -290,10 +297,12 @@ func (f *Fetcher) fetchBatch(ctx context.Context, node int32, groups []string) m
 		rg.Group = g
 		req.Groups = append(req.Groups, rg)
 	}
-	broker := f.Client.Broker(int(node))
-	resp, err := req.RequestWith(ctx, broker)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	resp, err := req.RequestWith(rctx, broker)
+	cancel()
 	if err == nil && resp.Version < 8 {
-		return f.fetchOneByOne(ctx, broker, groups)
+		f.oneByOne.Store(true)
+		return f.fetchOneByOne(ctx, broker, groups, timeout)
 	}
 	if err != nil {
 		for _, g := range groups {
@@ -312,30 +321,49 @@ func (f *Fetcher) fetchBatch(ctx context.Context, node int32, groups []string) m
 	return out
 }
 
-func (f *Fetcher) fetchOneByOne(ctx context.Context, broker *kgo.Broker, groups []string) map[string]GroupFetch {
+// fetchOneByOne asks for each group in a request of its own, oneByOneParallel at once on the
+// broker's connection, each within timeout: a batch's 50 requests one after the other under
+// one deadline failed the last groups of a slow broker (KoP 2.10 verifying 2,500 groups).
+func (f *Fetcher) fetchOneByOne(ctx context.Context, broker *kgo.Broker, groups []string, timeout time.Duration) map[string]GroupFetch {
 	out := make(map[string]GroupFetch, len(groups))
+	var mu sync.Mutex
+	var eg errgroup.Group
+	eg.SetLimit(oneByOneParallel)
 	for _, g := range groups {
-		req := kmsg.NewPtrOffsetFetchRequest()
-		req.Group = g
-		resp, err := req.RequestWith(ctx, broker)
-		if err != nil {
-			out[g] = requestFailed(g, err)
-			continue
-		}
-		var topics []kmsg.OffsetFetchResponseGroupTopic
-		for _, t := range resp.Topics {
-			gt := kmsg.NewOffsetFetchResponseGroupTopic()
-			gt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-				gp.Partition, gp.Offset, gp.ErrorCode = p.Partition, p.Offset, p.ErrorCode
-				gt.Partitions = append(gt.Partitions, gp)
-			}
-			topics = append(topics, gt)
-		}
-		out[g] = groupFetch(g, resp.ErrorCode, topics)
+		eg.Go(func() error {
+			gf := f.fetchOne(ctx, broker, g, timeout)
+			mu.Lock()
+			out[g] = gf
+			mu.Unlock()
+			return nil
+		})
 	}
+	_ = eg.Wait() // no request fails the others
 	return out
+}
+
+// fetchOne is one group's OffsetFetch below v8.
+func (f *Fetcher) fetchOne(ctx context.Context, broker *kgo.Broker, g string, timeout time.Duration) GroupFetch {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = g
+	resp, err := req.RequestWith(rctx, broker)
+	if err != nil {
+		return requestFailed(g, err)
+	}
+	var topics []kmsg.OffsetFetchResponseGroupTopic
+	for _, t := range resp.Topics {
+		gt := kmsg.NewOffsetFetchResponseGroupTopic()
+		gt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			gp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+			gp.Partition, gp.Offset, gp.ErrorCode = p.Partition, p.Offset, p.ErrorCode
+			gt.Partitions = append(gt.Partitions, gp)
+		}
+		topics = append(topics, gt)
+	}
+	return groupFetch(g, resp.ErrorCode, topics)
 }
 
 // requestFailed maps a failed request: coordinator errors are retried, anything else is

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kop-offsets/kop-offsets/internal/kop"
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/fakes"
@@ -128,5 +130,39 @@ func TestListGroupsDescribed(t *testing.T) {
 	want := []kop.ListedGroup{{Group: "idle", State: "Empty", ProtocolType: "consumer"}, {Group: "live", State: "Stable", ProtocolType: "consumer", Members: 2}}
 	if err != nil || !slices.Equal(ls, want) {
 		t.Fatalf("described: %+v %v", ls, err)
+	}
+}
+
+// KoP 2.10 and 3.0 answer OffsetFetch below v8, one group a request. After the first answer
+// shows it, every group is asked on its own, several at once, each within its own
+// RequestTimeout: a batch's requests one after the other under one deadline failed the
+// batch's last groups on a slow broker.
+func TestFetchOffsetsOneGroupARequest(t *testing.T) {
+	fk := fakes.NewKoP(t)
+	fk.SetDelay(10 * time.Millisecond) // answers one at a time: 300 in a row take 3 s
+	var groups []string
+	for i := range 300 {
+		g := fmt.Sprintf("g-%03d", i)
+		groups = append(groups, g)
+		fk.Set(g, "topic-1", 0, int64(i))
+	}
+	f := fk.Fetcher(t, time.Second, append(kop.ClientOpts(10*time.Second), kgo.MaxVersions(kversion.V2_1_0()))...)
+	f.BatchSize, f.Parallel, f.RequestTimeout = 300, 1, time.Second
+	got := f.FetchOffsets(context.Background(), groups)
+	for i, g := range groups {
+		if gf := got[g]; gf.Err != nil || gf.Offsets["topic-1"][0] != int64(i) {
+			t.Fatalf("group %s: %+v", g, gf)
+		}
+	}
+	// The first request (v5 carries one group of a batch) shows the version; then one each.
+	if n := fk.Fetches(); n != len(groups)+1 {
+		t.Errorf("%d OffsetFetch requests for %d groups, want %d", n, len(groups), len(groups)+1)
+	}
+	before := fk.Fetches()
+	if gf := f.FetchOffsets(context.Background(), []string{"g-007"})["g-007"]; gf.Err != nil || gf.Offsets["topic-1"][0] != 7 {
+		t.Fatalf("g-007 again: %+v", gf)
+	}
+	if n := fk.Fetches() - before; n != 1 {
+		t.Errorf("a second sweep sent %d requests for one group, want 1 (the version is known)", n)
 	}
 }

@@ -276,6 +276,9 @@ func (k *KoP) offsetFetch(kr kmsg.Request) kmsg.Response {
 		for _, rg := range req.Groups {
 			coordinator[rg.Group] = k.Cluster.CoordinatorFor(rg.Group)
 		}
+		if req.Version < 8 {
+			coordinator[req.Group] = k.Cluster.CoordinatorFor(req.Group)
+		}
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -283,6 +286,25 @@ func (k *KoP) offsetFetch(kr kmsg.Request) kmsg.Response {
 		time.Sleep(k.delay)
 	}
 	k.fetches++
+	if req.Version < 8 { // one group a request, as KoP 2.10 and 3.0 answer (v5, v7)
+		k.asked = append(k.asked, []string{req.Group})
+		if c, ok := coordinator[req.Group]; ok && c != node {
+			resp.ErrorCode = kerr.NotCoordinator.Code
+		} else if resp.ErrorCode = k.groupError(req.Group, true); resp.ErrorCode == 0 {
+			for _, gt := range k.cachedTopics(req.Group) {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = gt.Topic
+				for _, gp := range gt.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch = gp.Partition, gp.Offset, gp.LeaderEpoch
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			k.servedBy[req.Group] = node
+		}
+		return resp
+	}
 	var asked []string
 	for _, rg := range req.Groups {
 		asked = append(asked, rg.Group)
