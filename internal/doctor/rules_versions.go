@@ -22,7 +22,9 @@ var kopLines = []kopLine{
 	{Name: "KoP 2.10", Kafka: "Kafka 2.1", OffsetFetch: 5, Hazards: []string{
 		"KoP 2.10 answers OffsetFetch up to v5 (Kafka 2.1): one group per request, no batched fetch of many groups (v8), so check and watch send one request per group; clients newer than Kafka 2.1 negotiate down",
 	}},
-	{Name: "KoP 3.0", Kafka: "Kafka 2.8", OffsetFetch: 7},
+	{Name: "KoP 3.0", Kafka: "Kafka 2.8", OffsetFetch: 7, Hazards: []string{
+		"KoP 3.0 answers OffsetFetch up to v7 (Kafka 2.8): one group per request, no batched fetch of many groups (v8), so check, watch, repair and failover send one request per group (16 at once to each coordinator)",
+	}},
 	{Name: "KoP 3.1", Kafka: "Kafka 3.4", OffsetFetch: 8},
 }
 

@@ -46,7 +46,7 @@ func TestKoPAndPulsarVersionsReported(t *testing.T) {
 		!strings.Contains(scusKoP[0]+scusKoP[1], "no batched fetch") {
 		t.Errorf("scus kop-version findings %q", scusKoP)
 	}
-	if len(wusKoP) != 1 || !strings.Contains(wusKoP[0], "KoP 3.0 line on wus") {
+	if len(wusKoP) != 2 || !strings.Contains(wusKoP[0]+wusKoP[1], "KoP 3.0 line on wus") || !strings.Contains(wusKoP[0]+wusKoP[1], "no batched fetch") {
 		t.Errorf("wus kop-version findings %q", wusKoP)
 	}
 	for _, c := range r.Clusters {
