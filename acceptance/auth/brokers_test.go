@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -183,22 +182,8 @@ func moveBundle(ctx context.Context, t *testing.T, c lab.Cluster, bundle, dest s
 	if ownerOf(ctx, t, c, bundle) == dest {
 		return
 	}
-	rt, base, err := lab.AdminTransport(c)
-	if err != nil {
+	if err := lab.UnloadBundleTo(ctx, c, bundle, dest); err != nil {
 		t.Fatal(err)
-	}
-	u := fmt.Sprintf("%s/admin/v2/namespaces/%s/%s/unload?destinationBroker=%s", base, lab.MetadataNamespace, bundle, dest)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := (&http.Client{Transport: rt, Timeout: 2 * time.Minute}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s: unload %s to %s: %s", c.Name, bundle, dest, resp.Status)
 	}
 	adm := labtest.PulsarxAdmin(t, c)
 	deadline := time.Now().Add(2 * time.Minute)

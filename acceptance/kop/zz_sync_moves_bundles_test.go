@@ -5,7 +5,6 @@ package kop
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -145,22 +144,8 @@ func brokerIDOf(ctx context.Context, t *testing.T, c lab.Cluster, i int) string 
 // through c's admin URL with the lab's transport (TLS and token on an auth lab).
 func unloadTo(ctx context.Context, t *testing.T, c lab.Cluster, bundle, dest string) {
 	t.Helper()
-	rt, base, err := lab.AdminTransport(c)
-	if err != nil {
+	if err := lab.UnloadBundleTo(ctx, c, bundle, dest); err != nil {
 		t.Fatal(err)
-	}
-	u := fmt.Sprintf("%s/admin/v2/namespaces/%s/%s/unload?destinationBroker=%s", base, lab.MetadataNamespace, bundle, dest)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := (&http.Client{Transport: rt, Timeout: 2 * time.Minute}).Do(req)
-	if err != nil {
-		t.Fatalf("%s: unload bundle %s to %s: %v", c.Name, bundle, dest, err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("%s: unload bundle %s to %s: %s", c.Name, bundle, dest, resp.Status)
 	}
 }
 

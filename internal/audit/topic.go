@@ -52,27 +52,7 @@ func (t *Topic) open(ctx context.Context) error {
 }
 
 // Write implements Sink.
-func (t *Topic) Write(r Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.open(ctx); err != nil {
-		return err
-	}
-	if err := t.pub.Publish(ctx, b); err != nil {
-		return fmt.Errorf("audit topic %s: %w", t.Name, err)
-	}
-	return nil
-}
+func (t *Topic) Write(r Record) error { return t.WriteAll([]Record{r}) }
 
 // BatchPublisher is a Publisher that sends many messages without a round trip each.
 type BatchPublisher interface {

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -350,4 +351,28 @@ func kafkaAuthOpts(c Cluster) ([]kgo.Opt, error) {
 		return nil, nil
 	}
 	return connect.KafkaOpts(c.Config(), connect.Options{})
+}
+
+// UnloadBundleTo unloads bundle of the metadata namespace on c to broker dest (Pulsar's
+// destinationBroker: a broker id as Pulsar lists them), through c's admin URL with the lab's
+// transport (TLS and token on an auth lab). pulsaradmin has no call with a destination.
+func UnloadBundleTo(ctx context.Context, c Cluster, bundle, dest string) error {
+	rt, base, err := AdminTransport(c)
+	if err != nil {
+		return err
+	}
+	u := fmt.Sprintf("%s/admin/v2/namespaces/%s/%s/unload?destinationBroker=%s", base, MetadataNamespace, bundle, dest)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{Transport: rt, Timeout: 2 * time.Minute}).Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: unload bundle %s to %s: %w", c.Name, bundle, dest, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s: unload bundle %s to %s: %s", c.Name, bundle, dest, resp.Status)
+	}
+	return nil
 }
