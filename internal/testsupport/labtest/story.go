@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/pulsar-client-go/pulsaradmin"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -126,7 +127,9 @@ func WaitReplicatedTenant(t testing.TB, l *lab.Lab, tenant, from, to string, p i
 	for {
 		st, err := a.Topics().GetStats(*tn)
 		if err == nil {
-			if r, ok := st.Replication[to]; ok && r.Connected && r.ReplicationBacklog == 0 {
+			// The backlog in the stats may be a periodic figure (Pulsar 2.10): the replicator's
+			// cursor in the internal stats, read live, must be at the last entry too.
+			if r, ok := st.Replication[to]; ok && r.Connected && r.ReplicationBacklog == 0 && replicatorCaughtUp(a, *tn, to) {
 				return
 			}
 		}
@@ -357,4 +360,35 @@ func CommitHealedOnWus(t testing.TB, l *lab.Lab, group, topic string, offset int
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Logf("wus serves %s %s after the commit on scus, healed by watch --repair", want, time.Since(start).Round(100*time.Millisecond))
+}
+
+// replicatorCaughtUp reports whether the replicator cursor of topic to cluster to has
+// acknowledged the topic's last entry (its mark-delete position is the last confirmed entry,
+// or an earlier ledger when the last one holds none yet).
+func replicatorCaughtUp(a pulsaradmin.Client, topic utils.TopicName, to string) bool {
+	is, err := a.Topics().GetInternalStats(topic)
+	if err != nil {
+		return false
+	}
+	c, ok := is.Cursors["pulsar.repl."+to]
+	if !ok {
+		return false
+	}
+	return positionCovers(c.MarkDeletePosition, is.LastConfirmedEntry)
+}
+
+// positionCovers: mark-delete position md ("ledger:entry") covers the last confirmed entry
+// lce: equal, or lce is an empty new ledger ("L:-1") after md's.
+func positionCovers(md, lce string) bool {
+	if md == lce {
+		return true
+	}
+	var mdL, mdE, lL, lE int64
+	if _, err := fmt.Sscanf(md, "%d:%d", &mdL, &mdE); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscanf(lce, "%d:%d", &lL, &lE); err != nil {
+		return false
+	}
+	return lE == -1 && mdL < lL
 }
