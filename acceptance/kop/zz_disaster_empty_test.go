@@ -4,6 +4,7 @@ package kop
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kop-offsets/kop-offsets/internal/testsupport/labtest"
@@ -41,7 +42,7 @@ func TestDisasterEmptyTopic(t *testing.T) {
 	}
 	seen := 0
 	for _, r := range d.Records {
-		if r.Group != group || r.Topic != topic {
+		if r.Group != group || !strings.HasSuffix(r.Topic, "/"+topic) { // dump names topics in full
 			continue
 		}
 		seen++
