@@ -166,13 +166,18 @@ func readKeys(t *testing.T, cluster, topic string, from int64, n int, keys map[i
 }
 
 // TestSyncFaultsTargetRestarted is issue 46 item 2's test on real KoP: a group commits on
-// scus every ~100 ms on a misaligned topic while wus's broker is stopped (on the standalone
-// lab, wus's one JVM: broker, bookie and metadata store; SIGTERM) and started again. Once
+// scus every ~100 ms on a misaligned topic while wus's broker-0 is stopped (SIGTERM) and
+// started again. It needs two brokers per cluster: a standalone's restart stops its
+// in-process bookie with the broker, and in a third of the runs the restarted standalone read
+// the topic's copy as empty (a ledger lost by the lab, not by KoP or the tool). Once
 // wus is healthy, its KoP reloads the synced commits from its offsets topic and serves the
 // translation of scus's newest commit within seconds; nothing older than what it served
 // before the stop is ever served after the restart, and every value it serves is a commit of
 // the group translated. The OffsetCommits sent to wus stay fewer than the commits made.
 func TestSyncFaultsTargetRestarted(t *testing.T) {
+	if n := theLab.Cluster("wus").BrokerCount(); n < 2 {
+		t.Skipf("needs two brokers per cluster (wus has %d): a standalone's restart can lose a topic's ledger (the lab's fault, docs/sync.md); run it on a lab started with KOP_LAB_BROKERS=2", n)
+	}
 	const local = 300
 	topic, group, _ := settledGroup(t, "sync-restart")
 	shiftedCopies(t, topic, local, 3000)
