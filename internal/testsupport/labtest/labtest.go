@@ -211,6 +211,7 @@ func downBroker(t testing.TB, l *lab.Lab, c string, i int, verb string, down fun
 		if err := l.StartBroker(ctx, c, i); err != nil {
 			t.Errorf("start %s broker-%d again: %v", c, i, err)
 		}
+		refreshState(t, l)
 	})
 }
 
@@ -223,6 +224,7 @@ func StartBroker(t testing.TB, l *lab.Lab, c string, i int) {
 	if err := l.StartBroker(ctx, c, i); err != nil {
 		t.Fatalf("start %s broker-%d: %v", c, i, err)
 	}
+	refreshState(t, l)
 }
 
 // ReadTrail is every record of the audit trail file p; the test stops when it cannot be read.

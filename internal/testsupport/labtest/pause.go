@@ -26,6 +26,7 @@ import (
 // and says so.
 func PauseCluster(t testing.TB, l *lab.Lab, c string) (resume func()) {
 	t.Helper()
+	refreshState(t, l) // an earlier test may have restarted a broker: its pid is new
 	var procs []lab.ProcessState
 	for _, cs := range l.State.Clusters {
 		if cs.Name != c {
@@ -102,12 +103,7 @@ func restartIfSessionExpired(t testing.TB, l *lab.Lab, c string, ps lab.ProcessS
 		t.Errorf("%s: start the standalone after its sessions expired: %v", c, err)
 		return
 	}
-	// Later tests find the standalone by its new pid.
-	if st, err := lab.ReadState(l.Paths.StateFile()); err != nil || st == nil {
-		t.Errorf("%s: read the lab's state after the restart: %v", c, err)
-	} else {
-		*l.State = *st
-	}
+	refreshState(t, l) // later tests find the standalone by its new pid
 	t.Logf("%s: standalone restarted and healthy in %s", c, time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -123,4 +119,16 @@ func logHas(path string, at int64, needle []byte) bool {
 	}
 	b, err := io.ReadAll(f)
 	return err == nil && bytes.Contains(b, needle)
+}
+
+// refreshState reads the lab's state file again into l.State: a broker started again
+// (StartBroker, a restart after a pause) runs under a new pid.
+func refreshState(t testing.TB, l *lab.Lab) {
+	t.Helper()
+	st, err := lab.ReadState(l.Paths.StateFile())
+	if err != nil || st == nil {
+		t.Errorf("read the lab's state %s: %v", l.Paths.StateFile(), err)
+		return
+	}
+	*l.State = *st
 }
