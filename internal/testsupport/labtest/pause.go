@@ -113,7 +113,7 @@ func logHas(path string, at int64, needle []byte) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if _, err := f.Seek(at, io.SeekStart); err != nil {
 		return false
 	}
