@@ -184,3 +184,10 @@ func TrimCluster(err error, cluster string) string {
 // Reason is the broker's reason of an admin error's underlying err (its {"reason"}, else the
 // HTTP status text), lower case.
 func Reason(err error) string { return reason(err) }
+
+// TimedOut reports whether err is a call that waited out its timeout (no answer), not a
+// refusal or an error answer.
+func TimedOut(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kop-offsets/kop-offsets/internal/loader"
+	"github.com/kop-offsets/kop-offsets/internal/pulsarx"
 )
 
 // probeGroups are the probe groups of the offsets partitions this check looks at: those of
@@ -46,7 +47,7 @@ func (s *clusterState) readPersisted(ctx context.Context, o Options) {
 	n, err := s.c.Reader.Partitions(ctx)
 	if err != nil {
 		s.pErr = err
-		if timedOut(err) && ctx.Err() == nil {
+		if pulsarx.TimedOut(err) && ctx.Err() == nil {
 			// The cluster hangs (a cut link, stopped processes): its KoP is not asked
 			// either, so that nothing waits on it more than once.
 			s.cacheErr = fmt.Errorf("%w: cluster %s did not answer its admin API within the request timeout", errNotAsked, s.c.Name)
@@ -145,11 +146,4 @@ func replayPartitions(ctx context.Context, reader loader.OffsetTopicReader, part
 		}
 	}
 	return results, nil
-}
-
-// timedOut reports whether err is a call that waited out its timeout (no answer), not a
-// refusal or an error answer.
-func timedOut(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
 }

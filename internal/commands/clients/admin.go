@@ -5,7 +5,6 @@ package clients
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -50,7 +49,7 @@ var _ ClusterNamer = (*pulsarx.Admin)(nil)
 // rights; the admin API may be down) nothing is refused: the config's name is used as given.
 func CheckPulsarName(ctx context.Context, a ClusterNamer, cl config.Cluster, path string) error {
 	got, err := a.ClusterName(ctx)
-	if err != nil && (ctx.Err() != nil || timedOut(err)) {
+	if err != nil && (ctx.Err() != nil || pulsarx.TimedOut(err)) {
 		// No answer within the timeout: the caller marks the cluster down (NoAnswer) so that
 		// nothing waits on it again. The call's own timeout is the same --timeout as ctx's and
 		// may fire a moment before it, so a timed-out error counts even while ctx is live.
@@ -66,13 +65,6 @@ func CheckPulsarName(ctx context.Context, a ClusterNamer, cl config.Cluster, pat
 		msg += fmt.Sprintf(": set `pulsarCluster: %s` on cluster %q, or point its adminURL at the right cluster", got, cl.Name)
 	}
 	return &config.Error{Path: path, Cluster: cl.Name, Field: "pulsarCluster", Msg: msg}
-}
-
-// timedOut reports whether err is a call that waited out its timeout, not a refusal or an
-// error answer.
-func timedOut(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
 }
 
 // NoAnswer is a cluster whose admin API did not answer within the request timeout.

@@ -73,10 +73,11 @@ func PauseCluster(t testing.TB, l *lab.Lab, c string) (resume func()) {
 	return resume
 }
 
-// zkStandalone: a standalone of Pulsar 2.x, whose metadata lives in an embedded ZooKeeper.
+// zkStandalone: a standalone whose metadata lives in an embedded ZooKeeper (its Pulsar line's
+// StandaloneZooKeeper, the lab's own knowledge of the line).
 func zkStandalone(l *lab.Lab, procs []lab.ProcessState) bool {
-	v := l.State.PulsarVersion
-	return len(procs) == 1 && procs[0].Role == lab.RoleStandalone && len(v) > 1 && v[0] == '2' && v[1] == '.'
+	line, err := lab.LineOf(l.State.PulsarVersion)
+	return err == nil && line.StandaloneZooKeeper && len(procs) == 1 && procs[0].Role == lab.RoleStandalone
 }
 
 // sessionExpired is what Pulsar 2.x's ZooKeeper client logs when its session was expired.
