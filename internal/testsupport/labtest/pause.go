@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -100,7 +101,13 @@ func restartIfSessionExpired(t testing.TB, l *lab.Lab, c string, ps lab.ProcessS
 		t.Errorf("%s: stop the standalone after its sessions expired: %v", c, err)
 		return
 	}
-	if err := l.StartBroker(ctx, c, ps.Index); err != nil {
+	// The stopped JVM's ports can stay bound a few seconds after it exits.
+	err := l.StartBroker(ctx, c, ps.Index)
+	for i := 0; err != nil && strings.Contains(err.Error(), "still in use") && i < 10; i++ {
+		time.Sleep(3 * time.Second)
+		err = l.StartBroker(ctx, c, ps.Index)
+	}
+	if err != nil {
 		t.Errorf("%s: start the standalone after its sessions expired: %v", c, err)
 		return
 	}
